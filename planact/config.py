@@ -1,0 +1,268 @@
+"""Run configuration: pydantic models loaded from YAML with `key=value` overrides.
+
+These models are also the Prefect parameter schema, so every field carries a
+description that shows up in the Prefect UI form.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+
+class ConfigError(ValueError):
+    """A run config is invalid; the message names every offending field."""
+
+
+class _Strict(BaseModel):
+    # Unknown keys are typos far more often than intent: reject them.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class TinyModelSpec(_Strict):
+    """Shape of a locally built Llama-style model (used when `model_path` is empty)."""
+
+    hidden_size: int = Field(96, ge=8, description="Width of the residual stream.")
+    num_layers: int = Field(2, ge=1, description="Number of transformer blocks.")
+    num_heads: int = Field(4, ge=1, description="Attention heads (hidden_size must divide evenly).")
+    intermediate_size: int = Field(256, ge=8, description="Width of the MLP inside each block.")
+    max_positions: int = Field(160, ge=16, description="Longest sequence (prompt + response) the model supports.")
+
+    @model_validator(mode="after")
+    def _heads_divide(self) -> "TinyModelSpec":
+        if self.hidden_size % self.num_heads:
+            raise ValueError(f"hidden_size {self.hidden_size} is not divisible by num_heads {self.num_heads}")
+        return self
+
+
+class SamplingConfig(_Strict):
+    """How a role's engine samples during rollouts."""
+
+    temperature: float = Field(1.0, ge=0.0, le=5.0, description="Softmax temperature; 0 means greedy.")
+    top_p: float = Field(1.0, gt=0.0, le=1.0, description="Nucleus sampling mass (1.0 disables it).")
+    max_new_tokens: int = Field(24, ge=1, le=4096, description="Longest response the engine may produce.")
+
+
+class RLConfig(_Strict):
+    """GRPO hyper-parameters for one role (see shared/DESIGN.md, RL)."""
+
+    lr: float = Field(1e-4, gt=0.0, lt=1.0, description="AdamW learning rate after warmup (RL_NOTES: >=3e-4 collapsed).")
+    warmup_steps: int = Field(5, ge=0, description="Optimizer steps of linear learning-rate warmup.")
+    weight_decay: float = Field(0.0, ge=0.0, description="AdamW weight decay.")
+    eps_clip: float = Field(0.2, gt=0.0, lt=1.0, description="PPO clip range below 1 (and above, unless eps_clip_high).")
+    eps_clip_high: float | None = Field(None, gt=0.0, description="Upper clip range (DAPO 'clip-higher'); None = eps_clip.")
+    kl_coef: float = Field(0.0, ge=0.0, description="Weight of the KL penalty to the frozen reference (the warm start).")
+    kl_estimator: Literal["k1", "k3"] = Field("k3", description="KL estimator: k1 = log-ratio, k3 = Schulman's unbiased non-negative one.")
+    entropy_coef: float = Field(0.0, ge=0.0, description="Weight of the entropy bonus.")
+    std_normalize: bool = Field(True, description="Divide group-centred rewards by the group std (+1e-6).")
+    grad_clip: float = Field(1.0, gt=0.0, description="Global gradient-norm clip.")
+    num_minibatches: int = Field(2, ge=1, description="Optimizer steps per round (the round's samples split evenly).")
+
+
+class WarmStartConfig(_Strict):
+    """Supervised warm start on teacher demonstrations, run once before RL."""
+
+    enabled: bool = Field(True, description="Run the warm start when the run has no checkpoint yet.")
+    steps: int = Field(300, ge=0, description="Optimizer steps of cross-entropy training.")
+    batch_size: int = Field(64, ge=1, description="Demonstrations per step.")
+    lr: float = Field(3e-3, gt=0.0, lt=1.0, description="Peak learning rate.")
+    final_lr_ratio: float = Field(0.1, ge=0.0, le=1.0, description="Cosine-anneal to this fraction of lr (an annealed start is what RL must beat).")
+    warmup_steps: int = Field(20, ge=0, description="Linear warmup steps.")
+
+
+class ResourceConfig(_Strict):
+    """Where a role's engines and trainer run on Ray."""
+
+    num_cpus: float = Field(0.5, ge=0.0, description="Ray CPUs reserved by each engine/trainer actor of this role.")
+    num_gpus: float = Field(0.0, ge=0.0, description="Ray GPUs reserved by each actor of this role.")
+    memory_mb: int = Field(0, ge=0, description="Ray memory (MB) reserved per actor; 0 = no reservation.")
+    torch_threads: int = Field(1, ge=1, description="torch intra-op threads per actor (oversubscribing cores is slower, RL_NOTES).")
+    replicas: int = Field(1, ge=1, description="Engine replicas; generation is fanned out over them.")
+    colocate_trainer: bool = Field(True, description="Run the trainer inside engine replica 0 (weight sync is then in-process).")
+    device: str = Field("cpu", description="torch device for the model, e.g. 'cpu' or 'cuda'.")
+
+
+class RoleConfig(_Strict):
+    """Everything about one role (planner or actor): model, engine, sampling, RL."""
+
+    model_path: str | None = Field(None, description="HF checkpoint folder or hub id; empty = build a tiny model from `tiny`.")
+    tiny: TinyModelSpec = Field(default_factory=TinyModelSpec, description="Tiny-model shape used when model_path is empty.")
+    engine: Literal["hf"] = Field("hf", description="Generation engine. 'hf' (in-process transformers) is built; sglang/openai/anthropic come later.")
+    train: bool = Field(True, description="Update this role with RL; False keeps it frozen.")
+    group_size: int = Field(4, ge=1, description="Samples per prompt (GRPO group G).")
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig, description="Rollout sampling settings.")
+    rl: RLConfig = Field(default_factory=RLConfig, description="GRPO hyper-parameters.")
+    warm_start: WarmStartConfig = Field(default_factory=WarmStartConfig, description="Supervised warm start.")
+    resources: ResourceConfig = Field(default_factory=ResourceConfig, description="Ray resources and replicas.")
+
+
+class EnvConfig(_Strict):
+    """The synthetic Plan/Act environment (planact.envs.plan_act)."""
+
+    name: Literal["plan_act"] = Field("plan_act", description="Environment id.")
+    tasks_per_round: int = Field(16, ge=1, description="Distinct tasks sampled per round.")
+    min_ops: int = Field(1, ge=1, description="Fewest operations in an instruction.")
+    max_ops: int = Field(2, ge=1, le=3, description="Most operations in an instruction.")
+    min_len: int = Field(4, ge=1, description="Shortest digit list.")
+    max_len: int = Field(7, ge=1, le=12, description="Longest digit list.")
+    but_first_prob: float = Field(0.5, ge=0.0, le=1.0, description="Probability a multi-op instruction is phrased 'B, but first A' (plan order differs from text order).")
+    teacher_order_error: float = Field(0.7, ge=0.0, le=1.0, description="Probability the planner's teacher writes a 'but first' plan in text order (wrong): the imperfection RL can fix and SFT cannot.")
+    heldout_size: int = Field(200, ge=1, description="Held-out tasks for evaluation (never used in training).")
+    heldout_seed: int = Field(12345, description="Seed of the held-out set (fixed so runs compare).")
+
+    @model_validator(mode="after")
+    def _ranges(self) -> "EnvConfig":
+        if self.min_ops > self.max_ops:
+            raise ValueError("min_ops must be <= max_ops")
+        if self.min_len > self.max_len:
+            raise ValueError("min_len must be <= max_len")
+        return self
+
+
+class CreditConfig(_Strict):
+    """How the verifier's outcome is credited to each role."""
+
+    actor: Literal["outcome", "plan_fidelity"] = Field("outcome", description="Actor reward: the task's true answer ('outcome') or the given plan executed faithfully ('plan_fidelity').")
+    planner: Literal["mean_actor_outcome"] = Field("mean_actor_outcome", description="Planner reward = mean outcome of the actor samples that executed its plan.")
+    actor_requires_valid_plan: bool = Field(True, description="Actor earns 0 when the plan was malformed, so it is never paid for ignoring the plan.")
+
+
+class BarrierConfig(_Strict):
+    """The per-(run, round) barrier held by PlanActOrchestrator."""
+
+    timeout_s: float = Field(1800.0, gt=0.0, description="Seconds the actor side waits for the planner's plans.")
+    fallback_on_timeout: bool = Field(True, description="On timeout: True = actor executes without a plan (round tagged), False = fail the round.")
+    namespace: str = Field("planact", description="Ray namespace of the orchestrator and all named actors.")
+
+
+class TrackingConfig(_Strict):
+    """MLflow tracking."""
+
+    tracking_uri: str | None = Field(None, description="MLflow URI; empty = $MLFLOW_TRACKING_URI or sqlite under the project's runs/ folder.")
+    experiment: str = Field("planact", description="MLflow experiment name.")
+    eval_every: int = Field(5, ge=1, description="Held-out evaluation every this many rounds (and at the start and end).")
+    eval_samples: int = Field(4, ge=1, description="Samples per held-out task for pass@1 at the sampling temperature.")
+    rollout_rows: int = Field(12, ge=0, description="Sample rollouts logged as a table per evaluation.")
+
+
+class CheckpointConfig(_Strict):
+    """Checkpointing and resume."""
+
+    root: str = Field("runs", description="Folder holding one sub-folder per run name (checkpoints, experience, state).")
+    every: int = Field(2, ge=1, description="Checkpoint every this many rounds (and always after the last).")
+
+
+class RayConfig(_Strict):
+    """How to reach Ray."""
+
+    address: str | None = Field(None, description="Ray cluster address ('auto', 'ray://...'); empty = start a local Ray.")
+    num_cpus: int | None = Field(None, ge=1, description="Logical CPUs for a locally started Ray (None = detect).")
+    runtime_env: dict[str, Any] = Field(default_factory=dict, description="Ray runtime_env for workers (pip, env_vars, working_dir...).")
+    task_num_cpus: float = Field(0.1, gt=0.0, description="CPUs reserved by each Prefect task on Ray (fractional so actors leave room, STACK_NOTES).")
+
+
+class RunConfig(_Strict):
+    """A Plan/Act training run."""
+
+    run_name: str = Field("demo", description="Run id: names the run folder and MLflow run; re-using it resumes.")
+    seed: int = Field(0, description="Seed for task sampling, model init and sampling.")
+    rounds: int = Field(30, ge=0, description="RL rounds to run in total (a resumed run continues up to this).")
+    agent_role: Literal["both", "planner", "actor"] = Field("both", description="'both' = one flow drives both roles; 'planner'/'actor' = two-job mode.")
+    env: EnvConfig = Field(default_factory=EnvConfig, description="Environment.")
+    planner: RoleConfig = Field(default_factory=RoleConfig, description="The planner role (larger model).")
+    actor: RoleConfig = Field(
+        default_factory=lambda: RoleConfig(tiny=TinyModelSpec(hidden_size=64, num_layers=3, num_heads=4, intermediate_size=192)),
+        description="The actor role (smaller model).",
+    )
+    credit: CreditConfig = Field(default_factory=CreditConfig, description="Reward credit per role.")
+    barrier: BarrierConfig = Field(default_factory=BarrierConfig, description="Planner/actor barrier.")
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig, description="MLflow tracking.")
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig, description="Checkpoints and resume.")
+    ray: RayConfig = Field(default_factory=RayConfig, description="Ray connection.")
+
+    @field_validator("run_name")
+    @classmethod
+    def _safe_name(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", v):
+            raise ValueError("use letters, digits, '_', '-', '.' (it names a folder)")
+        return v
+
+    def run_dir(self) -> Path:
+        """Folder holding this run's checkpoints, experience and state."""
+        return Path(self.checkpoint.root).resolve() / self.run_name
+
+
+def _format_error(err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "<root>"
+        lines.append(f"  {loc}: {e['msg']}")
+    return "invalid run config:\n" + "\n".join(lines)
+
+
+def set_path(data: dict, dotted: str, value: Any) -> None:
+    """Set `a.b.c` inside nested dicts, creating levels as needed."""
+    keys = dotted.split(".")
+    node = data
+    for k in keys[:-1]:
+        node = node.setdefault(k, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"override {dotted!r}: {k!r} is not a section")
+    node[keys[-1]] = value
+
+
+def parse_overrides(overrides: list[str] | None) -> dict:
+    """Turn ['a.b=1', 'c=x'] into a nested dict; values are parsed as YAML scalars."""
+    out: dict = {}
+    for item in overrides or []:
+        if "=" not in item:
+            raise ConfigError(f"override {item!r} must look like key.path=value")
+        key, raw = item.split("=", 1)
+        set_path(out, key.strip(), yaml.safe_load(raw) if raw != "" else None)
+    return out
+
+
+def deep_merge(base: dict, extra: dict) -> dict:
+    """Recursively merge `extra` into a copy of `base`."""
+    out = dict(base)
+    for k, v in extra.items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def validate_config(data: dict | RunConfig) -> RunConfig:
+    """Validate a dict (or re-validate a model) into a RunConfig, raising ConfigError naming fields."""
+    try:
+        return RunConfig.model_validate(data if isinstance(data, dict) else data.model_dump())
+    except ValidationError as err:
+        raise ConfigError(_format_error(err)) from None
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> RunConfig:
+    """Load a YAML config (or the defaults) and apply `key=value` overrides."""
+    data: dict = {}
+    if path:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file not found: {p}")
+        data = yaml.safe_load(p.read_text()) or {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"{p}: top level must be a mapping")
+    return validate_config(deep_merge(data, parse_overrides(overrides)))
+
+
+def flatten(cfg: BaseModel | dict, prefix: str = "") -> dict[str, Any]:
+    """Flatten a config into dotted keys (MLflow params)."""
+    data = cfg.model_dump() if isinstance(cfg, BaseModel) else cfg
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out

@@ -1,0 +1,43 @@
+"""The generation protocol every engine speaks (hf now; sglang/openai/anthropic later)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass
+class SamplingParams:
+    """Sampling settings sent with every request (always explicit, as with SGLang)."""
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 24
+    n: int = 1  # samples per prompt (a GRPO group)
+    seed: int | None = None
+
+
+@dataclass
+class Completion:
+    """One sampled response with what training needs to use it."""
+
+    prompt_ids: list[int]
+    token_ids: list[int]  # response tokens, EOS included when the model stopped
+    logprobs: list[float]  # log p of each sampled token at the sampling temperature
+    text: str  # decoded response, special tokens removed
+    finish_reason: str  # "stop" (EOS) or "length"
+    weight_version: int
+    meta: dict = field(default_factory=dict)
+
+
+class Engine(Protocol):
+    """Prompts + sampling params -> completions; weights can be replaced in place."""
+
+    def generate(self, prompts: list[str], params: SamplingParams) -> list[list[Completion]]:
+        """Return, per prompt, `params.n` completions."""
+
+    def update_weights(self, state_dict: dict | None = None, version: int | None = None) -> int:
+        """Install new weights (None = already shared in-process) and return the new version."""
+
+    def health(self) -> dict:
+        """Liveness and identity: model, weight version, device."""

@@ -1,0 +1,134 @@
+"""In-process transformers engine: batched sampling with a KV cache.
+
+Runs inside a Ray actor (planact.workers.RoleWorker). Returns exact token ids
+and the logprob of every sampled token at the sampling temperature, computed
+with left padding, an attention mask and explicit position ids so that a fresh
+forward pass of the same model reproduces them (tests/unit/test_engine.py).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from planact.engines.base import Completion, SamplingParams
+
+
+class HFEngine:
+    """Generation over a transformers causal LM held in this process."""
+
+    def __init__(self, model: torch.nn.Module, tokenizer, max_batch: int = 512, name: str = "hf"):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.max_batch = max_batch
+        self.name = name
+        self.weight_version = 0
+        self._calls = 0
+
+    def encode(self, prompt: str) -> list[int]:
+        """BOS + the prompt's tokens."""
+        return [self.tokenizer.bos_token_id] + self.tokenizer.encode(prompt, add_special_tokens=False)
+
+    def generate(self, prompts: list[str], params: SamplingParams) -> list[list[Completion]]:
+        """Sample `params.n` completions per prompt, batched up to max_batch rows."""
+        rows = [self.encode(p) for p in prompts for _ in range(params.n)]
+        self._calls += 1
+        seed = params.seed if params.seed is not None else (self.weight_version * 1_000_003 + self._calls)
+        gen = torch.Generator(device="cpu").manual_seed(int(seed))
+        flat: list[Completion] = []
+        for start in range(0, len(rows), self.max_batch):
+            flat.extend(self._generate_batch(rows[start : start + self.max_batch], params, gen))
+        return [flat[i * params.n : (i + 1) * params.n] for i in range(len(prompts))]
+
+    @torch.no_grad()
+    def _generate_batch(self, rows: list[list[int]], params: SamplingParams, gen: torch.Generator) -> list[Completion]:
+        model = self.model
+        was_training = model.training
+        model.eval()
+        device = next(model.parameters()).device
+        pad, eos = self.tokenizer.pad_token_id, self.tokenizer.eos_token_id
+        B, L = len(rows), max(len(r) for r in rows)
+        input_ids = torch.full((B, L), pad, dtype=torch.long)
+        attn = torch.zeros((B, L), dtype=torch.long)
+        for i, r in enumerate(rows):  # left padding keeps every row's last token at column L-1
+            input_ids[i, L - len(r) :] = torch.tensor(r)
+            attn[i, L - len(r) :] = 1
+        positions = (attn.cumsum(-1) - 1).clamp(min=0)
+        input_ids, attn, positions = input_ids.to(device), attn.to(device), positions.to(device)
+
+        out_tokens = torch.full((B, params.max_new_tokens), pad, dtype=torch.long)
+        out_lp = torch.zeros((B, params.max_new_tokens))
+        lengths = torch.zeros(B, dtype=torch.long)
+        done = torch.zeros(B, dtype=torch.bool)
+        stopped = torch.zeros(B, dtype=torch.bool)
+        out = model(input_ids=input_ids, attention_mask=attn, position_ids=positions, use_cache=True)
+        cache = out.past_key_values
+        next_pos = positions[:, -1]
+        for t in range(params.max_new_tokens):
+            logits = out.logits[:, -1, :].float().cpu()
+            if params.temperature > 0:
+                logp = F.log_softmax(logits / params.temperature, dim=-1)
+                probs = logp.exp()
+                if params.top_p < 1.0:
+                    probs = _top_p_filter(probs, params.top_p)
+                tok = torch.multinomial(probs, 1, generator=gen).squeeze(-1)
+            else:
+                logp = F.log_softmax(logits, dim=-1)
+                tok = logits.argmax(-1)
+            tok = torch.where(done, torch.full_like(tok, pad), tok)
+            out_tokens[:, t] = tok
+            out_lp[:, t] = logp.gather(-1, tok.unsqueeze(-1)).squeeze(-1)
+            lengths += (~done).long()
+            hit_eos = (tok == eos) & ~done
+            stopped |= hit_eos
+            done |= hit_eos
+            if bool(done.all()) or t == params.max_new_tokens - 1:
+                break
+            # Finished rows keep attending (mask 1) to keep shapes simple; their extra tokens are discarded.
+            attn = torch.cat([attn, torch.ones((B, 1), dtype=attn.dtype, device=device)], dim=1)
+            next_pos = next_pos + 1
+            out = model(
+                input_ids=tok.unsqueeze(-1).to(device),
+                attention_mask=attn,
+                position_ids=next_pos.unsqueeze(-1),
+                past_key_values=cache,
+                use_cache=True,
+            )
+            cache = out.past_key_values
+        model.train(was_training)
+
+        results = []
+        for i in range(B):
+            n = int(lengths[i])
+            ids = out_tokens[i, :n].tolist()
+            results.append(
+                Completion(
+                    prompt_ids=rows[i],
+                    token_ids=ids,
+                    logprobs=out_lp[i, :n].tolist(),
+                    text=self.tokenizer.decode(ids, skip_special_tokens=True),
+                    finish_reason="stop" if bool(stopped[i]) else "length",
+                    weight_version=self.weight_version,
+                )
+            )
+        return results
+
+    def update_weights(self, state_dict: dict | None = None, version: int | None = None) -> int:
+        """Load new weights (None when the trainer shares this model in-process) and bump the version."""
+        if state_dict is not None:
+            self.model.load_state_dict(state_dict)
+        self.weight_version = version if version is not None else self.weight_version + 1
+        return self.weight_version
+
+    def health(self) -> dict:
+        """Identity and weight version."""
+        return {"engine": "hf", "name": self.name, "weight_version": self.weight_version,
+                "device": str(next(self.model.parameters()).device)}
+
+
+def _top_p_filter(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Zero out the tail beyond cumulative mass top_p (the first token always stays)."""
+    sorted_p, idx = probs.sort(dim=-1, descending=True)
+    keep = sorted_p.cumsum(-1) - sorted_p < top_p
+    sorted_p = sorted_p * keep
+    return torch.zeros_like(probs).scatter(-1, idx, sorted_p)

@@ -1,0 +1,80 @@
+"""Tiny-model factory and the loader shared with real checkpoints.
+
+No weights can be downloaded here, so the embedded default builds a small
+Llama-style model and a character tokenizer locally, saves both with
+`save_pretrained`, and loads them back through the Auto* classes: exactly the
+call that loads a real Hugging Face checkpoint.
+"""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+import torch
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+from planact.config import TinyModelSpec
+
+SPECIAL = ["<pad>", "<bos>", "<eos>", "<unk>"]
+# Every character the Plan/Act prompts and answers use; anything else maps to <unk>.
+CHARSET = string.ascii_lowercase + string.digits + " ,.:;|>-'()"
+
+
+def build_tokenizer() -> PreTrainedTokenizerFast:
+    """A character-level fast tokenizer with a pad token distinct from EOS."""
+    vocab = {tok: i for i, tok in enumerate(SPECIAL + list(CHARSET))}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", bos_token="<bos>", eos_token="<eos>", unk_token="<unk>"
+    )
+
+
+def build_tiny_model(spec: TinyModelSpec, vocab_size: int, seed: int, tokenizer: PreTrainedTokenizerFast) -> LlamaForCausalLM:
+    """A small Llama causal LM with its special-token ids wired from the tokenizer."""
+    cfg = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.num_heads,
+        num_key_value_heads=spec.num_heads,
+        max_position_embeddings=spec.max_positions,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        attn_implementation="eager",
+    )
+    torch.manual_seed(seed)
+    return LlamaForCausalLM(cfg)
+
+
+def materialize_tiny(spec: TinyModelSpec, out_dir: str | Path, seed: int) -> Path:
+    """Build and save a tiny model + tokenizer to `out_dir` (idempotent)."""
+    out = Path(out_dir)
+    if (out / "config.json").is_file():
+        return out
+    tokenizer = build_tokenizer()
+    model = build_tiny_model(spec, len(tokenizer), seed, tokenizer)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def load_model(path: str | Path, device: str = "cpu") -> tuple[torch.nn.Module, PreTrainedTokenizerFast]:
+    """Load a causal LM and tokenizer by path: the same call for tiny and real checkpoints."""
+    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    if tokenizer.pad_token_id is None or tokenizer.pad_token_id == tokenizer.eos_token_id:
+        raise ValueError(f"{path}: the tokenizer needs a pad token distinct from EOS (logprob alignment depends on it)")
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32, attn_implementation="eager")
+    return model.to(device), tokenizer
+
+
+def param_count(model: torch.nn.Module) -> int:
+    """Number of parameters (tied weights counted once)."""
+    return sum(p.numel() for p in model.parameters())

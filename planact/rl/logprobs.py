@@ -1,0 +1,56 @@
+"""Token logprobs of given responses under a model: one function for trainer, tests and SFT."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def pad_batch(prompts: list[list[int]], responses: list[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
+    """Right-pad prompt+response rows; mark response tokens in `resp_mask`.
+
+    Position ids are explicit (0..n-1 per row) so that they match the engine's
+    left-padded sampling pass exactly (RL_NOTES: logprob traps).
+    """
+    lengths = [len(p) + len(r) for p, r in zip(prompts, responses)]
+    T = max(lengths)
+    B = len(prompts)
+    input_ids = torch.full((B, T), pad_id, dtype=torch.long)
+    attn = torch.zeros((B, T), dtype=torch.long)
+    resp_mask = torch.zeros((B, T), dtype=torch.float32)
+    for i, (p, r) in enumerate(zip(prompts, responses)):
+        seq = p + r
+        input_ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+        attn[i, : len(seq)] = 1
+        resp_mask[i, len(p) : len(seq)] = 1.0
+    positions = (attn.cumsum(-1) - 1).clamp(min=0)
+    return {"input_ids": input_ids, "attention_mask": attn, "position_ids": positions, "resp_mask": resp_mask}
+
+
+def token_logprobs(
+    model: torch.nn.Module, batch: dict[str, torch.Tensor], temperature: float = 1.0, with_entropy: bool = False
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Logprob of every next token (aligned to the token it predicts) and optionally the entropy.
+
+    Returned tensors have shape [B, T] where column t scores input_ids[:, t];
+    column 0 is zero (nothing predicts the first token).
+    """
+    device = next(model.parameters()).device
+    out = model(
+        input_ids=batch["input_ids"].to(device),
+        attention_mask=batch["attention_mask"].to(device),
+        position_ids=batch["position_ids"].to(device),
+        use_cache=False,
+    )
+    logits = out.logits[:, :-1, :].float()
+    if temperature > 0:
+        logits = logits / temperature
+    logp_all = F.log_softmax(logits, dim=-1)
+    target = batch["input_ids"][:, 1:].to(device)
+    lp = logp_all.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    lp = F.pad(lp, (1, 0))
+    ent = None
+    if with_entropy:
+        ent = -(logp_all.exp() * logp_all).sum(-1)
+        ent = F.pad(ent, (1, 0))
+    return lp, ent

@@ -1,0 +1,155 @@
+"""Per-role trainer: GRPO updates and the supervised warm start over one causal LM."""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+import time
+
+import torch
+
+from planact.config import RLConfig, WarmStartConfig
+from planact.rl.grpo import grpo_loss
+from planact.rl.logprobs import pad_batch, token_logprobs
+
+
+def _warmup_lambda(warmup: int):
+    return lambda step: min(1.0, (step + 1) / warmup) if warmup > 0 else 1.0
+
+
+def _cosine_lambda(total: int, warmup: int, final_ratio: float):
+    def f(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = min(1.0, (step - warmup) / max(1, total - warmup))
+        return final_ratio + (1 - final_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+    return f
+
+
+class RoleTrainer:
+    """GRPO (clipped ratio, optional KL to a frozen reference, optional entropy) with AdamW."""
+
+    def __init__(self, model: torch.nn.Module, pad_id: int, rl: RLConfig, temperature: float):
+        self.model = model
+        self.pad_id = pad_id
+        self.rl = rl
+        # Logprobs are taken at the sampling temperature, the distribution the engine sampled from.
+        self.temperature = temperature if temperature > 0 else 1.0
+        self.ref_model: torch.nn.Module | None = None
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=rl.lr, weight_decay=rl.weight_decay)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, _warmup_lambda(rl.warmup_steps))
+        self.steps = 0
+
+    def snapshot_reference(self) -> None:
+        """Freeze the current weights as the KL reference (called once, after the warm start)."""
+        if self.rl.kl_coef > 0:
+            self.ref_model = copy.deepcopy(self.model).eval()
+            for p in self.ref_model.parameters():
+                p.requires_grad_(False)
+
+    def train_step(self, samples: list[dict]) -> dict[str, float]:
+        """One GRPO update over a round's samples of this role, split into num_minibatches steps.
+
+        Each sample: prompt_ids, token_ids, logprobs (from the engine), advantage.
+        """
+        t0 = time.perf_counter()
+        rl = self.rl
+        # Zero-advantage samples carry no policy gradient; without KL/entropy terms they are pure cost.
+        if rl.kl_coef == 0 and rl.entropy_coef == 0:
+            used = [s for s in samples if s["advantage"] != 0.0]
+        else:
+            used = list(samples)
+        metrics = {"n_samples": float(len(samples)), "frac_zero_adv": 1.0 - len(used) / max(1, len(samples))}
+        if not used:
+            return {**metrics, "loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clip_frac": 0.0,
+                    "grad_norm": 0.0, "tokens_per_s": 0.0, "lr": self.scheduler.get_last_lr()[0], "skipped": 1.0}
+        random.Random(self.steps).shuffle(used)
+        n_mb = min(rl.num_minibatches, len(used))
+        chunks = [used[i::n_mb] for i in range(n_mb)]
+        agg: dict[str, float] = {}
+        n_tokens = 0
+        self.model.train()
+        for chunk in chunks:
+            batch = pad_batch([s["prompt_ids"] for s in chunk], [s["token_ids"] for s in chunk], self.pad_id)
+            mask = batch["resp_mask"]
+            old = torch.zeros_like(mask)
+            for i, s in enumerate(chunk):
+                start = len(s["prompt_ids"])
+                old[i, start : start + len(s["logprobs"])] = torch.tensor(s["logprobs"])
+            adv = torch.tensor([s["advantage"] for s in chunk], dtype=torch.float32)
+            logp, ent = token_logprobs(self.model, batch, self.temperature, with_entropy=True)
+            ref_lp = None
+            if self.ref_model is not None:
+                with torch.no_grad():
+                    ref_lp, _ = token_logprobs(self.ref_model, batch, self.temperature)
+            loss, stats = grpo_loss(logp, old, adv, mask, rl.eps_clip, rl.eps_clip_high, ref_lp, rl.kl_coef,
+                                    rl.kl_estimator, ent.detach() if rl.entropy_coef == 0 else ent, rl.entropy_coef)
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), rl.grad_clip))
+            stats["lr"] = self.scheduler.get_last_lr()[0]
+            self.optimizer.step()
+            self.scheduler.step()
+            self.steps += 1
+            n_tokens += int(mask.sum())
+            for k, v in stats.items():
+                agg[k] = agg.get(k, 0.0) + v / len(chunks)
+        agg.setdefault("kl", 0.0)
+        dt = time.perf_counter() - t0
+        return {**metrics, **agg, "tokens_per_s": n_tokens / dt, "train_time_s": dt, "skipped": 0.0}
+
+    def state_dict(self) -> dict:
+        """Optimizer, scheduler and step count (weights are saved with save_pretrained)."""
+        return {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(), "steps": self.steps,
+                "ref_model": self.ref_model.state_dict() if self.ref_model is not None else None}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what state_dict() saved."""
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.steps = state["steps"]
+        if state.get("ref_model") is not None:
+            self.ref_model = copy.deepcopy(self.model).eval()
+            self.ref_model.load_state_dict(state["ref_model"])
+            for p in self.ref_model.parameters():
+                p.requires_grad_(False)
+
+
+def sft(
+    model: torch.nn.Module,
+    pad_id: int,
+    demos: list[tuple[list[int], list[int]]],
+    cfg: WarmStartConfig,
+    seed: int = 0,
+    steps: int | None = None,
+    log_every: int = 50,
+) -> list[dict[str, float]]:
+    """Cross-entropy on (prompt_ids, target_ids) demonstrations with a cosine-annealed AdamW.
+
+    Returns the loss curve (every `log_every` steps) so a caller can show the plateau.
+    """
+    steps = cfg.steps if steps is None else steps
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, _cosine_lambda(steps, cfg.warmup_steps, cfg.final_lr_ratio))
+    rng = random.Random(seed)
+    curve: list[dict[str, float]] = []
+    running = 0.0
+    model.train()
+    for step in range(steps):
+        batch_demos = [demos[rng.randrange(len(demos))] for _ in range(cfg.batch_size)]
+        batch = pad_batch([d[0] for d in batch_demos], [d[1] for d in batch_demos], pad_id)
+        logp, _ = token_logprobs(model, batch)
+        loss = -(logp * batch["resp_mask"]).sum() / batch["resp_mask"].sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        running += float(loss.detach())
+        if (step + 1) % log_every == 0 or step + 1 == steps:
+            n = (step % log_every) + 1
+            curve.append({"step": step + 1, "loss": running / n, "lr": sched.get_last_lr()[0]})
+            running = 0.0
+    return curve

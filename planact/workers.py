@@ -1,0 +1,127 @@
+"""RoleWorker: one role's model, engine and (optionally) trainer in one process.
+
+Created as a named Ray actor by planact.agents; usable in-process by tests and
+benchmarks. Replica 0 of a role carries the trainer when `colocate_trainer`
+is set, so weight sync to its own engine is a version bump; other replicas
+receive the trainer's state_dict.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import torch
+
+from planact.config import RoleConfig, RunConfig
+from planact.engines.base import Completion, SamplingParams
+from planact.engines.hf import HFEngine
+from planact.envs.plan_act import PlanActEnv
+from planact.models import load_model, materialize_tiny, param_count
+from planact.rl.trainer import RoleTrainer, sft
+
+
+def initial_model_path(cfg: RunConfig, role: str) -> Path:
+    """The role's starting checkpoint: its model_path, or a tiny model built once under the run folder."""
+    rc: RoleConfig = getattr(cfg, role)
+    if rc.model_path:
+        return Path(rc.model_path)
+    seed = cfg.seed * 1000 + (1 if role == "planner" else 2)
+    return materialize_tiny(rc.tiny, cfg.run_dir() / "models" / f"{role}-init", seed)
+
+
+class RoleWorker:
+    """Engine (+ trainer) for one role; every method takes and returns small, picklable payloads."""
+
+    def __init__(self, cfg: RunConfig, role: str, replica: int = 0, with_trainer: bool = True,
+                 model_path: str | None = None):
+        rc: RoleConfig = getattr(cfg, role)
+        if rc.engine != "hf":
+            raise NotImplementedError(f"engine {rc.engine!r} is not built yet; only 'hf' is available")
+        torch.set_num_threads(rc.resources.torch_threads)
+        self.cfg, self.role, self.rc, self.replica = cfg, role, rc, replica
+        path = model_path or str(initial_model_path(cfg, role))
+        self.model, self.tokenizer = load_model(path, rc.resources.device)
+        self.engine = HFEngine(self.model, self.tokenizer, name=f"{role}-{replica}")
+        self.trainer = (RoleTrainer(self.model, self.tokenizer.pad_token_id, rc.rl, rc.sampling.temperature)
+                        if with_trainer else None)
+
+    # --- generation ---
+
+    def generate(self, prompts: list[str], temperature: float | None = None, n: int | None = None,
+                 seed: int | None = None) -> list[list[Completion]]:
+        """Sample completions with the role's sampling config (temperature/n overridable)."""
+        s = self.rc.sampling
+        params = SamplingParams(temperature=s.temperature if temperature is None else temperature, top_p=s.top_p,
+                                max_new_tokens=s.max_new_tokens, n=n or self.rc.group_size, seed=seed)
+        return self.engine.generate(prompts, params)
+
+    def health(self) -> dict:
+        """Engine identity, weight version, process id."""
+        return {**self.engine.health(), "role": self.role, "pid": os.getpid(), "params": param_count(self.model),
+                "has_trainer": self.trainer is not None}
+
+    # --- training ---
+
+    def _require_trainer(self) -> RoleTrainer:
+        if self.trainer is None:
+            raise RuntimeError(f"{self.role} replica {self.replica} has no trainer")
+        return self.trainer
+
+    def warm_start(self, seed: int, steps: int | None = None) -> list[dict]:
+        """Supervised warm start on the environment's teacher demonstrations; returns the loss curve."""
+        trainer = self._require_trainer()
+        ws = self.rc.warm_start
+        env = PlanActEnv(self.cfg.env, seed)
+        rng = random.Random(f"{seed}:demos:{self.role}")
+        # Enough distinct demonstrations that the warm start plateaus on the task, not on memorising them.
+        n = min(20000, max(2000, (steps if steps is not None else ws.steps) * ws.batch_size // 4))
+        pairs = env.planner_demos(n, rng) if self.role == "planner" else env.actor_demos(n, rng)
+        eos = self.tokenizer.eos_token_id
+        demos = [(self.engine.encode(p), self.tokenizer.encode(t, add_special_tokens=False) + [eos]) for p, t in pairs]
+        torch.manual_seed(seed)
+        curve = sft(self.model, self.tokenizer.pad_token_id, demos, ws, seed=seed, steps=steps)
+        trainer.snapshot_reference()
+        self.engine.update_weights(None, self.engine.weight_version + 1)
+        return curve
+
+    def train(self, samples: list[dict]) -> dict:
+        """One GRPO update on this role's samples, then sync the colocated engine."""
+        metrics = self._require_trainer().train_step(samples)
+        metrics["weight_version"] = float(self.engine.update_weights(None, self.engine.weight_version + 1))
+        return metrics
+
+    def get_weights(self) -> tuple[dict, int]:
+        """CPU state_dict and weight version, for syncing other replicas."""
+        return {k: v.detach().cpu() for k, v in self.model.state_dict().items()}, self.engine.weight_version
+
+    def update_weights(self, state_dict: dict | None, version: int) -> int:
+        """Install weights from the trainer."""
+        return self.engine.update_weights(state_dict, version)
+
+    # --- checkpoints ---
+
+    def save_checkpoint(self, folder: str) -> str:
+        """Weights (save_pretrained), optimizer, RNG and weight version into folder/<role>."""
+        out = Path(folder) / self.role
+        out.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(out)
+        self.tokenizer.save_pretrained(out)
+        state = {"weight_version": self.engine.weight_version, "torch_rng": torch.get_rng_state(),
+                 "trainer": self.trainer.state_dict() if self.trainer else None}
+        torch.save(state, out / "trainer_state.pt")
+        (out / "meta.json").write_text(json.dumps({"role": self.role, "weight_version": self.engine.weight_version}))
+        return str(out)
+
+    def load_checkpoint(self, folder: str) -> int:
+        """Restore what save_checkpoint wrote; returns the weight version."""
+        src = Path(folder) / self.role
+        model, _ = load_model(src, self.rc.resources.device)
+        self.model.load_state_dict(model.state_dict())
+        state = torch.load(src / "trainer_state.pt", weights_only=False)
+        torch.set_rng_state(state["torch_rng"])
+        if self.trainer is not None and state["trainer"] is not None:
+            self.trainer.load_state_dict(state["trainer"])
+        return self.engine.update_weights(None, state["weight_version"])
