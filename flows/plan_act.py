@@ -1,0 +1,150 @@
+"""Plan/Act training as Prefect flows: one flow per run, one sub-flow per round (shared/DESIGN.md).
+
+    plan_act_training(config)                     flow; one MLflow run
+      ensure agents -> resume or warm start -> baseline eval
+      for round r:  plan_act_round(r)             sub-flow on RayTaskRunner
+        sample_tasks -> planner_generate -> barrier -> actor_execute (fan-out)
+        -> score_rewards -> experience -> train_planner / train_actor
+      log + checkpoint every k rounds; held-out eval every few rounds
+
+Run it: python -m flows.plan_act --config configs/demo.yaml --set rounds=4
+"""
+
+from __future__ import annotations
+
+import time
+
+from prefect import flow
+from prefect.runtime import flow_run
+from prefect_ray import RayTaskRunner
+from prefect_ray.context import remote_options
+
+from flows import runtime
+from planact import agents
+from planact.config import RunConfig, validate_config
+from planact.session import TrainingSession
+from tasks.plan_act import (
+    actor_execute,
+    actor_requests,
+    barrier,
+    checkpoint,
+    evaluate_heldout,
+    persist_experience,
+    planner_generate,
+    sample_tasks,
+    score_rewards,
+    train_role,
+    warm_start,
+)
+
+
+@flow(name="plan-act-round", log_prints=True)
+def plan_act_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | None,
+                   actor: agents.RoleGroup | None) -> dict:
+    """One round: plans, barrier, fanned-out execution, scoring, experience, training of each local role."""
+    role = cfg.agent_role
+    timings: dict[str, float] = {}
+    clock = runtime.Stopwatch(timings)
+
+    with clock("sample"):
+        batch = sample_tasks(cfg, round_idx)
+    plans = None
+    if planner is not None:
+        with clock("planner_generate"):
+            plans = planner_generate(cfg, planner, batch, round_idx)
+    with clock("barrier"):
+        ready = barrier(cfg, round_idx, role, plans, "plans")
+    fallback = ready["status"] == "fallback"
+    metrics: dict[str, float] = {"barrier_wait_s": ready["wait_s"], "fallback": float(fallback)}
+
+    if actor is None:  # two-job mode, planner side: wait for the actor's scored feedback, then train
+        with clock("feedback"):
+            fb = barrier(cfg, round_idx, role, None, "feedback")
+        planner_samples = fb["payloads"].get("actor") if fb["status"] == "complete" else None
+        metrics["fallback"] = float(planner_samples is None)
+        result = {"planner_samples": planner_samples or [], "actor_samples": [], "metrics": {}, "rollouts": []}
+    else:
+        plans = None if fallback else ready["payloads"].get("planner")
+        prompts = actor_requests(batch, plans)
+        with clock("actor_execute"), remote_options(num_cpus=cfg.ray.task_num_cpus):
+            shards = agents.shard(prompts, len(actor.engines))
+            futures = [actor_execute.submit(cfg, actor, name, s, round_idx, i)
+                       for i, (name, s) in enumerate(zip(actor.engines, shards))]
+            answers = [a for f in futures for a in f.result()]
+        with clock("score"):
+            scored = score_rewards(cfg, batch, plans, answers)
+        result = {"planner_samples": scored.planner_samples, "actor_samples": scored.actor_samples,
+                  "metrics": scored.metrics, "rollouts": scored.rollouts}
+        if planner is None:  # two-job mode, actor side: hand the planner its credited samples
+            with clock("feedback"):
+                barrier(cfg, round_idx, role, scored.planner_samples, "feedback")
+
+    with clock("experience"):
+        for r_name, key in (("planner", "planner_samples"), ("actor", "actor_samples")):
+            if result[key]:
+                persist_experience(cfg, round_idx, r_name, result[key])
+
+    with clock("train"), remote_options(num_cpus=cfg.ray.task_num_cpus):
+        futures = {}
+        for group, key in ((planner, "planner_samples"), (actor, "actor_samples")):
+            if group is not None and group.trainer is not None and result[key]:
+                futures[group.role] = train_role.submit(group, result[key])
+            elif group is not None and group.trainer is None:
+                print(f"{group.role} is frozen (train: false): skipping its training this round")
+        for r_name, fut in futures.items():
+            metrics.update({f"{r_name}/{k}": v for k, v in fut.result().items()})
+
+    metrics.update(result["metrics"])
+    metrics.update({f"time/{k}_s": v for k, v in timings.items()})
+    return {"metrics": metrics, "rollouts": result["rollouts"]}
+
+
+@flow(name="plan-act-training", log_prints=True)
+def plan_act_training(config: RunConfig) -> dict:
+    """Train the planner and the actor with RL for `config.rounds` rounds; re-running a run name resumes it."""
+    cfg = validate_config(config)
+    session = TrainingSession(cfg, env_vars=runtime.worker_env(), tags={
+        "prefect.flow_run_id": str(flow_run.get_id()), "prefect.flow_run_name": str(flow_run.get_name()),
+        "agent_role": cfg.agent_role})
+    try:
+        planner, actor = session.ensure_agents()
+        groups = session.groups(planner, actor)
+        trained = [g for g in groups if g.trainer is not None]
+
+        if session.needs_warm_start:
+            curves = {g.role: warm_start.submit(g, cfg.seed) for g in trained if getattr(cfg, g.role).warm_start.enabled}
+            session.record_warm_start({role: f.result() for role, f in curves.items()})
+            session.commit(0, checkpoint(trained, session.checkpoint_folder(0)))
+            if planner is not None and actor is not None:
+                session.log_eval(0, evaluate_heldout(cfg, planner, actor))
+        else:
+            print(f"resuming run {cfg.run_name!r} after round {session.restore(planner, actor)}")
+
+        round_flow = plan_act_round.with_options(task_runner=RayTaskRunner(address=cfg.ray.address))
+        for r in range(session.state.next_round, cfg.rounds + 1):
+            t0 = time.perf_counter()
+            out = round_flow(cfg, r, planner, actor)
+            out["metrics"]["time/round_s"] = time.perf_counter() - t0
+            session.record_round(r, out)
+            print(session.progress_line(r))
+            if session.checkpoint_due(r):
+                session.commit(r, checkpoint(trained, session.checkpoint_folder(r)))
+            if session.eval_due(r) and planner is not None and actor is not None:
+                session.log_eval(r, evaluate_heldout(cfg, planner, actor))
+
+        runtime.publish_markdown(session.markdown(), f"planact-{cfg.run_name}-{cfg.agent_role}")
+        summary = session.finish()
+        return {**summary, "mlflow_run_id": session.tracker.run_id, "mlflow_url": session.tracker.run_url(),
+                "run_dir": str(session.run_dir)}
+    except BaseException:
+        session.abort()
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: validate the config, then run the training flow with a progress display."""
+    return runtime.cli(argv, plan_act_training)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,103 @@
+"""What the flows need from Prefect itself: one API URL for every process, artifacts, and the CLI."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from contextlib import contextmanager
+
+from planact.config import ConfigError, load_config
+
+
+def ensure_prefect_api() -> str:
+    """Make sure one Prefect API serves the driver and every Ray worker; returns its URL.
+
+    Without PREFECT_API_URL, Prefect starts a temporary server per process, and
+    every Ray worker would start its own (STACK_NOTES). Start the driver's
+    temporary server first and export its URL so workers inherit it.
+    """
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    url = os.environ.get("PREFECT_API_URL")
+    if url:
+        return url
+    from prefect.settings import PREFECT_API_URL
+
+    url = PREFECT_API_URL.value()
+    if not url:
+        from prefect.server.api.server import SubprocessASGIServer
+
+        server = SubprocessASGIServer()
+        server.start()
+        url = server.api_url
+    os.environ["PREFECT_API_URL"] = url
+    return url
+
+
+def worker_env() -> dict[str, str]:
+    """Variables Ray workers must share with the driver."""
+    keys = ("PREFECT_API_URL", "PREFECT_SERVER_ANALYTICS_ENABLED", "MLFLOW_TRACKING_URI", "PREFECT_HOME")
+    return {k: os.environ[k] for k in keys if os.environ.get(k)}
+
+
+class Stopwatch:
+    """Accumulates wall time per named stage into a dict."""
+
+    def __init__(self, into: dict[str, float]):
+        self.into = into
+
+    @contextmanager
+    def __call__(self, name: str):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.into[name] = self.into.get(name, 0.0) + time.perf_counter() - t0
+
+
+def publish_markdown(markdown: str, key: str) -> None:
+    """Attach a markdown artifact to the current flow run (keys: lowercase, dashes)."""
+    from prefect.artifacts import create_markdown_artifact
+
+    safe = "".join(c if c.isalnum() else "-" for c in key.lower()).strip("-")[:100]
+    create_markdown_artifact(markdown=markdown, key=safe, description="planact round table and MLflow link")
+
+
+def cli(argv: list[str] | None, flow_fn) -> int:
+    """Parse --config/--set, validate before anything starts, run the flow, print the summary table."""
+    parser = argparse.ArgumentParser(prog="python -m flows.plan_act", description=flow_fn.__doc__)
+    parser.add_argument("--config", default="configs/demo.yaml", help="YAML run config")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config field, e.g. --set rounds=4 --set planner.rl.lr=1e-4")
+    args = parser.parse_args(argv)
+    try:
+        cfg = load_config(args.config, args.overrides)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    ensure_prefect_api()
+    t0 = time.perf_counter()
+    summary = flow_fn(cfg)
+    print_summary(cfg.run_name, summary, time.perf_counter() - t0)
+    return 0
+
+
+def print_summary(run_name: str, summary: dict, seconds: float) -> None:
+    """A final table: warm start vs final held-out metrics."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"planact run '{run_name}' finished in {seconds:.0f} s")
+    table.add_column("held-out metric")
+    table.add_column("warm start", justify="right")
+    table.add_column("after RL", justify="right")
+    table.add_column("change (points)", justify="right")
+    for key in ("pass@1", "greedy/success", "greedy/success_but_first"):
+        if f"final/{key}" in summary:
+            a, b = summary[f"warm_start/{key}"], summary[f"final/{key}"]
+            table.add_row(key, f"{a:.3f}", f"{b:.3f}", f"{100 * (b - a):+.1f}")
+    Console().print(table)
+    for k in ("mlflow_run_id", "mlflow_url", "run_dir"):
+        if k in summary:
+            print(f"{k}: {summary[k]}")

@@ -1,0 +1,220 @@
+"""The driver-side bookkeeping of a training run: Ray connection, agents, resume, metrics, checkpoints.
+
+No Prefect here: the flow decides *what* runs (tasks, sub-flows); a session
+remembers *where the run is* so that a killed run resumes after its last
+completed round and continues the same MLflow run without duplicate steps.
+
+A round counts as completed once its checkpoint is on disk and the run state
+records it; its metrics are logged to MLflow at that moment, so MLflow never
+shows a round that a resume would run again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import ray
+import yaml
+
+from planact import agents
+from planact.config import RunConfig
+from planact.storage import RunState, atomic_write, checkpoint_dir, prune_checkpoints
+from planact.tracking import Tracker
+
+TABLE_KEYS = ("success", "planner/reward_mean", "actor/reward_mean", "planner/loss", "actor/loss", "fallback",
+              "time/round_s")
+
+
+def connect_ray(cfg: RunConfig, env_vars: dict[str, str] | None = None) -> bool:
+    """Connect to the configured Ray (or start a local one); returns True when this call started it."""
+    if ray.is_initialized():
+        return False
+    runtime_env = dict(cfg.ray.runtime_env)
+    merged_env = {**(env_vars or {}), **runtime_env.get("env_vars", {})}
+    if merged_env:
+        runtime_env["env_vars"] = merged_env
+    kwargs = {"namespace": cfg.barrier.namespace, "runtime_env": runtime_env or None, "log_to_driver": True}
+    if cfg.ray.address in (None, "", "local"):
+        kwargs.update(address="local", include_dashboard=False, num_cpus=cfg.ray.num_cpus)
+    else:
+        kwargs["address"] = cfg.ray.address
+    ray.init(**kwargs)
+    return True
+
+
+class TrainingSession:
+    """Where a run stands: its state file, MLflow run, agents and pending round metrics."""
+
+    def __init__(self, cfg: RunConfig, tags: dict[str, str] | None = None, env_vars: dict[str, str] | None = None):
+        self.cfg = cfg
+        self.run_dir = cfg.run_dir()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.state = RunState(self.run_dir, cfg.agent_role)
+        self.roles = ["planner", "actor"] if cfg.agent_role == "both" else [cfg.agent_role]
+        suffix = "" if cfg.agent_role == "both" else f"-{cfg.agent_role}"
+        self.tracker = Tracker(cfg, self.state.data["mlflow_run_id"], tags=tags, run_name=cfg.run_name + suffix)
+        self.resumed = self.state.data["mlflow_run_id"] is not None
+        if not self.resumed:
+            self.state.data["mlflow_run_id"] = self.tracker.run_id
+            self.state.save()
+            atomic_write(self.run_dir / "config.resolved.yaml", yaml.safe_dump(cfg.model_dump(), sort_keys=False))
+            self.tracker.log_artifact(self.run_dir / "config.resolved.yaml")
+        self._flush_pending()
+        self.owns_ray = connect_ray(cfg, env_vars)
+        self.pending: list[tuple[int, dict]] = []
+        self.rollouts: list[dict] = []
+        self.evals: dict[int, dict] = {int(k): v for k, v in self.state.data.get("evals", {}).items()}
+
+    # --- agents and resume ---
+
+    def ensure_agents(self) -> tuple[agents.RoleGroup | None, agents.RoleGroup | None]:
+        """Create (or find) the engines and trainers of the roles this flow drives."""
+        agents.check_feasible(self.cfg, self.roles)
+        groups = {r: agents.create_role_group(self.cfg, r) for r in self.roles}
+        return groups.get("planner"), groups.get("actor")
+
+    def groups(self, planner, actor) -> list[agents.RoleGroup]:
+        """The role groups this flow drives."""
+        return [g for g in (planner, actor) if g is not None]
+
+    @property
+    def needs_warm_start(self) -> bool:
+        """True for a fresh run (no completed warm start)."""
+        return self.state.data["last_completed_round"] < 0
+
+    def restore(self, planner, actor) -> int:
+        """Load the last checkpoint into the agents; returns the round it was taken after."""
+        folder = self.state.data["checkpoint"]
+        for g in self.groups(planner, actor):
+            agents.restore_group(g, folder)
+        return self.state.data["last_completed_round"]
+
+    def record_warm_start(self, curves: dict[str, list[dict]]) -> None:
+        """Log warm-start loss curves (step = warm-start step, metric warm_start/<role>_loss)."""
+        for role, curve in curves.items():
+            for point in curve:
+                self.tracker.log_metrics({f"warm_start/{role}_loss": point["loss"]}, step=point["step"])
+        self.state.data["warm_start_curves"] = curves
+
+    # --- rounds ---
+
+    def record_round(self, round_idx: int, out: dict) -> None:
+        """Keep a finished round's metrics until its checkpoint makes it durable."""
+        self.pending.append((round_idx, out["metrics"]))
+        if out.get("rollouts"):
+            self.rollouts = [{"round": round_idx, **r} for r in out["rollouts"]]
+
+    def checkpoint_due(self, round_idx: int) -> bool:
+        """Checkpoint every k rounds, after the warm start (round 0) and after the last round."""
+        return round_idx == 0 or round_idx % self.cfg.checkpoint.every == 0 or round_idx >= self.cfg.rounds
+
+    def eval_due(self, round_idx: int) -> bool:
+        """Held-out evaluation after the warm start, every eval_every rounds and at the end."""
+        return round_idx == 0 or round_idx % self.cfg.tracking.eval_every == 0 or round_idx >= self.cfg.rounds
+
+    def checkpoint_folder(self, round_idx: int) -> str:
+        """Folder for the checkpoint after `round_idx`."""
+        return str(checkpoint_dir(self.run_dir, round_idx))
+
+    def commit(self, round_idx: int, folder: str) -> None:
+        """Mark rounds up to `round_idx` completed (checkpoint is on disk), then log their metrics."""
+        for r, m in self.pending:
+            self.state.data["table"].append({"round": r, **{k: m.get(k) for k in TABLE_KEYS}})
+        self.state.data.update(last_completed_round=round_idx, checkpoint=folder,
+                               pending_metrics=[[r, m] for r, m in self.pending])
+        self.state.save()
+        self.pending = []
+        self._flush_pending()
+        keep = [Path(self.state.data["checkpoint"])]
+        prune_checkpoints(self.run_dir, keep)
+
+    def _flush_pending(self) -> None:
+        # Metrics of committed rounds are in the state file first, so a kill here neither loses nor repeats them.
+        pending = self.state.data.get("pending_metrics") or []
+        if not pending:
+            return
+        done = set(self.tracker.logged_steps("time/round_s"))
+        for r, m in pending:
+            if r not in done:
+                self.tracker.log_metrics(m, step=r)
+        self.state.data["pending_metrics"] = []
+        self.state.save()
+
+    def log_eval(self, round_idx: int, metrics: dict) -> None:
+        """Log held-out metrics at step=round and remember them for the summary."""
+        self.tracker.log_metrics({f"heldout/{k}": v for k, v in metrics.items()}, step=round_idx)
+        self.evals[round_idx] = metrics
+        self.state.data["evals"] = {str(k): v for k, v in self.evals.items()}
+        self.state.save()
+
+    # --- end of run ---
+
+    def summary(self) -> dict:
+        """Warm start vs final held-out metrics, and their differences."""
+        if not self.evals:
+            return {}
+        first, last = self.evals[min(self.evals)], self.evals[max(self.evals)]
+        out = {"rounds_completed": self.state.data["last_completed_round"]}
+        for key in ("pass@1", "greedy/success", "greedy/success_but_first"):
+            if key in first and key in last:
+                out[f"warm_start/{key}"] = first[key]
+                out[f"final/{key}"] = last[key]
+                out[f"delta/{key}"] = last[key] - first[key]
+        return out
+
+    def finish(self, log_checkpoint: bool = True) -> dict:
+        """Log the summary, sample rollouts and final checkpoints; mark the MLflow run finished."""
+        summary = self.summary()
+        if summary:
+            self.tracker.log_metrics({f"summary/{k}": v for k, v in summary.items()}, step=self.cfg.rounds)
+        self.tracker.log_table(self.rollouts, "rollouts.json")
+        if log_checkpoint and self.state.data["checkpoint"]:
+            self.tracker.log_artifact(self.state.data["checkpoint"], "final_checkpoint")
+        atomic_write(self.run_dir / "summary.json", json.dumps(summary, indent=1))
+        self.tracker.finish("FINISHED")
+        self.close()
+        return summary
+
+    def abort(self) -> None:
+        """Mark the MLflow run failed (a re-run resumes it) and release Ray."""
+        try:
+            self.tracker.finish("FAILED")
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Disconnect from Ray if this session started it (its actors die with it)."""
+        if self.owns_ray and ray.is_initialized():
+            ray.shutdown()
+            self.owns_ray = False
+
+    def markdown(self) -> str:
+        """Round table and MLflow link for the Prefect artifact."""
+        rows = self.state.data["table"][-50:]
+        head = "| round | " + " | ".join(TABLE_KEYS) + " |\n|" + "---|" * (len(TABLE_KEYS) + 1) + "\n"
+        body = "".join("| {} | ".format(r["round"]) + " | ".join(_fmt(r.get(k)) for k in TABLE_KEYS) + " |\n"
+                       for r in rows)
+        evals = "".join(f"| {r} | {_fmt(m.get('pass@1'))} | {_fmt(m.get('greedy/success'))} |\n"
+                        for r, m in sorted(self.evals.items()))
+        return (f"# planact run `{self.cfg.run_name}` ({self.cfg.agent_role})\n\n"
+                f"MLflow run: {self.tracker.run_url()}\n\n## Rounds\n\n{head}{body}\n"
+                f"## Held-out evaluation\n\n| round | pass@1 (T={self.cfg.actor.sampling.temperature}) | greedy |\n"
+                f"|---|---|---|\n{evals}")
+
+    def progress_line(self, round_idx: int) -> str:
+        """One human line about the latest round."""
+        m = self.pending[-1][1] if self.pending else (self.state.data["table"][-1] if self.state.data["table"] else {})
+        return (f"round {round_idx}/{self.cfg.rounds}: success {_fmt(m.get('success'))} "
+                f"planner reward {_fmt(m.get('planner/reward_mean'))} actor reward {_fmt(m.get('actor/reward_mean'))} "
+                f"({_fmt(m.get('time/round_s'))} s)")
+
+
+def _fmt(v) -> str:
+    return "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
+
+
+def env_for_workers() -> dict[str, str]:
+    """Environment variables Ray workers must share with the driver (tracking URI)."""
+    return {k: os.environ[k] for k in ("MLFLOW_TRACKING_URI",) if os.environ.get(k)}

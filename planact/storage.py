@@ -1,0 +1,109 @@
+"""Durable files under the run folder: round experience, run state, checkpoint bookkeeping.
+
+Every write is atomic (temp file, fsync, rename, fsync of the folder): a write
+that returned is on disk, and a SIGKILL at any point leaves either the old or
+the new file, never a torn one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+
+def atomic_write(path: str | Path, data: bytes | str) -> None:
+    """Write `data` to `path` so that readers see the old or the new content, never a mix."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = data.encode() if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+class RoundExperienceStore:
+    """One JSONL file per (round, role) under <run>/experience; a round re-run replaces its file."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    def path(self, round_idx: int, role: str) -> Path:
+        """File holding a round's samples for one role."""
+        return self.root / f"round_{round_idx:05d}.{role}.jsonl"
+
+    def write_round(self, round_idx: int, role: str, samples: list[dict]) -> int:
+        """Persist a round's samples; returns the count once they are durable (the acknowledgement)."""
+        body = "".join(json.dumps(s, separators=(",", ":")) + "\n" for s in samples)
+        atomic_write(self.path(round_idx, role), body)
+        return len(samples)
+
+    def read_round(self, round_idx: int, role: str) -> list[dict]:
+        """Samples of one round and role ([] if none were written)."""
+        p = self.path(round_idx, role)
+        return [json.loads(line) for line in p.read_text().splitlines()] if p.is_file() else []
+
+    def rounds(self) -> list[int]:
+        """Rounds with stored experience, ascending."""
+        return sorted({int(p.name.split(".")[0].split("_")[1]) for p in self.root.glob("round_*.jsonl")})
+
+    def stats(self) -> dict:
+        """Counts per role over all stored rounds."""
+        out: dict[str, int] = {}
+        for p in self.root.glob("round_*.jsonl"):
+            role = p.name.split(".")[1]
+            out[role] = out.get(role, 0) + sum(1 for _ in p.open())
+        return out
+
+
+class RunState:
+    """The run's resume point: last completed round, MLflow run id, round table. One file per agent role.
+
+    Rounds are numbered from 1; round 0 is the warm start; -1 means nothing is done yet.
+    """
+
+    def __init__(self, run_dir: str | Path, agent_role: str = "both"):
+        self.run_dir = Path(run_dir)
+        suffix = "" if agent_role == "both" else f"-{agent_role}"
+        self.path = self.run_dir / f"state{suffix}.json"
+        self.data: dict = json.loads(self.path.read_text()) if self.path.is_file() else {
+            "last_completed_round": -1, "mlflow_run_id": None, "checkpoint": None, "warm_started": False,
+            "table": [], "pending_metrics": []}
+
+    @property
+    def next_round(self) -> int:
+        """The first round not yet completed."""
+        return self.data["last_completed_round"] + 1
+
+    def save(self) -> None:
+        """Persist atomically."""
+        atomic_write(self.path, json.dumps(self.data, indent=1))
+
+
+def checkpoint_dir(run_dir: str | Path, round_idx: int) -> Path:
+    """Folder of the checkpoint taken after `round_idx` (round 0 = the warm start)."""
+    name = "warm_start" if round_idx <= 0 else f"round_{round_idx:05d}"
+    return Path(run_dir) / "checkpoints" / name
+
+
+def prune_checkpoints(run_dir: str | Path, keep: list[Path]) -> None:
+    """Delete round checkpoints except those in `keep` (the warm start one always stays)."""
+    root = Path(run_dir) / "checkpoints"
+    keep_set = {Path(k).resolve() for k in keep}
+    for p in root.glob("round_*"):
+        if p.resolve() not in keep_set:
+            shutil.rmtree(p, ignore_errors=True)

@@ -1,0 +1,104 @@
+"""MLflow tracking: one run per flow run, resumed by id, metrics per round with step=round."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.tracking import MlflowClient
+
+from planact.config import RunConfig, flatten
+
+_SECRET = re.compile(r"(key|token|secret|password|passwd|credential)", re.I)
+
+
+def tracking_uri(cfg: RunConfig) -> str:
+    """Config URI, else $MLFLOW_TRACKING_URI, else a SQLite store under the checkpoint root."""
+    if cfg.tracking.tracking_uri:
+        return cfg.tracking.tracking_uri
+    if os.environ.get("MLFLOW_TRACKING_URI"):
+        return os.environ["MLFLOW_TRACKING_URI"]
+    root = Path(cfg.checkpoint.root).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{root / 'mlflow.db'}"
+
+
+def safe_params(cfg: RunConfig) -> dict[str, str]:
+    """Flattened config with anything that looks like a secret removed (MLflow caps values at 6000 chars)."""
+    out = {}
+    for k, v in flatten(cfg).items():
+        if _SECRET.search(k):
+            continue
+        out[k] = json.dumps(v) if isinstance(v, (dict, list)) else str(v)
+    return {k: v[:6000] for k, v in out.items()}
+
+
+class Tracker:
+    """A thin handle on one MLflow run, addressed by id so threads and resumed processes share it."""
+
+    def __init__(self, cfg: RunConfig, run_id: str | None = None, tags: dict[str, str] | None = None,
+                 run_name: str | None = None):
+        self.uri = tracking_uri(cfg)
+        self.client = MlflowClient(self.uri)
+        exp = self.client.get_experiment_by_name(cfg.tracking.experiment)
+        if exp is None:
+            artifact_location = None
+            if self.uri.startswith("sqlite:///"):
+                artifact_location = (Path(self.uri[len("sqlite:///"):]).parent / "mlartifacts").as_uri()
+            exp_id = self.client.create_experiment(cfg.tracking.experiment, artifact_location=artifact_location)
+        else:
+            exp_id = exp.experiment_id
+        if run_id is None:
+            run = self.client.create_run(exp_id, run_name=run_name or cfg.run_name, tags=tags or {})
+            self.run_id = run.info.run_id
+            params = [Param(k, v) for k, v in safe_params(cfg).items()]
+            for i in range(0, len(params), 100):
+                self.client.log_batch(self.run_id, params=params[i : i + 100])
+        else:
+            self.run_id = run_id
+            self.client.update_run(run_id, status="RUNNING")
+            if tags:
+                self.set_tags(tags)
+        self.experiment_id = exp_id
+
+    def set_tags(self, tags: dict[str, str]) -> None:
+        """Set tags on the run."""
+        self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        """Log a dict of scalars at `step` (the round)."""
+        ts = int(time.time() * 1000)
+        rows = [Metric(k.replace("@", "_at_"), float(v), ts, step) for k, v in metrics.items() if v is not None]
+        for i in range(0, len(rows), 500):
+            self.client.log_batch(self.run_id, metrics=rows[i : i + 500])
+
+    def logged_steps(self, key: str) -> list[int]:
+        """Steps already logged for a metric (used to prove resume adds no duplicates)."""
+        return [m.step for m in self.client.get_metric_history(self.run_id, key)]
+
+    def log_artifact(self, path: str | Path, artifact_path: str | None = None) -> None:
+        """Upload a file or folder."""
+        p = Path(path)
+        if p.is_dir():
+            self.client.log_artifacts(self.run_id, str(p), artifact_path)
+        else:
+            self.client.log_artifact(self.run_id, str(p), artifact_path)
+
+    def log_table(self, rows: list[dict], name: str) -> None:
+        """Log rows as an MLflow table artifact (JSON)."""
+        if rows:
+            self.client.log_table(self.run_id, data={k: [r.get(k) for r in rows] for k in rows[0]}, artifact_file=name)
+
+    def finish(self, status: str = "FINISHED") -> None:
+        """Mark the run terminated."""
+        self.client.set_terminated(self.run_id, status=status)
+
+    def run_url(self) -> str:
+        """A link to the run in the MLflow UI (when tracking a server) or its URI."""
+        if self.uri.startswith("http"):
+            return f"{self.uri.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
+        return f"{self.uri} (run {self.run_id}; open with `mlflow ui --backend-store-uri {self.uri}`)"

@@ -1,0 +1,112 @@
+"""Prefect tasks of a Plan/Act round: each a few lines that call a library function or a named actor."""
+
+from __future__ import annotations
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from planact import agents
+from planact.config import RunConfig
+from planact.envs.plan_act import PlanActEnv, planner_prompt
+from planact.orchestrator import barrier_key, get_or_create_orchestrator, resolve_barrier
+from planact.rollout import actor_requests, evaluate, score_round
+from planact.storage import RoundExperienceStore
+
+# Payloads are whole rounds of token ids: never hash or persist them.
+TASK_OPTS = {"cache_policy": NO_CACHE, "persist_result": False}
+
+
+def _seed(cfg: RunConfig, round_idx: int, stage: str) -> int:
+    return hash((cfg.seed, round_idx, stage)) % (2**31)
+
+
+@task(name="sample_tasks", **TASK_OPTS)
+def sample_tasks(cfg: RunConfig, round_idx: int) -> list[dict]:
+    """The round's training tasks (deterministic in seed and round, so both jobs of two-job mode agree)."""
+    return [t.to_dict() for t in PlanActEnv(cfg.env, cfg.seed).sample_tasks(round_idx)]
+
+
+@task(name="planner_generate", **TASK_OPTS)
+def planner_generate(cfg: RunConfig, planner: agents.RoleGroup, batch: list[dict], round_idx: int) -> list:
+    """G plans per task from the planner engines."""
+    return agents.generate_sharded(planner, [planner_prompt(t) for t in batch], seed=_seed(cfg, round_idx, "plan"))
+
+
+@task(name="barrier", **TASK_OPTS)
+def barrier(cfg: RunConfig, round_idx: int, role: str, payload=None, phase: str = "plans") -> dict:
+    """Arrive at the PlanActOrchestrator barrier for this round; returns its release outcome."""
+    import ray
+
+    orch = get_or_create_orchestrator(cfg.barrier.namespace)
+    roles = ("planner", "actor") if role == "both" else (role,)
+    key = barrier_key(cfg.run_name, round_idx, phase)
+    # In one-flow mode both roles arrive from here (concurrently) and the barrier releases at once.
+    refs = [orch.arrive.remote(key, r, payload if r == _payload_role(phase) else None, ("planner", "actor"),
+                               cfg.barrier.timeout_s, cfg.barrier.fallback_on_timeout) for r in roles]
+    result = ray.get(refs)[-1]
+    return resolve_barrier(result)
+
+
+def _payload_role(phase: str) -> str:
+    # Plans travel from the planner; feedback (the planner's scored samples) travels from the actor.
+    return "planner" if phase == "plans" else "actor"
+
+
+@task(name="actor_execute", **TASK_OPTS)
+def actor_execute(cfg: RunConfig, actor: agents.RoleGroup, engine: str, prompts: list[str], round_idx: int,
+                  shard_idx: int) -> list:
+    """K answers per prompt from one actor engine replica (one task per replica: the fan-out)."""
+    if not prompts:
+        return []
+    return agents.call(actor, engine, "generate", prompts, seed=_seed(cfg, round_idx, f"act{shard_idx}"))
+
+
+@task(name="score_rewards", **TASK_OPTS)
+def score_rewards(cfg: RunConfig, batch: list[dict], plans: list | None, answers: list):
+    """Verify answers and credit both roles (planact.rollout.score_round)."""
+    std = (cfg.planner.rl.std_normalize, cfg.actor.rl.std_normalize)
+    return score_round(batch, plans, answers, cfg.credit, std, n_rollouts=cfg.tracking.rollout_rows)
+
+
+@task(name="experience", **TASK_OPTS)
+def persist_experience(cfg: RunConfig, round_idx: int, role: str, samples: list[dict]) -> int:
+    """Write the round's samples of one role durably under the run folder; returns the acknowledged count."""
+    return RoundExperienceStore(cfg.run_dir() / "experience").write_round(round_idx, role, samples)
+
+
+@task(name="train_role", **TASK_OPTS)
+def train_role(group: agents.RoleGroup, samples: list[dict]) -> dict:
+    """One GRPO update on the role's trainer, then weight sync to its engines."""
+    return agents.train_and_sync(group, samples)
+
+
+@task(name="warm_start", **TASK_OPTS)
+def warm_start(group: agents.RoleGroup, seed: int) -> list[dict]:
+    """Supervised warm start of one role; returns its loss curve."""
+    return agents.call(group, group.trainer, "warm_start", seed)
+
+
+@task(name="evaluate", **TASK_OPTS)
+def evaluate_heldout(cfg: RunConfig, planner: agents.RoleGroup, actor: agents.RoleGroup) -> dict:
+    """Held-out pass@1 at the sampling temperature and greedy end-to-end success."""
+    held = [t.to_dict() for t in PlanActEnv(cfg.env, cfg.seed).heldout]
+
+    def plan_fn(prompts, temperature, n):
+        return agents.generate_sharded(planner, prompts, temperature=temperature, n=n, seed=cfg.seed)
+
+    def act_fn(prompts, temperature, n):
+        return agents.generate_sharded(actor, prompts, temperature=temperature, n=n, seed=cfg.seed + 1)
+
+    return evaluate(held, plan_fn, act_fn, cfg.actor.sampling.temperature, cfg.tracking.eval_samples)
+
+
+@task(name="checkpoint", **TASK_OPTS)
+def checkpoint(groups: list[agents.RoleGroup], folder: str) -> str:
+    """Save every trained role's weights, optimizer, RNG and weight version into `folder`."""
+    for g in groups:
+        agents.call(g, g.trainer or g.engines[0], "save_checkpoint", folder)
+    return folder
+
+
+__all__ = ["actor_execute", "actor_requests", "barrier", "checkpoint", "evaluate_heldout", "persist_experience",
+           "planner_generate", "sample_tasks", "score_rewards", "train_role", "warm_start"]
