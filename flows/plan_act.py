@@ -16,6 +16,7 @@ import time
 
 from prefect import flow
 from prefect.runtime import flow_run
+from prefect.settings import temporary_settings
 from prefect_ray import RayTaskRunner
 from prefect_ray.context import remote_options
 
@@ -24,6 +25,7 @@ from planact import agents
 from planact.config import RunConfig, validate_config
 from planact.session import TrainingSession
 from tasks.plan_act import (
+    Payload,
     actor_execute,
     actor_requests,
     barrier,
@@ -41,7 +43,11 @@ from tasks.plan_act import (
 @flow(name="plan-act-round", log_prints=True)
 def plan_act_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | None,
                    actor: agents.RoleGroup | None) -> dict:
-    """One round: plans, barrier, fanned-out execution, scoring, experience, training of each local role."""
+    """One round: plans, barrier, fanned-out execution, scoring, experience, training of each local role.
+
+    Round payloads (plans, answers, samples) travel wrapped in `Payload` so Prefect does not walk
+    thousands of token lists looking for futures: that walk alone cost seconds per round.
+    """
     role = cfg.agent_role
     timings: dict[str, float] = {}
     clock = runtime.Stopwatch(timings)
@@ -51,15 +57,15 @@ def plan_act_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | N
     plans = None
     if planner is not None:
         with clock("planner_generate"):
-            plans = planner_generate(cfg, planner, batch, round_idx)
+            plans = planner_generate(cfg, planner, batch, round_idx).data
     with clock("barrier"):
-        ready = barrier(cfg, round_idx, role, plans, "plans")
+        ready = barrier(cfg, round_idx, role, Payload(plans), "plans").data
     fallback = ready["status"] == "fallback"
     metrics: dict[str, float] = {"barrier_wait_s": ready["wait_s"], "fallback": float(fallback)}
 
     if actor is None:  # two-job mode, planner side: wait for the actor's scored feedback, then train
         with clock("feedback"):
-            fb = barrier(cfg, round_idx, role, None, "feedback")
+            fb = barrier(cfg, round_idx, role, None, "feedback").data
         planner_samples = fb["payloads"].get("actor") if fb["status"] == "complete" else None
         metrics["fallback"] = float(planner_samples is None)
         result = {"planner_samples": planner_samples or [], "actor_samples": [], "metrics": {}, "rollouts": []}
@@ -68,27 +74,27 @@ def plan_act_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | N
         prompts = actor_requests(batch, plans)
         with clock("actor_execute"), remote_options(num_cpus=cfg.ray.task_num_cpus):
             shards = agents.shard(prompts, len(actor.engines))
-            futures = [actor_execute.submit(cfg, actor, name, s, round_idx, i)
+            futures = [actor_execute.submit(cfg, actor, name, Payload(s), round_idx, i)
                        for i, (name, s) in enumerate(zip(actor.engines, shards))]
-            answers = [a for f in futures for a in f.result()]
+            answers = [a for f in futures for a in f.result().data]
         with clock("score"):
-            scored = score_rewards(cfg, batch, plans, answers)
+            scored = score_rewards(cfg, batch, Payload(plans), Payload(answers)).data
         result = {"planner_samples": scored.planner_samples, "actor_samples": scored.actor_samples,
                   "metrics": scored.metrics, "rollouts": scored.rollouts}
         if planner is None:  # two-job mode, actor side: hand the planner its credited samples
             with clock("feedback"):
-                barrier(cfg, round_idx, role, scored.planner_samples, "feedback")
+                barrier(cfg, round_idx, role, Payload(scored.planner_samples), "feedback")
 
     with clock("experience"):
         for r_name, key in (("planner", "planner_samples"), ("actor", "actor_samples")):
             if result[key]:
-                persist_experience(cfg, round_idx, r_name, result[key])
+                persist_experience(cfg, round_idx, r_name, Payload(result[key]))
 
     with clock("train"), remote_options(num_cpus=cfg.ray.task_num_cpus):
         futures = {}
         for group, key in ((planner, "planner_samples"), (actor, "actor_samples")):
             if group is not None and group.trainer is not None and result[key]:
-                futures[group.role] = train_role.submit(group, result[key])
+                futures[group.role] = train_role.submit(group, Payload(result[key]))
             elif group is not None and group.trainer is None:
                 print(f"{group.role} is frozen (train: false): skipping its training this round")
         for r_name, fut in futures.items():
@@ -123,7 +129,9 @@ def plan_act_training(config: RunConfig) -> dict:
         round_flow = plan_act_round.with_options(task_runner=RayTaskRunner(address=cfg.ray.address))
         for r in range(session.state.next_round, cfg.rounds + 1):
             t0 = time.perf_counter()
-            out = round_flow(cfg, r, planner, actor)
+            # The parent flow's heartbeat covers its rounds; a per-round heartbeat thread only adds ~1 s at exit.
+            with temporary_settings(updates={"flows.heartbeat_frequency": None}):
+                out = round_flow(cfg, r, planner, actor)
             out["metrics"]["time/round_s"] = time.perf_counter() - t0
             session.record_round(r, out)
             print(session.progress_line(r))

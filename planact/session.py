@@ -37,7 +37,10 @@ def connect_ray(cfg: RunConfig, env_vars: dict[str, str] | None = None) -> bool:
         runtime_env["env_vars"] = merged_env
     kwargs = {"namespace": cfg.barrier.namespace, "runtime_env": runtime_env or None, "log_to_driver": True}
     if cfg.ray.address in (None, "", "local"):
-        kwargs.update(address="local", include_dashboard=False, num_cpus=cfg.ray.num_cpus)
+        # Long-lived actors count against Ray's soft limit of worker processes (= CPUs); past it, idle task
+        # workers are killed after 1 s and every round would pay their multi-second start-up again.
+        kwargs.update(address="local", include_dashboard=False, num_cpus=cfg.ray.num_cpus,
+                      _system_config={"num_workers_soft_limit": 16})
     else:
         kwargs["address"] = cfg.ray.address
     ray.init(**kwargs)

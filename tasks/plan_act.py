@@ -16,6 +16,30 @@ from planact.storage import RoundExperienceStore
 TASK_OPTS = {"cache_policy": NO_CACHE, "persist_result": False}
 
 
+class Payload:
+    """An opaque box for a round's bulk data (plans, answers, samples).
+
+    Prefect walks list/dict/dataclass parameters looking for futures; on a
+    round's thousands of token lists that walk cost seconds. It does not look
+    inside a plain object, and this one pickles cheaply to Ray workers.
+    """
+
+    __slots__ = ("data",)
+
+    def __init__(self, data):
+        self.data = data
+
+    def __getstate__(self):
+        return self.data
+
+    def __setstate__(self, state):
+        self.data = state
+
+
+def _open(x):
+    return x.data if isinstance(x, Payload) else x
+
+
 def _seed(cfg: RunConfig, round_idx: int, stage: str) -> int:
     return hash((cfg.seed, round_idx, stage)) % (2**31)
 
@@ -27,16 +51,18 @@ def sample_tasks(cfg: RunConfig, round_idx: int) -> list[dict]:
 
 
 @task(name="planner_generate", **TASK_OPTS)
-def planner_generate(cfg: RunConfig, planner: agents.RoleGroup, batch: list[dict], round_idx: int) -> list:
+def planner_generate(cfg: RunConfig, planner: agents.RoleGroup, batch: list[dict], round_idx: int) -> Payload:
     """G plans per task from the planner engines."""
-    return agents.generate_sharded(planner, [planner_prompt(t) for t in batch], seed=_seed(cfg, round_idx, "plan"))
+    return Payload(agents.generate_sharded(planner, [planner_prompt(t) for t in batch],
+                                           seed=_seed(cfg, round_idx, "plan")))
 
 
 @task(name="barrier", **TASK_OPTS)
-def barrier(cfg: RunConfig, round_idx: int, role: str, payload=None, phase: str = "plans") -> dict:
+def barrier(cfg: RunConfig, round_idx: int, role: str, payload: Payload | None = None, phase: str = "plans") -> Payload:
     """Arrive at the PlanActOrchestrator barrier for this round; returns its release outcome."""
     import ray
 
+    payload = _open(payload)
     orch = get_or_create_orchestrator(cfg.barrier.namespace)
     roles = ("planner", "actor") if role == "both" else (role,)
     key = barrier_key(cfg.run_name, round_idx, phase)
@@ -44,7 +70,7 @@ def barrier(cfg: RunConfig, round_idx: int, role: str, payload=None, phase: str 
     refs = [orch.arrive.remote(key, r, payload if r == _payload_role(phase) else None, ("planner", "actor"),
                                cfg.barrier.timeout_s, cfg.barrier.fallback_on_timeout) for r in roles]
     result = ray.get(refs)[-1]
-    return resolve_barrier(result)
+    return Payload(resolve_barrier(result))
 
 
 def _payload_role(phase: str) -> str:
@@ -54,30 +80,31 @@ def _payload_role(phase: str) -> str:
 
 @task(name="actor_execute", **TASK_OPTS)
 def actor_execute(cfg: RunConfig, actor: agents.RoleGroup, engine: str, prompts: list[str], round_idx: int,
-                  shard_idx: int) -> list:
+                  shard_idx: int) -> Payload:
     """K answers per prompt from one actor engine replica (one task per replica: the fan-out)."""
+    prompts = _open(prompts)
     if not prompts:
-        return []
-    return agents.call(actor, engine, "generate", prompts, seed=_seed(cfg, round_idx, f"act{shard_idx}"))
+        return Payload([])
+    return Payload(agents.call(actor, engine, "generate", prompts, seed=_seed(cfg, round_idx, f"act{shard_idx}")))
 
 
 @task(name="score_rewards", **TASK_OPTS)
-def score_rewards(cfg: RunConfig, batch: list[dict], plans: list | None, answers: list):
+def score_rewards(cfg: RunConfig, batch: list[dict], plans: Payload, answers: Payload) -> Payload:
     """Verify answers and credit both roles (planact.rollout.score_round)."""
     std = (cfg.planner.rl.std_normalize, cfg.actor.rl.std_normalize)
-    return score_round(batch, plans, answers, cfg.credit, std, n_rollouts=cfg.tracking.rollout_rows)
+    return Payload(score_round(batch, _open(plans), _open(answers), cfg.credit, std, n_rollouts=cfg.tracking.rollout_rows))
 
 
 @task(name="experience", **TASK_OPTS)
 def persist_experience(cfg: RunConfig, round_idx: int, role: str, samples: list[dict]) -> int:
     """Write the round's samples of one role durably under the run folder; returns the acknowledged count."""
-    return RoundExperienceStore(cfg.run_dir() / "experience").write_round(round_idx, role, samples)
+    return RoundExperienceStore(cfg.run_dir() / "experience").write_round(round_idx, role, _open(samples))
 
 
 @task(name="train_role", **TASK_OPTS)
 def train_role(group: agents.RoleGroup, samples: list[dict]) -> dict:
     """One GRPO update on the role's trainer, then weight sync to its engines."""
-    return agents.train_and_sync(group, samples)
+    return agents.train_and_sync(group, _open(samples))
 
 
 @task(name="warm_start", **TASK_OPTS)
@@ -109,4 +136,4 @@ def checkpoint(groups: list[agents.RoleGroup], folder: str) -> str:
 
 
 __all__ = ["actor_execute", "actor_requests", "barrier", "checkpoint", "evaluate_heldout", "persist_experience",
-           "planner_generate", "sample_tasks", "score_rewards", "train_role", "warm_start"]
+           "Payload", "planner_generate", "sample_tasks", "score_rewards", "train_role", "warm_start"]

@@ -1,0 +1,81 @@
+"""What orchestration costs: the same N Plan/Act rounds through the Prefect flow and through a plain loop.
+
+Both drive the same named Ray actors (same models, same batch sizes). Prints
+seconds per round for each and the ratio flow/loop, measured in this run.
+
+    python benchmarks/round_overhead.py --rounds 6 --set env.tasks_per_round=64
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from flows import runtime  # noqa: E402
+from flows.plan_act import plan_act_round  # noqa: E402
+from planact.config import load_config  # noqa: E402
+from planact.loop import run_round  # noqa: E402
+from planact.session import TrainingSession  # noqa: E402
+
+
+def main() -> None:
+    """Measure and print per-round wall time of flow and loop, and their ratio."""
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--config", default="configs/demo.yaml")
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--warmup", type=int, default=2, help="untimed rounds first (Ray worker start-up)")
+    ap.add_argument("--set", dest="overrides", action="append", default=[])
+    args = ap.parse_args()
+    root = tempfile.mkdtemp(prefix="planact-bench-")
+    cfg = load_config(args.config, args.overrides + [f"checkpoint.root={root}", "run_name=bench",
+                                                     "planner.warm_start.enabled=false", "actor.warm_start.enabled=false"])
+    runtime.ensure_prefect_api()
+    from prefect import flow
+    from prefect.settings import temporary_settings
+    from prefect_ray import RayTaskRunner
+
+    session = TrainingSession(cfg, env_vars=runtime.worker_env())
+    planner, actor = session.ensure_agents()
+    round_flow = plan_act_round.with_options(task_runner=RayTaskRunner())
+
+    @flow(name="round-overhead-bench")
+    def bench_flow(n: int, first: int) -> list[float]:
+        times = []
+        for r in range(first, first + n):
+            t0 = time.perf_counter()
+            with temporary_settings(updates={"flows.heartbeat_frequency": None}):
+                out = round_flow(cfg, r, planner, actor)
+            times.append(time.perf_counter() - t0)
+            stages.append({k: v for k, v in out["metrics"].items() if k.startswith("time/")})
+        return times
+
+    stages: list[dict] = []
+
+    loop_times = []
+    for r in range(args.warmup + args.rounds):
+        t0 = time.perf_counter()
+        run_round(cfg, r, planner, actor)
+        loop_times.append(time.perf_counter() - t0)
+    flow_times = bench_flow(args.warmup + args.rounds, 1000)
+    loop_t = statistics.median(loop_times[args.warmup:])
+    flow_t = statistics.median(flow_times[args.warmup:])
+    print(f"rounds timed: {args.rounds} (after {args.warmup} warm-up rounds each), "
+          f"{cfg.env.tasks_per_round} tasks x {cfg.planner.group_size} plans x {cfg.actor.group_size} answers")
+    print(f"plain loop : {loop_t:.3f} s/round (median)")
+    print(f"prefect flow (round sub-flow on RayTaskRunner): {flow_t:.3f} s/round (median)")
+    print(f"orchestration overhead: {flow_t - loop_t:+.3f} s/round = {100 * (flow_t - loop_t) / flow_t:.1f}% of a flow round")
+    print(f"ratio flow/loop: {flow_t / loop_t:.2f}")
+    keys = stages[-1].keys()
+    print("flow stages (median s): " + ", ".join(
+        f"{k[5:-2]} {statistics.median(s[k] for s in stages[args.warmup:] if k in s):.3f}" for k in keys))
+    session.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+"""The Plan/Act round as a plain Python loop over the same Ray actors the flow uses.
+
+This is the baseline for benchmarks/round_overhead.py (flow vs loop) and the
+quickest way to drive the agents from a notebook or a test without Prefect.
+"""
+
+from __future__ import annotations
+
+import time
+
+from planact import agents
+from planact.config import RunConfig
+from planact.envs.plan_act import PlanActEnv, planner_prompt
+from planact.rollout import actor_requests, score_round
+
+
+def run_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup, actor: agents.RoleGroup,
+              env: PlanActEnv | None = None) -> dict:
+    """One round without orchestration: generate, execute, score, train both roles (in parallel)."""
+    import ray
+
+    t0 = time.perf_counter()
+    env = env or PlanActEnv(cfg.env, cfg.seed)
+    batch = [t.to_dict() for t in env.sample_tasks(round_idx)]
+    plans = agents.generate_sharded(planner, [planner_prompt(t) for t in batch], seed=round_idx)
+    answers = agents.generate_sharded(actor, actor_requests(batch, plans), seed=round_idx + 1)
+    scored = score_round(batch, plans, answers, cfg.credit, (cfg.planner.rl.std_normalize, cfg.actor.rl.std_normalize))
+    refs = {}
+    for group, samples in ((planner, scored.planner_samples), (actor, scored.actor_samples)):
+        if group.trainer is not None and samples:
+            refs[group.role] = ray.remote(agents.train_and_sync).options(num_cpus=cfg.ray.task_num_cpus).remote(
+                group, samples)
+    metrics = dict(scored.metrics)
+    for role, ref in refs.items():
+        metrics.update({f"{role}/{k}": v for k, v in ray.get(ref).items()})
+    metrics["time/round_s"] = time.perf_counter() - t0
+    return metrics
