@@ -1,0 +1,58 @@
+"""Config: defaults valid, bad values fail naming the field, overrides and YAML work."""
+
+from pathlib import Path
+
+import pytest
+
+from planact.config import ConfigError, RunConfig, flatten, load_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_defaults_and_shipped_configs_validate():
+    cfg = RunConfig()
+    assert cfg.barrier.timeout_s == 1800
+    assert cfg.planner.tiny.hidden_size > cfg.actor.tiny.hidden_size  # planner larger than actor by default
+    for name in ("demo.yaml", "smoke.yaml"):
+        load_config(ROOT / "configs" / name)
+
+
+def test_invalid_value_names_the_field():
+    with pytest.raises(ConfigError, match=r"rounds"):
+        load_config(None, ["rounds=-3"])
+    with pytest.raises(ConfigError, match=r"planner\.rl\.lr"):
+        load_config(None, ["planner.rl.lr=0"])
+
+
+def test_unknown_key_is_rejected_with_its_path():
+    with pytest.raises(ConfigError, match=r"actor\.sampling\.temprature"):
+        load_config(None, ["actor.sampling.temprature=0.5"])
+
+
+def test_cross_field_rules():
+    with pytest.raises(ConfigError, match="min_ops"):
+        load_config(None, ["env.min_ops=3", "env.max_ops=2"])
+    with pytest.raises(ConfigError, match="divisible"):
+        load_config(None, ["planner.tiny.hidden_size=30", "planner.tiny.num_heads=4"])
+    with pytest.raises(ConfigError, match="run_name"):
+        load_config(None, ["run_name=../escape"])
+
+
+def test_overrides_parse_yaml_scalars_and_nest():
+    cfg = load_config(ROOT / "configs" / "demo.yaml", ["rounds=4", "planner.rl.lr=1e-5", "ray.address=auto",
+                                                       "barrier.fallback_on_timeout=false"])
+    assert cfg.rounds == 4 and cfg.planner.rl.lr == 1e-5 and cfg.ray.address == "auto"
+    assert cfg.barrier.fallback_on_timeout is False
+
+
+def test_missing_file_and_bad_override_syntax():
+    with pytest.raises(ConfigError, match="not found"):
+        load_config("nope.yaml")
+    with pytest.raises(ConfigError, match="key.path=value"):
+        load_config(None, ["rounds"])
+
+
+def test_flatten_gives_dotted_params():
+    flat = flatten(RunConfig())
+    assert flat["planner.rl.eps_clip"] == 0.2
+    assert "barrier.timeout_s" in flat

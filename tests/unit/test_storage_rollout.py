@@ -1,0 +1,52 @@
+"""Durable run files and round scoring with per-role credit."""
+
+from planact.config import CreditConfig
+from planact.engines.base import Completion
+from planact.rollout import actor_requests, clean_plan, score_round
+from planact.storage import RoundExperienceStore, RunState
+
+
+def test_experience_store_round_trip_and_replace(tmp_path):
+    store = RoundExperienceStore(tmp_path / "exp")
+    assert store.write_round(3, "actor", [{"a": 1}, {"a": 2}]) == 2
+    store.write_round(3, "actor", [{"a": 9}])  # a re-run round replaces, never duplicates
+    store.write_round(4, "planner", [{"p": 1}])
+    assert store.read_round(3, "actor") == [{"a": 9}]
+    assert store.rounds() == [3, 4] and store.stats() == {"actor": 1, "planner": 1}
+    assert not list((tmp_path / "exp").glob(".*"))  # no temp files left behind
+
+
+def test_run_state_persists(tmp_path):
+    s = RunState(tmp_path, "both")
+    assert s.next_round == 0
+    s.data["last_completed_round"] = 4
+    s.save()
+    assert RunState(tmp_path, "both").next_round == 5
+    assert RunState(tmp_path, "planner").next_round == 0  # two-job mode keeps a state per role
+
+
+def _c(text, ids=(5,)):
+    return Completion(prompt_ids=[1], token_ids=list(ids), logprobs=[-0.5] * len(ids), text=text,
+                      finish_reason="stop", weight_version=1)
+
+
+def test_credit_per_role_and_malformed_counts():
+    tasks = [{"task_id": "t", "instruction": "x", "data": "12", "answer": "23", "ops": ["inc"], "but_first": False}]
+    plans = [[_c("inc"), _c("?!bogus")]]
+    prompts = actor_requests(tasks, plans)
+    assert prompts == ["inc:12=", "bogus:12="]
+    answers = [[_c("23"), _c("12")], [_c("23"), _c("zz")]]
+    res = score_round(tasks, plans, answers, CreditConfig())
+    planner_rewards = [s["reward"] for s in res.planner_samples]
+    assert planner_rewards == [0.5, 0.5]  # mean outcome of the answers each plan led to
+    actor_rewards = [s["reward"] for s in res.actor_samples]
+    assert actor_rewards == [1.0, 0.0, 0.0, 0.0]  # invalid plan -> actor earns nothing
+    assert res.metrics["planner/malformed"] == 1 and res.metrics["actor/malformed"] == 1
+    assert clean_plan("<eos>inc>sort ") == "eos>inc>sort"  # only plan-language characters survive
+
+
+def test_fallback_round_has_no_planner_samples():
+    tasks = [{"task_id": "t", "instruction": "x", "data": "12", "answer": "23", "ops": ["inc"], "but_first": False}]
+    assert actor_requests(tasks, None) == [":12="]
+    res = score_round(tasks, None, [[_c("23"), _c("11")]], CreditConfig())
+    assert res.planner_samples == [] and [s["reward"] for s in res.actor_samples] == [1.0, 0.0]
