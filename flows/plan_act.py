@@ -76,11 +76,13 @@ def plan_act_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | N
             shards = agents.shard(prompts, len(actor.engines))
             futures = [actor_execute.submit(cfg, actor, name, Payload(s), round_idx, i)
                        for i, (name, s) in enumerate(zip(actor.engines, shards))]
-            answers = [a for f in futures for a in f.result().data]
+            results = [f.result() for f in futures]
+            answers = [a for res in results for a in res.data]
+            workers = [res.where for res in results if res.where]
         with clock("score"):
             scored = score_rewards(cfg, batch, Payload(plans), Payload(answers)).data
         result = {"planner_samples": scored.planner_samples, "actor_samples": scored.actor_samples,
-                  "metrics": scored.metrics, "rollouts": scored.rollouts}
+                  "metrics": scored.metrics, "rollouts": scored.rollouts, "workers": workers}
         if planner is None:  # two-job mode, actor side: hand the planner its credited samples
             with clock("feedback"):
                 barrier(cfg, round_idx, role, Payload(scored.planner_samples), "feedback")
@@ -102,7 +104,7 @@ def plan_act_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | N
 
     metrics.update(result["metrics"])
     metrics.update({f"time/{k}_s": v for k, v in timings.items()})
-    return {"metrics": metrics, "rollouts": result["rollouts"]}
+    return {"metrics": metrics, "rollouts": result["rollouts"], "workers": result.get("workers", [])}
 
 
 @flow(name="plan-act-training", log_prints=True)

@@ -48,6 +48,8 @@ def check_feasible(cfg: RunConfig, roles: list[str]) -> None:
         n = res.replicas + (0 if res.colocate_trainer or not getattr(cfg, role).train else 1)
         need["CPU"] += n * res.num_cpus
         need["GPU"] += n * res.num_gpus
+        for k, v in res.custom.items():
+            need[k] = need.get(k, 0.0) + n * v
     have = ray.cluster_resources()
     short = {k: (v, have.get(k, 0.0)) for k, v in need.items() if v > have.get(k, 0.0) + 1e-9}
     if short:
@@ -66,6 +68,8 @@ def create_role_group(cfg: RunConfig, role: str) -> RoleGroup:
             "max_concurrency": 2}
     if res.memory_mb:
         opts["memory"] = res.memory_mb * 1024 * 1024
+    if res.custom:
+        opts["resources"] = dict(res.custom)
     colocated = res.colocate_trainer or not rc.train
     engines = []
     handles = []

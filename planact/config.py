@@ -80,6 +80,7 @@ class ResourceConfig(_Strict):
     num_cpus: float = Field(0.5, ge=0.0, description="Ray CPUs reserved by each engine/trainer actor of this role.")
     num_gpus: float = Field(0.0, ge=0.0, description="Ray GPUs reserved by each actor of this role.")
     memory_mb: int = Field(0, ge=0, description="Ray memory (MB) reserved per actor; 0 = no reservation.")
+    custom: dict[str, float] = Field(default_factory=dict, description="Custom Ray resources per actor, e.g. {'node2': 0.5} to pin a role to labelled nodes.")
     torch_threads: int = Field(1, ge=1, description="torch intra-op threads per actor (oversubscribing cores is slower, RL_NOTES).")
     replicas: int = Field(1, ge=1, description="Engine replicas; generation is fanned out over them.")
     colocate_trainer: bool = Field(True, description="Run the trainer inside engine replica 0 (weight sync is then in-process).")

@@ -13,9 +13,13 @@ from pathlib import Path
 
 import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+from transformers.utils import logging as hf_logging
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from planact.config import TinyModelSpec
+
+hf_logging.disable_progress_bar()  # per-shard progress bars from every Ray worker drown the run's own output
+hf_logging.set_verbosity_error()
 
 SPECIAL = ["<pad>", "<bos>", "<eos>", "<unk>"]
 # Every character the Plan/Act prompts and answers use; anything else maps to <unk>.

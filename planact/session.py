@@ -37,6 +37,9 @@ def connect_ray(cfg: RunConfig, env_vars: dict[str, str] | None = None) -> bool:
         runtime_env["env_vars"] = merged_env
     kwargs = {"namespace": cfg.barrier.namespace, "runtime_env": runtime_env or None, "log_to_driver": True}
     if cfg.ray.address in (None, "", "local"):
+        # A private single-machine Ray: keep all its traffic on loopback (Ray otherwise binds the primary
+        # interface's address even for a one-node cluster).
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         # Long-lived actors count against Ray's soft limit of worker processes (= CPUs); past it, idle task
         # workers are killed after 1 s and every round would pay their multi-second start-up again.
         kwargs.update(address="local", include_dashboard=False, num_cpus=cfg.ray.num_cpus,
@@ -106,6 +109,8 @@ class TrainingSession:
     def record_round(self, round_idx: int, out: dict) -> None:
         """Keep a finished round's metrics until its checkpoint makes it durable."""
         self.pending.append((round_idx, out["metrics"]))
+        if out.get("workers"):
+            self.state.data["workers"] = out["workers"]
         if out.get("rollouts"):
             self.rollouts = [{"round": round_idx, **r} for r in out["rollouts"]]
 
@@ -131,7 +136,7 @@ class TrainingSession:
         self.pending = []
         self._flush_pending()
         keep = [Path(self.state.data["checkpoint"])]
-        prune_checkpoints(self.run_dir, keep)
+        prune_checkpoints(self.run_dir, keep, self.roles)
 
     def _flush_pending(self) -> None:
         # Metrics of committed rounds are in the state file first, so a kill here neither loses nor repeats them.

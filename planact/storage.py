@@ -100,10 +100,17 @@ def checkpoint_dir(run_dir: str | Path, round_idx: int) -> Path:
     return Path(run_dir) / "checkpoints" / name
 
 
-def prune_checkpoints(run_dir: str | Path, keep: list[Path]) -> None:
-    """Delete round checkpoints except those in `keep` (the warm start one always stays)."""
+def prune_checkpoints(run_dir: str | Path, keep: list[Path], roles: list[str]) -> None:
+    """Delete these roles' round checkpoints except those in `keep` (the warm start always stays).
+
+    Per role, because in two-job mode each job owns only its role's sub-folder.
+    """
     root = Path(run_dir) / "checkpoints"
     keep_set = {Path(k).resolve() for k in keep}
     for p in root.glob("round_*"):
-        if p.resolve() not in keep_set:
-            shutil.rmtree(p, ignore_errors=True)
+        if p.resolve() in keep_set:
+            continue
+        for role in roles:
+            shutil.rmtree(p / role, ignore_errors=True)
+        if p.is_dir() and not any(p.iterdir()):
+            p.rmdir()

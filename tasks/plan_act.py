@@ -24,16 +24,35 @@ class Payload:
     inside a plain object, and this one pickles cheaply to Ray workers.
     """
 
-    __slots__ = ("data",)
+    __slots__ = ("data", "where")
 
-    def __init__(self, data):
+    def __init__(self, data, where: dict | None = None):
         self.data = data
+        self.where = where
 
     def __getstate__(self):
-        return self.data
+        return (self.data, self.where)
 
     def __setstate__(self, state):
-        self.data = state
+        self.data, self.where = state
+
+
+def where_am_i() -> dict:
+    """Which process and Ray node ran this task, and where it imported planact from."""
+    import os
+
+    import planact
+
+    node = None
+    try:
+        import ray
+
+        if ray.is_initialized():
+            node = ray.get_runtime_context().get_node_id()
+    except Exception:  # provenance is informational only
+        pass
+    return {"pid": os.getpid(), "node_id": node, "planact_file": planact.__file__,
+            "pythonpath": os.environ.get("PYTHONPATH", "")}
 
 
 def _open(x):
@@ -85,7 +104,8 @@ def actor_execute(cfg: RunConfig, actor: agents.RoleGroup, engine: str, prompts:
     prompts = _open(prompts)
     if not prompts:
         return Payload([])
-    return Payload(agents.call(actor, engine, "generate", prompts, seed=_seed(cfg, round_idx, f"act{shard_idx}")))
+    answers = agents.call(actor, engine, "generate", prompts, seed=_seed(cfg, round_idx, f"act{shard_idx}"))
+    return Payload(answers, where_am_i())
 
 
 @task(name="score_rewards", **TASK_OPTS)

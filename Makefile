@@ -1,0 +1,34 @@
+# Two commands: `make demo` (install + run the demo training flow) and `make test` (install + whole suite).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export RAY_USAGE_STATS_ENABLED := 0
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install demo test test-fast bench clean
+
+# torch 2.13.0 first: it resolves to the local CPU build; any other spec would pull GBs of CUDA wheels.
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(PY) -m flows.plan_act --config configs/demo.yaml
+
+test: install
+	$(PY) -m pytest tests -v -rA --durations=15
+
+test-fast: install
+	$(PY) -m pytest tests/unit -q
+
+bench: install
+	$(PY) benchmarks/round_overhead.py
+	$(PY) benchmarks/rl_vs_sft.py
+
+clean:
+	rm -rf runs mlruns .pytest_cache

@@ -1,0 +1,198 @@
+"""Real services for integration tests, on free loopback ports, always stopped by PID afterwards.
+
+* a Prefect server (`prefect server start`, its own PREFECT_HOME),
+* an MLflow tracking server (`mlflow server`, SQLite backend, one worker),
+* a Ray head started with `ray start --head` (own --temp-dir, loopback only),
+* helpers to run the training CLI as a subprocess and to kill a whole process tree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PY = sys.executable
+BIN = Path(PY).parent
+# Keep every Ray process of the tests on loopback (Ray otherwise binds the primary interface).
+LOOPBACK_RAY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float, proc: subprocess.Popen | None = None) -> None:
+    """Poll `url` until it answers 200 (fail early if `proc` exits)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{url}: server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise TimeoutError(f"{url} not ready after {timeout}s")
+
+
+def kill_tree(pid: int, sig: int = signal.SIGKILL) -> None:
+    """Signal a process and every descendant (Ray and Prefect spawn helpers)."""
+    try:
+        root = psutil.Process(pid)
+        procs = root.children(recursive=True) + [root]
+    except psutil.NoSuchProcess:
+        return
+    for p in procs:
+        try:
+            p.send_signal(sig)
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(procs, timeout=10)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """SIGTERM (then SIGINT, then SIGKILL) a service and its children."""
+    if proc.poll() is None:
+        kids = []
+        try:
+            kids = psutil.Process(proc.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            pass
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for k in kids:
+            try:
+                k.kill()
+            except psutil.NoSuchProcess:
+                pass
+
+
+@pytest.fixture(scope="session")
+def prefect_api(tmp_path_factory):
+    """A real Prefect server; yields its API URL and exports it for this process and its children."""
+    home = tmp_path_factory.mktemp("prefect_home")
+    port = free_port()
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+           "PREFECT_UI_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)
+    log = open(home / "server.log", "w")
+    proc = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}/api"
+    old = {k: os.environ.get(k) for k in ("PREFECT_API_URL", "PREFECT_HOME")}
+    try:
+        wait_http(url + "/health", 90, proc)
+        os.environ["PREFECT_API_URL"] = url
+        os.environ["PREFECT_HOME"] = str(home)
+        yield url
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        stop(proc)
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory):
+    """A real MLflow tracking server (SQLite backend, one worker); yields its URI."""
+    root = tmp_path_factory.mktemp("mlflow")
+    port = free_port()
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    log = open(root / "server.log", "w")
+    proc = subprocess.Popen(
+        [str(BIN / "mlflow"), "server", "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+         "--artifacts-destination", str(root / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
+         "--workers", "1"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/health", 90, proc)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop(proc)
+
+
+@pytest.fixture
+def ray_head(tmp_path):
+    """A Ray head node started with `ray start --head` on loopback; yields its address; killed by PID after."""
+    temp = Path("/tmp") / f"pa-ray-{os.getpid()}-{free_port()}"  # short: Ray's socket paths have a length limit
+    port = free_port()
+    env = {**os.environ, **LOOPBACK_RAY}
+    out = subprocess.run([str(BIN / "ray"), "start", "--head", "--port", str(port), "--num-cpus", "4",
+                          "--temp-dir", str(temp), "--include-dashboard=false", "--disable-usage-stats"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        for p in psutil.process_iter(["pid", "cmdline"]):
+            if p.info["pid"] != os.getpid() and any(str(temp) in (c or "") for c in (p.info["cmdline"] or [])):
+                try:
+                    p.kill()
+                except psutil.NoSuchProcess:
+                    pass
+        subprocess.run(["rm", "-rf", str(temp)], check=False)
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """Environment for a training subprocess: the test's Prefect API, loopback Ray, no PYTHONPATH tricks."""
+    env = {**os.environ, **LOOPBACK_RAY, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "TOKENIZERS_PARALLELISM": "false"}
+    env.pop("PYTHONPATH", None)
+    env.update(extra)
+    return env
+
+
+def start_cli(args: list[str], log_path: Path, env: dict | None = None, cwd: Path | None = None) -> subprocess.Popen:
+    """Start `python -m flows.plan_act ARGS` in its own session, output to log_path."""
+    log = open(log_path, "w")
+    return subprocess.Popen([PY, "-m", "flows.plan_act", *args], env=env or cli_env(), cwd=str(cwd or REPO),
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def run_cli(args: list[str], log_path: Path, timeout: float = 600, **kw) -> tuple[int, str]:
+    """Run the training CLI to completion; returns (exit code, output)."""
+    proc = start_cli(args, log_path, **kw)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_tree(proc.pid)
+        raise
+    finally:
+        kill_tree(proc.pid)  # nothing it started may outlive it
+    return proc.returncode, log_path.read_text()
+
+
+def read_state(run_dir: Path, role: str = "both") -> dict:
+    """The run's state file, or {} when not written yet."""
+    p = run_dir / ("state.json" if role == "both" else f"state-{role}.json")
+    try:
+        return json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+SMOKE = str(REPO / "configs" / "smoke.yaml")

@@ -1,0 +1,63 @@
+"""The training flow end to end with a real Prefect server and a real MLflow tracking server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from .conftest import SMOKE, cli_env, read_state, run_cli
+
+
+@pytest.mark.slow
+def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow_server, tmp_path):
+    rc, out = run_cli(["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", "run_name=e2e",
+                       "--set", f"tracking.tracking_uri={mlflow_server}", "--set", "rounds=3"],
+                      tmp_path / "cli.log", env=cli_env())
+    assert rc == 0, out[-3000:]
+    assert "finished in" in out and "pass@1" in out  # the final summary table
+
+    run_dir = tmp_path / "e2e"
+    state = read_state(run_dir)
+    assert state["last_completed_round"] == 3
+    # Experience of every round and role is on disk.
+    for r in (1, 2, 3):
+        for role in ("planner", "actor"):
+            lines = (run_dir / "experience" / f"round_{r:05d}.{role}.jsonl").read_text().splitlines()
+            assert lines and {"prompt_ids", "token_ids", "logprobs", "reward", "advantage"} <= json.loads(lines[0]).keys()
+
+    client = MlflowClient(mlflow_server)
+    run = client.get_run(state["mlflow_run_id"])
+    assert run.info.status == "FINISHED"
+    assert run.data.params["planner.rl.eps_clip"] == "0.2"
+    flow_run_id = run.data.tags["prefect.flow_run_id"]
+    for key in ("planner/reward_mean", "actor/reward_mean", "success", "planner/loss", "actor/entropy",
+                "actor/grad_norm", "time/round_s", "barrier_wait_s", "fallback"):
+        steps = [m.step for m in client.get_metric_history(run.info.run_id, key)]
+        assert steps == [1, 2, 3], key
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "heldout/pass_at_1")] == [0, 1, 2, 3]
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"config.resolved.yaml", "rollouts.json", "final_checkpoint"} <= artifacts
+    ckpt = {a.path for a in client.list_artifacts(run.info.run_id, "final_checkpoint")}
+    assert {"final_checkpoint/planner", "final_checkpoint/actor"} <= ckpt
+
+    # The Prefect side: the flow run completed and carries a markdown artifact linking the MLflow run.
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    with get_client(sync_client=True) as client_p:
+        fr = client_p.read_flow_run(flow_run_id)
+        assert fr.state.is_completed()
+        arts = client_p.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[fr.id])))
+        md = [a for a in arts if a.type == "markdown"]
+        assert md and run.info.run_id in md[0].data and "| round |" in md[0].data
+
+
+def test_invalid_config_fails_before_any_work(tmp_path):
+    rc, out = run_cli(["--config", SMOKE, "--set", "rounds=-1", "--set", f"checkpoint.root={tmp_path}"],
+                      tmp_path / "bad.log", timeout=120)
+    assert rc == 2
+    assert "rounds" in out and "greater than or equal" in out
+    assert not any(tmp_path.iterdir()) or not (tmp_path / "smoke").exists()  # nothing was started or written
+    assert "Started a local Ray" not in out

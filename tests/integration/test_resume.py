@@ -1,0 +1,47 @@
+"""SIGKILL a training run after round k completed; the same command resumes at k+1 in the same MLflow run."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from .conftest import SMOKE, kill_tree, read_state, run_cli, start_cli
+
+
+@pytest.mark.slow
+def test_sigkill_then_resume_without_duplicate_steps(prefect_api, tmp_path):
+    args = ["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", "run_name=resume",
+            "--set", "rounds=6"]
+    proc = start_cli(args, tmp_path / "first.log")
+    deadline = time.time() + 400
+    k = -1
+    while time.time() < deadline and proc.poll() is None:
+        k = read_state(tmp_path / "resume").get("last_completed_round", -1)
+        if k >= 2:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, "the run finished before it could be killed: " + (tmp_path / "first.log").read_text()[-2000:]
+    kill_tree(proc.pid)  # SIGKILL: no cleanup handlers run
+    state = read_state(tmp_path / "resume")
+    k = state["last_completed_round"]
+    assert 2 <= k < 6
+    run_id = state["mlflow_run_id"]
+
+    rc, out = run_cli(args, tmp_path / "second.log")
+    assert rc == 0, out[-3000:]
+    m = re.search(r"resuming run 'resume' after round (\d+)", out)
+    assert m and int(m.group(1)) == k
+    assert f"round {k + 1}/6" in out and f"round {k}/6" not in out  # resumes at k+1, completed rounds not re-run
+
+    state = read_state(tmp_path / "resume")
+    assert state["mlflow_run_id"] == run_id and state["last_completed_round"] == 6
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    for key in ("time/round_s", "actor/reward_mean", "planner/loss"):
+        steps = [x.step for x in client.get_metric_history(run_id, key)]
+        assert sorted(steps) == [1, 2, 3, 4, 5, 6], (key, steps)  # every round once: no gaps, no duplicates
+    assert client.get_run(run_id).info.status == "FINISHED"
+    # Acknowledged experience of the rounds before the kill is still there.
+    assert all((tmp_path / "resume" / "experience" / f"round_{r:05d}.actor.jsonl").is_file() for r in range(1, 7))
