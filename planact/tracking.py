@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -37,21 +39,39 @@ def safe_params(cfg: RunConfig) -> dict[str, str]:
     return {k: v[:6000] for k, v in out.items()}
 
 
+@contextlib.contextmanager
+def _sqlite_create_lock(uri: str):
+    """Serialise first use of a SQLite store: two processes migrating a fresh database race (STACK_NOTES)."""
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    db = Path(uri[len("sqlite:///"):])
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{db}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 class Tracker:
     """A thin handle on one MLflow run, addressed by id so threads and resumed processes share it."""
 
     def __init__(self, cfg: RunConfig, run_id: str | None = None, tags: dict[str, str] | None = None,
                  run_name: str | None = None):
         self.uri = tracking_uri(cfg)
-        self.client = MlflowClient(self.uri)
-        exp = self.client.get_experiment_by_name(cfg.tracking.experiment)
-        if exp is None:
-            artifact_location = None
-            if self.uri.startswith("sqlite:///"):
-                artifact_location = (Path(self.uri[len("sqlite:///"):]).parent / "mlartifacts").as_uri()
-            exp_id = self.client.create_experiment(cfg.tracking.experiment, artifact_location=artifact_location)
-        else:
-            exp_id = exp.experiment_id
+        with _sqlite_create_lock(self.uri):
+            self.client = MlflowClient(self.uri)
+            self.client.search_experiments(max_results=1)  # forces the store (and its migrations) into being
+            exp = self.client.get_experiment_by_name(cfg.tracking.experiment)
+            if exp is None:
+                artifact_location = None
+                if self.uri.startswith("sqlite:///"):
+                    artifact_location = (Path(self.uri[len("sqlite:///"):]).parent / "mlartifacts").as_uri()
+                exp_id = self.client.create_experiment(cfg.tracking.experiment, artifact_location=artifact_location)
+            else:
+                exp_id = exp.experiment_id
         if run_id is None:
             run = self.client.create_run(exp_id, run_name=run_name or cfg.run_name, tags=tags or {})
             self.run_id = run.info.run_id

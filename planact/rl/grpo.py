@@ -56,14 +56,14 @@ def grpo_loss(
 
     pg_loss = tok_mean(pg)
     loss = pg_loss
-    stats = {"pg_loss": float(pg_loss), "clip_frac": float(tok_mean((-surr2 > -surr1).float()))}  # clipping was binding
+    stats = {"pg_loss": float(pg_loss.detach()), "clip_frac": float(tok_mean((-surr2 > -surr1).float()))}  # clipping was binding
     if ref_logp is not None:
         kl = tok_mean(kl_penalty(logp, ref_logp, kl_estimator))
         loss = loss + kl_coef * kl
-        stats["kl"] = float(kl)
+        stats["kl"] = float(kl.detach())
     if entropy is not None:
         ent = tok_mean(entropy)
         loss = loss - entropy_coef * ent
-        stats["entropy"] = float(ent)
-    stats["loss"] = float(loss)
+        stats["entropy"] = float(ent.detach())
+    stats["loss"] = float(loss.detach())
     return loss, stats
