@@ -8,7 +8,7 @@ import sys
 import time
 from contextlib import contextmanager
 
-from planact.config import ConfigError, load_config
+from planact.config import ConfigError, check_supported, load_config
 
 
 def ensure_prefect_api() -> str:
@@ -73,7 +73,8 @@ def cli(argv: list[str] | None, flow_fn) -> int:
     args = parser.parse_args(argv)
     try:
         cfg = load_config(args.config, args.overrides)
-    except ConfigError as err:
+        check_supported(cfg)
+    except (ConfigError, NotImplementedError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     ensure_prefect_api()

@@ -113,16 +113,28 @@ def shard(items: list, n: int) -> list[list]:
     return out
 
 
-def train_and_sync(group: RoleGroup, samples: list[dict]) -> dict:
-    """Train the role on its samples, then push the new weights to every engine that does not share them."""
-    t0 = time.perf_counter()
-    metrics = call(group, group.trainer, "train", samples)
+def sync_weights(group: RoleGroup) -> None:
+    """Push the trainer's weights to every engine that does not share its model in-process."""
     if group.extra_sync:
         weights, version = call(group, group.trainer, "get_weights")
         ref = ray.put(weights)
         ray.get([group.handle(n).update_weights.remote(ref, version) for n in group.extra_sync])
+
+
+def train_and_sync(group: RoleGroup, samples: list[dict]) -> dict:
+    """Train the role on its samples, then sync the new weights to its engines."""
+    t0 = time.perf_counter()
+    metrics = call(group, group.trainer, "train", samples)
+    sync_weights(group)
     metrics["sync_time_s"] = time.perf_counter() - t0 - metrics.get("train_time_s", 0.0)
     return metrics
+
+
+def warm_start_and_sync(group: RoleGroup, seed: int, steps: int | None = None) -> list[dict]:
+    """Supervised warm start on the trainer, then sync; returns the loss curve."""
+    curve = call(group, group.trainer, "warm_start", seed, steps)
+    sync_weights(group)
+    return curve
 
 
 def restore_group(group: RoleGroup, folder: str) -> int:

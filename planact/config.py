@@ -92,7 +92,7 @@ class RoleConfig(_Strict):
 
     model_path: str | None = Field(None, description="HF checkpoint folder or hub id; empty = build a tiny model from `tiny`.")
     tiny: TinyModelSpec = Field(default_factory=TinyModelSpec, description="Tiny-model shape used when model_path is empty.")
-    engine: Literal["hf"] = Field("hf", description="Generation engine. 'hf' (in-process transformers) is built; sglang/openai/anthropic come later.")
+    engine: Literal["hf", "sglang", "openai", "anthropic"] = Field("hf", description="Generation engine. Only 'hf' (in-process transformers) is built so far; the others raise NotImplementedError at start.")
     train: bool = Field(True, description="Update this role with RL; False keeps it frozen.")
     group_size: int = Field(4, ge=1, description="Samples per prompt (GRPO group G).")
     sampling: SamplingConfig = Field(default_factory=SamplingConfig, description="Rollout sampling settings.")
@@ -195,6 +195,19 @@ class RunConfig(_Strict):
     def run_dir(self) -> Path:
         """Folder holding this run's checkpoints, experience and state."""
         return Path(self.checkpoint.root).resolve() / self.run_name
+
+
+BUILT_ENGINES = ("hf",)
+
+
+def check_supported(cfg: "RunConfig") -> None:
+    """Raise NotImplementedError, before any work starts, for parts the config names that are not built yet."""
+    for role in ("planner", "actor"):
+        engine = getattr(cfg, role).engine
+        if engine not in BUILT_ENGINES:
+            raise NotImplementedError(
+                f"{role}.engine={engine!r}: the {engine} engine is not built yet (only {', '.join(BUILT_ENGINES)}); "
+                "see the README's 'Not built yet' section")
 
 
 def _format_error(err: ValidationError) -> str:

@@ -130,7 +130,7 @@ def train_role(group: agents.RoleGroup, samples: list[dict]) -> dict:
 @task(name="warm_start", **TASK_OPTS)
 def warm_start(group: agents.RoleGroup, seed: int) -> list[dict]:
     """Supervised warm start of one role; returns its loss curve."""
-    return agents.call(group, group.trainer, "warm_start", seed)
+    return agents.warm_start_and_sync(group, seed)
 
 
 @task(name="evaluate", **TASK_OPTS)

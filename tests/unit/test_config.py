@@ -56,3 +56,11 @@ def test_flatten_gives_dotted_params():
     flat = flatten(RunConfig())
     assert flat["planner.rl.eps_clip"] == 0.2
     assert "barrier.timeout_s" in flat
+
+
+def test_unbuilt_engine_raises_not_implemented_naming_it():
+    from planact.config import check_supported
+
+    cfg = load_config(None, ["actor.engine=sglang"])
+    with pytest.raises(NotImplementedError, match=r"actor\.engine='sglang'.*not built yet"):
+        check_supported(cfg)
