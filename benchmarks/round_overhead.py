@@ -3,7 +3,7 @@
 Both drive the same named Ray actors (same models, same batch sizes). Prints
 seconds per round for each and the ratio flow/loop, measured in this run.
 
-    python benchmarks/round_overhead.py --rounds 6 --set env.tasks_per_round=64
+    python benchmarks/round_overhead.py --rounds 6 --from runs/demo/checkpoints/warm_start
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ def main() -> None:
     ap.add_argument("--config", default="configs/demo.yaml")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--warmup", type=int, default=2, help="untimed rounds first (Ray worker start-up)")
+    ap.add_argument("--from", dest="ckpt", default=None,
+                    help="checkpoint folder to load first (e.g. runs/demo/checkpoints/warm_start) so rollouts have "
+                         "realistic lengths; without it the models are untrained")
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     args = ap.parse_args()
     root = tempfile.mkdtemp(prefix="planact-bench-")
@@ -42,6 +45,11 @@ def main() -> None:
 
     session = TrainingSession(cfg, env_vars=runtime.worker_env())
     planner, actor = session.ensure_agents()
+    if args.ckpt:
+        from planact.agents import restore_group
+
+        for g in (planner, actor):
+            restore_group(g, str(Path(args.ckpt).resolve()))
     round_flow = plan_act_round.with_options(task_runner=RayTaskRunner())
 
     @flow(name="round-overhead-bench")
