@@ -23,11 +23,11 @@ from prefect_ray.context import remote_options
 from flows import runtime
 from planact import agents
 from planact.config import RunConfig, check_supported, validate_config
+from planact.rollout import actor_requests
 from planact.session import TrainingSession
 from tasks.plan_act import (
     Payload,
     actor_execute,
-    actor_requests,
     barrier,
     checkpoint,
     evaluate_heldout,

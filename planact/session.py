@@ -222,7 +222,3 @@ class TrainingSession:
 def _fmt(v) -> str:
     return "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
 
-
-def env_for_workers() -> dict[str, str]:
-    """Environment variables Ray workers must share with the driver (tracking URI)."""
-    return {k: os.environ[k] for k in ("MLFLOW_TRACKING_URI",) if os.environ.get(k)}

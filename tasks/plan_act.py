@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zlib
+
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
@@ -9,7 +11,7 @@ from planact import agents
 from planact.config import RunConfig
 from planact.envs.plan_act import PlanActEnv, planner_prompt
 from planact.orchestrator import barrier_key, get_or_create_orchestrator, resolve_barrier
-from planact.rollout import actor_requests, evaluate, score_round
+from planact.rollout import evaluate, score_round
 from planact.storage import RoundExperienceStore
 
 # Payloads are whole rounds of token ids: never hash or persist them.
@@ -60,7 +62,8 @@ def _open(x):
 
 
 def _seed(cfg: RunConfig, round_idx: int, stage: str) -> int:
-    return hash((cfg.seed, round_idx, stage)) % (2**31)
+    # crc32, not hash(): str hashing differs between processes, and a resumed run must sample the same way.
+    return zlib.crc32(f"{cfg.seed}:{round_idx}:{stage}".encode())
 
 
 @task(name="sample_tasks", **TASK_OPTS)
@@ -155,5 +158,5 @@ def checkpoint(groups: list[agents.RoleGroup], folder: str) -> str:
     return folder
 
 
-__all__ = ["actor_execute", "actor_requests", "barrier", "checkpoint", "evaluate_heldout", "persist_experience",
+__all__ = ["actor_execute", "barrier", "checkpoint", "evaluate_heldout", "persist_experience",
            "Payload", "planner_generate", "sample_tasks", "score_rewards", "train_role", "warm_start"]
