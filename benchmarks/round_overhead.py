@@ -65,11 +65,12 @@ def main() -> None:
 
     stages: list[dict] = []
 
-    loop_times = []
+    loop_times, loop_stages = [], []
     for r in range(args.warmup + args.rounds):
         t0 = time.perf_counter()
-        run_round(cfg, r, planner, actor)
+        m = run_round(cfg, r, planner, actor)
         loop_times.append(time.perf_counter() - t0)
+        loop_stages.append({k: v for k, v in m.items() if k.startswith("time/") and k != "time/round_s"})
     flow_times = bench_flow(args.warmup + args.rounds, 1000)
     loop_t = statistics.median(loop_times[args.warmup:])
     flow_t = statistics.median(flow_times[args.warmup:])
@@ -79,9 +80,9 @@ def main() -> None:
     print(f"prefect flow (round sub-flow on RayTaskRunner): {flow_t:.3f} s/round (median)")
     print(f"orchestration overhead: {flow_t - loop_t:+.3f} s/round = {100 * (flow_t - loop_t) / flow_t:.1f}% of a flow round")
     print(f"ratio flow/loop: {flow_t / loop_t:.2f}")
-    keys = stages[-1].keys()
-    print("flow stages (median s): " + ", ".join(
-        f"{k[5:-2]} {statistics.median(s[k] for s in stages[args.warmup:] if k in s):.3f}" for k in keys))
+    for name, rows in (("loop", loop_stages), ("flow", stages)):
+        print(f"{name} stages (median s): " + ", ".join(
+            f"{k[5:-2]} {statistics.median(s[k] for s in rows[args.warmup:] if k in s):.3f}" for k in rows[-1]))
     session.close()
 
 

@@ -25,6 +25,7 @@ from planact import agents
 from planact.config import RunConfig, check_supported, validate_config
 from planact.rollout import actor_requests
 from planact.session import TrainingSession
+from planact.timing import Stopwatch
 from tasks.plan_act import (
     Payload,
     actor_execute,
@@ -50,7 +51,7 @@ def plan_act_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | N
     """
     role = cfg.agent_role
     timings: dict[str, float] = {}
-    clock = runtime.Stopwatch(timings)
+    clock = Stopwatch(timings)
 
     with clock("sample"):
         batch = sample_tasks(cfg, round_idx)

@@ -6,7 +6,6 @@ import argparse
 import os
 import sys
 import time
-from contextlib import contextmanager
 
 from planact.config import ConfigError, check_supported, load_config
 
@@ -39,21 +38,6 @@ def worker_env() -> dict[str, str]:
     """Variables Ray workers must share with the driver."""
     keys = ("PREFECT_API_URL", "PREFECT_SERVER_ANALYTICS_ENABLED", "MLFLOW_TRACKING_URI", "PREFECT_HOME")
     return {k: os.environ[k] for k in keys if os.environ.get(k)}
-
-
-class Stopwatch:
-    """Accumulates wall time per named stage into a dict."""
-
-    def __init__(self, into: dict[str, float]):
-        self.into = into
-
-    @contextmanager
-    def __call__(self, name: str):
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.into[name] = self.into.get(name, 0.0) + time.perf_counter() - t0
 
 
 def publish_markdown(markdown: str, key: str) -> None:

@@ -12,6 +12,7 @@ from planact import agents
 from planact.config import RunConfig
 from planact.envs.plan_act import PlanActEnv, planner_prompt
 from planact.rollout import actor_requests, score_round
+from planact.timing import Stopwatch
 
 
 def run_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup, actor: agents.RoleGroup,
@@ -20,18 +21,27 @@ def run_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup, actor: 
     import ray
 
     t0 = time.perf_counter()
+    timings: dict[str, float] = {}
+    clock = Stopwatch(timings)
     env = env or PlanActEnv(cfg.env, cfg.seed)
-    batch = [t.to_dict() for t in env.sample_tasks(round_idx)]
-    plans = agents.generate_sharded(planner, [planner_prompt(t) for t in batch], seed=round_idx)
-    answers = agents.generate_sharded(actor, actor_requests(batch, plans), seed=round_idx + 1)
-    scored = score_round(batch, plans, answers, cfg.credit, (cfg.planner.rl.std_normalize, cfg.actor.rl.std_normalize))
-    refs = {}
-    for group, samples in ((planner, scored.planner_samples), (actor, scored.actor_samples)):
-        if group.trainer is not None and samples:
-            refs[group.role] = ray.remote(agents.train_and_sync).options(num_cpus=cfg.ray.task_num_cpus).remote(
-                group, samples)
+    with clock("sample"):
+        batch = [t.to_dict() for t in env.sample_tasks(round_idx)]
+    with clock("planner_generate"):
+        plans = agents.generate_sharded(planner, [planner_prompt(t) for t in batch], seed=round_idx)
+    with clock("actor_execute"):
+        answers = agents.generate_sharded(actor, actor_requests(batch, plans), seed=round_idx + 1)
+    with clock("score"):
+        scored = score_round(batch, plans, answers, cfg.credit,
+                             (cfg.planner.rl.std_normalize, cfg.actor.rl.std_normalize))
     metrics = dict(scored.metrics)
-    for role, ref in refs.items():
-        metrics.update({f"{role}/{k}": v for k, v in ray.get(ref).items()})
+    with clock("train"):
+        refs = {}
+        for group, samples in ((planner, scored.planner_samples), (actor, scored.actor_samples)):
+            if group.trainer is not None and samples:
+                refs[group.role] = ray.remote(agents.train_and_sync).options(
+                    num_cpus=cfg.ray.task_num_cpus).remote(group, samples)
+        for role, ref in refs.items():
+            metrics.update({f"{role}/{k}": v for k, v in ray.get(ref).items()})
+    metrics.update({f"time/{k}_s": v for k, v in timings.items()})
     metrics["time/round_s"] = time.perf_counter() - t0
     return metrics
