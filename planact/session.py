@@ -94,7 +94,8 @@ class TrainingSession:
         """Load the last checkpoint into the agents; returns the round it was taken after."""
         folder = self.state.data["checkpoint"]
         for g in self.groups(planner, actor):
-            agents.restore_group(g, folder)
+            if g.trainer is not None:  # a frozen role is never checkpointed: it keeps its initial weights
+                agents.restore_group(g, folder)
         return self.state.data["last_completed_round"]
 
     def record_warm_start(self, curves: dict[str, list[dict]]) -> None:
