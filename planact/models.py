@@ -8,7 +8,10 @@ call that loads a real Hugging Face checkpoint.
 
 from __future__ import annotations
 
+import os
+import shutil
 import string
+import tempfile
 from pathlib import Path
 
 import torch
@@ -58,15 +61,23 @@ def build_tiny_model(spec: TinyModelSpec, vocab_size: int, seed: int, tokenizer:
 
 
 def materialize_tiny(spec: TinyModelSpec, out_dir: str | Path, seed: int) -> Path:
-    """Build and save a tiny model + tokenizer to `out_dir` (idempotent)."""
+    """Build and save a tiny model + tokenizer to `out_dir` once, safely under concurrent callers.
+
+    Engine replicas start at the same time and may all build it: each saves into its own temporary
+    folder and renames it into place; the first rename wins, so nobody ever reads a half-written folder.
+    """
     out = Path(out_dir)
-    if (out / "config.json").is_file():
+    if out.is_dir():
         return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
     tokenizer = build_tokenizer()
-    model = build_tiny_model(spec, len(tokenizer), seed, tokenizer)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    build_tiny_model(spec, len(tokenizer), seed, tokenizer).save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    try:
+        os.rename(tmp, out)
+    except OSError:  # another process got there first; its copy is identical (same spec and seed)
+        shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 

@@ -61,3 +61,17 @@ def test_seeded_sampling_is_reproducible_and_weights_update(tiny_model_dir):
     c = engine.generate(["sort ="], p)[0][0]
     assert c.weight_version == 7
     assert engine.health()["weight_version"] == 7
+
+
+def test_concurrent_materialisation_never_exposes_a_partial_folder(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from planact.config import TinyModelSpec
+    from planact.models import materialize_tiny
+
+    target = tmp_path / "m"
+    with ThreadPoolExecutor(4) as pool:
+        paths = list(pool.map(lambda _: materialize_tiny(TinyModelSpec(hidden_size=16, num_heads=2), target, 0), range(4)))
+    assert set(paths) == {target}
+    load_model(target)  # complete: config, weights and tokenizer
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # losers cleaned up
