@@ -63,11 +63,7 @@ def rl_arm(workers, env, cfg, rounds: int) -> float:
 def sft_arm(workers, env, cfg, seconds: float, seed: int) -> int:
     """Continue SFT on teacher demonstrations for `seconds`, alternating roles in chunks; returns steps."""
     rng = random.Random(f"{seed}:sft-continuation")
-    demos = {}
-    for w in workers:
-        pairs = env.planner_demos(8000, rng) if w.role == "planner" else env.actor_demos(8000, rng)
-        eos = w.tokenizer.eos_token_id
-        demos[w.role] = [(w.engine.encode(x), w.tokenizer.encode(y, add_special_tokens=False) + [eos]) for x, y in pairs]
+    demos = {w.role: w.demonstrations(env, 8000, rng) for w in workers}
     steps, t0, chunk = 0, time.perf_counter(), 20
     while time.perf_counter() - t0 < seconds:
         for w in workers:
@@ -118,7 +114,9 @@ def main() -> None:
     for key in ("pass@1", "greedy/success", "greedy/success_but_first"):
         a, b, c = m0[key], m_rl[key], m_sft[key]
         print(f"{key:28s} {a:10.3f} {b:8.3f} {c:8.3f} {100 * (b - a):+8.1f} {100 * (c - a):+8.1f} {100 * (b - c):+8.1f}")
-    print("(differences in percentage points; 200 held-out tasks: about +-3.5 points of noise per figure)")
+    n = len(env.heldout)
+    print(f"(differences in percentage points; {n} held-out tasks: about +-{100 * (0.25 / n) ** 0.5:.1f} points "
+          "of sampling noise per figure at most)")
 
 
 if __name__ == "__main__":

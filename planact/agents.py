@@ -143,13 +143,3 @@ def restore_group(group: RoleGroup, folder: str) -> int:
     versions = ray.get([group.handle(n).load_checkpoint.remote(folder) for n in sorted(names)])
     return max(versions)
 
-
-def kill_group(group: RoleGroup) -> None:
-    """Kill a group's actors (best effort)."""
-    names = set(group.engines) | ({group.trainer} if group.trainer else set())
-    for n in names:
-        _OWNED.pop(n, None)
-        try:
-            ray.kill(group.handle(n), no_restart=True)
-        except ValueError:
-            pass

@@ -70,17 +70,19 @@ class RoleWorker:
             raise RuntimeError(f"{self.role} replica {self.replica} has no trainer")
         return self.trainer
 
+    def demonstrations(self, env: PlanActEnv, count: int, rng: random.Random) -> list[tuple[list[int], list[int]]]:
+        """The teacher's (prompt ids, target ids + EOS) pairs for this role."""
+        pairs = env.planner_demos(count, rng) if self.role == "planner" else env.actor_demos(count, rng)
+        eos = self.tokenizer.eos_token_id
+        return [(self.engine.encode(p), self.tokenizer.encode(t, add_special_tokens=False) + [eos]) for p, t in pairs]
+
     def warm_start(self, seed: int, steps: int | None = None) -> list[dict]:
         """Supervised warm start on the environment's teacher demonstrations; returns the loss curve."""
         trainer = self._require_trainer()
         ws = self.rc.warm_start
-        env = PlanActEnv(self.cfg.env, seed)
-        rng = random.Random(f"{seed}:demos:{self.role}")
         # Enough distinct demonstrations that the warm start plateaus on the task, not on memorising them.
         n = min(20000, max(2000, (steps if steps is not None else ws.steps) * ws.batch_size // 4))
-        pairs = env.planner_demos(n, rng) if self.role == "planner" else env.actor_demos(n, rng)
-        eos = self.tokenizer.eos_token_id
-        demos = [(self.engine.encode(p), self.tokenizer.encode(t, add_special_tokens=False) + [eos]) for p, t in pairs]
+        demos = self.demonstrations(PlanActEnv(self.cfg.env, seed), n, random.Random(f"{seed}:demos:{self.role}"))
         torch.manual_seed(seed)
         curve = sft(self.model, self.tokenizer.pad_token_id, demos, ws, seed=seed, steps=steps)
         trainer.snapshot_reference()
