@@ -1,0 +1,158 @@
+"""AgentActor: the base class of supervised agents, and the wrapper that supervises any actor class.
+
+The scheduler never asks callers to wire the supervisor: it creates every agent from
+`managed(actor_class)`, a subclass whose constructor binds name, labels and the supervisor
+handle *before* the user's `__init__` runs and starts the heartbeat thread after it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+import time
+
+import ray
+
+
+def free_port(host: str = "") -> int:
+    """A TCP port that is free on this node now (bind port 0, read it back, close)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+class AgentActor:
+    """Base class for long-lived agents: identity, heartbeats, a metrics report and a graceful stop.
+
+    Subclasses override `metrics()` to add figures to the heartbeat, `on_stop()` to release what they
+    hold, and `on_preempt(reason)` to react before a higher-priority pool evicts them. `busy()` counts
+    in-flight work so `least_busy` and `power_of_two` dispatch see the load.
+    """
+
+    heartbeat_interval_s: float = 1.0
+
+    def __init__(self, name: str | None = None, labels: dict[str, str] | None = None, supervisor=None):
+        # The scheduler binds these before __init__; explicit arguments only fill what it did not.
+        if getattr(self, "_sm_name", None) is None:
+            self._sm_name = name
+        if getattr(self, "_sm_labels", None) is None:
+            self._sm_labels = dict(labels or {})
+        if getattr(self, "_sm_supervisor", None) is None:
+            self._sm_supervisor = supervisor
+        self.__dict__.setdefault("_sm_inflight", 0)
+
+    # --- identity ---
+
+    @property
+    def name(self) -> str | None:
+        """The agent's name (also its Ray actor name)."""
+        return self._sm_name
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """Labels the agent was created with (its pool's labels plus its own)."""
+        return self._sm_labels
+
+    @property
+    def supervisor(self):
+        """Handle of the supervisor actor (None when constructed outside a scheduler)."""
+        return self._sm_supervisor
+
+    # --- load and metrics ---
+
+    @contextlib.contextmanager
+    def busy(self):
+        """Count a unit of in-flight work for the duration of the block."""
+        self._sm_inflight = getattr(self, "_sm_inflight", 0) + 1
+        try:
+            yield
+        finally:
+            self._sm_inflight -= 1
+
+    def load(self) -> float:
+        """Current load as dispatch sees it (default: in-flight `busy()` blocks)."""
+        return float(getattr(self, "_sm_inflight", 0))
+
+    def metrics(self) -> dict:
+        """Figures reported with every heartbeat; override to add your own."""
+        return {}
+
+    # --- lifecycle hooks ---
+
+    def on_stop(self) -> None:
+        """Called by a graceful stop before the process exits."""
+
+    def on_preempt(self, reason: str) -> None:
+        """Called before a higher-priority pool evicts this agent."""
+
+
+def managed(actor_class: type) -> type:
+    """A subclass of actor_class that binds scheduler context, heartbeats and answers the supervisor."""
+    bases = (actor_class,) if issubclass(actor_class, AgentActor) else (actor_class, AgentActor)
+
+    def __init__(self, _sm_ctx: dict, *args, **kwargs):
+        self._sm_name = _sm_ctx["name"]
+        self._sm_labels = dict(_sm_ctx["labels"])
+        self._sm_supervisor = _sm_ctx["supervisor"]
+        self._sm_incarnation = _sm_ctx["incarnation"]
+        self._sm_interval = float(_sm_ctx.get("heartbeat_interval_s") or self.heartbeat_interval_s)
+        self._sm_inflight = 0
+        self._sm_stopping = threading.Event()
+        actor_class.__init__(self, *args, **kwargs)
+        if not issubclass(actor_class, AgentActor):
+            AgentActor.__init__(self)
+        self._sm_thread = threading.Thread(target=self._sm_heartbeat_loop, name="schedulemesh-heartbeat",
+                                           daemon=True)
+        self._sm_thread.start()
+
+    def _sm_report(self) -> dict:
+        try:
+            extra = dict(self.metrics())
+        except Exception as exc:  # a broken metrics() must not silence the heartbeat
+            extra = {"metrics_error": repr(exc)}
+        return {"pid": os.getpid(), "load": self.load(), "time": time.time(), **extra}
+
+    def _sm_heartbeat_loop(self) -> None:
+        while not self._sm_stopping.is_set():
+            if self._sm_supervisor is not None:
+                try:
+                    self._sm_supervisor.heartbeat.remote(self._sm_name, self._sm_incarnation, self._sm_report())
+                except Exception:  # supervisor restarting; the next beat tries again
+                    pass
+            self._sm_stopping.wait(self._sm_interval)
+
+    def sm_ready(self) -> dict:
+        """Where the agent runs: pid, node id and ip (answered once the constructor has finished)."""
+        ctx = ray.get_runtime_context()
+        return {"pid": os.getpid(), "node_id": ctx.get_node_id(), "ip": ray.util.get_node_ip_address(),
+                "incarnation": self._sm_incarnation}
+
+    def sm_ping(self) -> dict:
+        """Liveness probe with the current report."""
+        return self._sm_report()
+
+    def sm_free_port(self) -> tuple[str, int]:
+        """(node ip, free port) on this agent's node: the rendezvous for a torch.distributed group."""
+        return ray.util.get_node_ip_address(), free_port()
+
+    def sm_stop(self, reason: str = "") -> None:
+        """Graceful stop: stop heartbeats, run on_stop, exit the actor process."""
+        self._sm_stopping.set()
+        try:
+            self.on_stop()
+        finally:
+            ray.actor.exit_actor()
+
+    def sm_preempt(self, reason: str) -> None:
+        """Tell the agent it is about to be evicted (it is killed right after this returns)."""
+        self._sm_stopping.set()
+        self.on_preempt(reason)
+
+    members = {"__init__": __init__, "_sm_report": _sm_report, "_sm_heartbeat_loop": _sm_heartbeat_loop,
+               "sm_ready": sm_ready, "sm_ping": sm_ping, "sm_free_port": sm_free_port, "sm_stop": sm_stop,
+               "sm_preempt": sm_preempt, "__module__": actor_class.__module__,
+               "__qualname__": actor_class.__qualname__, "__doc__": actor_class.__doc__}
+    return type(actor_class.__name__, bases, members)

@@ -1,0 +1,394 @@
+"""The supervisor: a detached, named async actor that owns pools, creates agents and keeps them alive.
+
+It is the single writer of pool ledgers (so concurrent create_agent calls cannot oversubscribe a
+pool), the owner of every agent actor (so agents outlive the driver that asked for them), and the
+keeper of the state file a restarted supervisor recovers from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import ray
+from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError
+from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+from schedulemesh import resources as R
+from schedulemesh.agent import managed
+from schedulemesh.errors import (
+    AgentCreationError,
+    AgentNotFound,
+    AlreadyExists,
+    InsufficientCapacity,
+    InvalidOptions,
+    PoolNotFound,
+)
+from schedulemesh.pool import Pool
+from schedulemesh.records import AgentRecord, load_state, save_state
+
+log = logging.getLogger("schedulemesh")
+
+
+def _bundle(spec: dict[str, float]) -> dict[str, float]:
+    opts = R.to_ray_options(spec)
+    bundle = {"CPU": opts["num_cpus"], "GPU": opts["num_gpus"], "memory": opts.get("memory", 0),
+              **opts.get("resources", {})}
+    return {k: v for k, v in bundle.items() if v}
+
+
+def _node_totals(node_labels: dict[str, str]) -> list[dict[str, float]]:
+    """Total resources of each alive node whose labels match."""
+    out = []
+    for node in ray.nodes():
+        labels = node.get("Labels") or {}
+        if node.get("Alive") and all(labels.get(k) == v for k, v in node_labels.items()):
+            out.append(R.from_ray(node.get("Resources", {})))
+    return out
+
+
+class Supervisor:
+    """Pools, agents and their supervision (created by `Scheduler`; not meant to be used directly)."""
+
+    def __init__(self, namespace: str, state_path: str | None = None, check_interval_s: float = 1.0,
+                 stale_after_s: float = 15.0, ready_timeout_s: float = 120.0, heartbeat_interval_s: float = 1.0,
+                 max_recreations: int = 10):
+        self.namespace = namespace
+        self.state_path = state_path
+        self.check_interval_s = check_interval_s
+        self.stale_after_s = stale_after_s
+        self.ready_timeout_s = ready_timeout_s
+        self.heartbeat_interval_s = heartbeat_interval_s
+        self.max_recreations = max_recreations
+        self.pools: dict[str, Pool] = {}
+        self.agents: dict[str, AgentRecord] = {}
+        self.handles: dict[str, object] = {}
+        self.probes: dict[str, asyncio.Future] = {}
+        self.recovering: set[str] = set()
+        self.events: list[dict] = []
+        self._monitor: asyncio.Task | None = None
+        self._restored = False
+        if state_path:
+            self.pools, self.agents = load_state(state_path)
+
+    # --- start-up and persistence ---
+
+    async def start(self) -> dict:
+        """Re-attach to (or recreate) agents from persisted state once, then start the monitor loop."""
+        if not self._restored:
+            self._restored = True
+            for rec in list(self.agents.values()):
+                if rec.status in ("stopped", "preempted"):
+                    continue
+                try:
+                    self.handles[rec.name] = ray.get_actor(rec.name, namespace=rec.namespace)
+                    await asyncio.wait_for(self.handles[rec.name].sm_ready.remote(), 10)
+                    rec.last_heartbeat = time.time()
+                    rec.status = "alive"
+                except Exception:
+                    await self._recover(rec, "not found after supervisor restart")
+        if self._monitor is None:
+            self._monitor = asyncio.get_running_loop().create_task(self._monitor_loop())
+        return {"pools": len(self.pools), "agents": len(self.agents), "state_path": self.state_path}
+
+    def _persist(self) -> None:
+        if self.state_path:
+            save_state(self.state_path, self.pools, self.agents)
+
+    def _event(self, kind: str, agent: str, **detail) -> None:
+        self.events.append({"time": time.time(), "kind": kind, "agent": agent, **detail})
+        del self.events[:-1000]
+
+    # --- pools ---
+
+    async def create_pool(self, name: str, labels: dict | None, resources: dict | None, target_agents: int = 0,
+                          placement_strategy: str | None = None, priority: int = 0,
+                          node_labels: dict | None = None, exist_ok: bool = False) -> dict:
+        """Create a pool after checking the cluster can hold its capacity (and its placement group)."""
+        if name in self.pools:
+            if exist_ok:
+                return self.pools[name].info(self._pool_agents(name))
+            raise AlreadyExists(f"pool {name!r} exists already (pass exist_ok=True to reuse it)")
+        pool = Pool(name, dict(labels or {}), R.normalize(resources), int(target_agents), placement_strategy,
+                    int(priority), dict(node_labels or {}))
+        cluster = R.from_ray(ray.cluster_resources())
+        R.require(f"cluster (for pool {name!r})", pool.capacity, cluster)
+        if pool.placement_strategy:
+            bundle = _bundle(pool.spec)
+            if not bundle:
+                raise InvalidOptions(f"pool {name!r}: a placement group needs a non-zero per-agent resource spec")
+            pg = placement_group([bundle] * pool.target_agents, strategy=pool.placement_strategy,
+                                 name=f"schedulemesh:{name}", lifetime="detached")
+            try:
+                await asyncio.wait_for(pg.ready(), self.ready_timeout_s)
+            except (asyncio.TimeoutError, GetTimeoutError):
+                remove_placement_group(pg)
+                raise InsufficientCapacity(
+                    f"pool {name!r}: the cluster cannot place {pool.target_agents} bundles of {bundle} with "
+                    f"{pool.placement_strategy} within {self.ready_timeout_s:g}s") from None
+            pool.placement_group_id = pg.id.hex()
+        self.pools[name] = pool
+        self._persist()
+        return pool.info([])
+
+    def _pool(self, name: str) -> Pool:
+        if name not in self.pools:
+            raise PoolNotFound(f"no pool named {name!r}; pools: {sorted(self.pools) or 'none'}")
+        return self.pools[name]
+
+    def _pool_agents(self, pool: str) -> list[str]:
+        return [a.name for a in self.agents.values() if a.pool == pool]
+
+    async def get_pool(self, name: str) -> dict:
+        """The pool's labels, ledger and agents."""
+        return self._pool(name).info(self._pool_agents(name))
+
+    async def list_pools(self, labels: dict | None = None) -> list[dict]:
+        """Every pool whose labels match."""
+        return [p.info(self._pool_agents(n)) for n, p in sorted(self.pools.items()) if p.matches(labels)]
+
+    async def delete_pool(self, name: str, force: bool = False) -> None:
+        """Delete a pool; with force its agents are stopped first."""
+        pool = self._pool(name)
+        members = self._pool_agents(name)
+        if members and not force:
+            raise InvalidOptions(f"pool {name!r} still has agents {members}; delete them or pass force=True")
+        for agent in members:
+            await self.delete_agent(agent)
+        if pool.placement_group_id:
+            remove_placement_group(PlacementGroup(ray.PlacementGroupID(bytes.fromhex(pool.placement_group_id))))
+        del self.pools[name]
+        self._persist()
+
+    # --- agents ---
+
+    async def create_agent(self, name: str, pool: str, actor_class: type, resources: dict | None = None,
+                           ray_options: dict | None = None, actor_args: tuple = (), actor_kwargs: dict | None = None,
+                           labels: dict | None = None) -> dict:
+        """Reserve -> create the actor -> wait until its constructor finished -> commit; roll back on failure."""
+        opts = R.check_ray_options(ray_options)
+        if opts.get("name", name) != name:
+            raise InvalidOptions(f"ray_options['name']={opts['name']!r} differs from the agent name {name!r}")
+        get_if_exists = bool(opts.pop("get_if_exists", False))
+        opts.pop("name", None)
+        if name in self.agents:
+            if get_if_exists and self.agents[name].pool == pool:
+                return self.agents[name].info()
+            raise AlreadyExists(f"agent {name!r} exists already in pool {self.agents[name].pool!r}")
+        p = self._pool(pool)
+        request = R.normalize(resources) if resources is not None else p.default_request()
+        self._check_placeable(name, p, request)
+        p.reserve(request)  # raises InsufficientCapacity naming the short resource
+        rec = AgentRecord(name=name, pool=pool, actor_class=actor_class, args=tuple(actor_args),
+                          kwargs=dict(actor_kwargs or {}), resources=request, ray_options=opts,
+                          labels={**p.labels, **(labels or {})}, namespace=opts.pop("namespace", self.namespace))
+        try:
+            if p.placement_group_id:
+                rec.bundle = p.take_bundle(name)
+            self.agents[name] = rec
+            await self._spawn(rec)
+        except BaseException as exc:
+            p.rollback(request)
+            p.give_bundle(name)
+            self.agents.pop(name, None)
+            self.handles.pop(name, None)
+            if isinstance(exc, (InvalidOptions, AgentCreationError)):
+                raise
+            raise AgentCreationError(f"agent {name!r} in pool {pool!r} failed to start: {exc}") from None
+        p.commit(request)
+        self._persist()
+        return rec.info()
+
+    def _check_placeable(self, name: str, pool: Pool, request: dict[str, float]) -> None:
+        # Ray would keep an impossible actor pending forever; say so now instead.
+        nodes = _node_totals(pool.node_labels)
+        if not nodes:
+            raise InsufficientCapacity(f"agent {name!r}: no alive node matches pool {pool.name!r} node_labels "
+                                       f"{pool.node_labels}")
+        if not any(not R.shortfall(request, n) for n in nodes):
+            best = min(nodes, key=lambda n: sum(R.shortfall(request, n).values()))
+            raise InsufficientCapacity(R.describe_shortfall(f"node (no node can host agent {name!r})",
+                                                            R.shortfall(request, best), request, best))
+
+    async def _spawn(self, rec: AgentRecord) -> None:
+        """Create the Ray actor for rec's current incarnation and wait for its constructor."""
+        pool = self.pools[rec.pool]
+        opts = {**R.to_ray_options(rec.resources), **rec.ray_options, "name": rec.name, "namespace": rec.namespace}
+        if pool.node_labels and "label_selector" not in opts:
+            opts["label_selector"] = dict(pool.node_labels)
+        if pool.placement_group_id and rec.bundle is not None:
+            pg = PlacementGroup(ray.PlacementGroupID(bytes.fromhex(pool.placement_group_id)))
+            opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=rec.bundle)
+        ctx = {"name": rec.name, "labels": rec.labels, "supervisor": ray.get_runtime_context().current_actor,
+               "incarnation": rec.incarnation, "heartbeat_interval_s": self.heartbeat_interval_s}
+        cls = ray.remote(managed(rec.actor_class))
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                handle = cls.options(**opts).remote(ctx, *rec.args, **rec.kwargs)
+                break
+            except ValueError as exc:
+                # A killed actor's name is freed asynchronously; a recreation waits for it.
+                if "already taken" not in str(exc) or time.monotonic() > deadline:
+                    raise AgentCreationError(f"agent {rec.name!r}: {exc}") from None
+                await asyncio.sleep(0.2)
+        self.handles[rec.name] = handle
+        try:
+            ready = await asyncio.wait_for(handle.sm_ready.remote(), self.ready_timeout_s)
+        except asyncio.TimeoutError:
+            ray.kill(handle, no_restart=True)
+            raise AgentCreationError(f"agent {rec.name!r} was not scheduled within {self.ready_timeout_s:g}s "
+                                     f"(requested {rec.resources}; pool {rec.pool!r})") from None
+        except Exception as exc:
+            ray.kill(handle, no_restart=True)
+            cause = getattr(exc, "cause", None) or exc
+            raise AgentCreationError(f"agent {rec.name!r}: constructor of {rec.actor_class.__name__} failed: "
+                                     f"{type(cause).__name__}: {cause}") from None
+        rec.pid, rec.node_id, rec.ip = ready["pid"], ready["node_id"], ready["ip"]
+        rec.status, rec.last_heartbeat, rec.last_error = "alive", time.time(), None
+
+    async def get_agent(self, name: str) -> dict:
+        """One agent's record."""
+        if name not in self.agents:
+            raise AgentNotFound(f"no agent named {name!r}")
+        return self.agents[name].info()
+
+    async def list_agents(self, pool: str | None = None, labels: dict | None = None) -> list[dict]:
+        """Agents of a pool (or all), filtered by labels."""
+        if pool is not None:
+            self._pool(pool)
+        return [a.info() for n, a in sorted(self.agents.items())
+                if (pool is None or a.pool == pool) and all(a.labels.get(k) == v for k, v in (labels or {}).items())]
+
+    async def delete_agent(self, name: str, graceful: bool = True, timeout_s: float = 10.0) -> None:
+        """Stop an agent (on_stop first when graceful), free its resources and forget it."""
+        if name not in self.agents:
+            raise AgentNotFound(f"no agent named {name!r}")
+        rec = self.agents[name]
+        rec.status = "stopped"
+        handle = self.handles.pop(name, None)
+        if handle is not None:
+            if graceful:
+                try:
+                    await asyncio.wait_for(handle.sm_stop.remote(), timeout_s)
+                except Exception:  # exit_actor ends the call with an actor error; a hung agent times out
+                    pass
+            ray.kill(handle, no_restart=True)
+        pool = self.pools.get(rec.pool)
+        if pool is not None:
+            pool.release(rec.resources)
+            pool.give_bundle(name)
+        del self.agents[name]
+        self.probes.pop(name, None)
+        self._event("deleted", name)
+        self._persist()
+
+    async def wait_alive(self, name: str, min_incarnation: int = 0, timeout_s: float = 60.0) -> dict:
+        """Block until the agent is alive at incarnation >= min_incarnation."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            rec = self.agents.get(name)
+            if rec is not None and rec.status == "alive" and rec.incarnation >= min_incarnation:
+                return rec.info()
+            if rec is not None and rec.status == "failed":
+                raise AgentCreationError(f"agent {name!r} could not be recreated: {rec.last_error}")
+            await asyncio.sleep(0.05)
+        raise TimeoutError(f"agent {name!r} not alive at incarnation >= {min_incarnation} within {timeout_s:g}s")
+
+    async def events_since(self, t: float = 0.0) -> list[dict]:
+        """Supervision events (recreated, ray_restart, deleted, recovery_failed) after time t."""
+        return [e for e in self.events if e["time"] > t]
+
+    # --- supervision ---
+
+    async def heartbeat(self, name: str, incarnation: int, report: dict) -> None:
+        """An agent's periodic report; beats from an older incarnation are ignored."""
+        rec = self.agents.get(name)
+        if rec is None or rec.incarnation != incarnation or rec.status not in ("alive", "starting"):
+            return
+        if rec.pid is not None and report.get("pid") not in (None, rec.pid):
+            rec.ray_restarts += 1  # Ray's own max_restarts brought the actor back in a new process
+            self._event("ray_restart", name, old_pid=rec.pid, pid=report["pid"])
+            rec.pid = report["pid"]
+        rec.last_heartbeat = time.time()
+        rec.report = report
+
+    async def _monitor_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.check_interval_s)
+            try:
+                self._check_once()
+            except Exception:  # supervision must outlive any one bad record
+                log.exception("schedulemesh monitor pass failed")
+
+    def _check_once(self) -> None:
+        now = time.time()
+        for name, rec in list(self.agents.items()):
+            if name in self.recovering or rec.status not in ("alive", "recovering"):
+                continue
+            if rec.status == "recovering":  # an earlier recreation attempt failed: try again
+                self.recovering.add(name)
+                asyncio.ensure_future(self._recover(rec, rec.last_error or "recreation pending"))
+                continue
+            dead = False
+            probe = self.probes.get(name)
+            if probe is not None and probe.done():
+                dead = isinstance(probe.result(), ActorDiedError)
+                probe = None
+            if probe is None and name in self.handles:
+                # One outstanding probe per agent: a busy agent queues it instead of piling up pings.
+                self.probes[name] = asyncio.ensure_future(self._probe(self.handles[name]))
+            silent = now - rec.last_heartbeat > self.stale_after_s
+            if dead or silent:
+                why = "actor died" if dead else f"no heartbeat for {now - rec.last_heartbeat:.1f}s"
+                self.recovering.add(name)
+                asyncio.ensure_future(self._recover(rec, why))
+
+    @staticmethod
+    async def _probe(handle) -> object:
+        # The outcome, never raised: ActorDiedError means dead; ActorUnavailableError means Ray's own
+        # max_restarts is bringing it back, which is not ours to handle.
+        try:
+            return await handle.sm_ping.remote()
+        except (ActorDiedError, ActorUnavailableError) as exc:
+            return exc
+        except Exception as exc:
+            return exc
+
+    async def _recover(self, rec: AgentRecord, why: str) -> None:
+        """Kill what is left of the agent and recreate it from its stored class and arguments."""
+        t0 = time.time()
+        try:
+            pool = self.pools.get(rec.pool)
+            alive = [a for a in self.agents.values() if a.pool == rec.pool and a.status == "alive" and a is not rec]
+            if pool is None or (pool.target_agents and len(alive) >= pool.target_agents):
+                rec.status = "stopped"  # the pool is at its target without this agent
+                return
+            if rec.recreations >= self.max_recreations:
+                rec.status, rec.last_error = "failed", f"gave up after {rec.recreations} recreations ({why})"
+                self._event("recovery_failed", rec.name, why=rec.last_error)
+                return
+            rec.status = "recovering"
+            old = self.handles.pop(rec.name, None)
+            if old is not None:
+                try:
+                    ray.kill(old, no_restart=True)
+                except Exception:
+                    pass
+            self.probes.pop(rec.name, None)
+            rec.incarnation += 1
+            rec.recreations += 1
+            try:
+                await self._spawn(rec)
+            except Exception as exc:
+                rec.status, rec.last_error = "recovering", str(exc)  # the next monitor pass tries again
+                self._event("recovery_failed", rec.name, why=str(exc))
+                return
+            rec.last_recovery_s = time.time() - t0
+            log.warning("schedulemesh: recreated agent %s (%s) in %.2fs", rec.name, why, rec.last_recovery_s)
+            self._event("recreated", rec.name, why=why, seconds=rec.last_recovery_s, incarnation=rec.incarnation)
+            self._persist()
+        finally:
+            self.recovering.discard(rec.name)
