@@ -49,6 +49,12 @@ def _node_totals(node_labels: dict[str, str]) -> list[dict[str, float]]:
     return out
 
 
+def _root_cause(exc: BaseException) -> str:
+    """'RuntimeError: msg' from Ray's wrapped creation-task error (its last traceback line)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return lines[-1] if lines else type(exc).__name__
+
+
 class Supervisor:
     """Pools, agents and their supervision (created by `Scheduler`; not meant to be used directly)."""
 
@@ -243,9 +249,8 @@ class Supervisor:
                                      f"(requested {rec.resources}; pool {rec.pool!r})") from None
         except Exception as exc:
             ray.kill(handle, no_restart=True)
-            cause = getattr(exc, "cause", None) or exc
             raise AgentCreationError(f"agent {rec.name!r}: constructor of {rec.actor_class.__name__} failed: "
-                                     f"{type(cause).__name__}: {cause}") from None
+                                     f"{_root_cause(exc)}") from None
         rec.pid, rec.node_id, rec.ip = ready["pid"], ready["node_id"], ready["ip"]
         rec.status, rec.last_heartbeat, rec.last_error = "alive", time.time(), None
 

@@ -1,0 +1,246 @@
+"""schedulemesh on a real local Ray: pools, ledgers, agents, supervision, dispatch, placement groups.
+
+One Ray instance for the module (4 logical CPUs, 2 units of a custom resource `zone_a`); each test has
+its own namespace, so its own supervisor, and deletes what it created.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import socket
+import time
+
+import pytest
+import ray
+
+from schedulemesh import (
+    STRATEGIES,
+    AgentCreationError,
+    AlreadyExists,
+    InsufficientCapacity,
+    InvalidOptions,
+    PoolNotFound,
+    Scheduler,
+)
+
+from .conftest import LOOPBACK_RAY
+from .sm_agents import Broken, Echo, Plain
+
+_ns = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    os.environ.update(LOOPBACK_RAY)
+    ray.init(address="local", num_cpus=4, resources={"zone_a": 2}, include_dashboard=False,
+             namespace="sm-tests", _system_config={"num_workers_soft_limit": 32})
+    yield
+    ray.shutdown()
+
+
+def _scheduler(**kw) -> Scheduler:
+    return Scheduler(namespace=f"sm-test-{os.getpid()}-{next(_ns)}", **kw)
+
+
+@pytest.fixture
+def sched(local_ray):
+    s = _scheduler(check_interval_s=0.2, stale_after_s=3.0, ready_timeout_s=20.0, heartbeat_interval_s=0.2)
+    yield s
+    for pool in s.list_pools():
+        s.delete_pool(pool["name"], force=True)
+    ray.kill(s.supervisor)
+
+
+def test_pool_lifecycle_and_ledger(sched):
+    info = sched.create_pool("gen", {"role": "actor"}, {"cpu": 0.5, "memory": 64}, target_agents=2)
+    assert info["capacity"] == {"cpu": 1.0, "memory": 128.0} and info["free"] == info["capacity"]
+    sched.create_pool("train", {"role": "trainer"}, {"cpu": 1})
+    assert [p["name"] for p in sched.list_pools({"role": "actor"})] == ["gen"]
+    with pytest.raises(AlreadyExists):
+        sched.create_pool("gen", {}, {"cpu": 1})
+    assert sched.create_pool("gen", {}, {"cpu": 1}, exist_ok=True)["capacity"] == {"cpu": 1.0, "memory": 128.0}
+
+    for i in range(2):
+        sched.create_agent(f"gen-{i}", "gen", Echo, actor_args=(i,))
+    pool = sched.get_pool("gen")
+    assert pool["used"] == {"cpu": 1.0, "memory": 128.0} and pool["reserved"] == {} and pool["free"] == {}
+    assert pool["agents"] == ["gen-0", "gen-1"]
+    assert sched.get_agent("gen-1").call("whoami")["value"] == 1
+
+    with pytest.raises(InvalidOptions, match="still has agents"):
+        sched.delete_pool("gen")
+    sched.delete_agent("gen-0")
+    assert sched.get_pool("gen")["used"] == {"cpu": 0.5, "memory": 64.0}
+    sched.delete_pool("gen", force=True)
+    with pytest.raises(PoolNotFound, match="no pool named 'gen'"):
+        sched.get_pool("gen")
+    assert [p["name"] for p in sched.list_pools()] == ["train"]
+
+
+def test_capacity_exhaustion_says_which_resource_and_by_how_much(sched):
+    sched.create_pool("small", {}, {"cpu": 1})
+    sched.create_agent("a", "small", Echo, resources={"cpu": 0.75})
+    with pytest.raises(InsufficientCapacity) as err:
+        sched.create_agent("b", "small", Echo, resources={"cpu": 0.5})
+    assert "Insufficient pool 'small' capacity for requested resources: cpu short by 0.25" in str(err.value)
+    assert sched.get_pool("small")["reserved"] == {}  # the refused request holds nothing
+    with pytest.raises(InsufficientCapacity, match="cluster .*cpu short by 96"):
+        sched.create_pool("huge", {}, {"cpu": 100})
+    with pytest.raises(InsufficientCapacity, match="zone_b short by 1"):
+        sched.create_pool("nowhere", {}, {"zone_b": 1})
+
+
+def test_custom_resources_reach_the_actor(sched):
+    sched.create_pool("zone", {"zone": "a"}, {"cpu": 0.25, "zone_a": 1}, target_agents=2)
+    ref = sched.create_agent("z0", "zone", Echo)
+    assert ref.call("whoami")["resources"] == {"CPU": 0.25, "zone_a": 1.0}
+    sched.create_agent("z1", "zone", Echo)
+    with pytest.raises(InsufficientCapacity, match="zone_a short by 1"):
+        sched.create_agent("z2", "zone", Echo, resources={"zone_a": 1})
+
+
+def test_ray_options_pass_through_max_restarts_really_restarts(sched):
+    sched.create_pool("p", {}, {"cpu": 1})
+    ref = sched.create_agent("r", "p", Echo, actor_args=("kept",), ray_options={"max_restarts": 1,
+                                                                                "max_task_retries": 1})
+    pid = ref.call("whoami")["pid"]
+    os.kill(pid, signal.SIGKILL)
+    after = ref.call("whoami", timeout=60)  # Ray itself restarts the actor and retries the call
+    assert after["pid"] != pid and after["value"] == "kept"
+    time.sleep(1.0)
+    info = sched.agent_info("r")
+    assert info["ray_restarts"] == 1 and info["recreations"] == 0  # Ray's restart, not the supervisor's
+    with pytest.raises(InvalidOptions, match="unknown ray_options key 'max_restart'"):
+        sched.create_agent("bad", "p", Echo, ray_options={"max_restart": 1})
+    with pytest.raises(InvalidOptions, match="resources="):
+        sched.create_agent("bad", "p", Echo, ray_options={"num_gpus": 1})
+
+
+def test_constructor_failure_rolls_back(sched):
+    sched.create_pool("p", {}, {"cpu": 1})
+    with pytest.raises(AgentCreationError, match="constructor of Broken failed: RuntimeError: model file missing"):
+        sched.create_agent("broken", "p", Broken, resources={"cpu": 1})
+    pool = sched.get_pool("p")
+    assert pool["used"] == {} and pool["reserved"] == {} and pool["agents"] == []
+    assert sched.list_agents() == []
+    # the name and the capacity are free again
+    assert sched.create_agent("broken", "p", Echo, resources={"cpu": 1}, actor_args=(7,)).call("whoami")["value"] == 7
+
+
+def test_labels_and_every_dispatch_strategy(sched):
+    sched.create_pool("gen", {"role": "actor"}, {"cpu": 0.25}, target_agents=4)
+    for i, zone in enumerate(["x", "x", "y", "y"]):
+        sched.create_agent(f"g{i}", "gen", Echo, labels={"zone": zone}, ray_options={"max_concurrency": 2})
+    sched.create_pool("other", {"role": "planner"}, {"cpu": 0.25})
+    sched.create_agent("planner-0", "other", Plain, actor_args=(1,))
+
+    assert sched.agent_info("g0")["labels"] == {"role": "actor", "zone": "x"}
+    assert [a["name"] for a in sched.list_agents(labels={"zone": "y"})] == ["g2", "g3"]
+    picks = [sched.choose(pool="gen").name for _ in range(5)]
+    assert picks == ["g0", "g1", "g2", "g3", "g0"]
+    assert {sched.choose(labels={"zone": "y"}, strategy="random").name for _ in range(20)} == {"g2", "g3"}
+    zones = [sched.choose(pool="gen", strategy="label_round_robin", label_key="zone").name for _ in range(4)]
+    assert zones == ["g0", "g2", "g1", "g3"]
+
+    # least_busy / power_of_two read the load the agents report in their heartbeats
+    busy = [sched.get_agent(n).handle.work.remote(4.0) for n in ("g0", "g1", "g2")]
+    deadline = time.time() + 3
+    while time.time() < deadline and sum(a["load"] for a in sched.list_agents("gen")) < 3:
+        time.sleep(0.1)
+    assert sched.choose(pool="gen", strategy="least_busy").name == "g3"
+    assert "g3" in {sched.choose(pool="gen", strategy="power_of_two").name for _ in range(20)}
+    ray.get(busy)
+    assert set(STRATEGIES) == {"round_robin", "least_busy", "random", "power_of_two", "label_round_robin"}
+
+    out = sched.broadcast("whoami", labels={"role": "actor"})
+    assert sorted(out) == ["g0", "g1", "g2", "g3"] and len({v["pid"] for v in out.values()}) == 4
+
+
+def test_supervisor_recreates_a_sigkilled_agent(sched):
+    sched.create_pool("p", {}, {"cpu": 0.5}, target_agents=1)
+    ref = sched.create_agent("victim", "p", Echo, actor_args=({"model": "m"},))
+    pid = ref.call("whoami")["pid"]
+    t0 = time.perf_counter()
+    os.kill(pid, signal.SIGKILL)
+    info = sched.wait_alive("victim", min_incarnation=1, timeout_s=30)
+    recovery = time.perf_counter() - t0
+    print(f"\nschedulemesh: SIGKILL -> agent recreated and answering in {recovery:.2f}s "
+          f"(supervisor's own recreation {info['last_recovery_s']:.2f}s)")
+    after = ref.call("whoami")
+    assert after["pid"] != pid and after["value"] == {"model": "m"}  # same class and constructor arguments
+    assert info["recreations"] == 1
+    assert sched.get_pool("p")["used"] == {"cpu": 0.5}  # the ledger still counts it once
+    assert [e["kind"] for e in sched.events()] == ["recreated"]
+
+
+def test_silent_agent_is_replaced(sched):
+    sched.create_pool("p", {}, {"cpu": 0.5})
+    ref = sched.create_agent("quiet", "p", Echo)
+    pid = ref.call("whoami")["pid"]
+    ref.call("go_silent")
+    info = sched.wait_alive("quiet", min_incarnation=1, timeout_s=30)
+    assert info["pid"] != pid and "no heartbeat" in sched.events()[0]["why"]
+
+
+def test_plain_class_is_supervised_and_graceful_stop_runs_on_stop(sched, tmp_path):
+    sched.create_pool("p", {}, {"cpu": 1})
+    plain = sched.create_agent("plain", "p", Plain, actor_kwargs={"x": 5})
+    assert plain.call("get") == 5
+    assert sched.agent_info("plain")["report"]["pid"] == sched.agent_info("plain")["pid"]  # it heartbeats
+    marker = tmp_path / "stopped"
+    sched.create_agent("stoppable", "p", Echo, actor_kwargs={"marker": str(marker)})
+    sched.delete_agent("stoppable")
+    assert marker.read_text() == "stopped stoppable"
+    with pytest.raises(ValueError):
+        ray.get_actor("stoppable", namespace=sched.namespace)
+
+
+def test_placement_groups_gang_place_and_infeasible_gangs_fail_fast(local_ray):
+    s = _scheduler(ready_timeout_s=3.0)
+    try:
+        s.create_pool("gang", {}, {"cpu": 0.5}, target_agents=2, placement_strategy="STRICT_PACK")
+        a = s.create_agent("t0", "gang", Echo).call("whoami")
+        b = s.create_agent("t1", "gang", Echo).call("whoami")
+        assert a["placement_group"] and a["placement_group"] == b["placement_group"]
+        assert a["node_id"] == b["node_id"]
+        assert {s.agent_info("t0")["bundle"], s.agent_info("t1")["bundle"]} == {0, 1}
+        with pytest.raises(InsufficientCapacity, match="STRICT_SPREAD"):
+            s.create_pool("spread", {}, {"cpu": 0.5}, target_agents=2, placement_strategy="STRICT_SPREAD")
+        assert [p["name"] for p in s.list_pools()] == ["gang"]
+    finally:
+        for p in s.list_pools():
+            s.delete_pool(p["name"], force=True)
+        ray.kill(s.supervisor)
+
+
+def test_rendezvous_port_is_bindable_on_the_agent_node(sched):
+    sched.create_pool("p", {}, {"cpu": 0.5})
+    sched.create_agent("rank0", "p", Echo)
+    ip, port = sched.rendezvous("rank0")
+    assert ip and 1024 < port < 65536
+    with socket.socket() as s:  # single node: the agent's node is ours
+        s.bind(("", port))
+
+
+def test_restarted_supervisor_restores_pools_and_agents_from_its_state_file(local_ray, tmp_path):
+    state = tmp_path / "mesh.pkl"
+    ns = f"sm-state-{os.getpid()}"
+    s = Scheduler(namespace=ns, state_path=state)
+    s.create_pool("p", {"role": "actor"}, {"cpu": 0.5}, target_agents=2)
+    s.create_agent("keep-0", "p", Echo, actor_args=(0,))
+    s.create_agent("keep-1", "p", Echo, actor_args=(1,))
+    old = {a["name"]: a["pid"] for a in s.list_agents()}
+    ray.kill(s.supervisor, no_restart=True)  # the agents die with their owner
+    time.sleep(1.0)
+    s2 = Scheduler(namespace=ns, state_path=state)
+    try:
+        assert s2.status["pools"] == 1 and s2.status["agents"] == 2
+        assert s2.get_pool("p")["used"] == {"cpu": 1.0}
+        for name, pid in old.items():
+            who = s2.get_agent(name).call("whoami")
+            assert who["pid"] != pid and who["value"] == int(name[-1])
+    finally:
+        s2.delete_pool("p", force=True)
+        ray.kill(s2.supervisor)
