@@ -97,7 +97,7 @@ def plan_act_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | N
         futures = {}
         for group, key in ((planner, "planner_samples"), (actor, "actor_samples")):
             if group is not None and group.trainer is not None and result[key]:
-                futures[group.role] = train_role.submit(group, Payload(result[key]))
+                futures[group.role] = train_role.submit(group, Payload(result[key]), round_idx)
             elif group is not None and group.trainer is None:
                 print(f"{group.role} is frozen (train: false): skipping its training this round")
         for r_name, fut in futures.items():

@@ -1,23 +1,23 @@
-"""Creating and calling the long-lived Ray actors of a run (engines, trainers) by name.
+"""The long-lived Ray actors of a run (engines, trainers), created and supervised through schedulemesh.
 
-Actors are created by the driver (the flow body), so they live as long as the
-flow's Ray connection; tasks reach them by name in an explicit namespace.
+Each role is one schedulemesh pool ("<run>:<role>", labels run/role) sized from the role's resources
+in the run config: one agent per engine replica, plus the trainer when it is not colocated. The
+supervisor owns the agents, so they outlive the task that asked for them and come back after a crash;
+tasks reach them by name, waiting while a dead one is being recreated.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import ray
 
 from planact.config import RunConfig
 from planact.workers import RoleWorker
-
-
-# The driver keeps one handle per actor it created: a named, non-detached actor is destroyed when its
-# creator's handles go out of scope, and it should die with the driver (a resumed run rebuilds it).
-_OWNED: dict[str, object] = {}
+from schedulemesh import Scheduler
+from schedulemesh.scheduler import SUPERVISOR_NAME
 
 
 @dataclass(frozen=True)
@@ -29,9 +29,12 @@ class RoleGroup:
     engines: tuple[str, ...]
     trainer: str | None
     extra_sync: tuple[str, ...] = field(default=())  # engines that need weights pushed after training
+    pool: str = ""
 
-    def handle(self, name: str):
-        """Look up an actor of this group by name."""
+    def handle(self, name: str, timeout_s: float = 120.0):
+        """The actor of this group by name, once the supervisor reports it alive (it may be recreating it)."""
+        supervisor = ray.get_actor(SUPERVISOR_NAME, namespace=self.namespace)
+        ray.get(supervisor.wait_alive.remote(name, 0, timeout_s))
         return ray.get_actor(name, namespace=self.namespace)
 
 
@@ -40,12 +43,17 @@ def worker_name(run_name: str, role: str, replica: int | str) -> str:
     return f"{run_name}:{role}:{replica}"
 
 
+def pool_name(run_name: str, role: str) -> str:
+    """schedulemesh pool of a role's agents."""
+    return f"{run_name}:{role}"
+
+
 def check_feasible(cfg: RunConfig, roles: list[str]) -> None:
-    """Fail fast when the cluster cannot host the requested actors (Ray would wait forever)."""
+    """Fail fast when the cluster cannot host the requested actors of all roles together."""
     need = {"CPU": 0.0, "GPU": 0.0}
     for role in roles:
         res = getattr(cfg, role).resources
-        n = res.replicas + (0 if res.colocate_trainer or not getattr(cfg, role).train else 1)
+        n = _agent_count(cfg, role)
         need["CPU"] += n * res.num_cpus
         need["GPU"] += n * res.num_gpus
         for k, v in res.custom.items():
@@ -58,36 +66,56 @@ def check_feasible(cfg: RunConfig, roles: list[str]) -> None:
                            "lower <role>.resources or add nodes")
 
 
-def create_role_group(cfg: RunConfig, role: str) -> RoleGroup:
-    """Create (or find) a role's engine replicas and trainer as named Ray actors and wait until they answer."""
+def _colocated(cfg: RunConfig, role: str) -> bool:
+    rc = getattr(cfg, role)
+    return rc.resources.colocate_trainer or not rc.train
+
+
+def _agent_count(cfg: RunConfig, role: str) -> int:
+    return getattr(cfg, role).resources.replicas + (0 if _colocated(cfg, role) else 1)
+
+
+def scheduler_for(cfg: RunConfig) -> Scheduler:
+    """The schedulemesh scheduler of the run's namespace (state persisted beside the runs on a real cluster)."""
+    local = cfg.ray.address in (None, "", "local")
+    # A private local Ray dies with the driver: a state file would only resurrect a finished run's agents.
+    state = None if local else Path(cfg.checkpoint.root) / ".schedulemesh" / f"{cfg.barrier.namespace}.pkl"
+    return Scheduler(namespace=cfg.barrier.namespace, state_path=state)
+
+
+def create_role_group(cfg: RunConfig, role: str, scheduler: Scheduler | None = None) -> RoleGroup:
+    """Create (or re-attach to) a role's pool, engine replicas and trainer; returns once all answer."""
+    scheduler = scheduler or scheduler_for(cfg)
     rc = getattr(cfg, role)
     res = rc.resources
-    ns = cfg.barrier.namespace
-    cls = ray.remote(RoleWorker)
-    opts = {"namespace": ns, "num_cpus": res.num_cpus, "num_gpus": res.num_gpus, "get_if_exists": True,
-            "max_concurrency": 2}
-    if res.memory_mb:
-        opts["memory"] = res.memory_mb * 1024 * 1024
-    if res.custom:
-        opts["resources"] = dict(res.custom)
-    colocated = res.colocate_trainer or not rc.train
+    spec = {"cpu": res.num_cpus, "gpu": res.num_gpus, "memory": res.memory_mb or 0, **res.custom}
+    pool = pool_name(cfg.run_name, role)
+    scheduler.create_pool(pool, {"run": cfg.run_name, "role": role}, spec, target_agents=_agent_count(cfg, role),
+                          exist_ok=True)
+    colocated = _colocated(cfg, role)
+    # max_concurrency 2: a health or weight call is answered while a generate call runs.
+    opts = {"max_concurrency": 2, "get_if_exists": True}
     engines = []
-    handles = []
     for i in range(res.replicas):
         name = worker_name(cfg.run_name, role, i)
-        handles.append(cls.options(name=name, **opts).remote(cfg, role, i, rc.train and colocated and i == 0))
+        scheduler.create_agent(name, pool, RoleWorker, ray_options=opts, labels={"kind": "engine"},
+                               actor_args=(cfg, role, i, rc.train and colocated and i == 0))
         engines.append(name)
     trainer = None
     if rc.train:
-        if colocated:
-            trainer = engines[0]
-        else:
-            trainer = worker_name(cfg.run_name, role, "trainer")
-            handles.append(cls.options(name=trainer, **opts).remote(cfg, role, -1, True))
-    ray.get([h.health.remote() for h in handles])
-    _OWNED.update({n: h for n, h in zip(engines + ([trainer] if trainer and trainer not in engines else []), handles)})
+        trainer = engines[0] if colocated else worker_name(cfg.run_name, role, "trainer")
+        if not colocated:
+            scheduler.create_agent(trainer, pool, RoleWorker, ray_options=opts, labels={"kind": "trainer"},
+                                   actor_args=(cfg, role, -1, True))
     extra = tuple(e for e in engines if e != trainer)
-    return RoleGroup(role, ns, tuple(engines), trainer, extra)
+    return RoleGroup(role, cfg.barrier.namespace, tuple(engines), trainer, extra, pool)
+
+
+def delete_role_groups(cfg: RunConfig, groups: list[RoleGroup]) -> None:
+    """Stop a finished run's agents and free their pools."""
+    scheduler = scheduler_for(cfg)
+    for g in groups:
+        scheduler.delete_pool(g.pool, force=True)
 
 
 def call(group: RoleGroup, name: str, method: str, *args, **kwargs):
@@ -121,10 +149,13 @@ def sync_weights(group: RoleGroup) -> None:
         ray.get([group.handle(n).update_weights.remote(ref, version) for n in group.extra_sync])
 
 
-def train_and_sync(group: RoleGroup, samples: list[dict]) -> dict:
-    """Train the role on its samples, then sync the new weights to its engines."""
+def train_and_sync(group: RoleGroup, samples: list[dict], step_id: str | None = None) -> dict:
+    """Train the role on its samples, then sync the new weights to its engines.
+
+    With a step_id a retried call (after an engine died during the sync) does not train twice.
+    """
     t0 = time.perf_counter()
-    metrics = call(group, group.trainer, "train", samples)
+    metrics = call(group, group.trainer, "train", samples, step_id)
     sync_weights(group)
     metrics["sync_time_s"] = time.perf_counter() - t0 - metrics.get("train_time_s", 0.0)
     return metrics

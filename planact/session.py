@@ -72,13 +72,16 @@ class TrainingSession:
         self.pending: list[tuple[int, dict]] = []
         self.rollouts: list[dict] = []
         self.evals: dict[int, dict] = {int(k): v for k, v in self.state.data.get("evals", {}).items()}
+        self.role_groups: list[agents.RoleGroup] = []
 
     # --- agents and resume ---
 
     def ensure_agents(self) -> tuple[agents.RoleGroup | None, agents.RoleGroup | None]:
         """Create (or find) the engines and trainers of the roles this flow drives."""
         agents.check_feasible(self.cfg, self.roles)
-        groups = {r: agents.create_role_group(self.cfg, r) for r in self.roles}
+        scheduler = agents.scheduler_for(self.cfg)
+        groups = {r: agents.create_role_group(self.cfg, r, scheduler) for r in self.roles}
+        self.role_groups = list(groups.values())
         return groups.get("planner"), groups.get("actor")
 
     def groups(self, planner, actor) -> list[agents.RoleGroup]:
@@ -194,10 +197,15 @@ class TrainingSession:
             self.close()
 
     def close(self) -> None:
-        """Disconnect from Ray if this session started it (its actors die with it)."""
+        """Free the run's agents on a shared cluster; disconnect from Ray if this session started it."""
         if self.owns_ray and ray.is_initialized():
-            ray.shutdown()
+            ray.shutdown()  # a private Ray takes its agents with it
             self.owns_ray = False
+        elif self.role_groups and ray.is_initialized():
+            # On a shared cluster the supervisor would keep them alive. (A killed driver leaves them
+            # running on purpose: the re-run re-attaches to them and restores the checkpoint.)
+            agents.delete_role_groups(self.cfg, self.role_groups)
+            self.role_groups = []
 
     def markdown(self) -> str:
         """Round table and MLflow link for the Prefect artifact."""

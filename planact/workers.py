@@ -21,6 +21,8 @@ from planact.engines.hf import HFEngine
 from planact.envs.plan_act import PlanActEnv
 from planact.models import load_model, materialize_tiny, param_count
 from planact.rl.trainer import RoleTrainer, sft
+from planact.storage import RunState
+from schedulemesh import AgentActor
 
 
 def initial_model_path(cfg: RunConfig, role: str) -> Path:
@@ -32,8 +34,12 @@ def initial_model_path(cfg: RunConfig, role: str) -> Path:
     return materialize_tiny(rc.tiny, cfg.run_dir() / "models" / f"{role}-init", seed)
 
 
-class RoleWorker:
-    """Engine (+ trainer) for one role; every method takes and returns small, picklable payloads."""
+class RoleWorker(AgentActor):
+    """Engine (+ trainer) for one role; every method takes and returns small, picklable payloads.
+
+    As a schedulemesh agent it reports its in-flight generations as load, and a replacement created
+    by the supervisor after a crash restores the run's last checkpoint before it answers.
+    """
 
     def __init__(self, cfg: RunConfig, role: str, replica: int = 0, with_trainer: bool = True,
                  model_path: str | None = None):
@@ -47,6 +53,15 @@ class RoleWorker:
         self.engine = HFEngine(self.model, self.tokenizer, name=f"{role}-{replica}")
         self.trainer = (RoleTrainer(self.model, self.tokenizer.pad_token_id, rc.rl, rc.sampling.temperature)
                         if with_trainer else None)
+        if self.incarnation > 0:
+            self.restore_latest()
+
+    def restore_latest(self) -> int | None:
+        """Load the run's last completed checkpoint of this role, if any; returns its weight version."""
+        folder = RunState(self.cfg.run_dir(), self.cfg.agent_role).data.get("checkpoint")
+        if self.rc.train and folder and (Path(folder) / self.role).is_dir():
+            return self.load_checkpoint(folder)
+        return None
 
     # --- generation ---
 
@@ -56,7 +71,8 @@ class RoleWorker:
         s = self.rc.sampling
         params = SamplingParams(temperature=s.temperature if temperature is None else temperature, top_p=s.top_p,
                                 max_new_tokens=s.max_new_tokens, n=n or self.rc.group_size, seed=seed)
-        return self.engine.generate(prompts, params)
+        with self.busy():
+            return self.engine.generate(prompts, params)
 
     def health(self) -> dict:
         """Engine identity, weight version, process id."""
@@ -89,10 +105,14 @@ class RoleWorker:
         self.engine.update_weights(None, self.engine.weight_version + 1)
         return curve
 
-    def train(self, samples: list[dict]) -> dict:
-        """One GRPO update on this role's samples, then sync the colocated engine."""
+    def train(self, samples: list[dict], step_id: str | None = None) -> dict:
+        """One GRPO update on this role's samples, then sync the colocated engine (once per step_id)."""
+        done = getattr(self, "_last_step", (None, None))
+        if step_id is not None and done[0] == step_id:
+            return dict(done[1])  # a retried task: this step was applied already
         metrics = self._require_trainer().train_step(samples)
         metrics["weight_version"] = float(self.engine.update_weights(None, self.engine.weight_version + 1))
+        self._last_step = (step_id, dict(metrics))
         return metrics
 
     def get_weights(self) -> tuple[dict, int]:

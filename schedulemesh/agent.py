@@ -57,6 +57,11 @@ class AgentActor:
         return self._sm_labels
 
     @property
+    def incarnation(self) -> int:
+        """0 for the first creation, +1 for each recreation by the supervisor (a replacement restores state)."""
+        return getattr(self, "_sm_incarnation", 0)
+
+    @property
     def supervisor(self):
         """Handle of the supervisor actor (None when constructed outside a scheduler)."""
         return self._sm_supervisor

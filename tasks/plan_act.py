@@ -16,6 +16,9 @@ from planact.storage import RoundExperienceStore
 
 # Payloads are whole rounds of token ids: never hash or persist them.
 TASK_OPTS = {"cache_policy": NO_CACHE, "persist_result": False}
+# Tasks that call agents retry when an agent died: meanwhile the schedulemesh supervisor recreates it
+# (restored from the last checkpoint) and RoleGroup.handle waits until it answers again.
+AGENT_TASK_OPTS = {**TASK_OPTS, "retries": 2, "retry_delay_seconds": 2}
 
 
 class Payload:
@@ -72,7 +75,7 @@ def sample_tasks(cfg: RunConfig, round_idx: int) -> list[dict]:
     return [t.to_dict() for t in PlanActEnv(cfg.env, cfg.seed).sample_tasks(round_idx)]
 
 
-@task(name="planner_generate", **TASK_OPTS)
+@task(name="planner_generate", **AGENT_TASK_OPTS)
 def planner_generate(cfg: RunConfig, planner: agents.RoleGroup, batch: list[dict], round_idx: int) -> Payload:
     """G plans per task from the planner engines."""
     return Payload(agents.generate_sharded(planner, [planner_prompt(t) for t in batch],
@@ -100,7 +103,7 @@ def _payload_role(phase: str) -> str:
     return "planner" if phase == "plans" else "actor"
 
 
-@task(name="actor_execute", **TASK_OPTS)
+@task(name="actor_execute", **AGENT_TASK_OPTS)
 def actor_execute(cfg: RunConfig, actor: agents.RoleGroup, engine: str, prompts: list[str], round_idx: int,
                   shard_idx: int) -> Payload:
     """K answers per prompt from one actor engine replica (one task per replica: the fan-out)."""
@@ -124,19 +127,20 @@ def persist_experience(cfg: RunConfig, round_idx: int, role: str, samples: list[
     return RoundExperienceStore(cfg.run_dir() / "experience").write_round(round_idx, role, _open(samples))
 
 
-@task(name="train_role", **TASK_OPTS)
-def train_role(group: agents.RoleGroup, samples: list[dict]) -> dict:
-    """One GRPO update on the role's trainer, then weight sync to its engines."""
-    return agents.train_and_sync(group, _open(samples))
+@task(name="train_role", **AGENT_TASK_OPTS)
+def train_role(group: agents.RoleGroup, samples: list[dict], round_idx: int | None = None) -> dict:
+    """One GRPO update on the role's trainer, then weight sync to its engines (applied once per round)."""
+    step_id = None if round_idx is None else f"round-{round_idx}"
+    return agents.train_and_sync(group, _open(samples), step_id)
 
 
-@task(name="warm_start", **TASK_OPTS)
+@task(name="warm_start", **AGENT_TASK_OPTS)
 def warm_start(group: agents.RoleGroup, seed: int) -> list[dict]:
     """Supervised warm start of one role; returns its loss curve."""
     return agents.warm_start_and_sync(group, seed)
 
 
-@task(name="evaluate", **TASK_OPTS)
+@task(name="evaluate", **AGENT_TASK_OPTS)
 def evaluate_heldout(cfg: RunConfig, planner: agents.RoleGroup, actor: agents.RoleGroup) -> dict:
     """Held-out pass@1 at the sampling temperature and greedy end-to-end success."""
     held = [t.to_dict() for t in PlanActEnv(cfg.env, cfg.seed).heldout]
@@ -150,7 +154,7 @@ def evaluate_heldout(cfg: RunConfig, planner: agents.RoleGroup, actor: agents.Ro
     return evaluate(held, plan_fn, act_fn, cfg.actor.sampling.temperature, cfg.tracking.eval_samples)
 
 
-@task(name="checkpoint", **TASK_OPTS)
+@task(name="checkpoint", **AGENT_TASK_OPTS)
 def checkpoint(groups: list[agents.RoleGroup], folder: str) -> str:
     """Save every trained role's weights, optimizer, RNG and weight version into `folder`."""
     for g in groups:
