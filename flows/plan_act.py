@@ -22,7 +22,7 @@ from prefect_ray.context import remote_options
 
 from flows import runtime
 from planact import agents
-from planact.config import RunConfig, check_supported, validate_config
+from planact.config import RunConfig, check_runtime, validate_config
 from planact.rollout import actor_requests
 from planact.session import TrainingSession
 from planact.timing import Stopwatch
@@ -112,7 +112,7 @@ def plan_act_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | N
 def plan_act_training(config: RunConfig) -> dict:
     """Train the planner and the actor with RL for `config.rounds` rounds; re-running a run name resumes it."""
     cfg = validate_config(config)
-    check_supported(cfg)
+    check_runtime(cfg)
     session = TrainingSession(cfg, env_vars=runtime.worker_env(), tags={
         "prefect.flow_run_id": str(flow_run.get_id()), "prefect.flow_run_name": str(flow_run.get_name()),
         "agent_role": cfg.agent_role})

@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-from planact.config import ConfigError, check_supported, load_config
+from planact.config import ConfigError, check_runtime, load_config
 
 
 def ensure_prefect_api() -> str:
@@ -57,7 +57,7 @@ def cli(argv: list[str] | None, flow_fn) -> int:
     args = parser.parse_args(argv)
     try:
         cfg = load_config(args.config, args.overrides)
-        check_supported(cfg)
+        check_runtime(cfg)
     except (ConfigError, NotImplementedError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -6,12 +6,18 @@ description that shows up in the Prefect UI form.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from planact.engine_config import AnthropicConfig, OpenAIConfig, SGLangConfig
+
+
+API_ENGINES = ("openai", "anthropic")
 
 
 class ConfigError(ValueError):
@@ -92,13 +98,22 @@ class RoleConfig(_Strict):
 
     model_path: str | None = Field(None, description="HF checkpoint folder or hub id; empty = build a tiny model from `tiny`.")
     tiny: TinyModelSpec = Field(default_factory=TinyModelSpec, description="Tiny-model shape used when model_path is empty.")
-    engine: Literal["hf", "sglang", "openai", "anthropic"] = Field("hf", description="Generation engine. Only 'hf' (in-process transformers) is built so far; the others raise NotImplementedError at start.")
+    engine: Literal["hf", "sglang", "openai", "anthropic"] = Field("hf", description="Generation engine: 'hf' (in-process transformers), 'sglang' (a server per replica), 'openai' / 'anthropic' (API models, frozen).")
     train: bool = Field(True, description="Update this role with RL; False keeps it frozen.")
+    sglang: SGLangConfig = Field(default_factory=SGLangConfig, description="Settings of the sglang engine.")
+    openai: OpenAIConfig = Field(default_factory=OpenAIConfig, description="Settings of the openai engine.")
+    anthropic: AnthropicConfig = Field(default_factory=AnthropicConfig, description="Settings of the anthropic engine.")
     group_size: int = Field(4, ge=1, description="Samples per prompt (GRPO group G).")
     sampling: SamplingConfig = Field(default_factory=SamplingConfig, description="Rollout sampling settings.")
     rl: RLConfig = Field(default_factory=RLConfig, description="GRPO hyper-parameters.")
     warm_start: WarmStartConfig = Field(default_factory=WarmStartConfig, description="Supervised warm start.")
     resources: ResourceConfig = Field(default_factory=ResourceConfig, description="Ray resources and replicas.")
+
+    @model_validator(mode="after")
+    def _api_models_are_frozen(self) -> "RoleConfig":
+        if self.engine in API_ENGINES and self.train:
+            raise ValueError(f"engine {self.engine!r} serves an API model, which cannot be trained: set train: false")
+        return self
 
 
 class EnvConfig(_Strict):
@@ -197,17 +212,16 @@ class RunConfig(_Strict):
         return Path(self.checkpoint.root).resolve() / self.run_name
 
 
-BUILT_ENGINES = ("hf",)
-
-
-def check_supported(cfg: "RunConfig") -> None:
-    """Raise NotImplementedError, before any work starts, for parts the config names that are not built yet."""
+def check_runtime(cfg: "RunConfig") -> None:
+    """Before any work starts: every API-engine role can find its key (env var or Prefect Secret)."""
     for role in ("planner", "actor"):
-        engine = getattr(cfg, role).engine
-        if engine not in BUILT_ENGINES:
-            raise NotImplementedError(
-                f"{role}.engine={engine!r}: the {engine} engine is not built yet (only {', '.join(BUILT_ENGINES)}); "
-                "see the README's 'Not built yet' section")
+        rc = getattr(cfg, role)
+        if rc.engine in API_ENGINES:
+            api = getattr(rc, rc.engine)
+            if api.api_key_env and not api.api_key_secret and not os.environ.get(api.api_key_env):
+                raise ConfigError(f"{role}.{rc.engine}.api_key_env: ${api.api_key_env} is not set (export it, name a "
+                                  f"Prefect Secret in {role}.{rc.engine}.api_key_secret, or set api_key_env: '' "
+                                  "for an endpoint without keys)")
 
 
 def _format_error(err: ValidationError) -> str:

@@ -58,9 +58,15 @@ def test_flatten_gives_dotted_params():
     assert "barrier.timeout_s" in flat
 
 
-def test_unbuilt_engine_raises_not_implemented_naming_it():
-    from planact.config import check_supported
+def test_api_engine_roles_must_be_frozen_and_find_their_key(monkeypatch):
+    from planact.config import check_runtime
 
-    cfg = load_config(None, ["actor.engine=sglang"])
-    with pytest.raises(NotImplementedError, match=r"actor\.engine='sglang'.*not built yet"):
-        check_supported(cfg)
+    with pytest.raises(ConfigError, match=r"actor.*cannot be trained: set train: false"):
+        load_config(None, ["actor.engine=openai"])
+    cfg = load_config(None, ["actor.engine=anthropic", "actor.train=false"])
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(ConfigError, match=r"actor\.anthropic\.api_key_env: \$ANTHROPIC_API_KEY is not set"):
+        check_runtime(cfg)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    check_runtime(cfg)
+    check_runtime(load_config(None, ["actor.engine=openai", "actor.train=false", "actor.openai.api_key_env=''"]))
