@@ -160,6 +160,11 @@ class HTTPClient:
                 with self._lock:
                     self.in_flight -= 1
 
+    def set_base_url(self, base_url: str) -> None:
+        """Point the client at a new address (a relaunched server)."""
+        self.base_url = base_url.rstrip("/")
+        self._client.base_url = self.base_url
+
     def close(self) -> None:
         """Close the connection pool."""
         self._client.close()

@@ -27,7 +27,7 @@ class LoopbackServer:
     """A threaded HTTP server on 127.0.0.1:<free port> with scripted failures and request records."""
 
     def __init__(self, routes: dict[tuple[str, str], Callable[[dict, dict], dict]], key_header: str | None = None,
-                 key: str | None = None, delay_s: float = 0.0):
+                 key: str | None = None, delay_s: float = 0.0, host: str = "127.0.0.1", port: int = 0):
         self.routes = routes
         self.key_header, self.key = key_header, key
         self.delay_s = delay_s
@@ -84,10 +84,10 @@ class LoopbackServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer((host, port), Handler)  # raises "Address already in use" if taken
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"http://{host}:{self.port}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def fail_next(self, status: int, times: int = 1, retry_after: str | None = None, delay_s: float = 0.0) -> None:
