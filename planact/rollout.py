@@ -45,6 +45,11 @@ def _sample(c: Completion, reward: float, advantage: float, role: str, task_id: 
             "finish_reason": c.finish_reason, "text": c.text}
 
 
+def _length(c: Completion) -> float:
+    # API engines return no token ids, only the token count they were billed for.
+    return float(len(c.token_ids) or c.meta.get("completion_tokens", 0))
+
+
 def actor_requests(tasks: list[dict], plans: list[list[Completion]] | None) -> list[str]:
     """Actor prompts, one per (task, plan) in task-major order; a fallback round has one plan-less prompt per task."""
     if plans is None:
@@ -108,13 +113,13 @@ def score_round(
     m["actor/reward_mean"], m["actor/reward_std"] = _mean(flat_actor), _std(flat_actor)
     m["actor/fidelity"] = _mean(fidelity)
     m["actor/malformed"] = float(sum(not v for v in answer_valid))
-    m["actor/response_len"] = _mean([len(a.token_ids) for g in answers for a in g])
+    m["actor/response_len"] = _mean([_length(a) for g in answers for a in g])
     m["actor/groups_with_signal"] = _mean([float(len(set(g)) > 1) for g in actor_rewards])
     if plans:
         m["planner/reward_mean"], m["planner/reward_std"] = _mean(flat_planner), _std(flat_planner)
         m["planner/plan_valid"] = _mean([float(v) for v in plan_valid])
         m["planner/malformed"] = float(sum(not v for v in plan_valid))
-        m["planner/response_len"] = _mean([len(p.token_ids) for g in plans for p in g])
+        m["planner/response_len"] = _mean([_length(p) for g in plans for p in g])
         m["planner/groups_with_signal"] = _mean([float(len(set(g)) > 1) for g in planner_rewards])
     return res
 

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import torch
 
-from planact.config import RoleConfig, RunConfig
+from transformers import AutoTokenizer
+
+from planact.config import API_ENGINES, RoleConfig, RunConfig
 from planact.engines.base import Completion, SamplingParams
-from planact.engines.hf import HFEngine
+from planact.engines.factory import make_engine, needs_local_model
 from planact.envs.plan_act import PlanActEnv
 from planact.models import load_model, materialize_tiny, param_count
 from planact.rl.trainer import RoleTrainer, sft
@@ -44,13 +46,16 @@ class RoleWorker(AgentActor):
     def __init__(self, cfg: RunConfig, role: str, replica: int = 0, with_trainer: bool = True,
                  model_path: str | None = None):
         rc: RoleConfig = getattr(cfg, role)
-        if rc.engine != "hf":
-            raise NotImplementedError(f"engine {rc.engine!r} is not built yet; only 'hf' is available")
         torch.set_num_threads(rc.resources.torch_threads)
         self.cfg, self.role, self.rc, self.replica = cfg, role, rc, replica
-        path = model_path or str(initial_model_path(cfg, role))
-        self.model, self.tokenizer = load_model(path, rc.resources.device)
-        self.engine = HFEngine(self.model, self.tokenizer, name=f"{role}-{replica}")
+        self.model = self.tokenizer = None
+        path = "" if rc.engine in API_ENGINES else (model_path or str(initial_model_path(cfg, role)))
+        if needs_local_model(rc, with_trainer):
+            self.model, self.tokenizer = load_model(path, rc.resources.device)
+        elif rc.engine == "sglang":
+            self.tokenizer = AutoTokenizer.from_pretrained(path)  # prompts go to the server as token ids
+        self.engine = make_engine(rc, f"{role}-{replica}", path, self.model, self.tokenizer,
+                                  cfg.run_dir() / "logs")
         self.trainer = (RoleTrainer(self.model, self.tokenizer.pad_token_id, rc.rl, rc.sampling.temperature)
                         if with_trainer else None)
         if self.incarnation > 0:
@@ -76,7 +81,8 @@ class RoleWorker(AgentActor):
 
     def health(self) -> dict:
         """Engine identity, weight version, process id."""
-        return {**self.engine.health(), "role": self.role, "pid": os.getpid(), "params": param_count(self.model),
+        params = param_count(self.model) if self.model is not None else None
+        return {**self.engine.health(), "role": self.role, "pid": os.getpid(), "params": params,
                 "has_trainer": self.trainer is not None}
 
     # --- training ---
@@ -102,7 +108,7 @@ class RoleWorker(AgentActor):
         torch.manual_seed(seed)
         curve = sft(self.model, self.tokenizer.pad_token_id, demos, ws, seed=seed, steps=steps)
         trainer.snapshot_reference()
-        self.engine.update_weights(None, self.engine.weight_version + 1)
+        self._publish(self.engine.weight_version + 1)
         return curve
 
     def train(self, samples: list[dict], step_id: str | None = None) -> dict:
@@ -111,17 +117,43 @@ class RoleWorker(AgentActor):
         if step_id is not None and done[0] == step_id:
             return dict(done[1])  # a retried task: this step was applied already
         metrics = self._require_trainer().train_step(samples)
-        metrics["weight_version"] = float(self.engine.update_weights(None, self.engine.weight_version + 1))
+        metrics["weight_version"] = float(self._publish(self.engine.weight_version + 1))
         self._last_step = (step_id, dict(metrics))
         return metrics
 
-    def get_weights(self) -> tuple[dict, int]:
-        """CPU state_dict and weight version, for syncing other replicas."""
+    def _publish(self, version: int) -> int:
+        """Make the trained model's weights the engine's: in-process for hf, through a shared folder for sglang."""
+        if self.rc.engine == "sglang":
+            return self.engine.update_weights_from_disk(self._export(version), version)
+        return self.engine.update_weights(None, version)
+
+    def _export(self, version: int) -> str:
+        # SGLang replicas may run on other nodes: weights_dir must be storage they all see.
+        root = Path(self.rc.sglang.weights_dir) if self.rc.sglang.weights_dir else self.cfg.run_dir() / "weights"
+        out = root / self.role / f"v{version:06d}"
+        self.model.save_pretrained(out)
+        self.tokenizer.save_pretrained(out)
+        self._exported = (str(out), version)
+        return str(out)
+
+    def get_weights(self) -> tuple[dict | str, int]:
+        """What other replicas need to catch up: a CPU state_dict (hf) or the exported folder (sglang)."""
+        if self.rc.engine == "sglang":
+            return getattr(self, "_exported", None) or (self._export(self.engine.weight_version),
+                                                        self.engine.weight_version)
         return {k: v.detach().cpu() for k, v in self.model.state_dict().items()}, self.engine.weight_version
 
-    def update_weights(self, state_dict: dict | None, version: int) -> int:
-        """Install weights from the trainer."""
-        return self.engine.update_weights(state_dict, version)
+    def update_weights(self, weights: dict | str | None, version: int) -> int:
+        """Install weights from the trainer (a state_dict, or a checkpoint folder for sglang)."""
+        if isinstance(weights, str):
+            return self.engine.update_weights_from_disk(weights, version)
+        return self.engine.update_weights(weights, version)
+
+    def on_stop(self) -> None:
+        """Stop what the engine launched (an sglang server) with the agent."""
+        close = getattr(self.engine, "close", None)
+        if close is not None:
+            close()
 
     # --- checkpoints ---
 
@@ -146,4 +178,4 @@ class RoleWorker(AgentActor):
         torch.set_rng_state(state["torch_rng"])
         if self.trainer is not None and state["trainer"] is not None:
             self.trainer.load_state_dict(state["trainer"])
-        return self.engine.update_weights(None, state["weight_version"])
+        return self._publish(state["weight_version"])

@@ -29,6 +29,18 @@ from schedulemesh import free_port
 FINISH = {"stop": "stop", "length": "length", "abort": "abort"}
 
 
+# Servers are forked from one long-lived thread: PR_SET_PDEATHSIG fires when the *forking thread* exits.
+_LAUNCHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sglang-launcher")
+
+
+def _die_with_parent() -> None:
+    # A SIGKILLed engine actor cannot stop its server; on Linux the kernel sends it SIGTERM instead.
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 class SGLangServer:
     """Launch, health-wait, relaunch and stop one SGLang server process."""
 
@@ -72,8 +84,9 @@ class SGLangServer:
             port = None
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             log = open(self.log_path, "ab")
-            self.proc = subprocess.Popen(self.command(self.port), stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)  # its own group: stop() reaches its children
+            self.proc = _LAUNCHER.submit(subprocess.Popen, self.command(self.port), stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True,  # stop() reaches children
+                                         preexec_fn=_die_with_parent).result()
             log.close()
             outcome = self._wait_ready()
             if outcome == "ready":
