@@ -117,7 +117,7 @@ def plan_act_training(config: RunConfig) -> dict:
         "prefect.flow_run_id": str(flow_run.get_id()), "prefect.flow_run_name": str(flow_run.get_name()),
         "agent_role": cfg.agent_role})
     try:
-        planner, actor = session.ensure_agents()
+        planner, actor = session.ensure_agents(preload=("tasks.plan_act",))
         groups = session.groups(planner, actor)
         trained = [g for g in groups if g.trainer is not None]
 

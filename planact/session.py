@@ -11,8 +11,11 @@ shows a round that a resume would run again.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import ray
@@ -50,6 +53,13 @@ def connect_ray(cfg: RunConfig, env_vars: dict[str, str] | None = None) -> bool:
     return True
 
 
+@ray.remote
+def _warm_worker(modules: tuple[str, ...], hold_s: float) -> None:
+    for name in modules:
+        importlib.import_module(name)
+    time.sleep(hold_s)  # held so that concurrent warm-up tasks need (and start) distinct workers
+
+
 class TrainingSession:
     """Where a run stands: its state file, MLflow run, agents and pending round metrics."""
 
@@ -76,12 +86,23 @@ class TrainingSession:
 
     # --- agents and resume ---
 
-    def ensure_agents(self) -> tuple[agents.RoleGroup | None, agents.RoleGroup | None]:
-        """Create (or find) the engines and trainers of the roles this flow drives."""
+    def ensure_agents(self, preload: tuple[str, ...] = ()) -> tuple[agents.RoleGroup | None, agents.RoleGroup | None]:
+        """Create (or find) the engines and trainers of the roles this flow drives.
+
+        Meanwhile, warm the Ray task workers a round will use, importing `preload` modules (the
+        caller's task modules) there: a cold worker spent seconds on them in the first round.
+        """
         agents.check_feasible(self.cfg, self.roles)
+        # Task workers take seconds to start on a busy machine: start the ones a round's parallel tasks
+        # need (fan-out + one train task per role) while the agents load their models.
+        width = max(len(self.roles), *(getattr(self.cfg, r).resources.replicas for r in self.roles))
+        warm = [_warm_worker.options(num_cpus=self.cfg.ray.task_num_cpus).remote(preload, 0.5) for _ in range(width)]
         scheduler = agents.scheduler_for(self.cfg)
-        groups = {r: agents.create_role_group(self.cfg, r, scheduler) for r in self.roles}
-        self.role_groups = list(groups.values())
+        with ThreadPoolExecutor(len(self.roles)) as pool:
+            made = list(pool.map(lambda r: agents.create_role_group(self.cfg, r, scheduler), self.roles))
+        groups = dict(zip(self.roles, made))
+        self.role_groups = made
+        ray.get(warm)
         return groups.get("planner"), groups.get("actor")
 
     def groups(self, planner, actor) -> list[agents.RoleGroup]:
