@@ -112,6 +112,7 @@ def plan_act_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | N
 def plan_act_training(config: RunConfig) -> dict:
     """Train the planner and the actor with RL for `config.rounds` rounds; re-running a run name resumes it."""
     cfg = validate_config(config)
+    runtime.load_api_secrets(cfg)
     check_runtime(cfg)
     session = TrainingSession(cfg, env_vars=runtime.worker_env(), tags={
         "prefect.flow_run_id": str(flow_run.get_id()), "prefect.flow_run_name": str(flow_run.get_name()),

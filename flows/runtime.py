@@ -34,6 +34,24 @@ def ensure_prefect_api() -> str:
     return url
 
 
+def load_api_secrets(cfg) -> list[str]:
+    """Put the keys named by `<role>.<engine>.api_key_secret` (Prefect Secret blocks) into their env vars.
+
+    Done in the driver before Ray starts, so a local Ray's workers inherit them; keys never enter the
+    config, Prefect parameters, Ray's runtime_env or a log line. Returns the variables it set.
+    """
+    done = []
+    for role in ("planner", "actor"):
+        rc = getattr(cfg, role)
+        api = getattr(rc, rc.engine, None) if rc.engine in ("openai", "anthropic") else None
+        if api is not None and api.api_key_secret and api.api_key_env and not os.environ.get(api.api_key_env):
+            from prefect.blocks.system import Secret
+
+            os.environ[api.api_key_env] = Secret.load(api.api_key_secret).get()
+            done.append(api.api_key_env)
+    return done
+
+
 def worker_env() -> dict[str, str]:
     """Variables Ray workers must share with the driver."""
     keys = ("PREFECT_API_URL", "PREFECT_SERVER_ANALYTICS_ENABLED", "MLFLOW_TRACKING_URI", "PREFECT_HOME")

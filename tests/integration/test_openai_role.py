@@ -6,6 +6,7 @@ answers with a real model: the HF engine over a tiny Llama built like the run's 
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
@@ -56,3 +57,19 @@ def test_run_with_a_frozen_openai_actor_trains_only_the_planner(prefect_api, tmp
     assert completions and all(r["body"]["model"] == "tiny-actor" for r in completions)
     assert {r["body"]["temperature"] for r in completions} >= {0.0, 1.0}  # rollouts sample, greedy eval does not
     assert "sk-loopback" not in out
+
+
+def test_api_key_from_a_prefect_secret_block(prefect_api, monkeypatch):
+    from prefect.blocks.system import Secret
+
+    from flows.runtime import load_api_secrets
+    from planact.config import check_runtime, load_config
+
+    Secret(value="sk-from-block").save("planact-test-key", overwrite=True)
+    monkeypatch.delenv("PLANACT_TEST_KEY", raising=False)
+    cfg = load_config(SMOKE, ["actor.engine=anthropic", "actor.train=false", "actor.anthropic.api_key_env=PLANACT_TEST_KEY",
+                              "actor.anthropic.api_key_secret=planact-test-key"])
+    check_runtime(cfg)  # a named secret satisfies the pre-flight check; the flow loads it
+    assert load_api_secrets(cfg) == ["PLANACT_TEST_KEY"]
+    assert os.environ["PLANACT_TEST_KEY"] == "sk-from-block"
+    assert "sk-from-block" not in cfg.model_dump_json()  # the key never enters the config (or the UI form)

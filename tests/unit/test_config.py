@@ -13,7 +13,9 @@ def test_defaults_and_shipped_configs_validate():
     cfg = RunConfig()
     assert cfg.barrier.timeout_s == 1800
     assert cfg.planner.tiny.hidden_size > cfg.actor.tiny.hidden_size  # planner larger than actor by default
-    for name in ("demo.yaml", "smoke.yaml"):
+    shipped = sorted(p.name for p in (ROOT / "configs").glob("*.yaml"))
+    assert {"demo.yaml", "smoke.yaml", "gpu-sglang.yaml", "api-openai.yaml", "api-anthropic.yaml"} <= set(shipped)
+    for name in shipped:
         load_config(ROOT / "configs" / name)
 
 
