@@ -187,6 +187,11 @@ class Supervisor:
         request = R.normalize(resources) if resources is not None else p.default_request()
         self._check_placeable(name, p, request)
         p.reserve(request)  # raises InsufficientCapacity naming the short resource
+        try:
+            await self._preempt_for(name, p, request)
+        except BaseException:
+            p.rollback(request)
+            raise
         rec = AgentRecord(name=name, pool=pool, actor_class=actor_class, args=tuple(actor_args),
                           kwargs=dict(actor_kwargs or {}), resources=request, ray_options=opts,
                           labels={**p.labels, **(labels or {})}, namespace=opts.pop("namespace", self.namespace))
@@ -254,6 +259,43 @@ class Supervisor:
         rec.pid, rec.node_id, rec.ip = ready["pid"], ready["node_id"], ready["ip"]
         rec.status, rec.last_heartbeat, rec.last_error = "alive", time.time(), None
 
+    async def _preempt_for(self, name: str, pool: Pool, request: dict[str, float]) -> None:
+        """Evict agents of lower-priority pools until the cluster has room for `request` (victims told first).
+
+        Free room is read from Ray's cluster-wide available resources, so on several nodes an eviction
+        may free room on a node the new agent cannot use; Ray then keeps it pending until room appears.
+        """
+        short = R.shortfall(request, R.from_ray(ray.available_resources()))
+        if not short:
+            return
+        victims = sorted((a for a in self.agents.values() if a.status == "alive" and a.pool in self.pools
+                          and self.pools[a.pool].priority < pool.priority),
+                         key=lambda a: (self.pools[a.pool].priority, -a.created_at))
+        chosen, freed = [], {}
+        for victim in victims:
+            if not R.shortfall(short, freed):
+                break
+            if any(victim.resources.get(k, 0) > 0 for k in short):
+                chosen.append(victim)
+                freed = R.add(freed, victim.resources)
+        if not chosen or R.shortfall(short, freed):
+            return  # nothing (enough) to evict: the new agent waits for room like any Ray actor
+        for victim in chosen:
+            reason = f"preempted by agent {name!r} of pool {pool.name!r} (priority {pool.priority})"
+            handle = self.handles.pop(victim.name, None)
+            if handle is not None:
+                try:
+                    await asyncio.wait_for(handle.sm_preempt.remote(reason), 10)
+                except Exception:  # a victim that cannot answer is evicted all the same
+                    pass
+                ray.kill(handle, no_restart=True)
+            victim.status = "preempted"
+            self.pools[victim.pool].release(victim.resources)
+            self.pools[victim.pool].give_bundle(victim.name)
+            self.probes.pop(victim.name, None)
+            self._event("preempted", victim.name, by=name, reason=reason)
+        self._persist()
+
     async def get_agent(self, name: str) -> dict:
         """One agent's record."""
         if name not in self.agents:
@@ -272,6 +314,7 @@ class Supervisor:
         if name not in self.agents:
             raise AgentNotFound(f"no agent named {name!r}")
         rec = self.agents[name]
+        was_holding = rec.status != "preempted"  # a preempted agent gave its resources back already
         rec.status = "stopped"
         handle = self.handles.pop(name, None)
         if handle is not None:
@@ -282,7 +325,7 @@ class Supervisor:
                     pass
             ray.kill(handle, no_restart=True)
         pool = self.pools.get(rec.pool)
-        if pool is not None:
+        if pool is not None and was_holding:
             pool.release(rec.resources)
             pool.give_bundle(name)
         del self.agents[name]

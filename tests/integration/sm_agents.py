@@ -53,3 +53,13 @@ class Plain:
 
     def get(self) -> int:
         return self.x
+
+
+class Evictable(AgentActor):
+    """Leaves a note when told it is being preempted."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def on_preempt(self, reason: str) -> None:
+        Path(self.marker).write_text(reason)

@@ -26,7 +26,7 @@ from schedulemesh import (
 )
 
 from .conftest import LOOPBACK_RAY
-from .sm_agents import Broken, Echo, Plain
+from .sm_agents import Broken, Echo, Evictable, Plain
 
 _ns = itertools.count()
 
@@ -244,3 +244,27 @@ def test_restarted_supervisor_restores_pools_and_agents_from_its_state_file(loca
     finally:
         s2.delete_pool("p", force=True)
         ray.kill(s2.supervisor)
+
+
+def test_higher_priority_pool_preempts_a_lower_one_and_tells_the_victim_first(sched, tmp_path):
+    free_cpu = ray.available_resources().get("CPU", 0)
+    sched.create_pool("batch", {"tier": "low"}, {"cpu": free_cpu}, priority=0)
+    markers = []
+    for i in range(int(free_cpu)):  # fill the whole cluster with low-priority agents
+        markers.append(tmp_path / f"victim-{i}")
+        sched.create_agent(f"low-{i}", "batch", Evictable, resources={"cpu": 1}, actor_args=(str(markers[-1]),))
+    sched.create_pool("serving", {"tier": "high"}, {"cpu": 2}, priority=10)
+    ref = sched.create_agent("high-0", "serving", Echo, resources={"cpu": 2}, actor_args=("served",))
+    assert ref.call("whoami")["value"] == "served"
+    preempted = [a["name"] for a in sched.list_agents("batch") if a["status"] == "preempted"]
+    newest = [f"low-{i}" for i in range(int(free_cpu))][-2:]
+    assert sorted(preempted) == newest  # the two newest low-priority agents made room, no more
+    for i in range(int(free_cpu)):
+        told = markers[i].exists()
+        assert told == (f"low-{i}" in preempted)
+        if told:
+            assert "preempted by agent 'high-0' of pool 'serving' (priority 10)" in markers[i].read_text()
+    assert sched.get_pool("batch")["used"] == {"cpu": free_cpu - 2}
+    assert [e["agent"] for e in sched.events() if e["kind"] == "preempted"] == newest[::-1]
+    time.sleep(2.0)
+    assert all(a["status"] == "preempted" for a in sched.list_agents("batch") if a["name"] in preempted)  # not revived
