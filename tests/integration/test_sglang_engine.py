@@ -10,10 +10,12 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
 import sys
 import time
 
 import httpx
+import psutil
 import pytest
 
 from planact.engine_config import SGLangConfig
@@ -126,3 +128,25 @@ def test_launcher_reports_a_server_that_dies_at_start(tmp_path):
                        startup_timeout_s=30)
     with pytest.raises(RuntimeError, match=r"exited during start-up \(code 3\)[\s\S]*CUDA not available"):
         sg.SGLangServer("tiny", cfg, tmp_path / "s.log").start()
+
+
+def test_server_dies_with_a_sigkilled_engine_process(tmp_path):
+    script = (
+        "import sys, time\n"
+        "from planact.engine_config import SGLangConfig\n"
+        "from planact.engines.sglang import SGLangServer\n"
+        f"s = SGLangServer('tiny', SGLangConfig(launch_command={FAKE!r}, startup_timeout_s=30), {str(tmp_path / 's.log')!r})\n"
+        "s.start()\n"
+        "print(s.proc.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(REPO)})
+    server_pid = int(owner.stdout.readline())
+    assert psutil.pid_exists(server_pid)
+    owner.kill()  # SIGKILL: the engine gets no chance to stop its server
+    owner.wait()
+    deadline = time.time() + 10
+    while time.time() < deadline and psutil.pid_exists(server_pid) and psutil.Process(server_pid).status() != "zombie":
+        time.sleep(0.1)
+    assert not psutil.pid_exists(server_pid) or psutil.Process(server_pid).status() == "zombie"
