@@ -30,6 +30,11 @@ class Completion:
     meta: dict = field(default_factory=dict)
 
 
+def encode_prompt(tokenizer, prompt: str) -> list[int]:
+    """BOS + the prompt's tokens: the ids every local engine (hf, sglang) feeds the model."""
+    return [tokenizer.bos_token_id] + tokenizer.encode(prompt, add_special_tokens=False)
+
+
 class Engine(Protocol):
     """Prompts + sampling params -> completions; weights can be replaced in place."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from planact.engines.base import Completion, SamplingParams
+from planact.engines.base import Completion, SamplingParams, encode_prompt
 
 
 class HFEngine:
@@ -27,7 +27,7 @@ class HFEngine:
 
     def encode(self, prompt: str) -> list[int]:
         """BOS + the prompt's tokens."""
-        return [self.tokenizer.bos_token_id] + self.tokenizer.encode(prompt, add_special_tokens=False)
+        return encode_prompt(self.tokenizer, prompt)
 
     def generate(self, prompts: list[str], params: SamplingParams) -> list[list[Completion]]:
         """Sample `params.n` completions per prompt, batched up to max_batch rows."""

@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 
 from planact.engine_config import SGLangConfig
-from planact.engines.base import Completion, SamplingParams
+from planact.engines.base import Completion, SamplingParams, encode_prompt
 from planact.engines.remote import HTTPClient, RemoteError, RetryPolicy, Usage
 from schedulemesh import free_port
 
@@ -175,8 +175,8 @@ class SGLangEngine:
         self._pool = ThreadPoolExecutor(max_workers=cfg.concurrency, thread_name_prefix=name)
 
     def encode(self, prompt: str) -> list[int]:
-        """BOS + the prompt's tokens (the same ids the HF engine would use)."""
-        return [self.tokenizer.bos_token_id] + self.tokenizer.encode(prompt, add_special_tokens=False)
+        """BOS + the prompt's tokens."""
+        return encode_prompt(self.tokenizer, prompt)
 
     def generate(self, prompts: list[str], params: SamplingParams) -> list[list[Completion]]:
         """`params.n` completions per prompt; one batched /generate request per prompt, run concurrently."""
