@@ -109,7 +109,7 @@ def plan_act_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | N
 
 
 @flow(name="plan-act-training", log_prints=True)
-def plan_act_training(config: RunConfig) -> dict:
+def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
     """Train the planner and the actor with RL for `config.rounds` rounds; re-running a run name resumes it."""
     cfg = validate_config(config)
     runtime.load_api_secrets(cfg)

@@ -7,7 +7,12 @@ import os
 import sys
 import time
 
+from pathlib import Path
+
 from planact.config import ConfigError, check_runtime, load_config
+
+# The embedded default of every flow's `config` parameter (and of the deployments' UI form).
+DEMO = load_config(Path(__file__).resolve().parents[1] / "configs" / "demo.yaml")
 
 
 def ensure_prefect_api() -> str:

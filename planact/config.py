@@ -57,7 +57,7 @@ class RLConfig(_Strict):
     """GRPO hyper-parameters for one role (see shared/DESIGN.md, RL)."""
 
     lr: float = Field(1e-4, gt=0.0, lt=1.0, description="AdamW learning rate after warmup (RL_NOTES: >=3e-4 collapsed).")
-    warmup_steps: int = Field(5, ge=0, description="Optimizer steps of linear learning-rate warmup.")
+    warmup_steps: int = Field(10, ge=0, description="Optimizer steps of linear learning-rate warmup.")
     weight_decay: float = Field(0.0, ge=0.0, description="AdamW weight decay.")
     eps_clip: float = Field(0.2, gt=0.0, lt=1.0, description="PPO clip range below 1 (and above, unless eps_clip_high).")
     eps_clip_high: float | None = Field(None, gt=0.0, description="Upper clip range (DAPO 'clip-higher'); None = eps_clip.")
@@ -120,8 +120,8 @@ class EnvConfig(_Strict):
     """The synthetic Plan/Act environment (planact.envs.plan_act)."""
 
     name: Literal["plan_act"] = Field("plan_act", description="Environment id.")
-    tasks_per_round: int = Field(16, ge=1, description="Distinct tasks sampled per round.")
-    min_ops: int = Field(1, ge=1, description="Fewest operations in an instruction.")
+    tasks_per_round: int = Field(64, ge=1, description="Distinct tasks sampled per round.")
+    min_ops: int = Field(2, ge=1, description="Fewest operations in an instruction.")
     max_ops: int = Field(2, ge=1, le=3, description="Most operations in an instruction.")
     min_len: int = Field(4, ge=1, description="Shortest digit list.")
     max_len: int = Field(7, ge=1, le=12, description="Longest digit list.")
@@ -160,7 +160,7 @@ class TrackingConfig(_Strict):
 
     tracking_uri: str | None = Field(None, description="MLflow URI; empty = $MLFLOW_TRACKING_URI or sqlite under the project's runs/ folder.")
     experiment: str = Field("planact", description="MLflow experiment name.")
-    eval_every: int = Field(5, ge=1, description="Held-out evaluation every this many rounds (and at the start and end).")
+    eval_every: int = Field(10, ge=1, description="Held-out evaluation every this many rounds (and at the start and end).")
     eval_samples: int = Field(4, ge=1, description="Samples per held-out task for pass@1 at the sampling temperature.")
     rollout_rows: int = Field(12, ge=0, description="Sample rollouts logged as a table per evaluation.")
 
@@ -169,7 +169,7 @@ class CheckpointConfig(_Strict):
     """Checkpointing and resume."""
 
     root: str = Field("runs", description="Folder holding one sub-folder per run name (checkpoints, experience, state).")
-    every: int = Field(2, ge=1, description="Checkpoint every this many rounds (and always after the last).")
+    every: int = Field(1, ge=1, description="Checkpoint every this many rounds (and always after the last).")
 
 
 class RayConfig(_Strict):
@@ -186,12 +186,16 @@ class RunConfig(_Strict):
 
     run_name: str = Field("demo", description="Run id: names the run folder and MLflow run; re-using it resumes.")
     seed: int = Field(0, description="Seed for task sampling, model init and sampling.")
-    rounds: int = Field(30, ge=0, description="RL rounds to run in total (a resumed run continues up to this).")
+    rounds: int = Field(60, ge=0, description="RL rounds to run in total (a resumed run continues up to this).")
     agent_role: Literal["both", "planner", "actor"] = Field("both", description="'both' = one flow drives both roles; 'planner'/'actor' = two-job mode.")
     env: EnvConfig = Field(default_factory=EnvConfig, description="Environment.")
-    planner: RoleConfig = Field(default_factory=RoleConfig, description="The planner role (larger model).")
+    planner: RoleConfig = Field(default_factory=lambda: RoleConfig(
+        group_size=8, sampling=SamplingConfig(max_new_tokens=16), rl=RLConfig(lr=3e-4)),
+        description="The planner role (larger model).")
     actor: RoleConfig = Field(
-        default_factory=lambda: RoleConfig(tiny=TinyModelSpec(hidden_size=64, num_layers=3, num_heads=4, intermediate_size=192)),
+        default_factory=lambda: RoleConfig(
+            tiny=TinyModelSpec(hidden_size=64, num_layers=3, num_heads=4, intermediate_size=192), group_size=2,
+            sampling=SamplingConfig(max_new_tokens=12), warm_start=WarmStartConfig(steps=3000)),
         description="The actor role (smaller model).",
     )
     credit: CreditConfig = Field(default_factory=CreditConfig, description="Reward credit per role.")

@@ -1,0 +1,69 @@
+"""Held-out evaluation of a Plan/Act checkpoint as its own flow (and deployment).
+
+    evaluate_checkpoint(config, checkpoint)       flow; one MLflow run tagged with the source run
+      agents for "<run>-eval" -> load checkpoint -> evaluate (held-out split) -> metrics + artifact
+
+Run it: python -m flows.evaluate --config configs/demo.yaml [--set ...]   (the run's last checkpoint)
+"""
+
+from __future__ import annotations
+
+from prefect import flow
+from prefect.runtime import flow_run
+
+from flows import runtime
+from planact import agents
+from planact.config import RunConfig, validate_config
+from planact.session import connect_ray
+from planact.storage import RunState
+from planact.tracking import Tracker
+from tasks.plan_act import evaluate_heldout
+
+
+@flow(name="evaluate-checkpoint", log_prints=True)
+def evaluate_checkpoint(config: RunConfig = runtime.DEMO, checkpoint: str | None = None) -> dict:
+    """Held-out pass@1 and greedy success of a run's checkpoint (default: its last completed one)."""
+    cfg = validate_config(config)
+    folder = checkpoint or RunState(cfg.run_dir(), cfg.agent_role).data.get("checkpoint")
+    if not folder:
+        raise ValueError(f"checkpoint: run {cfg.run_name!r} has no completed checkpoint under {cfg.run_dir()}; "
+                         "train it first or pass checkpoint=<folder>")
+    # Own agents under "<run>-eval": a run that is still training keeps its pools untouched.
+    ecfg = cfg.model_copy(update={"run_name": f"{cfg.run_name}-eval"})
+    tracker = Tracker(ecfg, tags={"prefect.flow_run_id": str(flow_run.get_id()), "planact.source_run": cfg.run_name,
+                                  "planact.checkpoint": str(folder)}, run_name=f"{cfg.run_name}-eval")
+    owns_ray = connect_ray(ecfg, runtime.worker_env())
+    groups = []
+    try:
+        scheduler = agents.scheduler_for(ecfg)
+        groups = [agents.create_role_group(ecfg, role, scheduler) for role in ("planner", "actor")]
+        for g in groups:
+            if g.trainer is not None:  # frozen roles were never checkpointed
+                agents.restore_group(g, folder)
+        metrics = evaluate_heldout(ecfg, *groups)
+        tracker.log_metrics({f"heldout/{k}": v for k, v in metrics.items()}, step=0)
+        tracker.finish("FINISHED")
+        rows = "".join(f"| {k} | {v:.3f} |\n" for k, v in sorted(metrics.items()))
+        runtime.publish_markdown(f"# held-out evaluation of `{folder}`\n\nMLflow run: {tracker.run_url()}\n\n"
+                                 f"| metric | value |\n|---|---|\n{rows}", f"planact-eval-{cfg.run_name}")
+        print("held-out: " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(metrics.items())))
+        return {**metrics, "checkpoint": str(folder), "mlflow_run_id": tracker.run_id}
+    except BaseException:
+        tracker.finish("FAILED")
+        raise
+    finally:
+        import ray
+
+        if owns_ray:
+            ray.shutdown()
+        elif groups:
+            agents.delete_role_groups(ecfg, groups)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point."""
+    return runtime.cli(argv, evaluate_checkpoint)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
