@@ -1,0 +1,115 @@
+"""prefect.yaml end to end: a real Prefect server, work pool, `prefect deploy --all`, a process worker,
+`prefect deployment run`, a real MLflow tracking server; and the two-job deployments meeting on one Ray
+cluster. Everything started here is stopped here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import pytest
+
+from planact.config import load_config
+
+from .conftest import BIN, REPO, SMOKE, cli_env, kill_tree, read_state
+
+PREFECT = str(BIN / "prefect")
+
+
+def _prefect(*args: str, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([PREFECT, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def worker(prefect_api, mlflow_server, tmp_path):
+    """The `planact` pool, every deployment of prefect.yaml, and a worker polling every second."""
+    env = cli_env(PREFECT_API_URL=prefect_api, PLANACT_ROOT=str(REPO), MLFLOW_TRACKING_URI=mlflow_server,
+                  PREFECT_WORKER_QUERY_SECONDS="1", RAY_AUTH_MODE="token")
+    _prefect("work-pool", "create", "planact", "--type", "process", "--overwrite", env=env)
+    out = _prefect("deploy", "--all", "--no-prompt", env=env)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    log = open(tmp_path / "worker.log", "w")
+    proc = subprocess.Popen([PREFECT, "worker", "start", "--pool", "planact"], cwd=REPO, env=env, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        yield env
+    finally:
+        kill_tree(proc.pid)
+
+
+def _params(tmp_path, run: str, *overrides: str) -> str:
+    cfg = load_config(SMOKE, [f"checkpoint.root={tmp_path}", f"run_name={run}", *overrides])
+    return cfg.model_dump_json()
+
+
+def _run(deployment: str, config_json: str, env: dict, wait: bool = True) -> subprocess.CompletedProcess:
+    args = ["deployment", "run", deployment, "--param", f"config={config_json}"]
+    return _prefect(*args, *(["--watch", "--watch-timeout", "480"] if wait else []), env=env, timeout=600)
+
+
+def _flow_run(flow_run_id: str):
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_run(flow_run_id)
+        artifacts = client.read_artifacts(flow_run_filter={"id": {"any_": [flow_run_id]}})
+    return run, artifacts
+
+
+def _run_id(stdout: str) -> str:
+    for line in stdout.splitlines():
+        if "UUID:" in line:
+            return line.split("UUID:")[1].strip().split()[0]
+    raise AssertionError(f"no flow run id in: {stdout[-1500:]}")
+
+
+@pytest.mark.slow
+def test_deployment_run_from_the_cli_with_mlflow_links_both_ways(worker, mlflow_server, tmp_path):
+    env = worker
+    bad = _run("plan-act-training/plan-act-train", json.dumps({"rounds": -1}), env, wait=False)
+    assert bad.returncode != 0 and "config.rounds" in bad.stdout + bad.stderr  # rejected at creation, field named
+
+    t0 = time.perf_counter()
+    out = _run("plan-act-training/plan-act-train", _params(tmp_path, "deployed"), env)
+    elapsed = time.perf_counter() - t0
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    print(f"\ndeployment run: request -> completed in {elapsed:.1f}s (the worker kept serving after the bad one)")
+
+    flow_run_id = _run_id(out.stdout)
+    run, artifacts = _flow_run(flow_run_id)
+    assert run.state.is_completed()
+    md = next(a for a in artifacts if a.type == "markdown")
+    assert "MLflow run:" in md.data and mlflow_server in md.data  # flow run -> MLflow
+
+    from mlflow import MlflowClient
+
+    client = MlflowClient(mlflow_server)
+    (mrun,) = client.search_runs([client.get_experiment_by_name("planact").experiment_id],
+                                 f"tags.`prefect.flow_run_id` = '{flow_run_id}'")  # MLflow -> flow run
+    assert [m.step for m in client.get_metric_history(mrun.info.run_id, "planner/reward_mean")] == [1, 2]
+    assert mrun.info.run_id in md.data
+    assert read_state(tmp_path / "deployed")["last_completed_round"] == 2
+
+
+@pytest.mark.slow
+def test_two_job_deployments_meet_at_the_barrier(worker, ray_head, tmp_path):
+    env = worker
+    common = (f"ray.address={ray_head}", "barrier.timeout_s=300", "barrier.namespace=two-job-deploy")
+    planner = _run("plan-act-training/plan-act-planner", _params(tmp_path, "dep2", "agent_role=planner", *common),
+                   env, wait=False)
+    actor = _run("plan-act-training/plan-act-actor", _params(tmp_path, "dep2", "agent_role=actor", *common),
+                 env, wait=False)
+    assert planner.returncode == 0 and actor.returncode == 0, planner.stderr + actor.stderr
+    ids = [_run_id(planner.stdout), _run_id(actor.stdout)]
+    deadline = time.time() + 480
+    while time.time() < deadline:
+        states = [_flow_run(i)[0].state for i in ids]
+        if all(s.is_final() for s in states):
+            break
+        time.sleep(2)
+    assert all(s.is_completed() for s in states), [s.message for s in states]
+    ps, as_ = read_state(tmp_path / "dep2", "planner"), read_state(tmp_path / "dep2", "actor")
+    assert ps["last_completed_round"] == 2 and as_["last_completed_round"] == 2
+    assert all(row["fallback"] == 0.0 for row in ps["table"] + as_["table"])  # they met every round

@@ -1,0 +1,24 @@
+"""The notebooks run headless (papermill) with small parameters; executed copies go to tmp, never the repo."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import REPO, SMOKE
+
+
+@pytest.mark.slow
+def test_quickstart_then_compare_runs(prefect_api, tmp_path):
+    import papermill as pm
+
+    pm.execute_notebook(str(REPO / "notebooks" / "01_quickstart.ipynb"), str(tmp_path / "01.ipynb"),
+                        cwd=str(REPO / "notebooks"), kernel_name="python3", progress_bar=False,
+                        parameters={"config": SMOKE, "rounds": 2, "run_name": "nb", "checkpoint_root": str(tmp_path)})
+    assert (tmp_path / "nb-curves.png").stat().st_size > 1000
+    assert (tmp_path / "nb" / "checkpoints" / "round_00002").is_dir()
+
+    pm.execute_notebook(str(REPO / "notebooks" / "03_compare_runs.ipynb"), str(tmp_path / "03.ipynb"),
+                        cwd=str(REPO / "notebooks"), kernel_name="python3", progress_bar=False,
+                        parameters={"tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}",
+                                    "figure_path": str(tmp_path / "compare.png")})
+    assert (tmp_path / "compare.png").stat().st_size > 1000
