@@ -51,10 +51,11 @@ def _run(deployment: str, config_json: str, env: dict, wait: bool = True) -> sub
 
 def _flow_run(flow_run_id: str):
     from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     with get_client(sync_client=True) as client:
         run = client.read_flow_run(flow_run_id)
-        artifacts = client.read_artifacts(flow_run_filter={"id": {"any_": [flow_run_id]}})
+        artifacts = client.read_artifacts(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
     return run, artifacts
 
 
@@ -113,3 +114,8 @@ def test_two_job_deployments_meet_at_the_barrier(worker, ray_head, tmp_path):
     ps, as_ = read_state(tmp_path / "dep2", "planner"), read_state(tmp_path / "dep2", "actor")
     assert ps["last_completed_round"] == 2 and as_["last_completed_round"] == 2
     assert all(row["fallback"] == 0.0 for row in ps["table"] + as_["table"])  # they met every round
+    assert ps["mlflow_run_id"] != as_["mlflow_run_id"]  # one MLflow run per flow run
+    assert all(row["planner/loss"] is not None for row in ps["table"])  # planner trained on the actor's feedback
+    assert all(row["actor/reward_mean"] is not None for row in as_["table"])
+    for role in ("planner", "actor"):
+        assert (tmp_path / "dep2" / "checkpoints" / "round_00002" / role).is_dir()

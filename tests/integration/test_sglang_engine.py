@@ -150,3 +150,29 @@ def test_server_dies_with_a_sigkilled_engine_process(tmp_path):
     while time.time() < deadline and psutil.pid_exists(server_pid) and psutil.Process(server_pid).status() != "zombie":
         time.sleep(0.1)
     assert not psutil.pid_exists(server_pid) or psutil.Process(server_pid).status() == "zombie"
+
+
+def test_role_worker_on_sglang_trains_and_pushes_weights_through_the_shared_folder(tmp_path):
+    from planact.config import load_config
+    from planact.workers import RoleWorker
+
+    from .conftest import SMOKE
+
+    cfg = load_config(SMOKE, [f"checkpoint.root={tmp_path}", "planner.engine=sglang",
+                              f"planner.sglang.launch_command={FAKE!r}".replace("'", '"')])
+    worker = RoleWorker(cfg, "planner", 0, with_trainer=True)
+    try:
+        (group,) = worker.generate(["sort the digits ="], n=2)
+        assert group[0].token_ids and len(group[0].logprobs) == len(group[0].token_ids)
+        samples = [{"prompt_ids": c.prompt_ids, "token_ids": c.token_ids, "logprobs": c.logprobs,
+                    "advantage": adv} for c, adv in zip(group, (1.0, -1.0))]
+        metrics = worker.train(samples)
+        assert metrics["weight_version"] == 1.0
+        exported = tmp_path / "smoke" / "weights" / "planner" / "v000001"
+        assert (exported / "config.json").is_file()  # the trainer wrote an HF checkpoint ...
+        info = worker.engine.http.request("GET", "/get_model_info")
+        assert info["model_path"] == str(exported) and info["weight_version"] == "1"  # ... the server loaded it
+        assert worker.get_weights() == (str(exported), 1)  # what other replicas are pointed at
+    finally:
+        worker.on_stop()
+    assert not worker.engine.server.alive()
