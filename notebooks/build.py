@@ -59,10 +59,10 @@ COMPARE = notebook([
            "per-round metrics. Query them, line up configs and results in one table, plot the curves."),
     ("code", "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nimport mlflow\n"
              "from mlflow import MlflowClient\n\n"
+             "mlflow.set_tracking_uri(tracking_uri)\n"
              "client = MlflowClient(tracking_uri)\n"
              "exp = client.get_experiment_by_name(experiment)\n"
-             "runs = mlflow.search_runs([exp.experiment_id], tracking_uri=tracking_uri, max_results=max_runs) "
-             "if exp else None\n"
+             "runs = mlflow.search_runs([exp.experiment_id], max_results=max_runs) if exp else None\n"
              "assert runs is not None and len(runs), f'no runs in experiment {experiment!r} at {tracking_uri}'\n"
              "len(runs)"),
     ("md", "## Configs and results side by side (only the params that differ between runs)"),
