@@ -28,6 +28,7 @@ test-fast: install
 
 bench: install
 	$(PY) benchmarks/round_overhead.py
+	$(PY) benchmarks/engine_throughput.py
 	$(PY) benchmarks/rl_vs_sft.py
 
 clean:
