@@ -26,7 +26,7 @@ def notebook(cells: list[tuple[str, str]], params: str) -> nbf.NotebookNode:
 QUICKSTART = notebook([
     ("md", "# planact quickstart\n\nA short Plan/Act training run (the same flow the CLI and the deployments run), "
            "then the reward and success curves of each role, read back from MLflow."),
-    ("code", "import os, sys\nfrom pathlib import Path\n\n"
+    ("code", "import sys\nfrom pathlib import Path\n\n"
              "ROOT = Path.cwd() if (Path.cwd() / 'configs').is_dir() else Path.cwd().parent\n"
              "sys.path.insert(0, str(ROOT))\n"
              "from flows.plan_act import plan_act_training\n"

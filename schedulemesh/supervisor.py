@@ -12,8 +12,12 @@ import logging
 import time
 
 import ray
-from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError
-from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
+from ray.exceptions import GetTimeoutError
+from ray.util.placement_group import (
+    PlacementGroup,
+    placement_group,
+    remove_placement_group,
+)
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from schedulemesh import resources as R
@@ -28,6 +32,7 @@ from schedulemesh.errors import (
 )
 from schedulemesh.pool import Pool
 from schedulemesh.records import AgentRecord, load_state, save_state
+from schedulemesh.supervision import SupervisionMixin
 
 log = logging.getLogger("schedulemesh")
 
@@ -55,7 +60,7 @@ def _root_cause(exc: BaseException) -> str:
     return lines[-1] if lines else type(exc).__name__
 
 
-class Supervisor:
+class Supervisor(SupervisionMixin):
     """Pools, agents and their supervision (created by `Scheduler`; not meant to be used directly)."""
 
     def __init__(self, namespace: str, state_path: str | None = None, check_interval_s: float = 1.0,
@@ -259,43 +264,6 @@ class Supervisor:
         rec.pid, rec.node_id, rec.ip = ready["pid"], ready["node_id"], ready["ip"]
         rec.status, rec.last_heartbeat, rec.last_error = "alive", time.time(), None
 
-    async def _preempt_for(self, name: str, pool: Pool, request: dict[str, float]) -> None:
-        """Evict agents of lower-priority pools until the cluster has room for `request` (victims told first).
-
-        Free room is read from Ray's cluster-wide available resources, so on several nodes an eviction
-        may free room on a node the new agent cannot use; Ray then keeps it pending until room appears.
-        """
-        short = R.shortfall(request, R.from_ray(ray.available_resources()))
-        if not short:
-            return
-        victims = sorted((a for a in self.agents.values() if a.status == "alive" and a.pool in self.pools
-                          and self.pools[a.pool].priority < pool.priority),
-                         key=lambda a: (self.pools[a.pool].priority, -a.created_at))
-        chosen, freed = [], {}
-        for victim in victims:
-            if not R.shortfall(short, freed):
-                break
-            if any(victim.resources.get(k, 0) > 0 for k in short):
-                chosen.append(victim)
-                freed = R.add(freed, victim.resources)
-        if not chosen or R.shortfall(short, freed):
-            return  # nothing (enough) to evict: the new agent waits for room like any Ray actor
-        for victim in chosen:
-            reason = f"preempted by agent {name!r} of pool {pool.name!r} (priority {pool.priority})"
-            handle = self.handles.pop(victim.name, None)
-            if handle is not None:
-                try:
-                    await asyncio.wait_for(handle.sm_preempt.remote(reason), 10)
-                except Exception:  # a victim that cannot answer is evicted all the same
-                    pass
-                ray.kill(handle, no_restart=True)
-            victim.status = "preempted"
-            self.pools[victim.pool].release(victim.resources)
-            self.pools[victim.pool].give_bundle(victim.name)
-            self.probes.pop(victim.name, None)
-            self._event("preempted", victim.name, by=name, reason=reason)
-        self._persist()
-
     async def get_agent(self, name: str) -> dict:
         """One agent's record."""
         if name not in self.agents:
@@ -348,95 +316,3 @@ class Supervisor:
     async def events_since(self, t: float = 0.0) -> list[dict]:
         """Supervision events (recreated, ray_restart, deleted, recovery_failed) after time t."""
         return [e for e in self.events if e["time"] > t]
-
-    # --- supervision ---
-
-    async def heartbeat(self, name: str, incarnation: int, report: dict) -> None:
-        """An agent's periodic report; beats from an older incarnation are ignored."""
-        rec = self.agents.get(name)
-        if rec is None or rec.incarnation != incarnation or rec.status not in ("alive", "starting"):
-            return
-        if rec.pid is not None and report.get("pid") not in (None, rec.pid):
-            rec.ray_restarts += 1  # Ray's own max_restarts brought the actor back in a new process
-            self._event("ray_restart", name, old_pid=rec.pid, pid=report["pid"])
-            rec.pid = report["pid"]
-        rec.last_heartbeat = time.time()
-        rec.report = report
-
-    async def _monitor_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.check_interval_s)
-            try:
-                self._check_once()
-            except Exception:  # supervision must outlive any one bad record
-                log.exception("schedulemesh monitor pass failed")
-
-    def _check_once(self) -> None:
-        now = time.time()
-        for name, rec in list(self.agents.items()):
-            if name in self.recovering or rec.status not in ("alive", "recovering"):
-                continue
-            if rec.status == "recovering":  # an earlier recreation attempt failed: try again
-                self.recovering.add(name)
-                asyncio.ensure_future(self._recover(rec, rec.last_error or "recreation pending"))
-                continue
-            dead = False
-            probe = self.probes.get(name)
-            if probe is not None and probe.done():
-                dead = isinstance(probe.result(), ActorDiedError)
-                probe = None
-            if probe is None and name in self.handles:
-                # One outstanding probe per agent: a busy agent queues it instead of piling up pings.
-                self.probes[name] = asyncio.ensure_future(self._probe(self.handles[name]))
-            silent = now - rec.last_heartbeat > self.stale_after_s
-            if dead or silent:
-                why = "actor died" if dead else f"no heartbeat for {now - rec.last_heartbeat:.1f}s"
-                self.recovering.add(name)
-                asyncio.ensure_future(self._recover(rec, why))
-
-    @staticmethod
-    async def _probe(handle) -> object:
-        # The outcome, never raised: ActorDiedError means dead; ActorUnavailableError means Ray's own
-        # max_restarts is bringing it back, which is not ours to handle.
-        try:
-            return await handle.sm_ping.remote()
-        except (ActorDiedError, ActorUnavailableError) as exc:
-            return exc
-        except Exception as exc:
-            return exc
-
-    async def _recover(self, rec: AgentRecord, why: str) -> None:
-        """Kill what is left of the agent and recreate it from its stored class and arguments."""
-        t0 = time.time()
-        try:
-            pool = self.pools.get(rec.pool)
-            alive = [a for a in self.agents.values() if a.pool == rec.pool and a.status == "alive" and a is not rec]
-            if pool is None or (pool.target_agents and len(alive) >= pool.target_agents):
-                rec.status = "stopped"  # the pool is at its target without this agent
-                return
-            if rec.recreations >= self.max_recreations:
-                rec.status, rec.last_error = "failed", f"gave up after {rec.recreations} recreations ({why})"
-                self._event("recovery_failed", rec.name, why=rec.last_error)
-                return
-            rec.status = "recovering"
-            old = self.handles.pop(rec.name, None)
-            if old is not None:
-                try:
-                    ray.kill(old, no_restart=True)
-                except Exception:
-                    pass
-            self.probes.pop(rec.name, None)
-            rec.incarnation += 1
-            rec.recreations += 1
-            try:
-                await self._spawn(rec)
-            except Exception as exc:
-                rec.status, rec.last_error = "recovering", str(exc)  # the next monitor pass tries again
-                self._event("recovery_failed", rec.name, why=str(exc))
-                return
-            rec.last_recovery_s = time.time() - t0
-            log.warning("schedulemesh: recreated agent %s (%s) in %.2fs", rec.name, why, rec.last_recovery_s)
-            self._event("recreated", rec.name, why=why, seconds=rec.last_recovery_s, incarnation=rec.incarnation)
-            self._persist()
-        finally:
-            self.recovering.discard(rec.name)
