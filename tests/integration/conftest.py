@@ -166,10 +166,11 @@ def cli_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def start_cli(args: list[str], log_path: Path, env: dict | None = None, cwd: Path | None = None) -> subprocess.Popen:
-    """Start `python -m flows.plan_act ARGS` in its own session, output to log_path."""
+def start_cli(args: list[str], log_path: Path, env: dict | None = None, cwd: Path | None = None,
+              module: str = "flows.plan_act") -> subprocess.Popen:
+    """Start `python -m <module> ARGS` (the training CLI by default) in its own session, output to log_path."""
     log = open(log_path, "w")
-    return subprocess.Popen([PY, "-m", "flows.plan_act", *args], env=env or cli_env(), cwd=str(cwd or REPO),
+    return subprocess.Popen([PY, "-m", module, *args], env=env or cli_env(), cwd=str(cwd or REPO),
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 

@@ -53,6 +53,17 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
         md = [a for a in arts if a.type == "markdown"]
         assert md and run.info.run_id in md[0].data and "| round |" in md[0].data
 
+    # The evaluate flow (the `evaluate` deployment) re-scores the last checkpoint in its own agents and MLflow run:
+    # same weights, same seeds -> the same held-out figures the training run logged after round 3.
+    rc, out = run_cli(["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", "run_name=e2e",
+                       "--set", f"tracking.tracking_uri={mlflow_server}"], tmp_path / "eval.log", env=cli_env(),
+                      module="flows.evaluate")
+    assert rc == 0 and "held-out:" in out, out[-3000:]
+    (erun,) = client.search_runs([run.info.experiment_id], "tags.`planact.source_run` = 'e2e'")
+    assert erun.data.tags["planact.checkpoint"].endswith("round_00003")
+    trained = client.get_metric_history(run.info.run_id, "heldout/pass_at_1")[-1].value
+    assert erun.data.metrics["heldout/pass_at_1"] == pytest.approx(trained, abs=1e-9)
+
 
 def test_invalid_config_fails_before_any_work(tmp_path):
     rc, out = run_cli(["--config", SMOKE, "--set", "rounds=-1", "--set", f"checkpoint.root={tmp_path}"],
