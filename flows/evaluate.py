@@ -8,6 +8,7 @@ Run it: python -m flows.evaluate --config configs/demo.yaml [--set ...]   (the r
 
 from __future__ import annotations
 
+import ray
 from prefect import flow
 from prefect.runtime import flow_run
 
@@ -52,8 +53,6 @@ def evaluate_checkpoint(config: RunConfig = runtime.DEMO, checkpoint: str | None
         tracker.finish("FAILED")
         raise
     finally:
-        import ray
-
         if owns_ray:
             ray.shutdown()
         elif groups:
