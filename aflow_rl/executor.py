@@ -1,0 +1,63 @@
+"""The offline executor: a planner and an actor for the synthetic benchmark, from a checkpoint or warm-started once.
+
+Offline there is no API model, so workflows call the Plan/Act pair itself: either a Plan/Act run's
+checkpoint (the "optimise the workflow around the current models" mode) or tiny models trained
+here on the teacher's demonstrations and cached under the run root, keyed by their step counts.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+
+from planact.config import RunConfig
+from planact.engines.base import encode_prompt
+from planact.envs.plan_act import PlanActEnv
+from planact.models import build_tokenizer, build_tiny_model
+from planact.rl.trainer import sft
+
+
+def _warm_start(folder: Path, role: str, steps: int, seed: int) -> None:
+    defaults = RunConfig()
+    rc = getattr(defaults, role)
+    tok = build_tokenizer()
+    model = build_tiny_model(rc.tiny, len(tok), seed, tok)
+    env = PlanActEnv(defaults.env, seed)
+    rng = random.Random(f"{seed}:aflow-demos:{role}")
+    n = min(20000, max(2000, steps * rc.warm_start.batch_size // 4))
+    pairs = env.planner_demos(n, rng) if role == "planner" else env.actor_demos(n, rng)
+    demos = [(encode_prompt(tok, p), tok.encode(t, add_special_tokens=False) + [tok.eos_token_id]) for p, t in pairs]
+    torch.manual_seed(seed)
+    if steps:
+        sft(model, tok.pad_token_id, demos, rc.warm_start, seed=seed, steps=steps)
+    model.save_pretrained(folder / role)
+    tok.save_pretrained(folder / role)
+
+
+def ensure_planact_checkpoint(cfg, root: str | Path) -> Path:
+    """Folder with planner/ and actor/ checkpoints for an LLMConfig of kind 'planact' (built once if needed)."""
+    if cfg.checkpoint:
+        folder = Path(cfg.checkpoint)
+        missing = [r for r in ("planner", "actor") if not (folder / r / "config.json").is_file()]
+        if missing:
+            raise FileNotFoundError(f"executor.checkpoint {folder}: no {', '.join(missing)} model in it "
+                                    "(expected a Plan/Act checkpoint folder with planner/ and actor/)")
+        return folder
+    folder = Path(root).resolve() / "aflow-executor" / f"planner{cfg.planner_steps}-actor{cfg.actor_steps}"
+    if (folder / "actor" / "config.json").is_file():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    _warm_start(tmp, "planner", cfg.planner_steps, seed=1)
+    _warm_start(tmp, "actor", cfg.actor_steps, seed=2)
+    try:
+        os.rename(tmp, folder)
+    except OSError:  # a concurrent builder finished first; same seeds, same models
+        shutil.rmtree(tmp, ignore_errors=True)
+    return folder

@@ -1,0 +1,177 @@
+"""The LLM that workflow operators call: any planact engine behind one async interface, with usage and cost.
+
+`create_llm_instance(llm_config)` is what a graph.py calls (as in AFlow). Each call returns a fresh
+`LLM` with its own usage counter over a backend cached per process, so a worker loads local models
+once however many workflows it evaluates. Local engines are fed in micro-batches: concurrent
+operator calls from many problems become one batched generate, which is what makes offline
+evaluation on CPU fast enough to search.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from planact.engines.base import SamplingParams
+
+# The local Plan/Act pair understands exactly two prompt shapes (planact.envs.plan_act).
+ACTOR_PROMPT_RE = re.compile(r":\s*\d+\s*=\s*$")
+
+
+@dataclass
+class Usage:
+    """Calls, tokens and cost spent by one LLM instance."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_cost: float = 0.0
+
+    def as_dict(self) -> dict:
+        """Figures for results.json and metrics."""
+        return {"calls": self.calls, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "total_cost": self.total_cost}
+
+
+class _Batcher:
+    """Collects concurrent requests to one engine and sends them as one generate call per temperature."""
+
+    def __init__(self, engine, max_new_tokens: int, window_s: float = 0.002, max_batch: int = 256):
+        self.engine, self.max_new_tokens, self.window_s, self.max_batch = engine, max_new_tokens, window_s, max_batch
+        self._lock = threading.Lock()  # generate() of a torch model is not re-entrant across threads
+        # Pending requests per event loop: evaluations in different threads each run their own loop.
+        self._pending: dict[int, list[tuple[str, float, asyncio.Future]]] = {}
+        self._flushers: dict[int, asyncio.Task] = {}
+
+    async def generate(self, prompt: str, temperature: float) -> tuple[str, dict]:
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        self._pending.setdefault(id(loop), []).append((prompt, temperature, fut))
+        flusher = self._flushers.get(id(loop))
+        if flusher is None or flusher.done():
+            self._flushers[id(loop)] = asyncio.create_task(self._flush_soon(id(loop)))
+        return await fut
+
+    async def _flush_soon(self, key: int) -> None:
+        await asyncio.sleep(self.window_s)
+        pending = self._pending[key]
+        while pending:
+            batch = pending[: self.max_batch]
+            del pending[: self.max_batch]
+            by_temp: dict[float, list] = {}
+            for item in batch:
+                by_temp.setdefault(item[1], []).append(item)
+            for temp, items in by_temp.items():
+                try:
+                    outs = await asyncio.to_thread(self._run, [p for p, _, _ in items], temp)
+                except Exception as err:  # every waiter learns the engine's error; none hangs
+                    for _, _, fut in items:
+                        if not fut.done():
+                            fut.set_exception(err)
+                    continue
+                for (_, _, fut), out in zip(items, outs):
+                    if not fut.done():
+                        fut.set_result(out)
+
+    def _run(self, prompts: list[str], temperature: float) -> list[tuple[str, dict]]:
+        params = SamplingParams(temperature=temperature, max_new_tokens=self.max_new_tokens, n=1)
+        with self._lock:
+            groups = self.engine.generate(prompts, params)
+        out = []
+        for g in groups:
+            c = g[0]
+            out.append((c.text, {"prompt_tokens": c.meta.get("prompt_tokens", len(c.prompt_ids)),
+                                 "completion_tokens": c.meta.get("completion_tokens", len(c.token_ids))}))
+        return out
+
+
+class Backend:
+    """One or more engines with a routing rule and a price table; shared by every LLM of a process."""
+
+    def __init__(self, engines: dict[str, _Batcher], route, prices: tuple[float, float] = (0.0, 0.0),
+                 follows_instructions: bool = True):
+        self.engines, self.route, self.prices = engines, route, prices
+        self.follows_instructions = follows_instructions
+
+    async def complete(self, prompt: str, temperature: float) -> tuple[str, dict]:
+        """Answer one prompt through the engine the route picks."""
+        return await self.engines[self.route(prompt)].generate(prompt, temperature)
+
+
+class LLM:
+    """What operators hold: `await llm(prompt)` -> text; usage and cost counted per instance."""
+
+    def __init__(self, backend: Backend, temperature: float):
+        self.backend, self.temperature = backend, temperature
+        self.usage = Usage()
+
+    @property
+    def follows_instructions(self) -> bool:
+        """False for the local Plan/Act pair: it only speaks its two prompt shapes, so ensembles vote instead."""
+        return self.backend.follows_instructions
+
+    async def __call__(self, prompt: str, temperature: float | None = None) -> str:
+        text, u = await self.backend.complete(prompt, self.temperature if temperature is None else temperature)
+        self.usage.calls += 1
+        self.usage.prompt_tokens += int(u.get("prompt_tokens") or 0)
+        self.usage.completion_tokens += int(u.get("completion_tokens") or 0)
+        inp, outp = self.backend.prices
+        self.usage.total_cost += (int(u.get("prompt_tokens") or 0) * inp + int(u.get("completion_tokens") or 0) * outp) / 1e6
+        return text
+
+    def get_usage_summary(self) -> dict:
+        """AFlow's accessor: {'total_cost': ...} plus token counts."""
+        return self.usage.as_dict()
+
+
+_BACKENDS: dict[str, Backend] = {}
+_BACKENDS_LOCK = threading.Lock()
+
+
+def _planact_backend(cfg, root: Path) -> Backend:
+    from aflow_rl.executor import ensure_planact_checkpoint
+    from planact.engines.hf import HFEngine
+    from planact.models import load_model
+
+    folder = ensure_planact_checkpoint(cfg, root)
+    engines = {}
+    for role, cap in (("planner", 16), ("actor", 12)):
+        model, tok = load_model(Path(folder) / role)
+        engines[role] = _Batcher(HFEngine(model, tok, name=f"aflow-{role}"), min(cfg.max_new_tokens, cap))
+    route = lambda prompt: "actor" if ACTOR_PROMPT_RE.search(prompt) else "planner"  # noqa: E731
+    return Backend(engines, route, follows_instructions=False)
+
+
+def _api_backend(cfg) -> Backend:
+    from planact.engines.api import AnthropicEngine, OpenAIEngine
+
+    api = cfg.openai if cfg.kind == "openai" else cfg.anthropic
+    engine = OpenAIEngine(api, name="aflow") if cfg.kind == "openai" else AnthropicEngine(api, name="aflow")
+    batcher = _Batcher(engine, cfg.max_new_tokens, max_batch=api.concurrency)
+    return Backend({"api": batcher}, lambda _p: "api", (api.prices.input_per_mtok, api.prices.output_per_mtok))
+
+
+def backend_for(cfg, root: str | Path = "runs") -> Backend:
+    """The process-wide backend for an LLMConfig (built on first use)."""
+    key = f"{Path(root).resolve()}|{cfg.model_dump_json()}"
+    with _BACKENDS_LOCK:
+        if key not in _BACKENDS:
+            _BACKENDS[key] = _planact_backend(cfg, Path(root)) if cfg.kind == "planact" else _api_backend(cfg)
+        return _BACKENDS[key]
+
+
+@dataclass
+class LLMHandle:
+    """What a Workflow receives as `llm_config`: the model config plus where local models live."""
+
+    config: object
+    root: str = "runs"
+    extra: dict = field(default_factory=dict)
+
+
+def create_llm_instance(llm_config: LLMHandle) -> LLM:
+    """AFlow's factory: a fresh usage counter over this process's cached backend."""
+    return LLM(backend_for(llm_config.config, llm_config.root), llm_config.config.temperature)
