@@ -4,7 +4,7 @@
       ensure agents -> resume or warm start -> baseline eval
       for round r:  plan_act_round(r)             sub-flow on RayTaskRunner
         sample_tasks -> planner_generate -> barrier -> actor_execute (fan-out)
-        -> score_rewards -> experience -> train_planner / train_actor
+        -> score_rewards -> experience_pool (sub-flow) -> train_planner / train_actor
       log + checkpoint every k rounds; held-out eval every few rounds
 
 Run it: python -m flows.plan_act --config configs/demo.yaml --set rounds=4
@@ -21,8 +21,10 @@ from prefect_ray import RayTaskRunner
 from prefect_ray.context import remote_options
 
 from flows import runtime
+from flows.experience import experience_pool
 from planact import agents
 from planact.config import RunConfig, check_runtime, validate_config
+from planact.experience import PoolRef, experience_items
 from planact.rollout import actor_requests
 from planact.session import TrainingSession
 from planact.timing import Stopwatch
@@ -32,7 +34,6 @@ from tasks.plan_act import (
     barrier,
     checkpoint,
     evaluate_heldout,
-    persist_experience,
     planner_generate,
     sample_tasks,
     score_rewards,
@@ -43,7 +44,7 @@ from tasks.plan_act import (
 
 @flow(name="plan-act-round", log_prints=True)
 def plan_act_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | None,
-                   actor: agents.RoleGroup | None) -> dict:
+                   actor: agents.RoleGroup | None, pool: PoolRef) -> dict:
     """One round: plans, barrier, fanned-out execution, scoring, experience, training of each local role.
 
     Round payloads (plans, answers, samples) travel wrapped in `Payload` so Prefect does not walk
@@ -89,9 +90,10 @@ def plan_act_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | N
                 barrier(cfg, round_idx, role, Payload(scored.planner_samples), "feedback")
 
     with clock("experience"):
-        for r_name, key in (("planner", "planner_samples"), ("actor", "actor_samples")):
-            if result[key]:
-                persist_experience(cfg, round_idx, r_name, Payload(result[key]))
+        items = [it for r_name, key in (("planner", "planner_samples"), ("actor", "actor_samples"))
+                 for it in experience_items(cfg.run_name, round_idx, r_name, result[key])]
+        if items:
+            metrics["experience/items"] = float(experience_pool(pool, Payload(items))["items"])
 
     with clock("train"), remote_options(num_cpus=cfg.ray.task_num_cpus):
         futures = {}
@@ -136,7 +138,7 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
             t0 = time.perf_counter()
             # The parent flow's heartbeat covers its rounds; a per-round heartbeat thread only adds ~1 s at exit.
             with temporary_settings(updates={"flows.heartbeat_frequency": None}):
-                out = round_flow(cfg, r, planner, actor)
+                out = round_flow(cfg, r, planner, actor, session.experience)
             out["metrics"]["time/round_s"] = time.perf_counter() - t0
             session.record_round(r, out)
             print(session.progress_line(r))

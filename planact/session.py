@@ -23,6 +23,7 @@ import yaml
 
 from planact import agents
 from planact.config import RunConfig
+from planact.experience import PoolRef, pool_actor
 from planact.storage import RunState, atomic_write, checkpoint_dir, prune_checkpoints
 from planact.tracking import Tracker
 
@@ -30,7 +31,7 @@ TABLE_KEYS = ("success", "planner/reward_mean", "actor/reward_mean", "planner/lo
               "time/round_s")
 
 
-def connect_ray(cfg: RunConfig, env_vars: dict[str, str] | None = None) -> bool:
+def connect_ray(cfg, env_vars: dict[str, str] | None = None, namespace: str | None = None) -> bool:
     """Connect to the configured Ray (or start a local one); returns True when this call started it."""
     if ray.is_initialized():
         return False
@@ -38,7 +39,7 @@ def connect_ray(cfg: RunConfig, env_vars: dict[str, str] | None = None) -> bool:
     merged_env = {**(env_vars or {}), **runtime_env.get("env_vars", {})}
     if merged_env:
         runtime_env["env_vars"] = merged_env
-    kwargs = {"namespace": cfg.barrier.namespace, "runtime_env": runtime_env or None, "log_to_driver": True}
+    kwargs = {"namespace": namespace or cfg.barrier.namespace, "runtime_env": runtime_env or None, "log_to_driver": True}
     if cfg.ray.address in (None, "", "local"):
         # A private single-machine Ray: keep all its traffic on loopback (Ray otherwise binds the primary
         # interface's address even for a one-node cluster).
@@ -71,6 +72,9 @@ class TrainingSession:
         self.roles = ["planner", "actor"] if cfg.agent_role == "both" else [cfg.agent_role]
         suffix = "" if cfg.agent_role == "both" else f"-{cfg.agent_role}"
         self.tracker = Tracker(cfg, self.state.data["mlflow_run_id"], tags=tags, run_name=cfg.run_name + suffix)
+        # One pool actor per job (two-job mode: one each); both append to the same folder under a file lock.
+        self.experience = PoolRef(self.run_dir / "experience", f"{cfg.run_name}:{cfg.agent_role}:experience",
+                                  cfg.barrier.namespace)
         self.resumed = self.state.data["mlflow_run_id"] is not None
         if not self.resumed:
             self.state.data["mlflow_run_id"] = self.tracker.run_id
@@ -98,6 +102,7 @@ class TrainingSession:
         width = max(len(self.roles), *(getattr(self.cfg, r).resources.replicas for r in self.roles))
         warm = [_warm_worker.options(num_cpus=self.cfg.ray.task_num_cpus).remote(preload, 0.5) for _ in range(width)]
         scheduler = agents.scheduler_for(self.cfg)
+        self._pool = pool_actor(self.experience.path, self.experience.name, self.experience.namespace)  # owned here
         with ThreadPoolExecutor(len(self.roles)) as pool:
             made = list(pool.map(lambda r: agents.create_role_group(self.cfg, r, scheduler), self.roles))
         groups = dict(zip(self.roles, made))

@@ -1,4 +1,4 @@
-"""Durable files under the run folder: round experience, run state, checkpoint bookkeeping.
+"""Durable files under the run folder: run state and checkpoint bookkeeping (experience: planact.experience).
 
 Every write is atomic (temp file, fsync, rename, fsync of the folder): a write
 that returned is on disk, and a SIGKILL at any point leaves either the old or
@@ -34,40 +34,6 @@ def atomic_write(path: str | Path, data: bytes | str) -> None:
         os.fsync(dfd)
     finally:
         os.close(dfd)
-
-
-class RoundExperienceStore:
-    """One JSONL file per (round, role) under <run>/experience; a round re-run replaces its file."""
-
-    def __init__(self, root: str | Path):
-        self.root = Path(root)
-
-    def path(self, round_idx: int, role: str) -> Path:
-        """File holding a round's samples for one role."""
-        return self.root / f"round_{round_idx:05d}.{role}.jsonl"
-
-    def write_round(self, round_idx: int, role: str, samples: list[dict]) -> int:
-        """Persist a round's samples; returns the count once they are durable (the acknowledgement)."""
-        body = "".join(json.dumps(s, separators=(",", ":")) + "\n" for s in samples)
-        atomic_write(self.path(round_idx, role), body)
-        return len(samples)
-
-    def read_round(self, round_idx: int, role: str) -> list[dict]:
-        """Samples of one round and role ([] if none were written)."""
-        p = self.path(round_idx, role)
-        return [json.loads(line) for line in p.read_text().splitlines()] if p.is_file() else []
-
-    def rounds(self) -> list[int]:
-        """Rounds with stored experience, ascending."""
-        return sorted({int(p.name.split(".")[0].split("_")[1]) for p in self.root.glob("round_*.jsonl")})
-
-    def stats(self) -> dict:
-        """Counts per role over all stored rounds."""
-        out: dict[str, int] = {}
-        for p in self.root.glob("round_*.jsonl"):
-            role = p.name.split(".")[1]
-            out[role] = out.get(role, 0) + sum(1 for _ in p.open())
-        return out
 
 
 class RunState:

@@ -13,23 +13,23 @@ from pathlib import Path
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
-from planact.config import RunConfig, flatten
+from planact.config import flatten
 
 _SECRET = re.compile(r"(key|token|secret|password|passwd|credential)", re.I)
 
 
-def tracking_uri(cfg: RunConfig) -> str:
-    """Config URI, else $MLFLOW_TRACKING_URI, else a SQLite store under the checkpoint root."""
+def tracking_uri(cfg) -> str:
+    """Config URI, else $MLFLOW_TRACKING_URI, else a SQLite store under the run root (any config with .tracking)."""
     if cfg.tracking.tracking_uri:
         return cfg.tracking.tracking_uri
     if os.environ.get("MLFLOW_TRACKING_URI"):
         return os.environ["MLFLOW_TRACKING_URI"]
-    root = Path(cfg.checkpoint.root).resolve()
+    root = Path(cfg.checkpoint.root if hasattr(cfg, "checkpoint") else cfg.root).resolve()
     root.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{root / 'mlflow.db'}"
 
 
-def safe_params(cfg: RunConfig) -> dict[str, str]:
+def safe_params(cfg) -> dict[str, str]:
     """Flattened config with anything that looks like a secret removed (MLflow caps values at 6000 chars)."""
     out = {}
     for k, v in flatten(cfg).items():
@@ -58,8 +58,8 @@ def _sqlite_create_lock(uri: str):
 class Tracker:
     """A thin handle on one MLflow run, addressed by id so threads and resumed processes share it."""
 
-    def __init__(self, cfg: RunConfig, run_id: str | None = None, tags: dict[str, str] | None = None,
-                 run_name: str | None = None):
+    def __init__(self, cfg, run_id: str | None = None, tags: dict[str, str] | None = None,
+                 run_name: str | None = None, parent_run_id: str | None = None):
         self.uri = tracking_uri(cfg)
         with _sqlite_create_lock(self.uri):
             self.client = MlflowClient(self.uri)
@@ -73,7 +73,8 @@ class Tracker:
             else:
                 exp_id = exp.experiment_id
         if run_id is None:
-            run = self.client.create_run(exp_id, run_name=run_name or cfg.run_name, tags=tags or {})
+            tags = {**(tags or {}), **({"mlflow.parentRunId": parent_run_id} if parent_run_id else {})}  # nesting
+            run = self.client.create_run(exp_id, run_name=run_name or cfg.run_name, tags=tags)
             self.run_id = run.info.run_id
             params = [Param(k, v) for k, v in safe_params(cfg).items()]
             for i in range(0, len(params), 100):

@@ -12,7 +12,6 @@ from planact.config import RunConfig
 from planact.envs.plan_act import PlanActEnv, planner_prompt
 from planact.orchestrator import barrier_key, get_or_create_orchestrator, resolve_barrier
 from planact.rollout import evaluate, score_round
-from planact.storage import RoundExperienceStore
 
 # Payloads are whole rounds of token ids: never hash or persist them.
 TASK_OPTS = {"cache_policy": NO_CACHE, "persist_result": False}
@@ -121,12 +120,6 @@ def score_rewards(cfg: RunConfig, batch: list[dict], plans: Payload, answers: Pa
     return Payload(score_round(batch, _open(plans), _open(answers), cfg.credit, std, n_rollouts=cfg.tracking.rollout_rows))
 
 
-@task(name="experience", **TASK_OPTS)
-def persist_experience(cfg: RunConfig, round_idx: int, role: str, samples: list[dict]) -> int:
-    """Write the round's samples of one role durably under the run folder; returns the acknowledged count."""
-    return RoundExperienceStore(cfg.run_dir() / "experience").write_round(round_idx, role, _open(samples))
-
-
 @task(name="train_role", **AGENT_TASK_OPTS)
 def train_role(group: agents.RoleGroup, samples: list[dict], round_idx: int | None = None) -> dict:
     """One GRPO update on the role's trainer, then weight sync to its engines (applied once per round)."""
@@ -162,5 +155,5 @@ def checkpoint(groups: list[agents.RoleGroup], folder: str) -> str:
     return folder
 
 
-__all__ = ["actor_execute", "barrier", "checkpoint", "evaluate_heldout", "persist_experience",
+__all__ = ["actor_execute", "barrier", "checkpoint", "evaluate_heldout",
            "Payload", "planner_generate", "sample_tasks", "score_rewards", "train_role", "warm_start"]

@@ -7,6 +7,8 @@ import json
 import pytest
 from mlflow.tracking import MlflowClient
 
+from planact.experience import ExperienceStore
+
 from .conftest import SMOKE, cli_env, read_state, run_cli
 
 
@@ -21,11 +23,12 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
     run_dir = tmp_path / "e2e"
     state = read_state(run_dir)
     assert state["last_completed_round"] == 3
-    # Experience of every round and role is on disk.
+    # Experience of every round and role is in the run's durable pool.
+    pool = ExperienceStore(run_dir / "experience")
     for r in (1, 2, 3):
         for role in ("planner", "actor"):
-            lines = (run_dir / "experience" / f"round_{r:05d}.{role}.jsonl").read_text().splitlines()
-            assert lines and {"prompt_ids", "token_ids", "logprobs", "reward", "advantage"} <= json.loads(lines[0]).keys()
+            items = pool.query(run="e2e", round=r, role=role)
+            assert items and {"prompt_ids", "token_ids", "logprobs", "reward", "advantage"} <= items[0]["data"].keys()
 
     client = MlflowClient(mlflow_server)
     run = client.get_run(state["mlflow_run_id"])

@@ -8,6 +8,8 @@ import time
 import pytest
 from mlflow.tracking import MlflowClient
 
+from planact.experience import ExperienceStore
+
 from .conftest import SMOKE, kill_tree, read_state, run_cli, start_cli
 
 
@@ -44,4 +46,7 @@ def test_sigkill_then_resume_without_duplicate_steps(prefect_api, tmp_path):
         assert sorted(steps) == [1, 2, 3, 4, 5, 6], (key, steps)  # every round once: no gaps, no duplicates
     assert client.get_run(run_id).info.status == "FINISHED"
     # Acknowledged experience of the rounds before the kill is still there.
-    assert all((tmp_path / "resume" / "experience" / f"round_{r:05d}.actor.jsonl").is_file() for r in range(1, 7))
+    pool = ExperienceStore(tmp_path / "resume" / "experience")
+    assert all(pool.query(run="resume", round=r, role="actor") for r in range(1, 7))
+    stats = pool.stats()
+    assert stats["rounds"] == 6 and stats["torn_lines"] == 0  # a re-run round replaced its items, none lost

@@ -1,19 +1,9 @@
-"""Durable run files and round scoring with per-role credit."""
+"""Durable run state and round scoring with per-role credit."""
 
 from planact.config import CreditConfig
 from planact.engines.base import Completion
 from planact.rollout import actor_requests, clean_plan, score_round
-from planact.storage import RoundExperienceStore, RunState
-
-
-def test_experience_store_round_trip_and_replace(tmp_path):
-    store = RoundExperienceStore(tmp_path / "exp")
-    assert store.write_round(3, "actor", [{"a": 1}, {"a": 2}]) == 2
-    store.write_round(3, "actor", [{"a": 9}])  # a re-run round replaces, never duplicates
-    store.write_round(4, "planner", [{"p": 1}])
-    assert store.read_round(3, "actor") == [{"a": 9}]
-    assert store.rounds() == [3, 4] and store.stats() == {"actor": 1, "planner": 1}
-    assert not list((tmp_path / "exp").glob(".*"))  # no temp files left behind
+from planact.storage import RunState
 
 
 def test_run_state_persists(tmp_path):
