@@ -126,3 +126,26 @@ def load_aflow_config(path: str | Path | None = None, overrides: list[str] | Non
             raise ConfigError(f"config file not found: {p}")
         data = yaml.safe_load(p.read_text()) or {}
     return validate_aflow_config(deep_merge(data, parse_overrides(overrides)))
+
+
+def api_llms(cfg: AFlowConfig) -> list[tuple[str, LLMConfig]]:
+    """(field path, config) of every API model the run will call."""
+    out = [("executor", cfg.executor)] if cfg.executor.kind != "planact" else []
+    if cfg.search.optimizer == "llm":
+        out.append(("search.optimizer_llm", cfg.search.optimizer_llm))
+    return out
+
+
+def check_aflow_runtime(cfg: AFlowConfig) -> None:
+    """Before any work: the LLM optimizer has an API model, and every API model can find its key."""
+    import os
+
+    if cfg.search.optimizer == "llm" and cfg.search.optimizer_llm.kind == "planact":
+        raise ConfigError("search.optimizer_llm.kind: the LLM optimizer needs an API model ('openai' or 'anthropic'); "
+                          "offline, use search.optimizer: structured")
+    for path, llm in api_llms(cfg):
+        api = getattr(llm, llm.kind)
+        if api.api_key_env and not api.api_key_secret and not os.environ.get(api.api_key_env):
+            raise ConfigError(f"{path}.{llm.kind}.api_key_env: ${api.api_key_env} is not set (export it, name a "
+                              f"Prefect Secret in {path}.{llm.kind}.api_key_secret, or set api_key_env: '' for an "
+                              "endpoint without keys)")

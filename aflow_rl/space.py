@@ -177,6 +177,8 @@ class Edit:
             return f"Add a {self.target} step."
         if self.kind == "remove":
             return f"Remove the {self.target} step."
+        if self.kind == "votes" and self.value == 1:
+            return f"Sample the {self.target} step once (no ensemble)."
         if self.kind == "votes":
             return f"Sample the {self.target} step {self.value} times and keep the self-consistent answer (ScEnsemble)."
         if self.kind == "op":

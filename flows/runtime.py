@@ -46,10 +46,14 @@ def load_api_secrets(cfg) -> list[str]:
     config, Prefect parameters, Ray's runtime_env or a log line. Returns the variables it set.
     """
     done = []
-    for role in ("planner", "actor"):
-        rc = getattr(cfg, role)
-        api = getattr(rc, rc.engine, None) if rc.engine in ("openai", "anthropic") else None
-        if api is not None and api.api_key_secret and api.api_key_env and not os.environ.get(api.api_key_env):
+    if hasattr(cfg, "executor"):  # an AFlow config: executor and optimizer models
+        from aflow_rl.config import api_llms
+
+        apis = [getattr(llm, llm.kind) for _, llm in api_llms(cfg)]
+    else:
+        apis = [getattr(rc, rc.engine) for rc in (cfg.planner, cfg.actor) if rc.engine in ("openai", "anthropic")]
+    for api in apis:
+        if api.api_key_secret and api.api_key_env and not os.environ.get(api.api_key_env):
             from prefect.blocks.system import Secret
 
             os.environ[api.api_key_env] = Secret.load(api.api_key_secret).get()
@@ -71,23 +75,24 @@ def publish_markdown(markdown: str, key: str) -> None:
     create_markdown_artifact(markdown=markdown, key=safe, description="planact round table and MLflow link")
 
 
-def cli(argv: list[str] | None, flow_fn) -> int:
+def cli(argv: list[str] | None, flow_fn, load=None, check=None, default_config: str = "configs/demo.yaml",
+        summary=None) -> int:
     """Parse --config/--set, validate before anything starts, run the flow, print the summary table."""
-    parser = argparse.ArgumentParser(prog="python -m flows.plan_act", description=flow_fn.__doc__)
-    parser.add_argument("--config", default="configs/demo.yaml", help="YAML run config")
+    parser = argparse.ArgumentParser(description=flow_fn.__doc__)
+    parser.add_argument("--config", default=default_config, help="YAML run config")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config field, e.g. --set rounds=4 --set planner.rl.lr=1e-4")
     args = parser.parse_args(argv)
     try:
-        cfg = load_config(args.config, args.overrides)
-        check_runtime(cfg)
+        cfg = (load or load_config)(args.config, args.overrides)
+        (check or check_runtime)(cfg)
     except (ConfigError, NotImplementedError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     ensure_prefect_api()
     t0 = time.perf_counter()
-    summary = flow_fn(cfg)
-    print_summary(cfg.run_name, summary, time.perf_counter() - t0)
+    result = flow_fn(cfg)
+    (summary or print_summary)(cfg.run_name, result, time.perf_counter() - t0)
     return 0
 
 
