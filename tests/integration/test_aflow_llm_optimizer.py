@@ -1,0 +1,144 @@
+"""The LLM optimizer path and continuing a hand-made AFlow workspace.
+
+OpenAI and Anthropic cannot be reached from here: the optimizer and the executor talk to loopback
+servers implementing the OpenAI chat-completions and Anthropic messages shapes (tests/servers). The
+executor server answers HumanEval problems with their canonical solution only when the prompt asks
+for care, so the score of a workflow really depends on its prompt; the code runs in the sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+from aflow_rl.benchmarks import load_problems
+from aflow_rl.config import AFlowConfig
+from aflow_rl.optimizers import LLMOptimizer
+from aflow_rl.search import run_local
+from aflow_rl.workspace import Workspace
+from tests.servers.loopback import anthropic_server, openai_server
+
+HUMANEVAL = {p["entry_point"]: p for p in load_problems("humaneval")}
+
+ROUND_GRAPH = '''from typing import Literal
+import workspace.HumanEval.workflows.template.operator as operator
+import workspace.HumanEval.workflows.round_{r}.prompt as prompt_custom
+from scripts.async_llm import create_llm_instance
+from scripts.evaluator import DatasetType
+
+
+class Workflow:
+    def __init__(self, name: str, llm_config, dataset: DatasetType) -> None:
+        self.name = name
+        self.dataset = dataset
+        self.llm = create_llm_instance(llm_config)
+        self.custom_code_generate = operator.CustomCodeGenerate(self.llm)
+
+    async def __call__(self, problem: str, entry_point: str):
+        solution = await self.custom_code_generate(problem=problem, entry_point=entry_point, instruction=prompt_custom.CODE_PROMPT)
+        return solution["response"], self.llm.get_usage_summary()["total_cost"]
+'''
+
+GOOD_ANSWER = '''I will make the instruction stricter.
+<modification>Ask the model to work carefully through the examples before writing code.</modification>
+<graph>
+```python
+{graph}
+```
+</graph>
+<prompt>
+CODE_PROMPT = """Work carefully through the examples, then complete the function."""
+</prompt>'''
+
+
+def executor_answer(prompt: str, n: int, body: dict):
+    """Canonical solutions only for prompts that ask for care; otherwise a stub that fails the tests."""
+    p = next((p for e, p in HUMANEVAL.items() if f"`{e}`" in prompt), None)
+    if p is None:
+        return [("no idea", "stop", [])] * n
+    code = p["question"] + p["answer"] if "carefully" in prompt else f"def {p['entry_point']}(*args):\n    return None\n"
+    return [(f"```python\n{code}\n```", "stop", [])] * n
+
+
+def make_handmade_workspace(root) -> Workspace:
+    """Rounds 1 and 2 in AFlow's exact layout, as an AFlow run leaves them (no CSVs kept)."""
+    ws = Workspace(root)
+    ws.init()
+    for r, prompt in ((1, "Complete the function."), (2, "Complete the function. Mind edge cases.")):
+        d = root / f"round_{r}"
+        d.mkdir(parents=True)
+        (d / "__init__.py").write_text("")
+        (d / "graph.py").write_text(ROUND_GRAPH.format(r=r))
+        (d / "prompt.py").write_text(f'CODE_PROMPT = """{prompt}"""\n')
+    (root / "round_2" / "experience.json").write_text(json.dumps(
+        {"father node": 1, "modification": "Mention edge cases.", "before": 0.0, "after": 0.0, "succeed": False}))
+    (root / "results.json").write_text(json.dumps(
+        [{"round": r, "score": 0.0, "avg_cost": 0.0, "total_cost": 0.0, "time": 1.0} for r in (1, 1, 2, 2)]))
+    (root / "processed_experience.json").write_text(json.dumps(
+        {"1": {"score": 0.0, "success": {}, "failure": {"2": {"modification": "Mention edge cases.", "score": 0.0}}}}))
+    return ws
+
+
+def _openai(url: str) -> dict:
+    return {"kind": "openai", "temperature": 0.0, "max_new_tokens": 2048,
+            "openai": {"base_url": url + "/v1", "model": "loopback", "api_key_env": "", "max_retries": 4,
+                       "backoff_base_s": 0.05, "timeout_s": 10}}
+
+
+def test_llm_optimizer_continues_a_handmade_aflow_workspace(tmp_path):
+    answers = iter([
+        "Sure! Here is my idea: add a review step.",  # malformed: no tags at all
+        "<modification>Use a new prompt.</modification><graph>" + ROUND_GRAPH.format(r=3).replace(
+            "prompt_custom.CODE_PROMPT", "prompt_custom.BETTER_PROMPT") + "</graph><prompt>OTHER = 'x'</prompt>",
+        GOOD_ANSWER.format(graph=ROUND_GRAPH.format(r=3)),
+    ])
+    optimizer = openai_server(lambda prompt, n, body: [(next(answers), "stop", [])], key=None)
+    executor = openai_server(executor_answer, key=None)
+    with optimizer, executor:
+        optimizer.fail_next(429, times=2, retry_after="0.1")
+        optimizer.fail_next(503, times=1)
+        ws = make_handmade_workspace(tmp_path / "HUMANEVAL" / "workflows")
+        cfg = AFlowConfig(run_name="continue", root=str(tmp_path), benchmark="humaneval", workspace=str(ws.root),
+                          limit=4, executor=_openai(executor.url), policy={"enabled": False},
+                          search={"optimizer": "llm", "optimizer_llm": _openai(optimizer.url), "max_rounds": 3,
+                                  "validation_repeats": 2})
+        history = run_local(cfg)
+        opt_requests = len(optimizer.requests)
+
+    assert [h["round"] for h in history] == [3]  # rounds 1 and 2 were read, not re-run
+    assert not list((ws.root / "round_1").glob("*.csv")) and not list((ws.root / "round_2").glob("*.csv"))
+    meta = json.loads((ws.root / "round_3" / "planact.json").read_text())
+    assert meta["optimizer_attempts"] == 3 and len(meta["rejected"]) == 2
+    assert "no <graph>" in meta["rejected"][0] and "BETTER_PROMPT" in meta["rejected"][1]
+    assert opt_requests == 6  # 2 x 429 + 1 x 503 retried by the engine, then the three answers
+    exp = json.loads((ws.root / "round_3" / "experience.json").read_text())
+    assert exp["father node"] in (1, 2) and exp["before"] == 0.0 and exp["after"] == 1.0 and exp["succeed"] is True
+    processed = json.loads((ws.root / "processed_experience.json").read_text())
+    assert processed["1"]["failure"]["2"]["modification"] == "Mention edge cases."  # the old history is kept
+    assert processed[str(exp["father node"])]["success"]["3"]["score"] == 1.0
+    rows = json.loads((ws.root / "results.json").read_text())
+    assert [r["round"] for r in rows] == [1, 1, 2, 2, 3, 3] and rows[-1]["score"] == 1.0
+    assert len(list((ws.root / "round_3").glob("1.00000_*.csv"))) == 2 and (ws.root / "round_3" / "log.json").is_file()
+
+
+def test_anthropic_optimizer_repairs_missing_prompts_and_survives_overload(tmp_path):
+    ws = make_handmade_workspace(tmp_path / "workflows")
+    # The answer's prompt.py lacks CODE_PROMPT, which the parent defines: repaired by carrying it over.
+    answer = ("<modification>Return early on empty input.</modification><graph>" + ROUND_GRAPH.format(r=3)
+              + "</graph><prompt>EXTRA = 'unused'</prompt>")
+    with anthropic_server(lambda prompt, n, body: [(answer, "stop", [])], key=None) as srv:
+        srv.fail_next(529, times=2)  # Anthropic's "overloaded"
+        llm = {"kind": "anthropic", "temperature": 0.0,
+               "anthropic": {"base_url": srv.url, "model": "loopback", "api_key_env": "", "backoff_base_s": 0.05}}
+        opt = LLMOptimizer(AFlowConfig(search={"optimizer_llm": llm}).search.optimizer_llm, "humaneval")
+        cand = opt.propose(ws, 1, 0.0, random.Random(0))
+        sent = srv.requests[-1]["body"]
+    assert cand.graph and cand.attempts == 1 and "CODE_PROMPT" in cand.prompt and "EXTRA" in cand.prompt
+    assert "Mention edge cases." in sent["messages"][-1]["content"]  # the parent's experience is in the request
+    # The same modification again from the same parent is refused (AFlow's dedupe).
+    ws.record_refusal(3, 1, "Return early on empty input.", ["test"])
+    with anthropic_server(lambda prompt, n, body: [(answer, "stop", [])], key=None) as srv:
+        llm["anthropic"]["base_url"] = srv.url
+        opt = LLMOptimizer(AFlowConfig(search={"optimizer_llm": llm}).search.optimizer_llm, "humaneval", attempts=2)
+        again = opt.propose(ws, 1, 0.0, random.Random(0))
+    assert not again.graph and all("already tried" in r for r in again.rejected)
