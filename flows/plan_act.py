@@ -110,6 +110,24 @@ def plan_act_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | N
     return {"metrics": metrics, "rollouts": result["rollouts"], "workers": result.get("workers", [])}
 
 
+def optimise_workflow(cfg: RunConfig, round_idx: int, session: TrainingSession) -> dict:
+    """The aflow-optimize sub-flow around this round's checkpoint; its MLflow run nests under this run's."""
+    from aflow_rl.config import AFlowConfig
+    from flows.aflow import aflow_optimize
+
+    a = cfg.aflow
+    acfg = AFlowConfig(
+        run_name=f"{cfg.run_name}-aflow-r{round_idx}", root=str(session.run_dir / "aflow"), seed=cfg.seed,
+        limit=a.limit, executor={"kind": "planact", "checkpoint": str(session.checkpoint_folder(round_idx))},
+        search={"max_rounds": a.max_rounds, "validation_repeats": a.validation_repeats},
+        policy={"enabled": a.policy}, ray=cfg.ray.model_dump(),
+        tracking={"tracking_uri": session.tracker.uri, "experiment": cfg.tracking.experiment})
+    out = aflow_optimize(acfg, parent_run_id=session.tracker.run_id)
+    session.tracker.log_metrics({"aflow/best_validation": out["best_validation"], "aflow/test_score": out["test_score"]},
+                               step=round_idx)
+    return out
+
+
 @flow(name="plan-act-training", log_prints=True)
 def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
     """Train the planner and the actor with RL for `config.rounds` rounds; re-running a run name resumes it."""
@@ -146,6 +164,8 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
                 session.commit(r, checkpoint(trained, session.checkpoint_folder(r)))
             if session.eval_due(r) and planner is not None and actor is not None:
                 session.log_eval(r, evaluate_heldout(cfg, planner, actor))
+            if cfg.aflow.every_rounds and r % cfg.aflow.every_rounds == 0:
+                optimise_workflow(cfg, r, session)
 
         runtime.publish_markdown(session.markdown(), f"planact-{cfg.run_name}-{cfg.agent_role}")
         summary = session.finish()

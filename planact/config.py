@@ -181,6 +181,16 @@ class RayConfig(_Strict):
     task_num_cpus: float = Field(0.1, gt=0.0, description="CPUs reserved by each Prefect task on Ray (fractional so actors leave room, STACK_NOTES).")
 
 
+class AFlowHookConfig(_Strict):
+    """Optimise the workflow around the current models every N rounds (an aflow-optimize sub-flow)."""
+
+    every_rounds: int = Field(0, ge=0, description="Run an AFlow search after every this many rounds (0 = never); must be a multiple of checkpoint.every.")
+    max_rounds: int = Field(3, ge=1, description="Search rounds per optimisation.")
+    validation_repeats: int = Field(2, ge=1, description="Evaluations of each workflow on the validation split.")
+    limit: int | None = Field(20, ge=1, description="Validation problems used (None = all 50).")
+    policy: bool = Field(True, description="Guide the search with the GiGPO edit policy (False = plain MCTS).")
+
+
 class RunConfig(_Strict):
     """A Plan/Act training run."""
 
@@ -203,6 +213,7 @@ class RunConfig(_Strict):
     tracking: TrackingConfig = Field(default_factory=TrackingConfig, description="MLflow tracking.")
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig, description="Checkpoints and resume.")
     ray: RayConfig = Field(default_factory=RayConfig, description="Ray connection.")
+    aflow: AFlowHookConfig = Field(default_factory=AFlowHookConfig, description="AFlow search around the current models every N rounds.")
 
     @field_validator("run_name")
     @classmethod
@@ -210,6 +221,14 @@ class RunConfig(_Strict):
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", v):
             raise ValueError("use letters, digits, '_', '-', '.' (it names a folder)")
         return v
+
+    @model_validator(mode="after")
+    def _aflow_on_checkpoints(self) -> "RunConfig":
+        if self.aflow.every_rounds and self.aflow.every_rounds % self.checkpoint.every:
+            raise ValueError("aflow.every_rounds must be a multiple of checkpoint.every (it searches around a checkpoint)")
+        if self.aflow.every_rounds and self.agent_role != "both":
+            raise ValueError("aflow.every_rounds needs agent_role 'both' (the search executes planner and actor together)")
+        return self
 
     def run_dir(self) -> Path:
         """Folder holding this run's checkpoints, experience and state."""

@@ -197,3 +197,17 @@ def read_state(run_dir: Path, role: str = "both") -> dict:
 
 
 SMOKE = str(REPO / "configs" / "smoke.yaml")
+
+
+@pytest.fixture(scope="session")
+def aflow_executor(tmp_path_factory) -> str:
+    """A planner+actor checkpoint for the offline AFlow benchmark, warm-started once per test session (~70 s).
+
+    Fewer steps than the demo's executor (300/1500): weaker models, but workflows with and without a
+    plan still score apart, which is what the AFlow tests need.
+    """
+    from aflow_rl.config import LLMConfig
+    from aflow_rl.executor import ensure_planact_checkpoint
+
+    return str(ensure_planact_checkpoint(LLMConfig(planner_steps=200, actor_steps=1000),
+                                         tmp_path_factory.mktemp("aflow-executor")))

@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from aflow_rl.config import AFlowConfig, load_aflow_config
+
 from planact.config import ConfigError, RunConfig, flatten, load_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,9 +19,12 @@ def test_defaults_and_shipped_configs_validate():
     assert cfg.barrier.timeout_s == 1800
     assert cfg.planner.tiny.hidden_size > cfg.actor.tiny.hidden_size  # planner larger than actor by default
     shipped = sorted(p.name for p in (ROOT / "configs").glob("*.yaml"))
-    assert {"demo.yaml", "smoke.yaml", "gpu-sglang.yaml", "api-openai.yaml", "api-anthropic.yaml"} <= set(shipped)
-    for name in shipped:
-        load_config(ROOT / "configs" / name)
+    assert {"demo.yaml", "smoke.yaml", "gpu-sglang.yaml", "api-openai.yaml", "api-anthropic.yaml",
+            "aflow-demo.yaml", "aflow-openai.yaml", "aflow-anthropic.yaml"} <= set(shipped)
+    for name in shipped:  # AFlow configs are AFlowConfig, the rest RunConfig
+        (load_aflow_config if name.startswith("aflow-") else load_config)(ROOT / "configs" / name)
+    # configs/aflow-demo.yaml is the aflow-optimize deployment's default: the embedded AFlowConfig().
+    assert load_aflow_config(ROOT / "configs" / "aflow-demo.yaml") == AFlowConfig()
 
 
 def test_invalid_value_names_the_field():
