@@ -119,3 +119,36 @@ def test_two_job_deployments_meet_at_the_barrier(worker, ray_head, tmp_path):
     assert all(row["actor/reward_mean"] is not None for row in as_["table"])
     for role in ("planner", "actor"):
         assert (tmp_path / "dep2" / "checkpoints" / "round_00002" / role).is_dir()
+
+
+@pytest.mark.slow
+def test_aflow_deployment_searches_and_logs_to_mlflow(worker, mlflow_server, aflow_executor, tmp_path):
+    from aflow_rl.config import AFlowConfig
+
+    env = worker
+    bad = _run("aflow-optimize/aflow-optimize", json.dumps({"search": {"max_rounds": 0}}), env, wait=False)
+    assert bad.returncode != 0 and "config.search.max_rounds" in bad.stdout + bad.stderr
+
+    cfg = AFlowConfig(run_name="dep-aflow", root=str(tmp_path), limit=20, executor={"checkpoint": aflow_executor},
+                      search={"max_rounds": 3, "validation_repeats": 2})
+    t0 = time.perf_counter()
+    out = _run("aflow-optimize/aflow-optimize", cfg.model_dump_json(), env)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    print(f"\naflow deployment run: request -> completed in {time.perf_counter() - t0:.1f}s")
+    flow_run_id = _run_id(out.stdout)
+    run, artifacts = _flow_run(flow_run_id)
+    md = next(a for a in artifacts if a.type == "markdown")
+    assert run.state.is_completed() and "Best round" in md.data and mlflow_server in md.data
+
+    from mlflow import MlflowClient
+
+    client = MlflowClient(mlflow_server)
+    (mrun,) = client.search_runs([client.get_experiment_by_name("planact-aflow").experiment_id],
+                                 f"tags.`prefect.flow_run_id` = '{flow_run_id}'")
+    assert [m.step for m in client.get_metric_history(mrun.info.run_id, "score")] == [1, 2, 3]
+    assert {"best", "std", "acceptance_rate", "test_score"} <= set(mrun.data.metrics)
+    names = {a.path for a in client.list_artifacts(mrun.info.run_id)}
+    assert {"search_tree.png", "search_tree.dot", "best_workflow", "workflows"} <= names
+    assert (tmp_path / "dep-aflow" / "PLANACT" / "workflows" / "round_3" / "experience.json").is_file()
+    pool = tmp_path / "aflow-experience" / "pool.jsonl"
+    assert len(pool.read_text().splitlines()) == 2  # one experience item per expansion, in the shared pool

@@ -15,7 +15,8 @@ from .conftest import SMOKE, cli_env, read_state, run_cli
 @pytest.mark.slow
 def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow_server, tmp_path):
     rc, out = run_cli(["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", "run_name=e2e",
-                       "--set", f"tracking.tracking_uri={mlflow_server}", "--set", "rounds=3"],
+                       "--set", f"tracking.tracking_uri={mlflow_server}", "--set", "rounds=3",
+                       "--set", "aflow.every_rounds=3", "--set", "aflow.max_rounds=2", "--set", "aflow.limit=8"],
                       tmp_path / "cli.log", env=cli_env())
     assert rc == 0, out[-3000:]
     assert "finished in" in out and "pass@1" in out  # the final summary table
@@ -42,6 +43,11 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
     assert [m.step for m in client.get_metric_history(run.info.run_id, "heldout/pass_at_1")] == [0, 1, 2, 3]
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"config.resolved.yaml", "rollouts.json", "final_checkpoint"} <= artifacts
+    # aflow.every_rounds=3: an AFlow search around round 3's checkpoint ran as a sub-flow, its MLflow run nested here.
+    (nested,) = client.search_runs([run.info.experiment_id], f"tags.`mlflow.parentRunId` = '{run.info.run_id}'")
+    assert nested.data.tags["workload"] == "aflow" and nested.info.run_name == "e2e-aflow-r3"
+    assert [m.step for m in client.get_metric_history(nested.info.run_id, "score")] == [1, 2]
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "aflow/best_validation")] == [3]
     ckpt = {a.path for a in client.list_artifacts(run.info.run_id, "final_checkpoint")}
     assert {"final_checkpoint/planner", "final_checkpoint/actor"} <= ckpt
 
