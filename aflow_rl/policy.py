@@ -128,3 +128,18 @@ class EditPolicy:
 def state_json(state: WorkflowState) -> str:
     """Compact JSON of a state for the experience pool (graph and prompt omitted: the key names them)."""
     return json.dumps({"key": state.key, "spec": state.spec, "scores": state.scores}, sort_keys=True)
+
+
+def episodes_from_items(items: list[dict], benchmark: str, exclude_run: str | None = None) -> tuple[list[dict], dict[str, float]]:
+    """Experience-pool items of AFlow expansions -> GiGPO steps and episode returns (best after - first before)."""
+    steps, firsts, bests = [], {}, {}
+    for it in sorted(items, key=lambda x: (x["run"], x["round"])):
+        d = it["data"]
+        if it["run"] == exclude_run or not d.get("edit") or not d.get("features"):
+            continue
+        steps.append({"episode": it["run"], "group": benchmark, "t": it["round"], "reward": d["reward"],
+                      "anchor": it["anchor"], "features": d["features"], "action": d["edit"],
+                      "allowed": d.get("allowed") or [d["edit"]]})
+        firsts.setdefault(it["run"], d["before"])
+        bests[it["run"]] = max(bests.get(it["run"], d["after"]), d["after"])
+    return steps, {run: bests[run] - firsts[run] for run in firsts}

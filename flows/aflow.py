@@ -16,6 +16,9 @@ import json
 import time
 from collections import defaultdict
 
+# Only names imported from packages may appear in aflow_round: Prefect loads this file as a bare module
+# ('aflow') that Ray workers cannot import, and cloudpickle sends module-level helpers by reference.
+
 from prefect import flow
 from prefect.runtime import flow_run
 from prefect_ray import RayTaskRunner
@@ -24,6 +27,7 @@ from prefect_ray.context import remote_options
 from aflow_rl import tree
 from aflow_rl.config import AFlowConfig, check_aflow_runtime, load_aflow_config, validate_aflow_config
 from aflow_rl.optimizers import accepted
+from aflow_rl.policy import episodes_from_items
 from aflow_rl.search import Search
 from flows import runtime
 from flows.experience import experience_pool
@@ -85,28 +89,14 @@ def aflow_round(cfg: AFlowConfig, round_idx: int, salt: int, pool: PoolRef) -> d
     if items:
         experience_pool(pool, Payload(items))
     if round_idx > 1 and cfg.policy.enabled:
-        steps, returns = other_episodes(pool, cfg)
+        # Other runs' expansions on this benchmark (the shared pool) are more GiGPO episodes in the group.
+        steps, returns = episodes_from_items(pool.call("query", role="aflow", benchmark=cfg.benchmark),
+                                             cfg.benchmark, exclude_run=cfg.run_name)
         out.update(train_policy(cfg, steps, returns))
     out["converged"] = convergence_check(cfg)
     out["status"] = "evaluated"
     out["time_s"] = time.perf_counter() - t0
     return out
-
-
-def other_episodes(pool: PoolRef, cfg: AFlowConfig) -> tuple[list[dict], dict[str, float]]:
-    """Expansions of earlier runs on the same benchmark (from the shared pool): more GiGPO episodes per group."""
-    items = [it for it in pool.call("query", role="aflow", benchmark=cfg.benchmark) if it["run"] != cfg.run_name]
-    steps, firsts, bests = [], {}, defaultdict(float)
-    for it in sorted(items, key=lambda x: (x["run"], x["round"])):
-        d = it["data"]
-        if not d.get("edit") or not d.get("features"):
-            continue
-        steps.append({"episode": it["run"], "group": cfg.benchmark, "t": it["round"], "reward": d["reward"],
-                      "anchor": it["anchor"], "features": d["features"], "action": d["edit"],
-                      "allowed": d.get("allowed") or [d["edit"]]})
-        firsts.setdefault(it["run"], d["before"])
-        bests[it["run"]] = max(bests[it["run"]], d["after"])
-    return steps, {run: bests[run] - firsts[run] for run in firsts}
 
 
 @flow(name="aflow-optimize", log_prints=True)
