@@ -266,8 +266,12 @@ class Search:
         return summarise(reps)["score"]
 
 
-def run_local(cfg: AFlowConfig, log=print) -> list[dict]:
-    """The whole search in this process (no Prefect, no Ray): what benchmarks/aflow_rl_vs_mcts.py runs."""
+def run_local(cfg: AFlowConfig, log=print, other_steps: list[dict] | None = None,
+              other_returns: dict[str, float] | None = None) -> list[dict]:
+    """The whole search in this process (no Prefect, no Ray): what benchmarks/aflow_rl_vs_mcts.py runs.
+
+    other_steps / other_returns: earlier runs' expansions (GiGPO episodes of the same group) for the policy.
+    """
     s = Search(cfg)
     history: list[dict] = []
     r = s.bootstrap()
@@ -285,7 +289,7 @@ def run_local(cfg: AFlowConfig, log=print) -> list[dict]:
                 log(f"round {r}: optimizer output refused ({'; '.join(errors)[:200]})")
                 continue
         out = s.record(r, s.evaluate_here(r), time.perf_counter() - t0)
-        out.update(s.train_policy() if r > 1 else {})
+        out.update(s.train_policy(other_steps, other_returns) if r > 1 else {})
         history.append({**out, "best": s.best()[1], "acceptance_rate": s.acceptance_rate()})
         log(f"round {r}: score {out['score']:.3f} ±{out['std']:.3f}  best {s.best()[1]:.3f}  {out.get('modification', '')}")
         if s.converged():

@@ -22,3 +22,16 @@ def test_quickstart_then_compare_runs(prefect_api, tmp_path):
                         parameters={"tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}",
                                     "figure_path": str(tmp_path / "compare.png")})
     assert (tmp_path / "compare.png").stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_aflow_search_notebook(prefect_api, aflow_executor, tmp_path):
+    import papermill as pm
+
+    pm.execute_notebook(str(REPO / "notebooks" / "02_aflow_search.ipynb"), str(tmp_path / "02.ipynb"),
+                        cwd=str(REPO / "notebooks"), kernel_name="python3", progress_bar=False,
+                        parameters={"rounds": 2, "run_name": "nb-aflow", "root": str(tmp_path),
+                                    "executor_checkpoint": aflow_executor,
+                                    "overrides": ["limit=10", "search.validation_repeats=1", "shards=1"]})
+    assert (tmp_path / "nb-aflow" / "search_tree.png").stat().st_size > 1000
+    assert (tmp_path / "nb-aflow" / "PLANACT" / "workflows" / "round_2" / "graph.py").is_file()
