@@ -5,7 +5,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo aflow test test-fast bench clean
 
 # torch 2.13.0 first: it resolves to the local CPU build; any other spec would pull GBs of CUDA wheels.
 $(VENV)/.installed: pyproject.toml
@@ -20,6 +20,9 @@ install: $(VENV)/.installed
 demo: install
 	$(PY) -m flows.plan_act --config configs/demo.yaml
 
+aflow: install
+	$(PY) -m flows.aflow --config configs/aflow-demo.yaml
+
 test: install
 	$(PY) -m pytest tests -v -rA --durations=15
 
@@ -30,6 +33,7 @@ bench: install
 	$(PY) benchmarks/round_overhead.py
 	$(PY) benchmarks/engine_throughput.py
 	$(PY) benchmarks/rl_vs_sft.py
+	$(PY) benchmarks/aflow_rl_vs_mcts.py
 
 clean:
 	rm -rf runs mlruns .pytest_cache
