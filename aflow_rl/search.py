@@ -26,7 +26,7 @@ from aflow_rl.config import AFlowConfig
 from aflow_rl.evaluator import evaluate_local, summarise, write_round_evaluation
 from aflow_rl.llm import LLMHandle
 from aflow_rl.optimizers import Candidate, LLMOptimizer, StructuredOptimizer, accepted
-from aflow_rl.policy import EditPolicy, WorkflowState, features
+from aflow_rl.policy import EditPolicy, WorkflowState
 from aflow_rl.workflow import read_round, validate
 from aflow_rl.workspace import Workspace
 
