@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from planact.config import ConfigError, RayConfig, _format_error, _Strict, deep_merge, parse_overrides
+from planact.config import ConfigError, RayConfig, _format_error, _Strict, check_run_name, load_config
 from planact.engine_config import AnthropicConfig, OpenAIConfig
 
 BENCHMARKS = ("planact", "gsm8k", "math", "humaneval", "mbpp", "hotpotqa", "drop")
@@ -88,9 +86,7 @@ class AFlowConfig(_Strict):
     @field_validator("run_name")
     @classmethod
     def _safe_name(cls, v: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", v):
-            raise ValueError("use letters, digits, '_', '-', '.' (it names a folder)")
-        return v
+        return check_run_name(v)
 
     @model_validator(mode="after")
     def _data(self) -> "AFlowConfig":
@@ -119,13 +115,7 @@ def validate_aflow_config(data: dict | AFlowConfig) -> AFlowConfig:
 
 def load_aflow_config(path: str | Path | None = None, overrides: list[str] | None = None) -> AFlowConfig:
     """Load a YAML AFlow config (or the defaults) and apply `key=value` overrides."""
-    data: dict = {}
-    if path:
-        p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"config file not found: {p}")
-        data = yaml.safe_load(p.read_text()) or {}
-    return validate_aflow_config(deep_merge(data, parse_overrides(overrides)))
+    return load_config(path, overrides, validate=validate_aflow_config)
 
 
 def api_llms(cfg: AFlowConfig) -> list[tuple[str, LLMConfig]]:

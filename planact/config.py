@@ -218,9 +218,7 @@ class RunConfig(_Strict):
     @field_validator("run_name")
     @classmethod
     def _safe_name(cls, v: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", v):
-            raise ValueError("use letters, digits, '_', '-', '.' (it names a folder)")
-        return v
+        return check_run_name(v)
 
     @model_validator(mode="after")
     def _aflow_on_checkpoints(self) -> "RunConfig":
@@ -233,6 +231,13 @@ class RunConfig(_Strict):
     def run_dir(self) -> Path:
         """Folder holding this run's checkpoints, experience and state."""
         return Path(self.checkpoint.root).resolve() / self.run_name
+
+
+def check_run_name(v: str) -> str:
+    """A run name names a folder: letters, digits, '_', '-', '.'."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", v):
+        raise ValueError("use letters, digits, '_', '-', '.' (it names a folder)")
+    return v
 
 
 def check_runtime(cfg: "RunConfig") -> None:
@@ -293,8 +298,8 @@ def validate_config(data: dict | RunConfig) -> RunConfig:
         raise ConfigError(_format_error(err)) from None
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> RunConfig:
-    """Load a YAML config (or the defaults) and apply `key=value` overrides."""
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None, validate=None):
+    """Load a YAML config (or the defaults), apply `key=value` overrides, validate (RunConfig by default)."""
     data: dict = {}
     if path:
         p = Path(path)
@@ -303,7 +308,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
         data = yaml.safe_load(p.read_text()) or {}
         if not isinstance(data, dict):
             raise ConfigError(f"{p}: top level must be a mapping")
-    return validate_config(deep_merge(data, parse_overrides(overrides)))
+    return (validate or validate_config)(deep_merge(data, parse_overrides(overrides)))
 
 
 def flatten(cfg: BaseModel | dict, prefix: str = "") -> dict[str, Any]:
