@@ -21,6 +21,7 @@ from collections import defaultdict
 
 from prefect import flow
 from prefect.runtime import flow_run
+from prefect.settings import temporary_settings
 from prefect_ray import RayTaskRunner
 from prefect_ray.context import remote_options
 
@@ -125,7 +126,9 @@ def aflow_optimize(config: AFlowConfig = DEMO, parent_run_id: str | None = None)
         round_flow = aflow_round.with_options(task_runner=RayTaskRunner(address=cfg.ray.address))
         refusals, rows = 0, []
         while r <= cfg.search.max_rounds and refusals <= cfg.search.max_rounds:
-            out = round_flow(cfg, r, refusals, pool)
+            # The parent flow's heartbeat covers its rounds; a per-round heartbeat thread adds ~1 s at exit.
+            with temporary_settings(updates={"flows.heartbeat_frequency": None}):
+                out = round_flow(cfg, r, refusals, pool)
             if out["status"] == "exhausted":
                 print(f"round {r}: every candidate parent has been fully expanded; stopping")
                 break

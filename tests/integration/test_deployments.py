@@ -130,7 +130,7 @@ def test_aflow_deployment_searches_and_logs_to_mlflow(worker, mlflow_server, afl
     assert bad.returncode != 0 and "config.search.max_rounds" in bad.stdout + bad.stderr
 
     cfg = AFlowConfig(run_name="dep-aflow", root=str(tmp_path), limit=20, executor={"checkpoint": aflow_executor},
-                      search={"max_rounds": 3, "validation_repeats": 2})
+                      shards=1, search={"max_rounds": 3, "validation_repeats": 1})
     t0 = time.perf_counter()
     out = _run("aflow-optimize/aflow-optimize", cfg.model_dump_json(), env)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
