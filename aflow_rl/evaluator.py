@@ -86,7 +86,9 @@ def summarise(repeats: list[list[dict]]) -> dict:
         n_rows = len(rows)
         scores.append(statistics.fmean(r["score"] for r in rows) if rows else 0.0)
         costs.append(sum(s["usage"].get("total_cost", 0.0) for s in shards))
+    parse_failures = sum(n for shards in repeats for s in shards for n in s.get("parse_failures", {}).values())
     return {"score": statistics.fmean(scores), "std": statistics.pstdev(scores) if len(scores) > 1 else 0.0,
+            "parse_failures": parse_failures,
             "scores": scores, "total_cost": sum(costs), "avg_cost": sum(costs) / max(1, n_rows * len(repeats)),
             "errors": sum(1 for shards in repeats for s in shards for r in s["rows"] if r["error"])}
 

@@ -55,6 +55,14 @@ def tag(text: str, name: str) -> str | None:
     return m.group(1).strip() if m else None
 
 
+def parsed(text: str, name: str, operator: str) -> str | None:
+    """tag(text, name), counting a parse failure against `operator` when it is missing."""
+    value = tag(text, name)
+    if value is None:
+        PARSE_FAILURES[operator] += 1
+    return value
+
+
 def extract_code(text: str) -> str:
     """The last fenced code block (or the whole text when there is none)."""
     blocks = re.findall(r"```(?:python|py)?\s*\n(.*?)```", text or "", re.S)
@@ -88,9 +96,7 @@ class AnswerGenerate(Operator):
     async def __call__(self, input: str) -> dict:
         text = await self.llm(f"{input}\n\nThink step by step inside <thought></thought>, then give only the final "
                               "answer inside <answer></answer>.")
-        answer = tag(text, "answer")
-        if answer is None:
-            PARSE_FAILURES["AnswerGenerate"] += 1
+        answer = parsed(text, "answer", "AnswerGenerate")
         return {"thought": tag(text, "thought") or "", "answer": text.strip() if answer is None else answer}
 
 
@@ -200,9 +206,7 @@ class Review(Operator):
     async def __call__(self, problem: str, solution: str) -> dict:
         text = await self.llm(f"Problem:\n{problem}\n\nSolution:\n{solution}\n\nIs the solution correct? Answer "
                               "<review_result>true</review_result> or false, and <feedback>...</feedback>.")
-        verdict = tag(text, "review_result")
-        if verdict is None:
-            PARSE_FAILURES["Review"] += 1
+        verdict = parsed(text, "review_result", "Review")
         return {"review_result": (verdict or "true").lower().startswith("t"), "feedback": tag(text, "feedback") or ""}
 
 
@@ -212,9 +216,7 @@ class Revise(Operator):
     async def __call__(self, problem: str, solution: str, feedback: str) -> dict:
         text = await self.llm(f"Problem:\n{problem}\n\nSolution:\n{solution}\n\nFeedback:\n{feedback}\n\nRewrite the "
                               "solution, fixing what the feedback says. Put it inside <solution></solution>.")
-        out = tag(text, "solution")
-        if out is None:
-            PARSE_FAILURES["Revise"] += 1
+        out = parsed(text, "solution", "Revise")
         return {"solution": text.strip() if out is None else out}
 
 
@@ -224,9 +226,7 @@ class Format(Operator):
     async def __call__(self, problem: str, solution: str) -> dict:
         text = await self.llm(f"Problem:\n{problem}\n\nSolution:\n{solution}\n\nGive only the final answer, with no "
                               "explanation, inside <answer></answer>.")
-        out = tag(text, "answer")
-        if out is None:
-            PARSE_FAILURES["Format"] += 1
+        out = parsed(text, "answer", "Format")
         return {"solution": solution if out is None else out}
 
 

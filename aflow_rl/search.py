@@ -201,7 +201,8 @@ class Search:
         self.ws.append_results(rows)
         meta = self.ws.meta(r)
         out = {"round": r, "score": summary["score"], "std": summary["std"], "total_cost": summary["total_cost"],
-               "errors": summary["errors"], "parent": meta.get("parent"), "modification": meta.get("modification", "")}
+               "errors": summary["errors"], "parse_failures": summary["parse_failures"], "parent": meta.get("parent"),
+               "modification": meta.get("modification", "")}
         if r > 1 and meta.get("parent") is not None:
             before = self.ws.scores()[meta["parent"]]
             exp = self.ws.record_experience(r, meta["parent"], meta.get("modification", ""), before, summary["score"])

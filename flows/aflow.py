@@ -136,7 +136,8 @@ def aflow_optimize(config: AFlowConfig = DEMO, parent_run_id: str | None = None)
                 refusals += 1
                 tracker.log_metrics({"optimizer/refused": float(refusals)}, step=r)
                 continue
-            metrics = {k: out[k] for k in ("score", "std", "total_cost", "best", "acceptance_rate", "errors")}
+            metrics = {k: out[k] for k in ("score", "std", "total_cost", "best", "acceptance_rate", "errors",
+                                           "parse_failures")}
             metrics.update({k: v for k, v in out.items() if k.startswith("policy/")})
             metrics["round_time_s"] = out["time_s"]
             tracker.log_metrics(metrics, step=r)
