@@ -78,6 +78,7 @@ class AFlowConfig(_Strict):
     policy: PolicyConfig = Field(default_factory=PolicyConfig, description="RL guidance (GiGPO).")
     concurrency: int = Field(50, ge=1, description="Problems in flight at once per evaluation shard (AFlow: 50).")
     shards: int = Field(2, ge=1, description="Ray tasks each evaluation is fanned out over.")
+    task_runner: Literal["ray", "threads"] = Field("ray", description="Where a round's tasks run: 'ray' (RayTaskRunner, fanned out over the cluster) or 'threads' (the flow's own process; small searches inside a training run whose CPUs its agents hold).")
     code_timeout_s: float = Field(15.0, gt=0.0, description="Wall-clock limit of model-written code and of each test run.")
     code_memory_mb: int = Field(512, ge=64, description="Address-space limit of model-written code.")
     tracking: TrackingConfig = Field(default_factory=TrackingConfig, description="MLflow.")

@@ -39,7 +39,7 @@ def _warm_start(folder: Path, role: str, steps: int, seed: int) -> None:
     tok.save_pretrained(folder / role)
 
 
-def ensure_planact_checkpoint(cfg, root: str | Path) -> Path:
+def ensure_planact_checkpoint(cfg, root: str | Path, threads: int | None = None) -> Path:
     """Folder with planner/ and actor/ checkpoints for an LLMConfig of kind 'planact' (built once if needed)."""
     if cfg.checkpoint:
         folder = Path(cfg.checkpoint)
@@ -53,7 +53,7 @@ def ensure_planact_checkpoint(cfg, root: str | Path) -> Path:
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    torch.set_num_threads(threads or max(1, min(2, os.cpu_count() or 1)))
     _warm_start(tmp, "planner", cfg.planner_steps, seed=1)
     _warm_start(tmp, "actor", cfg.actor_steps, seed=2)
     try:

@@ -22,6 +22,7 @@ from collections import defaultdict
 from prefect import flow
 from prefect.runtime import flow_run
 from prefect.settings import temporary_settings
+from prefect.task_runners import ThreadPoolTaskRunner
 from prefect_ray import RayTaskRunner
 from prefect_ray.context import remote_options
 
@@ -123,7 +124,9 @@ def aflow_optimize(config: AFlowConfig = DEMO, parent_run_id: str | None = None)
         r = search.bootstrap()
         if r > 1:
             print(f"continuing {search.ws.root} after round {r - 1}")
-        round_flow = aflow_round.with_options(task_runner=RayTaskRunner(address=cfg.ray.address))
+        runner = (RayTaskRunner(address=cfg.ray.address) if cfg.task_runner == "ray"
+                  else ThreadPoolTaskRunner(max_workers=cfg.shards * cfg.search.validation_repeats))
+        round_flow = aflow_round.with_options(task_runner=runner)
         refusals, rows = 0, []
         while r <= cfg.search.max_rounds and refusals <= cfg.search.max_rounds:
             # The parent flow's heartbeat covers its rounds; a per-round heartbeat thread adds ~1 s at exit.

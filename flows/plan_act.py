@@ -118,7 +118,7 @@ def optimise_workflow(cfg: RunConfig, round_idx: int, session: TrainingSession) 
     a = cfg.aflow
     acfg = AFlowConfig(
         run_name=f"{cfg.run_name}-aflow-r{round_idx}", root=str(session.run_dir / "aflow"), seed=cfg.seed,
-        limit=a.limit, shards=a.shards, executor={"kind": "planact", "checkpoint": str(session.checkpoint_folder(round_idx))},
+        limit=a.limit, shards=a.shards, task_runner=a.task_runner, executor={"kind": "planact", "checkpoint": str(session.checkpoint_folder(round_idx))},
         search={"max_rounds": a.max_rounds, "validation_repeats": a.validation_repeats},
         policy={"enabled": a.policy}, ray=cfg.ray.model_dump(),
         tracking={"tracking_uri": session.tracker.uri, "experiment": cfg.tracking.experiment})

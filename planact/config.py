@@ -188,7 +188,8 @@ class AFlowHookConfig(_Strict):
     max_rounds: int = Field(3, ge=1, description="Search rounds per optimisation.")
     validation_repeats: int = Field(2, ge=1, description="Evaluations of each workflow on the validation split.")
     limit: int | None = Field(20, ge=1, description="Validation problems used (None = all 50).")
-    shards: int = Field(1, ge=1, description="Ray tasks each evaluation is fanned out over (small searches: 1 warm worker beats several cold ones).")
+    shards: int = Field(1, ge=1, description="Evaluation shards per repeat.")
+    task_runner: Literal["ray", "threads"] = Field("threads", description="Where the search's tasks run: 'threads' (this flow's process, next to the agents holding the Ray CPUs) or 'ray'.")
     policy: bool = Field(True, description="Guide the search with the GiGPO edit policy (False = plain MCTS).")
 
 

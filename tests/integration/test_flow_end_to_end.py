@@ -15,7 +15,8 @@ from .conftest import SMOKE, cli_env, read_state, run_cli
 def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow_server, tmp_path):
     rc, out = run_cli(["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", "run_name=e2e",
                        "--set", f"tracking.tracking_uri={mlflow_server}", "--set", "rounds=3",
-                       "--set", "aflow.every_rounds=3", "--set", "aflow.max_rounds=2", "--set", "aflow.limit=8"],
+                       "--set", "aflow.every_rounds=3", "--set", "aflow.max_rounds=2", "--set", "aflow.limit=8",
+                       "--set", "aflow.validation_repeats=1"],
                       tmp_path / "cli.log", env=cli_env())
     assert rc == 0, out[-3000:]
     assert "finished in" in out and "pass@1" in out  # the final summary table

@@ -32,6 +32,7 @@ def test_aflow_search_notebook(prefect_api, aflow_executor, tmp_path):
                         cwd=str(REPO / "notebooks"), kernel_name="python3", progress_bar=False,
                         parameters={"rounds": 2, "run_name": "nb-aflow", "root": str(tmp_path),
                                     "executor_checkpoint": aflow_executor,
-                                    "overrides": ["limit=10", "search.validation_repeats=1", "shards=1"]})
+                                    "overrides": ["limit=10", "search.validation_repeats=1", "shards=1",
+                                                  "task_runner=threads"]})
     assert (tmp_path / "nb-aflow" / "search_tree.png").stat().st_size > 1000
     assert (tmp_path / "nb-aflow" / "PLANACT" / "workflows" / "round_2" / "graph.py").is_file()
