@@ -199,37 +199,16 @@ def read_state(run_dir: Path, role: str = "both") -> dict:
 SMOKE = str(REPO / "configs" / "smoke.yaml")
 
 
-_EXECUTOR: dict = {}
-# Fewer steps than the demo's executor (300/1500): weaker models, but workflows with and without a plan
-# still score apart, which is what the AFlow tests need.
-_EXECUTOR_BUILD = ("from aflow_rl.config import LLMConfig; from aflow_rl.executor import ensure_planact_checkpoint; "
-                   "import sys; print(ensure_planact_checkpoint(LLMConfig(planner_steps=200, actor_steps=1000), "
-                   "sys.argv[1], threads=1))")
-
-
-def pytest_collection_modifyitems(session, config, items):
-    """Start warm-starting the AFlow executor (~1-2 min) in the background while the first tests run."""
-    if any("aflow_executor" in getattr(item, "fixturenames", ()) for item in items) and not _EXECUTOR:
-        import tempfile
-
-        root = tempfile.mkdtemp(prefix="aflow-executor-")
-        _EXECUTOR["root"] = root
-        _EXECUTOR["proc"] = subprocess.Popen([PY, "-c", _EXECUTOR_BUILD, root], stdout=subprocess.PIPE,
-                                             stderr=subprocess.STDOUT, text=True, cwd=str(REPO), start_new_session=True)
-
-
-def pytest_sessionfinish(session, exitstatus):
-    proc = _EXECUTOR.get("proc")
-    if proc is not None and proc.poll() is None:
-        kill_tree(proc.pid)
-    if "root" in _EXECUTOR:
-        subprocess.run(["rm", "-rf", _EXECUTOR["root"]], check=False)
-
-
 @pytest.fixture(scope="session")
-def aflow_executor() -> str:
-    """The planner+actor checkpoint for the offline AFlow benchmark, built once per session in the background."""
-    proc = _EXECUTOR["proc"]
-    out, _ = proc.communicate(timeout=900)
-    assert proc.returncode == 0, out[-3000:]
-    return out.strip().splitlines()[-1]
+def aflow_executor(tmp_path_factory) -> str:
+    """A planner+actor checkpoint for the offline AFlow benchmark, warm-started once per test session (~65 s).
+
+    Fewer steps than the demo's executor (300/1500): weaker models, but workflows with and without a
+    plan still score apart, which is what the AFlow tests need. (Building it in the background while
+    other tests ran was measured slower: those tests are CPU-bound on 2 cores.)
+    """
+    from aflow_rl.config import LLMConfig
+    from aflow_rl.executor import ensure_planact_checkpoint
+
+    return str(ensure_planact_checkpoint(LLMConfig(planner_steps=200, actor_steps=1000),
+                                         tmp_path_factory.mktemp("aflow-executor")))

@@ -81,18 +81,3 @@ def test_invalid_config_fails_before_any_work(tmp_path):
     assert "rounds" in out and "greater than or equal" in out
     assert not any(tmp_path.iterdir()) or not (tmp_path / "smoke").exists()  # nothing was started or written
     assert "Started a local Ray" not in out
-
-
-@pytest.mark.slow
-def test_frozen_role_is_skipped_by_training_and_resume(prefect_api, tmp_path):
-    args = ["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", "run_name=frozen",
-            "--set", "actor.train=false"]
-    rc, out = run_cli(args + ["--set", "rounds=1"], tmp_path / "one.log")
-    assert rc == 0, out[-3000:]
-    assert "actor is frozen (train: false): skipping its training this round" in out
-    rc, out = run_cli(args + ["--set", "rounds=2"], tmp_path / "two.log")  # resume with a frozen role
-    assert rc == 0, out[-3000:]
-    assert "resuming run 'frozen' after round 1" in out
-    table = read_state(tmp_path / "frozen")["table"]
-    assert [r["round"] for r in table] == [1, 2]
-    assert all(r["actor/loss"] is None and r["planner/loss"] is not None for r in table)

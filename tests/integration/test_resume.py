@@ -1,4 +1,8 @@
-"""SIGKILL a training run after round k completed; the same command resumes at k+1 in the same MLflow run."""
+"""SIGKILL a training run after round k completed; the same command resumes at k+1 in the same MLflow run.
+
+The actor is frozen (`actor.train: false`) here, so the same two runs also show that a frozen role is
+skipped by training and stays frozen across a resume.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from .conftest import SMOKE, kill_tree, read_state, run_cli, start_cli
 @pytest.mark.slow
 def test_sigkill_then_resume_without_duplicate_steps(prefect_api, tmp_path):
     args = ["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", "run_name=resume",
-            "--set", "rounds=6"]
+            "--set", "rounds=6", "--set", "actor.train=false"]
     proc = start_cli(args, tmp_path / "first.log")
     deadline = time.time() + 400
     k = -1
@@ -37,14 +41,18 @@ def test_sigkill_then_resume_without_duplicate_steps(prefect_api, tmp_path):
     m = re.search(r"resuming run 'resume' after round (\d+)", out)
     assert m and int(m.group(1)) == k
     assert f"round {k + 1}/6" in out and f"round {k}/6" not in out  # resumes at k+1, completed rounds not re-run
+    assert "actor is frozen (train: false): skipping its training this round" in out
 
     state = read_state(tmp_path / "resume")
     assert state["mlflow_run_id"] == run_id and state["last_completed_round"] == 6
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
-    for key in ("time/round_s", "actor/reward_mean", "planner/loss"):
+    for key in ("time/round_s", "actor/reward_mean", "planner/loss"):  # (no actor/loss: the actor is frozen)
         steps = [x.step for x in client.get_metric_history(run_id, key)]
         assert sorted(steps) == [1, 2, 3, 4, 5, 6], (key, steps)  # every round once: no gaps, no duplicates
     assert client.get_run(run_id).info.status == "FINISHED"
+    table = read_state(tmp_path / "resume")["table"]
+    assert [r["round"] for r in table] == [1, 2, 3, 4, 5, 6]
+    assert all(r["actor/loss"] is None and r["planner/loss"] is not None for r in table)  # frozen stays frozen
     # Acknowledged experience of the rounds before the kill is still there.
     pool = ExperienceStore(tmp_path / "resume" / "experience")
     assert all(pool.query(run="resume", round=r, role="actor") for r in range(1, 7))
