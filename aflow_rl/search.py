@@ -148,16 +148,19 @@ class Search:
         last = None
         while (pick := self.select(r, exclude, salt)) is not None:
             parent, score = pick
-            if isinstance(self.optimizer, StructuredOptimizer):
-                cand = self.optimizer.propose(self.ws, parent, score, rng, self.policy)
-            else:
-                hint_key, hint = self._hint(parent, score, rng)
-                cand = self.optimizer.propose(self.ws, parent, score, rng, hint, hint_key)
+            cand = self.propose(parent, score, rng)
             if accepted(cand):
                 return cand
             last = cand or last
             exclude.add(parent)
         return last  # a refused LLM answer (counted), or None: nothing new anywhere
+
+    def propose(self, parent: int, score: float, rng: random.Random) -> Candidate | None:
+        """One child of `parent` from the optimizer (the policy picks the structured edit or the LLM's hint)."""
+        if isinstance(self.optimizer, StructuredOptimizer):
+            return self.optimizer.propose(self.ws, parent, score, rng, self.policy)
+        hint_key, hint = self._hint(parent, score, rng)
+        return self.optimizer.propose(self.ws, parent, score, rng, hint, hint_key)
 
     def _hint(self, parent: int, score: float, rng: random.Random) -> tuple[str | None, str | None]:
         if self.policy is None:

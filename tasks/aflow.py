@@ -41,12 +41,8 @@ def expand(cfg: AFlowConfig, round_idx: int, parent: int, score: float, salt: in
     """Ask the optimizer for one child of `parent` (LLM calls are retried by the engine; the task retries too)."""
     import random
 
-    s = Search(cfg)
     rng = random.Random(f"{cfg.seed}:expand:{round_idx}:{salt}:{parent}")
-    if cfg.search.optimizer == "structured":
-        return s.optimizer.propose(s.ws, parent, score, rng, s.policy)
-    hint_key, hint = s._hint(parent, score, rng)
-    return s.optimizer.propose(s.ws, parent, score, rng, hint, hint_key)
+    return Search(cfg).propose(parent, score, rng)
 
 
 @task(name="validate", **OPTS)
