@@ -16,7 +16,9 @@ import string
 from collections import Counter
 from pathlib import Path
 
-from aflow_rl.sandbox import run_code
+from aflow_rl.code_check import check_solution
+from aflow_rl.operators import candidate_program
+from planact.sandbox import Limits
 
 CODE_BENCHMARKS = ("humaneval", "mbpp")
 
@@ -149,10 +151,14 @@ def score_math(problem: dict, prediction: str) -> tuple[float, str]:
 
 
 def score_code(problem: dict, prediction: str, timeout_s: float = 15.0, memory_mb: int = 512) -> tuple[float, str]:
-    """Run solution + the benchmark's tests + check(entry_point) in the sandbox; 1 iff it finishes cleanly."""
-    program = f"{prediction}\n\n{problem['test']}\n\ncheck({problem['entry_point']})\n"
-    res = run_code(program, timeout_s=timeout_s, memory_mb=memory_mb)
-    return float(res.ok), res.status if res.ok else f"{res.status}: {res.error}"
+    """The benchmark's tests against the sanitised solution, solution and tests in separate sandboxes; 1 iff all pass.
+
+    `check(candidate)` (HumanEval) and AFlow's MBPP `check()` (the function called by name) both work.
+    """
+    verdict = check_solution(candidate_program(problem["question"], prediction), problem["test"],
+                             problem["entry_point"], prompt=problem["question"],
+                             limits=Limits(timeout_s=timeout_s, memory_mb=memory_mb))
+    return float(verdict.ok), "ok" if verdict.ok else f"{verdict.status}: {verdict.detail}"
 
 
 def _normalise_answer(s: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import csv
 import json
 import statistics
@@ -70,7 +71,7 @@ def evaluate_rows(graph_src: str, prompt_src: str, problems: list[dict], benchma
                   concurrency: int = 50, code_limits: dict | None = None) -> dict:
     """Score a workflow on these problems; {'rows', 'usage', 'parse_failures', 'seconds'}."""
     limits = code_limits or {}
-    operators.CODE_LIMITS.update(limits)
+    operators.CODE_LIMITS = dataclasses.replace(operators.CODE_LIMITS, **limits)
     before = dict(operators.PARSE_FAILURES)
     t0 = time.perf_counter()
     rows, usage = run_sync(_evaluate(graph_src, prompt_src, problems, benchmark, llm, concurrency, limits))

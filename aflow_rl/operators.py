@@ -2,7 +2,8 @@
 
 Every operator takes an `LLM` (aflow_rl.llm) and returns a dict, as in AFlow. Model output that does
 not parse never raises: the operator falls back to the raw text (or a neutral verdict) and counts the
-miss in `PARSE_FAILURES`, which the evaluator reports. Code is only ever run in aflow_rl.sandbox.
+miss in `PARSE_FAILURES`, which the evaluator reports. Code is only ever run in planact's sandbox
+(through aflow_rl.code_check).
 
 Two decisions differ from the reference code and are deliberate:
 * `Custom` formats `{input}` when the instruction contains it (else instruction + input, as AFlow),
@@ -19,10 +20,11 @@ import random
 import re
 from collections import Counter
 
-from aflow_rl.sandbox import run_code
+from aflow_rl.code_check import call_function, check_solution
+from planact.sandbox import Limits
 
 PARSE_FAILURES: Counter = Counter()
-CODE_LIMITS = {"timeout_s": 15.0, "memory_mb": 512}
+CODE_LIMITS = Limits(timeout_s=15.0, memory_mb=512)
 
 OPERATOR_DESCRIPTIONS = {
     "Custom": {"description": "Generates anything from an instruction and an input.",
@@ -67,6 +69,27 @@ def extract_code(text: str) -> str:
     """The last fenced code block (or the whole text when there is none)."""
     blocks = re.findall(r"```(?:python|py)?\s*\n(.*?)```", text or "", re.S)
     return (blocks[-1] if blocks else text or "").strip()
+
+
+def _parses(src: str) -> bool:
+    try:
+        ast.parse(src)
+        return True
+    except (SyntaxError, ValueError):
+        return False
+
+
+def candidate_program(problem: str, solution: str) -> str:
+    """The program judged for a code answer, as AFlow sanitises it: the code of the last fenced block,
+    after the prompt's own code when the prompt is code (HumanEval), so helpers it defines exist; a bare
+    function body completes the prompt."""
+    code = extract_code(solution)
+    if _parses(problem) and problem.strip():
+        if _parses(code):
+            return f"{problem}\n\n{code}\n"
+        if _parses(problem + code):
+            return problem + code
+    return code
 
 
 def normalise(answer: str) -> str:
@@ -164,15 +187,16 @@ class Programmer(Operator):
                                   "defines solve() returning the answer, in one ```python block. No input(), no files, "
                                   "no network.")
             code = extract_code(text)
-            res = run_code(code, call="solve", **CODE_LIMITS)
+            res = call_function(code, "solve", limits=CODE_LIMITS)
             if res.ok:
-                return {"code": code, "output": res.value if res.value is not None else ""}
-            feedback = f"\nYour previous code failed ({res.status}): {res.error}\n"
+                return {"code": code, "output": "" if res.value is None else str(res.value)}
+            feedback = f"\nYour previous code failed ({res.status}): {res.detail}\n"
         return {"code": code, "output": "Error: " + feedback.strip()}
 
 
 def public_examples(problem: str, entry_point: str) -> list[str]:
-    """Doctest-style examples (`>>> f(x)` then the expected value) from a problem statement: its public tests."""
+    """The public tests in a problem statement: doctest examples (`>>> f(x)` + expected line, HumanEval)
+    and `assert f(...)` lines (MBPP states its first test that way)."""
     tests, lines = [], problem.splitlines()
     for i, line in enumerate(lines):
         s = line.strip()
@@ -180,6 +204,8 @@ def public_examples(problem: str, entry_point: str) -> list[str]:
             expected = lines[i + 1].strip()
             if expected and not expected.startswith(">>>"):
                 tests.append(f"assert {s[3:].strip()} == {expected}")
+        elif s.startswith("assert ") and entry_point in s:
+            tests.append(s)
     return tests
 
 
@@ -190,12 +216,14 @@ class Test(Operator):
         tests = public_examples(problem, entry_point)
         if not tests:
             return {"result": True, "solution": solution}
+        check = "def check():\n" + "".join(f"    {t}\n" for t in tests)
         for _ in range(test_loop):
-            res = run_code(solution + "\n\n" + "\n".join(tests), **CODE_LIMITS)
+            res = check_solution(candidate_program(problem, solution), check, entry_point, prompt=problem,
+                                 limits=CODE_LIMITS)
             if res.ok:
                 return {"result": True, "solution": solution}
             text = await self.llm(f"Problem:\n{problem}\n\nSolution:\n```python\n{solution}\n```\nIt fails a public "
-                                  f"test: {res.error}\nReturn the corrected complete solution in one ```python block.")
+                                  f"test: {res.detail}\nReturn the corrected complete solution in one ```python block.")
             solution = extract_code(text)
         return {"result": False, "solution": solution}
 

@@ -1,0 +1,306 @@
+"""One OS-level sandbox for every piece of model-written code planact runs.
+
+A sandboxed command runs as a separate process tree with:
+
+* rlimits set before exec: address space, CPU seconds, file size, open files, process count, no core;
+* a private working directory (the only writable place besides a small private /tmp);
+* no network, a read-only root, a hidden home directory (Ray's auth token, Prefect and MLflow
+  settings live there) and hidden /tmp, /var/tmp, /run;
+* an environment rebuilt from a short allow-list, so API keys and tokens never reach it;
+* the whole tree killed on timeout, including children that called `setsid`;
+* stdout/stderr read in bounded chunks and truncated, so a print flood cannot grow the caller.
+
+Backends (what holds in each case is in the README's "Sandbox" section):
+
+* ``bwrap`` (default; Debian's `bubblewrap`): mount, PID, network, IPC and UTS namespaces, `/`
+  bound read-only, tmpfs over the hidden paths. As root the program then drops to a fresh
+  unprivileged uid (one per run) with no capabilities, so the process limit is per run and file
+  permissions protect the host as well; as an ordinary user an unprivileged user namespace does the
+  same work. Killing bwrap ends the PID namespace, and the kernel ends every process in it.
+* ``process`` (only when asked for with ``PLANACT_SANDBOX=process``): rlimits, a new session whose
+  group is killed, and as root a private network namespace. It has no filesystem barrier, and a
+  child that calls `setsid` escapes the group kill: it exists for machines without bubblewrap.
+
+The audit hooks some callers add inside the child are a second line, never the boundary.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import random
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Variables a sandboxed program may inherit; everything else (keys, tokens, cloud settings) is dropped.
+_ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "TZ")
+_SECRETISH = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+_UID_RANGE = (200_000, 260_000)
+
+
+class SandboxUnavailable(RuntimeError):
+    """No sandbox backend that holds is available on this machine."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one sandboxed run."""
+
+    timeout_s: float = 15.0
+    """Wall-clock limit; the whole process tree is killed when it passes."""
+    memory_mb: int = 512
+    """Address-space limit per process (RLIMIT_AS): a larger allocation raises MemoryError."""
+    file_mb: int = 16
+    """Largest file a process may write (RLIMIT_FSIZE)."""
+    open_files: int = 64
+    """Open file descriptors per process (RLIMIT_NOFILE)."""
+    processes: int = 32
+    """Processes the run may have at once (RLIMIT_NPROC, counted for the run's own uid)."""
+    output_bytes: int = 64 * 1024
+    """Bytes of stdout and of stderr kept; the rest is read and dropped."""
+    tmp_mb: int = 32
+    """Size of the private /tmp (bwrap backend)."""
+
+
+@dataclass
+class Completed:
+    """What a sandboxed run did: exit code (None if killed), status, bounded output, seconds."""
+
+    status: str
+    """ok (exit 0) | error (non-zero exit) | timeout | memory | killed (by a signal)."""
+    returncode: int | None
+    stdout: str = ""
+    stderr: str = ""
+    truncated: bool = False
+    seconds: float = 0.0
+    backend: str = ""
+
+
+def backend() -> str:
+    """The backend in use: bwrap, or process when PLANACT_SANDBOX=process; raises when neither holds."""
+    wanted = os.environ.get("PLANACT_SANDBOX", "bwrap")
+    if wanted == "process":
+        return "process"
+    if wanted != "bwrap":
+        raise SandboxUnavailable(f"PLANACT_SANDBOX={wanted!r}: expected 'bwrap' or 'process'")
+    if shutil.which("bwrap") is None:
+        raise SandboxUnavailable("bubblewrap (`bwrap`) is not installed: `apt-get install bubblewrap` "
+                                 "(or set PLANACT_SANDBOX=process to accept the weaker process-only sandbox)")
+    return "bwrap"
+
+
+def clean_env(extra: dict[str, str] | None = None, home: str = "/tmp") -> dict[str, str]:
+    """The child's environment: an allow-list of the parent's plus `extra`, minus anything secret-looking."""
+    env = {k: os.environ[k] for k in _ENV_ALLOW if k in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.update({"HOME": home, "TMPDIR": "/tmp", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
+                "OMP_NUM_THREADS": "1", "LANG": env.get("LANG", "C.UTF-8")})
+    for k, v in (extra or {}).items():
+        if any(s in k.upper() for s in _SECRETISH):
+            continue  # a caller passing a key by mistake must not hand it to model code
+        env[k] = v
+    return env
+
+
+def _hidden_paths() -> list[str]:
+    home = os.path.expanduser("~")
+    paths = [home, "/root", "/var/tmp", "/run"]
+    return [p for p in dict.fromkeys(paths) if os.path.isdir(p) and p != "/"]
+
+
+def _bwrap_argv(argv: list[str], workdir: str, limits: Limits, read_only: list[str], uid: int | None) -> list[str]:
+    cmd = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+           "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp"]
+    hidden = _hidden_paths()
+    for p in hidden:
+        cmd += ["--tmpfs", p]
+    # The interpreter (a venv, a pyenv under ~) stays reachable when it lives under a hidden path.
+    interpreters = [p for p in (sys.base_prefix, sys.prefix) if any(_under(p, h) for h in hidden)]
+    for p in dict.fromkeys([*interpreters, *read_only]):  # re-exposed read-only, after the tmpfs that hid them
+        cmd += ["--ro-bind", p, p]
+    cmd += ["--bind", workdir, workdir, "--chdir", workdir, "--die-with-parent", "--new-session"]
+    if uid is None:  # an ordinary user: an unprivileged user namespace carries the others
+        return cmd + ["--unshare-all", "--"] + argv
+    # Root: bwrap mounts as root, then the program drops to the run's own uid with no capabilities, so
+    # file permissions protect the host too and RLIMIT_NPROC counts this run's processes only.
+    cmd += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--"]
+    return cmd + ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
+                  "--inh-caps=-all", "--bounding-set=-all", "--"] + argv
+
+
+def _under(path: str, parent: str) -> bool:
+    return os.path.commonpath([os.path.abspath(path), parent]) == parent
+
+
+def _set_limits(limits: Limits, root: bool, new_netns: bool) -> None:
+    """In the child between fork and exec: network namespace (process backend as root), then rlimits."""
+    if new_netns:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.unshare(0x40000000)  # CLONE_NEWNET: only a down loopback device remains
+    mem = limits.memory_mb << 20
+    cpu = int(limits.timeout_s) + 2
+    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_mb << 20, limits.file_mb << 20))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # Root is exempt from RLIMIT_NPROC; once the program runs as its own uid the limit counts that uid.
+    # An ordinary user's count includes every process it already runs, so those are allowed on top.
+    n = limits.processes if root else _count_user_processes(os.getuid()) + limits.processes
+    resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
+
+
+def _count_user_processes(uid: int) -> int:
+    n = 0
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                n += os.stat(f"/proc/{d}").st_uid == uid
+            except OSError:
+                pass
+    return n
+
+
+def _kill_uid(uid: int) -> None:
+    """SIGKILL every process running as `uid` (a helper drops to the uid and signals -1)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the forked helper
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            for _ in range(3):
+                os.kill(-1, signal.SIGKILL)  # every process this uid may signal: all of the run's
+        except OSError:
+            pass
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
+class Drain(threading.Thread):
+    """Reads a pipe to its end in 64 KiB chunks, keeping the first `cap` bytes."""
+
+    def __init__(self, stream, cap: int):
+        super().__init__(daemon=True)
+        self.stream, self.cap, self.kept, self.total = stream, cap, bytearray(), 0
+        self.start()
+
+    def run(self) -> None:
+        while chunk := self.stream.read1(65536) if hasattr(self.stream, "read1") else self.stream.read(65536):
+            self.total += len(chunk)
+            if len(self.kept) < self.cap:
+                self.kept += chunk[: self.cap - len(self.kept)]
+
+    def text(self) -> str:
+        return bytes(self.kept).decode("utf-8", "replace")
+
+
+@dataclass
+class Sandbox:
+    """A started sandboxed process: `proc` has pipes on stdin/stdout/stderr; `close()` ends its whole tree."""
+
+    proc: subprocess.Popen
+    workdir: str
+    uid: int | None
+    backend: str
+    owns_workdir: bool
+    started: float = field(default_factory=time.monotonic)
+
+    def kill(self) -> None:
+        """End every process of the run (idempotent)."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.uid is not None:
+            _kill_uid(self.uid)
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not time out in practice
+            pass
+
+    def close(self) -> None:
+        """Kill the tree and remove a working directory the sandbox created."""
+        self.kill()
+        if self.owns_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _chown_tree(path: str, uid: int) -> None:
+    os.chown(path, uid, uid)
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.lchown(os.path.join(root, name), uid, uid)
+
+
+def start(argv: list[str], *, workdir: str | os.PathLike | None = None, limits: Limits = Limits(),
+          env: dict[str, str] | None = None, read_only: list[str] | tuple = (),
+          files: dict[str, str] | None = None) -> Sandbox:
+    """Start `argv` in the sandbox with pipes on all three streams; the caller must `close()` it.
+
+    Without `workdir` a private temporary one is made (holding `files`) and removed on `close()`.
+    """
+    kind = backend()
+    owns = workdir is None
+    work = tempfile.mkdtemp(prefix="planact-sbx-") if owns else os.fspath(Path(workdir).resolve())
+    for name, text in (files or {}).items():
+        Path(work, name).write_text(text)
+    root = os.geteuid() == 0
+    # A fresh uid per run (bwrap as root): it owns the working directory and nothing else.
+    uid = random.SystemRandom().randrange(*_UID_RANGE) if root and kind == "bwrap" else None
+    if uid is not None:
+        _chown_tree(work, uid)
+    full = _bwrap_argv(argv, work, limits, list(read_only), uid) if kind == "bwrap" else argv
+    proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=work, env=clean_env(env, home=work), start_new_session=True, close_fds=True,
+                            preexec_fn=lambda: _set_limits(limits, root, new_netns=(kind == "process" and root)))
+    return Sandbox(proc, work, uid, kind, owns)
+
+
+def run(argv: list[str], *, stdin: bytes = b"", workdir: str | os.PathLike | None = None,
+        limits: Limits = Limits(), env: dict[str, str] | None = None, read_only: list[str] | tuple = (),
+        files: dict[str, str] | None = None) -> Completed:
+    """Run `argv` to completion in the sandbox; never raises on what the program does."""
+    box = start(argv, workdir=workdir, limits=limits, env=env, read_only=read_only, files=files)
+    out, err = Drain(box.proc.stdout, limits.output_bytes), Drain(box.proc.stderr, limits.output_bytes)
+    timed_out = False
+    try:
+        try:
+            box.proc.stdin.write(stdin)
+            box.proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass  # the program exited without reading its input
+        try:
+            box.proc.wait(timeout=limits.timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    finally:
+        box.close()
+    out.join(5)
+    err.join(5)
+    return _completed(box, timed_out, out, err)
+
+
+def _completed(box: Sandbox, timed_out: bool, out: Drain, err: Drain) -> Completed:
+    rc = box.proc.returncode
+    stderr = err.text()
+    if timed_out:
+        status = "timeout"
+    elif "MemoryError" in stderr[-4000:] or "Cannot allocate memory" in stderr[-4000:]:
+        status = "memory"
+    elif rc == 0:
+        status = "ok"
+    elif rc is not None and rc < 0:
+        status = "timeout" if rc == -signal.SIGXCPU else "killed"
+    else:
+        status = "error"
+    return Completed(status, None if timed_out else rc, out.text(), stderr,
+                     out.total > out.cap or err.total > err.cap, time.monotonic() - box.started, box.backend)
