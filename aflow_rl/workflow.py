@@ -1,9 +1,19 @@
-"""Workflows in AFlow's format: round_N/graph.py + prompt.py, loaded in isolation and validated first.
+"""Workflows in AFlow's format: round_N/graph.py + prompt.py, validated, then loaded in isolation.
+
+graph.py and prompt.py are model output (the LLM optimizer writes them), so they are a security
+boundary. prompt.py is never executed: only its module-level string constants are read from the AST.
+graph.py runs only after an allow-list check of its AST (`restricted`): imports of AFlow's own module
+paths, one `class Workflow` whose methods use operators, prompt constants, plain data and a short list
+of builtins; no names or attributes starting with `_`, no `while`, no `**`, no `global`, no
+`try`/`with`/`lambda`/`del`, loops only over small literal ranges or existing values, and format
+strings without attribute or index fields. It then executes with those builtins only. So a graph can
+call operators and shape strings; it cannot import, open files, reach the interpreter's internals or
+hang the worker in its own code (its operator calls have the evaluator's timeouts).
 
 A graph.py written for AFlow imports its prompt module and operators through AFlow's package paths
 (`workspace.X.workflows.round_1.prompt`, `...template.operator`, `scripts.async_llm`). The loader
-rewrites those imports to this round's prompt.py, aflow_rl.operators and aflow_rl.llm, and executes
-the graph in a fresh namespace: nothing goes into sys.modules, so hundreds of rounds never collide.
+binds those imports to this round's prompt constants, aflow_rl.operators and aflow_rl.llm, in a fresh
+namespace: nothing goes into sys.modules, so hundreds of rounds never collide.
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ from pathlib import Path
 from aflow_rl import llm as llm_module
 from aflow_rl import operators as operators_module
 from aflow_rl.operators import OPERATORS, operator_calls
+from aflow_rl.restricted import FORMAT_FIELD, LLM_FACE, SAFE_BUILTINS, TYPING_FACE, restricted
 
 
 @dataclass
@@ -41,7 +52,7 @@ def _prompt_aliases(tree: ast.Module) -> set[str]:
 
 
 def prompt_constants(prompt_src: str) -> dict[str, str]:
-    """Module-level string constants of a prompt.py (what graph.py may reference)."""
+    """Module-level string constants of a prompt.py (what graph.py may reference); nothing is executed."""
     out = {}
     for node in ast.parse(prompt_src).body:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
@@ -49,6 +60,19 @@ def prompt_constants(prompt_src: str) -> dict[str, str]:
                 if isinstance(t, ast.Name):
                     out[t.id] = node.value.value
     return out
+
+
+def _prompt_errors(prompt_src: str) -> list[str]:
+    errors = []
+    for node in ast.parse(prompt_src).body:
+        is_doc = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        is_const = (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                    and isinstance(node.value.value, str) and all(isinstance(t, ast.Name) for t in node.targets))
+        if not (is_doc or is_const):
+            errors.append(f"prompt.py line {node.lineno}: only string constants (NAME = \"...\") are allowed")
+        elif is_const and FORMAT_FIELD.search(node.value.value):
+            errors.append(f"prompt.py line {node.lineno}: format fields with attributes or indexes are not allowed")
+    return errors
 
 
 def validate(graph_src: str, prompt_src: str, max_operator_calls: int = 10) -> Validation:
@@ -64,6 +88,8 @@ def validate(graph_src: str, prompt_src: str, max_operator_calls: int = 10) -> V
     except SyntaxError as e:
         v.errors.append(f"prompt.py does not parse: {e.msg} (line {e.lineno})")
         return v
+    v.errors += _prompt_errors(prompt_src)
+    v.errors += restricted(graph, _prompt_aliases(graph))
     cls = next((n for n in graph.body if isinstance(n, ast.ClassDef) and n.name == "Workflow"), None)
     if cls is None:
         v.errors.append("graph.py defines no class Workflow")
@@ -91,7 +117,9 @@ class _Rewriter(ast.NodeTransformer):
         keep, binds = [], []
         for a in node.names:
             last = a.name.split(".")[-1]
-            if last in ("prompt", "operator") or a.name.startswith(("workspace", "scripts", "aflow_rl")):
+            if a.name == "typing":
+                binds.append(ast.parse(f"{a.asname or 'typing'} = __aflow_typing__").body[0])
+            elif last in ("prompt", "operator") or a.name.startswith(("workspace", "scripts", "aflow_rl")):
                 binds.append(ast.parse(f"{a.asname or last} = __aflow_{last if last in ('prompt', 'operator') else 'mod'}__").body[0])
             else:
                 keep.append(a)
@@ -99,6 +127,8 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_ImportFrom(self, node: ast.ImportFrom):
         mod = node.module or ""
+        if mod == "typing":  # annotations only: bound from a namespace holding the common typing names
+            return [ast.parse(f"{a.asname or a.name} = __aflow_typing__.{a.name}").body[0] for a in node.names]
         if not (mod.startswith(("workspace", "scripts", "aflow_rl", "metagpt")) or node.level):
             return node
         out = []
@@ -115,14 +145,17 @@ class _Rewriter(ast.NodeTransformer):
         return out
 
 
-def load_workflow_class(graph_src: str, prompt_src: str):
-    """Execute graph.py with its imports bound to this prompt.py; return its Workflow class."""
-    prompt_mod = types.ModuleType("prompt")
-    exec(compile(prompt_src, "prompt.py", "exec"), prompt_mod.__dict__)
+def load_workflow_class(graph_src: str, prompt_src: str, max_operator_calls: int = 10):
+    """Check graph.py and prompt.py, then run graph.py with safe builtins and its imports bound; its Workflow class."""
+    v = validate(graph_src, prompt_src, max_operator_calls)
+    if not v.ok:
+        raise ValueError("workflow refused: " + "; ".join(v.errors))
+    prompt_mod = types.SimpleNamespace(**prompt_constants(prompt_src))
     tree = _Rewriter().visit(ast.parse(graph_src))
     ast.fix_missing_locations(tree)
-    ns = {"__name__": "aflow_graph", "__aflow_prompt__": prompt_mod, "__aflow_operator__": operators_module,
-          "__aflow_mod__": llm_module, "__aflow_llm__": llm_module}
+    ns = {"__name__": "aflow_graph", "__builtins__": SAFE_BUILTINS, "__aflow_prompt__": prompt_mod,
+          "__aflow_operator__": types.SimpleNamespace(**{k: getattr(operators_module, k) for k in OPERATORS}),
+          "__aflow_mod__": LLM_FACE, "__aflow_llm__": LLM_FACE, "__aflow_typing__": TYPING_FACE}
     exec(compile(tree, "graph.py", "exec"), ns)
     # AFlow graphs import create_llm_instance from scripts.async_llm; ours from aflow_rl.llm: both resolve here.
     ns.setdefault("create_llm_instance", llm_module.create_llm_instance)
