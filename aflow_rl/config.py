@@ -27,7 +27,7 @@ class LLMConfig(_Strict):
 
 
 class SearchConfig(_Strict):
-    """AFlow's MCTS over workflows (defaults follow the reference code, shared/REFERENCE.md)."""
+    """AFlow's MCTS over workflows (defaults follow AFlow's reference code)."""
 
     max_rounds: int = Field(10, ge=1, le=200, description="Rounds in total, round 1 (the initial workflow) included.")
     validation_repeats: int = Field(3, ge=1, le=20, description="Evaluations of each new workflow on the validation split (paper: 5).")
@@ -48,7 +48,9 @@ class PolicyConfig(_Strict):
 
     enabled: bool = Field(True, description="Guide selection and edits with the trained policy; False = plain AFlow MCTS (the baseline).")
     lr: float = Field(0.05, gt=0.0, lt=10.0, description="Adam learning rate of the policy.")
-    epochs: int = Field(20, ge=1, description="Gradient steps per round on the experience so far.")
+    epochs: int = Field(4, ge=1, description="PPO epochs per round over the window of recent expansions.")
+    clip: float = Field(0.2, gt=0.0, lt=1.0, description="PPO ratio clip against the policy that sampled each edit.")
+    window_rounds: int = Field(5, ge=1, description="Train on each run's latest N rounds only (older data came from older policies).")
     gamma: float = Field(0.95, ge=0.0, le=1.0, description="Discount of step returns (GiGPO reference scripts: 0.95).")
     step_weight: float = Field(1.0, ge=0.0, description="w in A = A_episode + w * A_step.")
     selection_beta: float = Field(1.0, ge=0.0, description="How strongly untried high-probability edits raise a parent's selection weight.")

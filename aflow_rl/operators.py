@@ -1,4 +1,4 @@
-"""AFlow's operators over the engine protocol, with AFlow's call signatures (shared/REFERENCE.md).
+"""AFlow's operators over the engine protocol, with AFlow's call signatures.
 
 Every operator takes an `LLM` (aflow_rl.llm) and returns a dict, as in AFlow. Model output that does
 not parse never raises: the operator falls back to the raw text (or a neutral verdict) and counts the

@@ -29,6 +29,7 @@ class Candidate:
     edit: str | None = None  # structured edit key (or the hint given to the LLM)
     allowed: list[str] = field(default_factory=list)  # edits that were open at this state (policy training)
     features: list[float] = field(default_factory=list)
+    prob: float | None = None  # probability the sampling policy gave `edit` (the PPO ratio's denominator)
     attempts: int = 1  # optimizer answers needed (LLM)
     rejected: list[str] = field(default_factory=list)  # why earlier answers were refused
 
@@ -71,10 +72,12 @@ class StructuredOptimizer:
             probs = policy.probs(spec, score, keys)
             choice = rng.choices(keys, weights=[probs[k] for k in keys])[0]
         else:
+            probs = {}
             choice = rng.choice(keys)
         edit = edits[keys.index(choice)]
         g, p = space.render(space.apply(spec, edit))
-        return Candidate(parent, g, p, prefix + edit.describe(), edit.key, keys, features(spec["family"], spec, score))
+        return Candidate(parent, g, p, prefix + edit.describe(), edit.key, keys, features(spec["family"], spec, score),
+                         prob=probs.get(choice, 1.0 / len(keys)))
 
 
 OPTIMIZE_PROMPT = """You are improving an agentic workflow for the {dataset} benchmark. A workflow is a Python class

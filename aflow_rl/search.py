@@ -93,7 +93,7 @@ class Search:
         graph, prompt = read_round(self.ws.round_dir(r))
         self.ws.clear_evaluation(r)
         return Candidate(meta.get("parent") or 0, graph, prompt, meta.get("modification", ""), meta.get("edit"),
-                         meta.get("allowed", []), meta.get("features", []))
+                         meta.get("allowed", []), meta.get("features", []), prob=meta.get("prob"))
 
     # --- select ---
 
@@ -186,7 +186,8 @@ class Search:
         else:
             self.ws.write_round(r, cand.graph, cand.prompt, {
                 "parent": cand.parent, "modification": cand.modification, "edit": cand.edit, "allowed": cand.allowed,
-                "features": cand.features, "optimizer_attempts": cand.attempts, "rejected": cand.rejected})
+                "features": cand.features, "prob": cand.prob, "optimizer_attempts": cand.attempts,
+                "rejected": cand.rejected})
         return errors
 
     # --- evaluate, record ---
@@ -222,9 +223,10 @@ class Search:
                 continue
             parent = meta["parent"]
             state = WorkflowState(*read_round(self.ws.round_dir(parent)), None, [scores.get(parent, 0.0)])
-            steps.append({"episode": episode, "group": self.cfg.benchmark, "t": r, "reward": exp["after"] - exp["before"],
-                          "anchor": state.key, "features": meta["features"], "action": meta["edit"],
-                          "allowed": meta.get("allowed") or [meta["edit"]]})
+            steps.append({"episode": episode, "group": self.cfg.benchmark, "t": r, "parent": parent,
+                          "reward": exp["after"] - exp["before"], "anchor": state.key, "features": meta["features"],
+                          "action": meta["edit"], "allowed": meta.get("allowed") or [meta["edit"]],
+                          "prob": meta.get("prob")})
         return steps
 
     def train_policy(self, other_steps: list[dict] | None = None, other_returns: dict[str, float] | None = None) -> dict:
@@ -236,7 +238,8 @@ class Search:
         scores = self.ws.scores()
         returns = {episode: max(scores.values()) - scores.get(1, 0.0) if scores else 0.0, **(other_returns or {})}
         p = self.cfg.policy
-        metrics = self.policy.train(steps, returns, p.gamma, p.step_weight, p.epochs, p.entropy_coef)
+        metrics = self.policy.train(steps, returns, p.gamma, p.step_weight, p.epochs, p.entropy_coef, p.clip,
+                                    p.window_rounds)
         self.policy_path.parent.mkdir(parents=True, exist_ok=True)
         self.policy.save(self.policy_path)
         return metrics

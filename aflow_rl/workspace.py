@@ -1,4 +1,4 @@
-"""AFlow's on-disk layout, read and written exactly (shared/REFERENCE.md).
+"""AFlow's on-disk layout, read and written exactly (README, "AFlow with RL").
 
     workflows/
       template/operator.json           {name: {description, interface}}

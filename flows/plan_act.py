@@ -1,4 +1,4 @@
-"""Plan/Act training as Prefect flows: one flow per run, one sub-flow per round (shared/DESIGN.md).
+"""Plan/Act training as Prefect flows: one flow per run, one sub-flow per round (README, "What the demo does and prints").
 
     plan_act_training(config)                     flow; one MLflow run
       ensure agents -> resume or warm start -> baseline eval

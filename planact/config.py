@@ -54,13 +54,14 @@ class SamplingConfig(_Strict):
 
 
 class RLConfig(_Strict):
-    """GRPO hyper-parameters for one role (see shared/DESIGN.md, RL)."""
+    """GRPO hyper-parameters for one role (README, "RL")."""
 
-    lr: float = Field(1e-4, gt=0.0, lt=1.0, description="AdamW learning rate after warmup (RL_NOTES: >=3e-4 collapsed).")
+    lr: float = Field(1e-4, gt=0.0, lt=1.0, description="AdamW learning rate after warmup (>= 3e-4 collapsed tiny models here).")
     warmup_steps: int = Field(10, ge=0, description="Optimizer steps of linear learning-rate warmup.")
     weight_decay: float = Field(0.0, ge=0.0, description="AdamW weight decay.")
     eps_clip: float = Field(0.2, gt=0.0, lt=1.0, description="PPO clip range below 1 (and above, unless eps_clip_high).")
     eps_clip_high: float | None = Field(None, gt=0.0, description="Upper clip range (DAPO 'clip-higher'); None = eps_clip.")
+    clip_ratio_c: float = Field(3.0, gt=1.0, description="Dual-clip bound (verl): with A < 0 a token's loss is at most clip_ratio_c * |A|.")
     kl_coef: float = Field(0.0, ge=0.0, description="Weight of the KL penalty to the frozen reference (the warm start).")
     kl_estimator: Literal["k1", "k3"] = Field("k3", description="KL estimator: k1 = log-ratio, k3 = Schulman's unbiased non-negative one.")
     entropy_coef: float = Field(0.0, ge=0.0, description="Weight of the entropy bonus.")
@@ -87,7 +88,7 @@ class ResourceConfig(_Strict):
     num_gpus: float = Field(0.0, ge=0.0, description="Ray GPUs reserved by each actor of this role.")
     memory_mb: int = Field(0, ge=0, description="Ray memory (MB) reserved per actor; 0 = no reservation.")
     custom: dict[str, float] = Field(default_factory=dict, description="Custom Ray resources per actor, e.g. {'node2': 0.5} to pin a role to labelled nodes.")
-    torch_threads: int = Field(1, ge=1, description="torch intra-op threads per actor (oversubscribing cores is slower, RL_NOTES).")
+    torch_threads: int = Field(1, ge=1, description="torch intra-op threads per actor (oversubscribing cores is 2.5-5x slower).")
     replicas: int = Field(1, ge=1, description="Engine replicas; generation is fanned out over them.")
     colocate_trainer: bool = Field(True, description="Run the trainer inside engine replica 0 (weight sync is then in-process).")
     device: str = Field("cpu", description="torch device for the model, e.g. 'cpu' or 'cuda'.")

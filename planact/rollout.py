@@ -24,7 +24,7 @@ def clean_plan(text: str) -> str:
     """The planner's decoded text, restricted to the plan language's characters.
 
     The actor receives this cleaned text, never re-encoded special tokens
-    (RL_NOTES: decoding and re-encoding special tokens crashed).
+    (decoding and re-encoding special tokens crashed in an early trial).
     """
     return "".join(ch for ch in text if ch in CHARSET_PLAN).strip()
 
@@ -94,10 +94,13 @@ def score_round(
                     res.rollouts.append({"instruction": task["instruction"], "data": task["data"], "plan": plan_text,
                                          "true_plan": ">".join(task["ops"]), "answer": a.text, "expected": task["answer"],
                                          "outcome": v.outcome})
-            plan_valid.append(plan_text is not None and parse_plan(plan_text) is not None)
+            valid = plan_text is not None and parse_plan(plan_text) is not None
+            plan_valid.append(valid)
             actor_rewards.append(rewards)
             outcomes.extend(outs)
-            task_plan_rewards.append(sum(outs) / len(outs))
+            # The planner is paid for its own output first: a malformed plan earns 0 even if the actor,
+            # ignoring it, happened to answer right.
+            task_plan_rewards.append(sum(outs) / len(outs) if valid else 0.0)
             adv = group_advantages(torch.tensor([rewards]), std_normalize[1])[0].tolist()
             gid = f"{task['task_id']}/{gi}"
             res.actor_samples.extend(_sample(a, r, ad, "actor", task["task_id"], gid) for a, r, ad in zip(group, rewards, adv))

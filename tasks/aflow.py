@@ -105,4 +105,5 @@ def expansion_items(cfg: AFlowConfig, round_idx: int, out: dict, candidate_meta:
              "anchor": state.key, "benchmark": cfg.benchmark, "priority": 1.0 + abs(out.get("reward", 0.0)),
              "data": {"parent": parent, "modification": out.get("modification"), "before": out.get("before"),
                       "after": out.get("score"), "reward": out.get("reward"), "edit": candidate_meta.get("edit"),
-                      "features": candidate_meta.get("features"), "allowed": candidate_meta.get("allowed")}}]
+                      "features": candidate_meta.get("features"), "allowed": candidate_meta.get("allowed"),
+                      "prob": candidate_meta.get("prob")}}]

@@ -1,9 +1,11 @@
-"""GiGPO advantages (verl-agent; shared/REFERENCE.md): A = A_episode + w * A_step.
+"""GiGPO advantages (Feng et al. 2025, as verl-agent computes them): A = A_episode + w * A_step.
 
-Episode level: returns normalised within the episode group (singleton group: mean 0, std 1).
-Step level: discounted returns R_t = r_t + gamma * R_{t+1} inside each episode, normalised within
-anchor groups: steps of the same episode group whose observations (anchor keys) are identical
-(singleton anchor group: 0).
+Episode level: each step carries its episode's return; the returns are normalised over the steps of
+the episode group (verl-agent's default, statistics "across steps"). So an episode alone in its group
+gets 0, however many steps it has; a group holding a single step keeps its raw return (mean 0, std 1).
+Step level: discounted returns R_t = r_t + gamma * R_{t+1} inside each episode (or returns the caller
+computed, e.g. along a search tree), normalised within anchor groups: steps of the same episode group
+whose observations (anchor keys) are identical (singleton anchor group: 0).
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ def _normalise(values: list[float], std_normalize: bool, eps: float, singleton: 
     if len(values) == 1:
         return [values[0]] if singleton == "identity" else [0.0]
     mean = statistics.fmean(values)
-    std = statistics.stdev(values) if std_normalize else 1.0
-    return [(v - mean) / ((std if std_normalize else 1.0) + (eps if std_normalize else 0.0)) for v in values]
+    if not std_normalize:
+        return [v - mean for v in values]
+    std = statistics.stdev(values)
+    return [(v - mean) / (std + eps) for v in values]
 
 
 def discounted_returns(rewards: list[float], gamma: float) -> list[float]:
@@ -31,21 +35,22 @@ def discounted_returns(rewards: list[float], gamma: float) -> list[float]:
 
 def gigpo_advantages(steps: list[dict], episode_returns: dict[str, float], gamma: float = 0.95,
                      step_weight: float = 1.0, std_normalize: bool = True, eps: float = 1e-6) -> list[float]:
-    """Advantage per step; each step has keys episode, group, t, reward, anchor (hashable)."""
-    # Episode level, per group of episodes.
-    groups: dict = defaultdict(list)
-    for ep in {(s["group"], s["episode"]) for s in steps}:
-        groups[ep[0]].append(ep[1])
-    a_ep: dict = {}
-    for g, eps_ in groups.items():
-        eps_ = sorted(eps_)
-        for ep, a in zip(eps_, _normalise([episode_returns[e] for e in eps_], std_normalize, eps, "identity")):
-            a_ep[(g, ep)] = a
+    """Advantage per step; each step has keys episode, group, t, reward, anchor (hashable), optionally `return`."""
+    # Episode level: one entry per step, so the statistics weigh episodes by their steps (verl-agent).
+    by_group: dict = defaultdict(list)
+    for i, s in enumerate(steps):
+        by_group[s["group"]].append(i)
+    a_ep = [0.0] * len(steps)
+    for idx in by_group.values():
+        for i, a in zip(idx, _normalise([episode_returns[steps[i]["episode"]] for i in idx], std_normalize, eps,
+                                        "identity")):
+            a_ep[i] = a
     # Step level: discounted returns inside each episode, then anchor groups inside each episode group.
-    ret: dict[int, float] = {}
+    ret: dict[int, float] = {i: s["return"] for i, s in enumerate(steps) if "return" in s}
     by_episode: dict = defaultdict(list)
     for i, s in enumerate(steps):
-        by_episode[(s["group"], s["episode"])].append(i)
+        if "return" not in s:
+            by_episode[(s["group"], s["episode"])].append(i)
     for idx in by_episode.values():
         idx.sort(key=lambda i: steps[i]["t"])
         for i, r in zip(idx, discounted_returns([steps[i]["reward"] for i in idx], gamma)):
@@ -57,4 +62,25 @@ def gigpo_advantages(steps: list[dict], episode_returns: dict[str, float], gamma
     for idx in anchors.values():
         for i, a in zip(idx, _normalise([ret[i] for i in idx], std_normalize, eps, "zero")):
             a_step[i] = a
-    return [a_ep[(s["group"], s["episode"])] + step_weight * a_step[i] for i, s in enumerate(steps)]
+    return [a_ep[i] + step_weight * a_step[i] for i in range(len(steps))]
+
+
+def tree_returns(steps: list[dict], gamma: float) -> list[float]:
+    """Returns along a search tree: R(node) = r(node) + gamma * mean R(children), per episode.
+
+    Each step is an expansion with `t` (the node it created) and `parent` (the node it expanded), so a
+    node's return only mixes rewards of its own descendants, never of unrelated branches.
+    """
+    out = [0.0] * len(steps)
+    by_episode: dict = defaultdict(list)
+    for i, s in enumerate(steps):
+        by_episode[s["episode"]].append(i)
+    for idx in by_episode.values():
+        value: dict = {}
+        children: dict = defaultdict(list)
+        for i in sorted(idx, key=lambda i: -steps[i]["t"]):  # children were created after their parents
+            kids = children[steps[i]["t"]]
+            value[steps[i]["t"]] = steps[i]["reward"] + (gamma * statistics.fmean(kids) if kids else 0.0)
+            children[steps[i]["parent"]].append(value[steps[i]["t"]])
+            out[i] = value[steps[i]["t"]]
+    return out

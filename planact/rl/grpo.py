@@ -1,4 +1,10 @@
-"""GRPO: group-normalised advantages and the clipped policy-gradient loss (DESIGN.md, RL)."""
+"""GRPO: group-normalised advantages and the clipped policy-gradient loss, as verl computes them.
+
+Matches verl's `core_algos`: (r - mean) / (std + eps) per group; PPO clip with dual-clip on negative
+advantages (the loss of a token is at most clip_ratio_c * |A|); the k3 KL estimator with the
+log-ratio clamped to +-20 and the estimate to [-10, 10]. Deliberate difference: a singleton group
+gets advantage 0 here (verl passes its raw reward through): with no group there is no baseline.
+"""
 
 from __future__ import annotations
 
@@ -12,18 +18,23 @@ def group_advantages(rewards: torch.Tensor, std_normalize: bool = True, eps: flo
     """
     if rewards.shape[-1] == 1:
         return torch.zeros_like(rewards)
-    centred = rewards - rewards.mean(-1, keepdim=True)
+    # float64, and groups of equal rewards exactly 0: in float32, equal non-dyadic rewards (0.1, 0.1, ...)
+    # leave a std of ~3e-8 < eps and a spurious non-zero advantage.
+    r = rewards.double()
+    centred = r - r.mean(-1, keepdim=True)
     if std_normalize:
-        centred = centred / (rewards.std(-1, unbiased=True, keepdim=True) + eps)
-    return centred
+        centred = centred / (r.std(-1, unbiased=True, keepdim=True) + eps)
+    equal = (r.amax(-1, keepdim=True) == r.amin(-1, keepdim=True))
+    return torch.where(equal, torch.zeros_like(centred), centred).to(rewards.dtype)
 
 
 def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, estimator: str = "k3") -> torch.Tensor:
-    """Per-token KL(pi || ref) estimate: k1 = log-ratio, k3 = exp(ref-logp) - (ref-logp) - 1."""
-    log_ratio = ref_logp - logp
+    """Per-token KL(pi || ref) estimate: k1 = log-ratio; k3 = exp(d) - d - 1 with d = ref - logp clamped
+    to +-20 and the estimate to [-10, 10] (verl's low_var_kl: at d = 28, unclamped k3 is ~1.4e12)."""
     if estimator == "k1":
-        return -log_ratio
-    return log_ratio.exp() - log_ratio - 1.0
+        return logp - ref_logp
+    d = (ref_logp - logp).clamp(-20.0, 20.0)
+    return (d.exp() - d - 1.0).clamp(-10.0, 10.0)
 
 
 def grpo_loss(
@@ -33,6 +44,7 @@ def grpo_loss(
     mask: torch.Tensor,
     eps_clip: float = 0.2,
     eps_clip_high: float | None = None,
+    clip_ratio_c: float = 3.0,
     ref_logp: torch.Tensor | None = None,
     kl_coef: float = 0.0,
     kl_estimator: str = "k3",
@@ -49,6 +61,8 @@ def grpo_loss(
     surr1 = ratio * adv
     surr2 = ratio.clamp(1.0 - eps_clip, 1.0 + eps_high) * adv
     pg = -torch.minimum(surr1, surr2)
+    # Dual-clip (verl clip_ratio_c): with A < 0 a huge ratio would make one token's loss unbounded.
+    pg = torch.where(adv < 0, torch.minimum(pg, -adv * clip_ratio_c), pg)
     n_tok = mask.sum().clamp(min=1.0)
 
     def tok_mean(x: torch.Tensor) -> torch.Tensor:

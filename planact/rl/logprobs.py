@@ -10,7 +10,7 @@ def pad_batch(prompts: list[list[int]], responses: list[list[int]], pad_id: int)
     """Right-pad prompt+response rows; mark response tokens in `resp_mask`.
 
     Position ids are explicit (0..n-1 per row) so that they match the engine's
-    left-padded sampling pass exactly (RL_NOTES: logprob traps).
+    left-padded sampling pass exactly (same padding, mask and position ids in both passes).
     """
     lengths = [len(p) + len(r) for p, r in zip(prompts, responses)]
     T = max(lengths)

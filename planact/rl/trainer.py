@@ -43,7 +43,7 @@ class RoleTrainer:
         self.steps = 0
 
     def snapshot_reference(self) -> None:
-        """Freeze the current weights as the KL reference (called once, after the warm start)."""
+        """Freeze the current weights as the KL reference (after the warm start, or at RL's first step without one)."""
         if self.rl.kl_coef > 0:
             self.ref_model = copy.deepcopy(self.model).eval()
             for p in self.ref_model.parameters():
@@ -56,6 +56,13 @@ class RoleTrainer:
         """
         t0 = time.perf_counter()
         rl = self.rl
+        for s in samples:  # a missing logprob would silently become 0 and distort every ratio
+            if len(s["logprobs"]) != len(s["token_ids"]):
+                raise ValueError(f"sample {s.get('sample_id', '?')}: {len(s['logprobs'])} logprobs for "
+                                 f"{len(s['token_ids'])} tokens; the engine must return one logprob per token")
+        if rl.kl_coef > 0 and self.ref_model is None:
+            # No warm start snapshotted a reference: the weights RL starts from are the reference.
+            self.snapshot_reference()
         # Zero-advantage samples carry no policy gradient; without KL/entropy terms they are pure cost.
         if rl.kl_coef == 0 and rl.entropy_coef == 0:
             used = [s for s in samples if s["advantage"] != 0.0]
@@ -84,8 +91,10 @@ class RoleTrainer:
             if self.ref_model is not None:
                 with torch.no_grad():
                     ref_lp, _ = token_logprobs(self.ref_model, batch, self.temperature)
-            loss, stats = grpo_loss(logp, old, adv, mask, rl.eps_clip, rl.eps_clip_high, ref_lp, rl.kl_coef,
-                                    rl.kl_estimator, ent.detach() if rl.entropy_coef == 0 else ent, rl.entropy_coef)
+            loss, stats = grpo_loss(logp, old, adv, mask, eps_clip=rl.eps_clip, eps_clip_high=rl.eps_clip_high,
+                                    clip_ratio_c=rl.clip_ratio_c, ref_logp=ref_lp, kl_coef=rl.kl_coef,
+                                    kl_estimator=rl.kl_estimator, entropy=ent.detach() if rl.entropy_coef == 0 else ent,
+                                    entropy_coef=rl.entropy_coef)
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), rl.grad_clip))

@@ -5,7 +5,7 @@
 
 Implements GET /health, /health_generate, /get_model_info and POST /generate (input_ids, batched,
 sampling_params, return_logprob), /update_weights_from_disk, /flush_cache, /pause_generation,
-/continue_generation as documented in shared/REFERENCE.md. Its "model" answers deterministically: the
+/continue_generation as SGLang documents them. Its "model" answers deterministically: the
 prompt's last ids reversed, so a test can check the ids it gets back.
 """
 

@@ -1,6 +1,6 @@
 """Loopback HTTP stand-ins for services that cannot run here (OpenAI, Anthropic: no internet; SGLang: no GPU).
 
-Each implements the documented request/response shapes (shared/REFERENCE.md for SGLang; OpenAI chat and
+Each implements the documented request/response shapes (SGLang's native API; OpenAI chat and
 text completions; Anthropic messages), records every request, can be told to fail the next requests
 (status + Retry-After, or a delay longer than the client's timeout), checks the API key like the real
 service, and measures how many requests it served at once.

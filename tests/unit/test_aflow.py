@@ -116,10 +116,10 @@ def test_gigpo_anchor_groups_and_discounting():
              {"episode": "a", "group": "g", "t": 2, "reward": 0.0, "anchor": "s0"},
              {"episode": "a", "group": "g", "t": 3, "reward": 0.0, "anchor": "s1"}]
     adv = gigpo_advantages(steps, {"a": 0.5}, gamma=0.0, step_weight=1.0)
-    # One episode: A_episode = its return (singleton group: mean 0, std 1); s0's two steps are ranked
-    # against each other, s1 is alone (A_step 0).
-    assert adv[0] > adv[1] and adv[2] == pytest.approx(0.5)
-    assert adv[0] - 0.5 == pytest.approx(-(adv[1] - 0.5))
+    # One episode alone in its group: A_episode = 0 for every step (verl-agent's statistics across steps);
+    # s0's two steps are ranked against each other, s1 is alone (A_step 0).
+    assert adv[0] > 0 > adv[1] and adv[2] == 0.0
+    assert adv[0] == pytest.approx(-adv[1])
     two = gigpo_advantages(steps + [{"episode": "b", "group": "g", "t": 1, "reward": 0.0, "anchor": "s1"}],
                            {"a": 1.0, "b": 0.0}, gamma=0.95)
     assert two[3] < 0 < two[2]  # episode b did worse than a, and at s1 its step also did worse

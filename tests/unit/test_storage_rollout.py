@@ -28,7 +28,9 @@ def test_credit_per_role_and_malformed_counts():
     answers = [[_c("23"), _c("12")], [_c("23"), _c("zz")]]
     res = score_round(tasks, plans, answers, CreditConfig())
     planner_rewards = [s["reward"] for s in res.planner_samples]
-    assert planner_rewards == [0.5, 0.5]  # mean outcome of the answers each plan led to
+    # A valid plan earns the mean outcome of the answers it led to; the malformed plan earns 0 although one
+    # answer that ignored it was right (it used to earn 0.5 here).
+    assert planner_rewards == [0.5, 0.0]
     actor_rewards = [s["reward"] for s in res.actor_samples]
     assert actor_rewards == [1.0, 0.0, 0.0, 0.0]  # invalid plan -> actor earns nothing
     assert res.metrics["planner/malformed"] == 1 and res.metrics["actor/malformed"] == 1
