@@ -44,7 +44,7 @@ from tasks.plan_act import (
 
 @flow(name="plan-act-round", log_prints=True)
 def plan_act_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | None,
-                   actor: agents.RoleGroup | None, pool: PoolRef) -> dict:
+                   actor: agents.RoleGroup | None, pool: PoolRef, incarnation: str | None = None) -> dict:
     """One round: plans, barrier, fanned-out execution, scoring, experience, training of each local role.
 
     Round payloads (plans, answers, samples) travel wrapped in `Payload` so Prefect does not walk
@@ -61,13 +61,13 @@ def plan_act_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | N
         with clock("planner_generate"):
             plans = planner_generate(cfg, planner, batch, round_idx).data
     with clock("barrier"):
-        ready = barrier(cfg, round_idx, role, Payload(plans), "plans").data
+        ready = barrier(cfg, round_idx, role, Payload(plans), "plans", incarnation).data
     fallback = ready["status"] == "fallback"
     metrics: dict[str, float] = {"barrier_wait_s": ready["wait_s"], "fallback": float(fallback)}
 
     if actor is None:  # two-job mode, planner side: wait for the actor's scored feedback, then train
         with clock("feedback"):
-            fb = barrier(cfg, round_idx, role, None, "feedback").data
+            fb = barrier(cfg, round_idx, role, None, "feedback", incarnation).data
         planner_samples = fb["payloads"].get("actor") if fb["status"] == "complete" else None
         metrics["fallback"] = float(planner_samples is None)
         result = {"planner_samples": planner_samples or [], "actor_samples": [], "metrics": {}, "rollouts": []}
@@ -87,7 +87,7 @@ def plan_act_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | N
                   "metrics": scored.metrics, "rollouts": scored.rollouts, "workers": workers}
         if planner is None:  # two-job mode, actor side: hand the planner its credited samples
             with clock("feedback"):
-                barrier(cfg, round_idx, role, Payload(scored.planner_samples), "feedback")
+                barrier(cfg, round_idx, role, Payload(scored.planner_samples), "feedback", incarnation)
 
     with clock("experience"):
         items = [it for r_name, key in (("planner", "planner_samples"), ("actor", "actor_samples"))
@@ -156,7 +156,7 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
             t0 = time.perf_counter()
             # The parent flow's heartbeat covers its rounds; a per-round heartbeat thread only adds ~1 s at exit.
             with temporary_settings(updates={"flows.heartbeat_frequency": None}):
-                out = round_flow(cfg, r, planner, actor, session.experience)
+                out = round_flow(cfg, r, planner, actor, session.experience, session.incarnation)
             out["metrics"]["time/round_s"] = time.perf_counter() - t0
             session.record_round(r, out)
             print(session.progress_line(r))

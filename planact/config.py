@@ -154,6 +154,7 @@ class BarrierConfig(_Strict):
     timeout_s: float = Field(1800.0, gt=0.0, description="Seconds the actor side waits for the planner's plans.")
     fallback_on_timeout: bool = Field(True, description="On timeout: True = actor executes without a plan (round tagged), False = fail the round.")
     namespace: str = Field("planact", description="Ray namespace of the orchestrator and all named actors.")
+    liveness_s: float = Field(15.0, ge=0.0, description="Two-job mode: a partner silent this long (no heartbeat) is dead and the waiter is released at once; 0 = wait for the timeout.")
 
 
 class TrackingConfig(_Strict):
@@ -222,6 +223,15 @@ class RunConfig(_Strict):
     @classmethod
     def _safe_name(cls, v: str) -> str:
         return check_run_name(v)
+
+    @model_validator(mode="after")
+    def _no_secrets(self) -> "RunConfig":
+        from planact.secrets import config_errors
+
+        errors = config_errors(self.model_dump())
+        if errors:
+            raise ValueError("; ".join(errors))
+        return self
 
     @model_validator(mode="after")
     def _aflow_on_checkpoints(self) -> "RunConfig":

@@ -14,7 +14,9 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,6 +26,8 @@ import yaml
 from planact import agents
 from planact.config import RunConfig
 from planact.experience import PoolRef, pool_actor
+from planact.orchestrator import get_or_create_orchestrator, orchestrator_state
+from planact.secrets import expand_references, redact
 from planact.storage import RunState, atomic_write, checkpoint_dir, prune_checkpoints
 from planact.tracking import Tracker
 
@@ -36,7 +40,7 @@ def connect_ray(cfg, env_vars: dict[str, str] | None = None, namespace: str | No
     if ray.is_initialized():
         return False
     runtime_env = dict(cfg.ray.runtime_env)
-    merged_env = {**(env_vars or {}), **runtime_env.get("env_vars", {})}
+    merged_env = {**(env_vars or {}), **expand_references(runtime_env.get("env_vars", {}))}
     if merged_env:
         runtime_env["env_vars"] = merged_env
     kwargs = {"namespace": namespace or cfg.barrier.namespace, "runtime_env": runtime_env or None, "log_to_driver": True}
@@ -79,7 +83,7 @@ class TrainingSession:
         if not self.resumed:
             self.state.data["mlflow_run_id"] = self.tracker.run_id
             self.state.save()
-            atomic_write(self.run_dir / "config.resolved.yaml", yaml.safe_dump(cfg.model_dump(), sort_keys=False))
+            atomic_write(self.run_dir / "config.resolved.yaml", yaml.safe_dump(redact(cfg.model_dump()), sort_keys=False))
             self.tracker.log_artifact(self.run_dir / "config.resolved.yaml")
         self._flush_pending()
         self.owns_ray = connect_ray(cfg, env_vars)
@@ -87,6 +91,22 @@ class TrainingSession:
         self.rollouts: list[dict] = []
         self.evals: dict[int, dict] = {int(k): v for k, v in self.state.data.get("evals", {}).items()}
         self.role_groups: list[agents.RoleGroup] = []
+        # One incarnation per flow run: a round it re-runs supersedes an earlier incarnation's payload.
+        self.incarnation = uuid.uuid4().hex
+        self._beating = threading.Event()
+        if cfg.agent_role != "both" and cfg.barrier.liveness_s > 0:
+            threading.Thread(target=self._heartbeat, daemon=True, name="barrier-heartbeat").start()
+
+    def _heartbeat(self) -> None:
+        """Tell the orchestrator this role is alive (two-job mode), so a partner waiting on it is not
+        held to the full barrier timeout once this job dies."""
+        orch = None
+        while not self._beating.wait(self.cfg.barrier.liveness_s / 3):
+            try:
+                orch = orch or get_or_create_orchestrator(self.cfg.barrier.namespace, str(orchestrator_state(self.cfg)))
+                orch.heartbeat.remote(self.cfg.run_name, self.cfg.agent_role)
+            except Exception:  # Ray going down at the end of the run
+                orch = None
 
     # --- agents and resume ---
 
@@ -224,6 +244,7 @@ class TrainingSession:
 
     def close(self) -> None:
         """Free the run's agents on a shared cluster; disconnect from Ray if this session started it."""
+        self._beating.set()
         if self.owns_ray and ray.is_initialized():
             ray.shutdown()  # a private Ray takes its agents with it
             self.owns_ray = False

@@ -36,6 +36,25 @@ def atomic_write(path: str | Path, data: bytes | str) -> None:
         os.close(dfd)
 
 
+def fsync_tree(folder: str | Path) -> None:
+    """fsync every file under `folder`, each folder, and `folder`'s parent: the tree is durable before
+    anything (state.json) points at it."""
+    folder = Path(folder)
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            fd = os.open(os.path.join(root, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    for d in [p for p, _, _ in os.walk(folder)] + [str(folder.parent)]:
+        dfd = os.open(d, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
 class RunState:
     """The run's resume point: last completed round, MLflow run id, round table. One file per agent role.
 

@@ -6,7 +6,6 @@ import contextlib
 import fcntl
 import json
 import os
-import re
 import time
 from pathlib import Path
 
@@ -14,9 +13,7 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from planact.config import flatten
-
-_SECRET = re.compile(r"(key|token|secret|password|passwd|credential)", re.I)
-
+from planact.secrets import redact
 
 def tracking_uri(cfg) -> str:
     """Config URI, else $MLFLOW_TRACKING_URI, else a SQLite store under the run root (any config with .tracking)."""
@@ -30,12 +27,9 @@ def tracking_uri(cfg) -> str:
 
 
 def safe_params(cfg) -> dict[str, str]:
-    """Flattened config with anything that looks like a secret removed (MLflow caps values at 6000 chars)."""
-    out = {}
-    for k, v in flatten(cfg).items():
-        if _SECRET.search(k):
-            continue
-        out[k] = json.dumps(v) if isinstance(v, (dict, list)) else str(v)
+    """Flattened config with secrets masked (planact.secrets.redact; MLflow caps values at 6000 chars)."""
+    data = cfg.model_dump() if hasattr(cfg, "model_dump") else cfg
+    out = {k: json.dumps(v) if isinstance(v, (dict, list)) else str(v) for k, v in flatten(redact(data)).items()}
     return {k: v[:6000] for k, v in out.items()}
 
 

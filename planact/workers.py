@@ -23,6 +23,7 @@ from planact.engines.factory import make_engine, needs_local_model
 from planact.envs.plan_act import PlanActEnv
 from planact.models import load_model, materialize_tiny, param_count
 from planact.rl.trainer import RoleTrainer, sft
+from planact.storage import fsync_tree
 from planact.storage import RunState
 from schedulemesh import AgentActor
 
@@ -167,6 +168,7 @@ class RoleWorker(AgentActor):
                  "trainer": self.trainer.state_dict() if self.trainer else None}
         torch.save(state, out / "trainer_state.pt")
         (out / "meta.json").write_text(json.dumps({"role": self.role, "weight_version": self.engine.weight_version}))
+        fsync_tree(out)  # durable before the run state names this checkpoint as the resume point
         return str(out)
 
     def load_checkpoint(self, folder: str) -> int:

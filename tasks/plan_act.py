@@ -10,7 +10,7 @@ from prefect.cache_policies import NO_CACHE
 from planact import agents
 from planact.config import RunConfig
 from planact.envs.plan_act import PlanActEnv, planner_prompt
-from planact.orchestrator import barrier_key, get_or_create_orchestrator, resolve_barrier
+from planact.orchestrator import barrier_key, get_or_create_orchestrator, orchestrator_state, resolve_barrier
 from planact.rollout import evaluate, score_round
 
 # Payloads are whole rounds of token ids: never hash or persist them.
@@ -82,17 +82,19 @@ def planner_generate(cfg: RunConfig, planner: agents.RoleGroup, batch: list[dict
 
 
 @task(name="barrier", **TASK_OPTS)
-def barrier(cfg: RunConfig, round_idx: int, role: str, payload: Payload | None = None, phase: str = "plans") -> Payload:
+def barrier(cfg: RunConfig, round_idx: int, role: str, payload: Payload | None = None, phase: str = "plans",
+            incarnation: str | None = None) -> Payload:
     """Arrive at the PlanActOrchestrator barrier for this round; returns its release outcome."""
     import ray
 
     payload = _open(payload)
-    orch = get_or_create_orchestrator(cfg.barrier.namespace)
+    orch = get_or_create_orchestrator(cfg.barrier.namespace, str(orchestrator_state(cfg)))
     roles = ("planner", "actor") if role == "both" else (role,)
     key = barrier_key(cfg.run_name, round_idx, phase)
     # In one-flow mode both roles arrive from here (concurrently) and the barrier releases at once.
     refs = [orch.arrive.remote(key, r, payload if r == _payload_role(phase) else None, ("planner", "actor"),
-                               cfg.barrier.timeout_s, cfg.barrier.fallback_on_timeout) for r in roles]
+                               cfg.barrier.timeout_s, cfg.barrier.fallback_on_timeout, incarnation,
+                               cfg.barrier.liveness_s) for r in roles]
     result = ray.get(refs)[-1]
     return Payload(resolve_barrier(result))
 

@@ -80,3 +80,22 @@ def test_api_engine_roles_must_be_frozen_and_find_their_key(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     check_runtime(cfg)
     check_runtime(load_config(None, ["actor.engine=openai", "actor.train=false", "actor.openai.api_key_env=''"]))
+
+
+def test_secrets_never_sit_in_a_config_and_are_masked_where_they_slip_through():
+    import pytest
+
+    from planact.config import ConfigError, load_config
+    from planact.secrets import redact
+    from planact.tracking import safe_params
+
+    with pytest.raises(ConfigError, match=r"ray.runtime_env.env_vars.OPENAI_API_KEY.*\$\{OPENAI_API_KEY\}"):
+        load_config(None, ["ray.runtime_env={'env_vars': {'OPENAI_API_KEY': 'sk-live-123'}}"])
+    with pytest.raises(ConfigError, match="tracking.tracking_uri: the URL holds a password"):
+        load_config(None, ["tracking.tracking_uri=http://alice:pw123@127.0.0.1:5000"])
+    cfg = load_config(None, ["ray.runtime_env={'env_vars': {'OPENAI_API_KEY': '${OPENAI_API_KEY}', 'MODE': 'fast'}}"])
+    params = safe_params(cfg)
+    assert params["planner.sampling.max_new_tokens"] == str(cfg.planner.sampling.max_new_tokens)  # not a secret
+    assert params["ray.runtime_env.env_vars.MODE"] == "***"  # env_vars values never reach MLflow
+    assert params["ray.runtime_env.env_vars.OPENAI_API_KEY"] == "***"
+    assert redact({"uri": "postgresql://u:secretpw@db/x"}) == {"uri": "postgresql://***@db/x"}

@@ -39,3 +39,64 @@ def test_timeout_falls_back_or_fails():
     _, res, _ = run(go(False))
     with pytest.raises(BarrierTimeout, match="timed out"):
         resolve_barrier(res)
+
+
+def test_a_rerun_round_gets_the_new_incarnations_payload():
+    async def go():
+        o = PlanActOrchestrator()
+        first = asyncio.gather(o.arrive("r/3/plans", "planner", ["old"], timeout_s=5, incarnation="A"),
+                               o.arrive("r/3/plans", "actor", None, timeout_s=5, incarnation="A"))
+        await first
+        # The run was killed after round 3's barrier and resumed (incarnation B): round 3 runs again.
+        again = await asyncio.gather(o.arrive("r/3/plans", "planner", ["new"], timeout_s=5, incarnation="B"),
+                                     o.arrive("r/3/plans", "actor", None, timeout_s=5, incarnation="B"))
+        return again
+
+    planner, actor = run(go())
+    assert actor["status"] == "complete" and actor["payloads"]["planner"] == ["new"]  # used to return ["old"]
+
+
+def test_a_dead_partner_is_detected_within_seconds_not_at_the_timeout():
+    import time
+
+    async def go():
+        o = PlanActOrchestrator()
+        o.heartbeat("r", "planner")  # the planner job was alive ... and then died (no more heartbeats)
+        t0 = time.monotonic()
+        res = await o.arrive("r/4/plans", "actor", None, timeout_s=1800, liveness_s=1.5)
+        return res, time.monotonic() - t0
+
+    res, waited = run(go())
+    assert res["status"] == "fallback" and res["dead"] == ["planner"]
+    assert waited < 5  # not 1800 s
+
+
+def test_a_late_arrival_after_pruning_gets_the_same_outcome():
+    async def go():
+        o = PlanActOrchestrator(keep_rounds=1)
+        res = await o.arrive("r/1/plans", "actor", None, timeout_s=0.05)  # released as fallback
+        for i in range(2, 10):  # later rounds push round 1's payloads out
+            await asyncio.gather(o.arrive(f"r/{i}/plans", "planner", [i], timeout_s=5),
+                                 o.arrive(f"r/{i}/plans", "actor", None, timeout_s=5))
+        late = await o.arrive("r/1/plans", "planner", ["late"], timeout_s=0.5)
+        return o, res, late
+
+    o, res, late = run(go())
+    assert o.info("r/1/plans") is None  # pruned
+    assert res["status"] == late["status"] == "fallback"  # one key, one outcome (it used to wait and re-release)
+
+
+def test_barrier_records_survive_an_orchestrator_restart(tmp_path):
+    state = str(tmp_path / "orch.pkl")
+
+    async def first():
+        o = PlanActOrchestrator(state_path=state)
+        await asyncio.gather(o.arrive("r/5/plans", "planner", ["p"], timeout_s=5),
+                             o.arrive("r/5/plans", "actor", None, timeout_s=5))
+
+    async def second():
+        return await PlanActOrchestrator(state_path=state).arrive("r/5/plans", "actor", None, timeout_s=5)
+
+    run(first())
+    res = run(second())  # a new actor process restored from the state file
+    assert res["status"] == "complete" and res["payloads"]["planner"] == ["p"] and res["wait_s"] < 1
