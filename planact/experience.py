@@ -1,9 +1,9 @@
 """The experience pool: a durable, append-only store, served to many writers by one Ray actor.
 
-Durability: an append writes its items as JSON lines, flushes and fsyncs the file (and the folder
-when the file is new) before it returns, so a returned append is an acknowledgement: a SIGKILL at
-any later moment loses none of it. A SIGKILL during an append can leave one torn last line; readers
-skip it and the next writer cuts it off before appending. Writers in different processes (two
+Durability: an append writes its batch as one JSON line (so a batch is all there or not at all),
+flushes and fsyncs the file (and the folder when the file is new) before it returns, so a returned
+append is an acknowledgement: a SIGKILL at any later moment loses none of it. A SIGKILL during an
+append can leave one torn last line; readers skip it and the next writer cuts it off before appending. Writers in different processes (two
 actors on shared storage, or plain library users) serialise through an exclusive flock.
 
 Items are dicts with an `id`; re-appending an id replaces the earlier item (a re-run round stays
@@ -69,8 +69,10 @@ class ExperienceStore:
             except ValueError:
                 self._torn += 1
                 continue
-            self._lines += 1
-            self._items[item["id"]] = item
+            batch = item["items"] if "items" in item and "id" not in item else [item]
+            for it in batch:
+                self._lines += 1
+                self._items[it["id"]] = it
         self._offset += consumed
 
     def append(self, items: list[dict]) -> int:
@@ -78,12 +80,11 @@ class ExperienceStore:
         if not items:
             return 0
         now = time.time()
-        lines = []
-        for it in items:
-            if "id" not in it:
-                raise ValueError("every experience item needs an 'id'")
-            lines.append(json.dumps({"ts": now, "priority": 1.0, **it}, separators=(",", ":")))
-        data = ("\n".join(lines) + "\n").encode()
+        if any("id" not in it for it in items):
+            raise ValueError("every experience item needs an 'id'")
+        # One line per batch: a writer killed mid-batch leaves one torn line, never half a batch visible.
+        data = (json.dumps({"items": [{"ts": now, "priority": 1.0, **it} for it in items]},
+                           separators=(",", ":")) + "\n").encode()
         with self._locked():
             new_file = not self.file.exists()
             with open(self.file, "ab+") as f:

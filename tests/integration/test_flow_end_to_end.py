@@ -79,5 +79,5 @@ def test_invalid_config_fails_before_any_work(tmp_path):
                       tmp_path / "bad.log", timeout=120)
     assert rc == 2
     assert "rounds" in out and "greater than or equal" in out
-    assert not any(tmp_path.iterdir()) or not (tmp_path / "smoke").exists()  # nothing was started or written
+    assert not (tmp_path / "smoke").exists()  # nothing was started or written for the run
     assert "Started a local Ray" not in out

@@ -44,8 +44,13 @@ def test_teacher_is_wrong_on_but_first_at_the_configured_rate():
 def test_malformed_outputs_score_zero_and_never_raise():
     task = {"data": "123", "answer": "234", "ops": ["inc"]}
     assert verify(task, "inc", "234").outcome == 1.0
-    for plan, answer in (("garbage", "234"), (None, "234"), ("inc", "23x"), ("inc", ""), ("inc", "2345"), ("", None)):
+    # (outcome, fidelity, plan_valid, answer_valid): a right answer under a bad plan keeps its outcome (the
+    # planner's reward is gated separately), but earns no fidelity; malformed answers are flagged, never raised.
+    expected = {("garbage", "234"): (1.0, 0.0, False, True), (None, "234"): (1.0, 0.0, False, True),
+                ("inc", "23x"): (0.0, 0.0, True, False), ("inc", ""): (0.0, 0.0, True, False),
+                ("inc", "2345"): (0.0, 0.0, True, False), ("", None): (0.0, 0.0, False, False)}
+    for (plan, answer), want in expected.items():
         v = verify(task, plan, answer)
-        assert v.fidelity == 0.0 or v.plan_valid
+        assert (v.outcome, v.fidelity, v.plan_valid, v.answer_valid) == want, (plan, answer)
     v = verify(task, "garbage", "99")
     assert (v.outcome, v.plan_valid, v.answer_valid) == (0.0, False, False)

@@ -42,3 +42,18 @@ def test_fallback_round_has_no_planner_samples():
     assert actor_requests(tasks, None) == [":12="]
     res = score_round(tasks, None, [[_c("23"), _c("11")]], CreditConfig())
     assert res.planner_samples == [] and [s["reward"] for s in res.actor_samples] == [1.0, 0.0]
+
+
+def test_a_batch_is_visible_whole_or_not_at_all(tmp_path):
+    from planact.experience import ExperienceStore
+
+    store = ExperienceStore(tmp_path)
+    store.append([{"id": "a1", "run": "r"}, {"id": "a2", "run": "r"}])
+    # A writer killed in the middle of its next batch: part of the batch reached the file, unacknowledged.
+    whole = ('{"items":[{"id":"b1","run":"r"},{"id":"b2","run":"r"},{"id":"b3","run":"r"}]}').encode()
+    with open(store.file, "ab") as f:
+        f.write(whole[: len(whole) // 2])
+    reader = ExperienceStore(tmp_path)
+    assert sorted(it["id"] for it in reader.query()) == ["a1", "a2"]  # none of b1..b3 (b1 used to show up)
+    reader.append([{"id": "c1", "run": "r"}])  # the torn tail is cut off, not glued to the new batch
+    assert sorted(it["id"] for it in ExperienceStore(tmp_path).query()) == ["a1", "a2", "c1"]

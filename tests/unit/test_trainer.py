@@ -62,3 +62,12 @@ def test_trainer_state_round_trip(tiny_model_dir):
     t2 = RoleTrainer(model, tok.pad_token_id, RLConfig(kl_coef=0.1), 1.0)
     t2.load_state_dict(state)
     assert t2.steps == t.steps and t2.ref_model is not None
+    # Not only the counters: the optimizer moments, the schedule and the KL reference come back exactly.
+    m1, m2 = t.optimizer.state_dict(), t2.optimizer.state_dict()
+    assert m1["state"].keys() == m2["state"].keys() and m1["state"]
+    for k in m1["state"]:
+        assert torch.equal(m1["state"][k]["exp_avg"], m2["state"][k]["exp_avg"])
+        assert torch.equal(m1["state"][k]["exp_avg_sq"], m2["state"][k]["exp_avg_sq"])
+    assert t2.scheduler.get_last_lr() == t.scheduler.get_last_lr()
+    for a, b in zip(t.ref_model.state_dict().values(), t2.ref_model.state_dict().values()):
+        assert torch.equal(a, b)
