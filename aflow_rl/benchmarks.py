@@ -84,10 +84,14 @@ def split(problems: list[dict], seed: int = 42, validation_fraction: float = 0.2
 
 # --- scorers ---
 
+_NUMBER = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?")
+
+
 def last_number(text: str) -> float | None:
-    """The last number in a text (commas removed), or None."""
-    nums = re.findall(r"-?\d+(?:\.\d+)?", (text or "").replace(",", ""))
-    return float(nums[-1]) if nums else None
+    """The last number in a text, or None. Commas count only as thousands separators (AFlow): in
+    "answers 1,2,3" the last number is 3, not 123."""
+    nums = _NUMBER.findall(text or "")
+    return float(nums[-1].replace(",", "")) if nums else None
 
 
 def score_gsm8k(problem: dict, prediction: str) -> tuple[float, str]:
@@ -114,29 +118,54 @@ def last_boxed(text: str) -> str | None:
     return None
 
 
+def _fix_fracs(s: str) -> str:
+    """\\dfrac/\\tfrac -> \\frac, and the brace-less \\frac34 / \\frac3{x} -> \\frac{3}{4} / \\frac{3}{x}."""
+    s = re.sub(r"\\[dt]frac", r"\\frac", s)
+    s = re.sub(r"\\frac(\d)(\d)", r"\\frac{\1}{\2}", s)
+    return re.sub(r"\\frac(\d)\{", r"\\frac{\1}{", s)
+
+
+def _percent_number(s: str) -> float | None:
+    """A plain number, with thousands commas, or a percentage (50\\% -> 0.5) as AFlow's MATH scorer reads it."""
+    t = s.replace(",", "").strip()
+    try:
+        return float(t)
+    except ValueError:
+        pass
+    if t.endswith("%"):
+        t = t[:-1].removesuffix("\\")
+        try:
+            return float(t) / 100
+        except ValueError:
+            return None
+    return None
+
+
 def _latex_to_expr(s: str) -> str:
+    s = _fix_fracs(s)
     s = s.replace("\\left", "").replace("\\right", "").replace("\\!", "").replace("$", "").strip()
-    s = re.sub(r"\\[dt]?frac\{([^{}]*)\}\{([^{}]*)\}", r"((\1)/(\2))", s)
-    s = re.sub(r"\\sqrt\{([^{}]*)\}", r"sqrt(\1)", s)
+    s = re.sub(r"\\sqrt\{([^{}]*)\}", r"sqrt(\1)", s)  # first, so \frac{\sqrt{2}}{2} has no inner braces
+    s = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"((\1)/(\2))", s)
     return s.replace("\\cdot", "*").replace("\\times", "*").replace("^", "**").replace("{", "(").replace("}", ")")
 
 
 def math_equal(a: str, b: str) -> bool:
     """String, numeric (1e-3) or symbolic equality of two answers."""
     na, nb = re.sub(r"\s+", "", a or ""), re.sub(r"\s+", "", b or "")
-    if na == nb:
+    if na == nb or _fix_fracs(na) == _fix_fracs(nb):
         return True
-    try:
-        return abs(float(na) - float(nb)) <= 1e-3
-    except ValueError:
-        pass
+    fa, fb = _percent_number(na), _percent_number(nb)
+    if fa is not None and fb is not None:
+        return abs(fa - fb) <= 1e-3
     try:
         import sympy
         from sympy.parsing.sympy_parser import implicit_multiplication_application, parse_expr, standard_transformations
 
         tr = standard_transformations + (implicit_multiplication_application,)  # "2x" means 2*x in answers
         ea, eb = parse_expr(_latex_to_expr(a), transformations=tr), parse_expr(_latex_to_expr(b), transformations=tr)
-        return bool(sympy.simplify(ea - eb) == 0)
+        if sympy.simplify(ea - eb) == 0:
+            return True
+        return abs(float(sympy.N(ea)) - float(sympy.N(eb))) <= 1e-3
     except Exception:  # unparseable answers simply do not match
         return False
 
@@ -145,8 +174,9 @@ def score_math(problem: dict, prediction: str) -> tuple[float, str]:
     """Last \\boxed{} of the prediction vs the solution's."""
     gold = last_boxed(problem["answer"]) or problem["answer"]
     pred = last_boxed(prediction)
-    if pred is None:
-        pred = prediction.strip().splitlines()[-1] if prediction.strip() else ""
+    if pred is None:  # AFlow: the last sentence
+        sentences = [t.strip() for t in re.split(r"(?<!\d)[.!?]\s+", prediction or "") if t.strip()]
+        pred = sentences[-1] if sentences else ""
     return float(math_equal(pred, gold)), pred
 
 
@@ -173,8 +203,8 @@ def f1(prediction: str, gold: str) -> float:
     p, g = _normalise_answer(prediction).split(), _normalise_answer(gold).split()
     common = Counter(p) & Counter(g)
     same = sum(common.values())
-    if not p or not g or same == 0:
-        return float(p == g)
+    if same == 0:  # AFlow: nothing in common scores 0, two empty answers included
+        return 0.0
     precision, recall = same / len(p), same / len(g)
     return 2 * precision * recall / (precision + recall)
 
@@ -185,8 +215,9 @@ def score_hotpotqa(problem: dict, prediction: str) -> tuple[float, str]:
 
 
 def score_drop(problem: dict, prediction: str) -> tuple[float, str]:
-    """Max token F1 over the '|'-separated gold alternatives."""
-    return max(f1(prediction, g) for g in str(problem["answer"]).split("|")), prediction
+    """Max token F1 over '|'-separated gold alternatives and '|'-separated predictions (AFlow)."""
+    preds = (prediction or "").split("|")
+    return max(f1(p, g) for g in str(problem["answer"]).split("|") for p in preds), prediction
 
 
 def score_planact(problem: dict, prediction: str) -> tuple[float, str]:

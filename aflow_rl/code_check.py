@@ -99,7 +99,7 @@ def _subject(code: str, limits: sandbox.Limits, deadline: float) -> tuple[_Proce
         return subject, Verdict("timeout", f"timed out after {limits.timeout_s:g} s")
     if line is None:
         return subject, subject.failure("the code ended before it was loaded")
-    hello = json.loads(line)
+    hello = _json(line)
     if not hello.get("ready"):
         return subject, Verdict("error", str(hello.get("error", "load failed")))
     return subject, None
@@ -159,7 +159,7 @@ def check_solution(code: str, test: str, entry_point: str, prompt: str = "",
                 return Verdict("timeout", f"timed out after {limits.timeout_s:g} s")
             if line is None:
                 return harness.failure("the test harness stopped")
-            message = json.loads(line)
+            message = _json(line)
             if "verdict" in message:
                 return Verdict("ok") if message["verdict"] == "pass" else Verdict("fail", message.get("error", ""))
             # A call from the tests: relay it to the candidate and its answer back, verbatim.

@@ -87,8 +87,9 @@ def candidate_program(problem: str, solution: str) -> str:
     if _parses(problem) and problem.strip():
         if _parses(code):
             return f"{problem}\n\n{code}\n"
-        if _parses(problem + code):
-            return problem + code
+        for body in (solution, code):  # the raw text keeps a bare body's indentation
+            if _parses(problem + body):
+                return problem + body
     return code
 
 

@@ -15,7 +15,7 @@ from aflow_rl import space
 from aflow_rl.operators import OPERATOR_DESCRIPTIONS, extract_code, tag
 from aflow_rl.policy import EditPolicy, features
 from aflow_rl.workflow import prompt_constants, validate
-from aflow_rl.workspace import Workspace
+from aflow_rl.workspace import Workspace, read_json
 
 
 @dataclass
@@ -139,7 +139,7 @@ class LLMOptimizer:
         exp_lines = [f"- {'succeeded' if b == 'success' else 'failed'} ({v['score']:.4f}): {v['modification']}"
                      for b in ("success", "failure") for v in node.get(b, {}).values()]
         log_path = ws.round_dir(parent) / "log.json"
-        logs = json.loads(log_path.read_text()) if log_path.is_file() else []
+        logs = read_json(log_path, [])
         sample = rng.sample(logs, min(self.failure_logs, len(logs)))
         ops = "\n".join(f"- {n}: {d['description']} Interface: {d['interface']}" for n, d in OPERATOR_DESCRIPTIONS.items())
         return OPTIMIZE_PROMPT.format(

@@ -21,6 +21,15 @@ from aflow_rl.operators import OPERATOR_DESCRIPTIONS
 from planact.storage import atomic_write
 
 
+def read_json(path: Path, default):
+    """A JSON file's content; `default` when it is missing or empty (AFlow ships empty results.json and
+    processed_experience.json files and treats them as nothing recorded yet)."""
+    if not path.is_file():
+        return default
+    text = path.read_text()
+    return json.loads(text) if text.strip() else default
+
+
 class Workspace:
     """One benchmark's `workflows` folder."""
 
@@ -46,7 +55,7 @@ class Workspace:
 
     def _read(self, name: str, default):
         p = self.root / name
-        return json.loads(p.read_text()) if p.is_file() else default
+        return read_json(p, default)
 
     def _write(self, path: Path, data) -> None:
         atomic_write(path, json.dumps(data, indent=4))
@@ -85,12 +94,12 @@ class Workspace:
     def meta(self, r: int) -> dict:
         """Our bookkeeping for a round ({} for rounds written by AFlow)."""
         p = self.round_dir(r) / "planact.json"
-        return json.loads(p.read_text()) if p.is_file() else {}
+        return read_json(p, {})
 
     def experience(self, r: int) -> dict | None:
         """round_N/experience.json, or None."""
         p = self.round_dir(r) / "experience.json"
-        return json.loads(p.read_text()) if p.is_file() else None
+        return read_json(p, None)
 
     def record_experience(self, r: int, parent: int, modification: str, before: float, after: float) -> dict:
         """Write round_N/experience.json and fold it into processed_experience.json."""

@@ -150,3 +150,22 @@ def test_aflow_config_errors_name_the_field():
         validate_aflow_config({"benchmark": "gsm8k", "executor": {"kind": "openai"}})
     with pytest.raises(ConfigError, match="planact executor only speaks the planact benchmark"):
         validate_aflow_config({"benchmark": "humaneval"})
+
+
+def test_a_workspace_in_aflows_shipped_form_opens_and_resumes(tmp_path):
+    # AFlow's repository ships workspace/<DATASET>/workflows with empty results.json and
+    # processed_experience.json files; these used to raise JSONDecodeError for all six benchmarks.
+    root = tmp_path / "workflows"
+    (root / "template").mkdir(parents=True)
+    (root / "template" / "operator.json").write_text("{}")
+    (root / "results.json").write_text("")
+    (root / "processed_experience.json").write_text("")
+    (root / "round_1").mkdir()
+    (root / "round_1" / "graph.py").write_text(AFLOW_GRAPH)
+    (root / "round_1" / "prompt.py").write_text(AFLOW_PROMPT)
+    (root / "round_1" / "__init__.py").write_text("")
+    ws = Workspace(root)
+    assert ws.results() == [] and ws.processed_experience() == {} and ws.rounds_on_disk() == [1]
+    assert not ws.finished(1)  # round 1 is there but not evaluated: a search starts by evaluating it
+    ws.append_results([{"round": 1, "score": 0.4, "avg_cost": 0.0, "total_cost": 0.0, "time": 1.0}])
+    assert Workspace(root).results()[0]["score"] == 0.4 and Workspace(root).finished(1)
