@@ -73,7 +73,7 @@ def extract_code(text: str) -> str:
 
 def _parses(src: str) -> bool:
     try:
-        ast.parse(src)
+        compile(src, "<candidate>", "exec", dont_inherit=True)  # compile, not parse: `return` at top level fails
         return True
     except (SyntaxError, ValueError):
         return False
