@@ -76,6 +76,11 @@ def main() -> int:
         print(f"{arm:12s} {mean:10.3f} {statistics.pstdev(bests):6.3f} {statistics.fmean(a for _, a, _ in rows):20.1f}  "
               + "  ".join(f"{b:.3f}@{a}" for b, a, _ in rows)
               + ("" if arm == "mcts" else f"   ratio to mcts {mean / base:.2f}" if base else ""))
+    for arm in ("policy", "policy+pool"):  # paired by seed: the same split, executor and round budget
+        diffs = [b - m for (b, _, _), (m, _, _) in zip(results[arm], results["mcts"])]
+        spread = statistics.stdev(diffs) if len(diffs) > 1 else 0.0
+        print(f"paired {arm} - mcts: mean {statistics.fmean(diffs):+.3f} (sd {spread:.3f}; "
+              f"{sum(d > 0 for d in diffs)} of {len(diffs)} seeds better)")
     return 0
 
 
