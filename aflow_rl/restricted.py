@@ -9,6 +9,7 @@ the interpreter (`__class__`, `__globals__`, `__import__`, `__builtins__`).
 from __future__ import annotations
 
 import ast
+import asyncio
 import builtins
 import re
 import types
@@ -18,7 +19,7 @@ from aflow_rl import llm as llm_module
 
 # `{x.attr}` / `{x[0]}` in a format string walks attributes of the formatted value.
 FORMAT_FIELD = re.compile(r"\{[^{}]*[.\[][^{}]*\}")
-_MODULES = ("typing", "workspace", "scripts", "aflow_rl", "metagpt", "prompt")
+_MODULES = ("typing", "asyncio", "re", "workspace", "scripts", "aflow_rl", "metagpt", "prompt")
 _MAX_INT = 10**6
 _MAX_RANGE = 20
 _BUILTIN_NAMES = ("len", "range", "str", "int", "float", "bool", "list", "dict", "set", "tuple", "min", "max",
@@ -29,8 +30,14 @@ _DENIED = {"open", "exec", "eval", "compile", "getattr", "setattr", "delattr", "
            "breakpoint", "help", "memoryview", "type", "object", "super", "classmethod", "staticmethod", "property"}
 SAFE_BUILTINS = {name: getattr(builtins, name) for name in (*_BUILTIN_NAMES, "__build_class__")}
 LLM_FACE = types.SimpleNamespace(create_llm_instance=llm_module.create_llm_instance)
-TYPING_FACE = types.SimpleNamespace(**{n: getattr(typing, n) for n in ("Any", "Callable", "Dict", "List", "Literal",
-                                                                       "Optional", "Tuple", "Union")})
+# The standard modules a graph may import, each seen through a namespace holding only these names.
+FACES = {
+    "typing": types.SimpleNamespace(**{n: getattr(typing, n) for n in ("Any", "Callable", "Dict", "List", "Literal",
+                                                                        "Optional", "Tuple", "Union")}),
+    "asyncio": types.SimpleNamespace(gather=asyncio.gather),  # AFlow's ensembles gather operator calls
+    "re": types.SimpleNamespace(**{n: getattr(re, n) for n in ("search", "match", "fullmatch", "findall", "sub",
+                                                                 "split", "DOTALL", "IGNORECASE", "MULTILINE")}),
+}
 
 _EXPR = (ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.JoinedStr, ast.FormattedValue, ast.BinOp, ast.BoolOp,
          ast.Compare, ast.UnaryOp, ast.IfExp, ast.Subscript, ast.Slice, ast.List, ast.Tuple, ast.Dict, ast.Set,
@@ -108,8 +115,8 @@ def restricted(tree: ast.Module, prompt_aliases: set[str] | None = None) -> list
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if not _import_ok(node):
-                errors.append(f"line {node.lineno}: only AFlow's own imports (typing, workspace, scripts, aflow_rl, "
-                              "metagpt, prompt) are allowed")
+                errors.append(f"line {node.lineno}: only AFlow's own imports (typing, asyncio, re, workspace, scripts, "
+                              "aflow_rl, metagpt, prompt) are allowed")
         elif isinstance(node, ast.ClassDef):
             if node.name != "Workflow" or node.bases or node.keywords or node.decorator_list:
                 errors.append(f"line {node.lineno}: the only class allowed is a plain `class Workflow:`")

@@ -26,7 +26,7 @@ from pathlib import Path
 from aflow_rl import llm as llm_module
 from aflow_rl import operators as operators_module
 from aflow_rl.operators import OPERATORS, operator_calls
-from aflow_rl.restricted import FORMAT_FIELD, LLM_FACE, SAFE_BUILTINS, TYPING_FACE, restricted
+from aflow_rl.restricted import FACES, FORMAT_FIELD, LLM_FACE, SAFE_BUILTINS, restricted
 
 
 @dataclass
@@ -117,8 +117,8 @@ class _Rewriter(ast.NodeTransformer):
         keep, binds = [], []
         for a in node.names:
             last = a.name.split(".")[-1]
-            if a.name == "typing":
-                binds.append(ast.parse(f"{a.asname or 'typing'} = __aflow_typing__").body[0])
+            if a.name in FACES:
+                binds.append(ast.parse(f"{a.asname or a.name} = __aflow_faces__[{a.name!r}]").body[0])
             elif last in ("prompt", "operator") or a.name.startswith(("workspace", "scripts", "aflow_rl")):
                 binds.append(ast.parse(f"{a.asname or last} = __aflow_{last if last in ('prompt', 'operator') else 'mod'}__").body[0])
             else:
@@ -127,8 +127,8 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_ImportFrom(self, node: ast.ImportFrom):
         mod = node.module or ""
-        if mod == "typing":  # annotations only: bound from a namespace holding the common typing names
-            return [ast.parse(f"{a.asname or a.name} = __aflow_typing__.{a.name}").body[0] for a in node.names]
+        if mod in FACES:  # typing, asyncio, re: bound from namespaces holding a few safe names each
+            return [ast.parse(f"{a.asname or a.name} = __aflow_faces__[{mod!r}].{a.name}").body[0] for a in node.names]
         if not (mod.startswith(("workspace", "scripts", "aflow_rl", "metagpt")) or node.level):
             return node
         out = []
@@ -155,7 +155,7 @@ def load_workflow_class(graph_src: str, prompt_src: str, max_operator_calls: int
     ast.fix_missing_locations(tree)
     ns = {"__name__": "aflow_graph", "__builtins__": SAFE_BUILTINS, "__aflow_prompt__": prompt_mod,
           "__aflow_operator__": types.SimpleNamespace(**{k: getattr(operators_module, k) for k in OPERATORS}),
-          "__aflow_mod__": LLM_FACE, "__aflow_llm__": LLM_FACE, "__aflow_typing__": TYPING_FACE}
+          "__aflow_mod__": LLM_FACE, "__aflow_llm__": LLM_FACE, "__aflow_faces__": FACES}
     exec(compile(tree, "graph.py", "exec"), ns)
     # AFlow graphs import create_llm_instance from scripts.async_llm; ours from aflow_rl.llm: both resolve here.
     ns.setdefault("create_llm_instance", llm_module.create_llm_instance)

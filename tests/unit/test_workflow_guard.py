@@ -75,6 +75,21 @@ def test_runtime_builtins_are_an_allow_list():
         asyncio.run(wf("problem"))
 
 
+def test_asyncio_gather_and_re_are_available_through_narrow_faces():
+    head = "import asyncio\nimport re\n" + HEAD
+    ok = graph('outs = await asyncio.gather(*[self.custom(input=problem, instruction="x") for _ in range(3)])\n'
+               'm = re.search(r"\\d+", outs[0]["response"])\nreturn m.group(0), 0.0', head=head)
+    assert validate(ok, PROMPT).ok
+    load_workflow_class(ok, PROMPT)
+    escape = graph("loop = asyncio.get_event_loop()\nreturn str(loop), 0.0", head=head)
+    cls = load_workflow_class(escape, PROMPT)  # passes the static check; the face has no get_event_loop
+    import asyncio
+
+    wf = cls.__new__(cls)
+    with pytest.raises(AttributeError):
+        asyncio.run(cls.__call__(wf, "p"))
+
+
 def test_a_normal_aflow_graph_still_loads():
     src = graph('parts = [p.strip() for p in problem.split(",")]\n'
                 'text = f"{prompt_custom.SOLVE_PROMPT} {len(parts)}"\n'
