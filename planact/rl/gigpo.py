@@ -81,6 +81,6 @@ def tree_returns(steps: list[dict], gamma: float) -> list[float]:
         for i in sorted(idx, key=lambda i: -steps[i]["t"]):  # children were created after their parents
             kids = children[steps[i]["t"]]
             value[steps[i]["t"]] = steps[i]["reward"] + (gamma * statistics.fmean(kids) if kids else 0.0)
-            children[steps[i]["parent"]].append(value[steps[i]["t"]])
+            children[steps[i].get("parent")].append(value[steps[i]["t"]])
             out[i] = value[steps[i]["t"]]
     return out
