@@ -122,8 +122,9 @@ def _bwrap_argv(argv: list[str], workdir: str, limits: Limits, read_only: list[s
     hidden = _hidden_paths()
     for p in hidden:
         cmd += ["--tmpfs", p]
-    # The interpreter (a venv, a pyenv under ~) stays reachable when it lives under a hidden path.
-    interpreters = [p for p in (sys.base_prefix, sys.prefix) if any(_under(p, h) for h in hidden)]
+    # The interpreter (a venv in a checkout under /tmp, a pyenv under ~) stays reachable when it lives
+    # under a hidden path.
+    interpreters = [p for p in (sys.base_prefix, sys.prefix) if any(_under(p, h) for h in [*hidden, "/tmp"])]
     for p in dict.fromkeys([*interpreters, *read_only]):  # re-exposed read-only, after the tmpfs that hid them
         cmd += ["--ro-bind", p, p]
     cmd += ["--bind", workdir, workdir, "--chdir", workdir, "--die-with-parent", "--new-session"]
