@@ -1,0 +1,65 @@
+"""Procedural bugs: each mutant is one small edit inside one function whose fix is a one-hunk diff."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import textwrap
+
+from graph_planner.corpus.mutate import TOKEN_LEVEL, mutants
+
+SOURCE = textwrap.dedent('''
+    import re
+
+
+    def clamp(x, lo=0, hi=10):
+        """Keep x within [lo, hi]."""  # comments and formatting elsewhere stay byte for byte
+        if x < lo:
+            return lo
+        if x > hi and hi is not None:
+            return hi
+        return x
+
+
+    class Words:
+        def first(self, text, n=2):
+            words = re.split(r"\\s+", text)
+            total = len(words) + 1
+            return words[: n + 1], total * 2, list(range(3))
+    ''').lstrip()
+
+
+def test_every_operator_kind_appears_and_each_mutant_is_one_local_edit():
+    ms = mutants("pkg/sample.py", SOURCE)
+    kinds = {m.kind for m in ms}
+    assert kinds == {"comparison", "boolop", "constant", "binop", "bound", "negate_if", "remove_if", "remove_stmt",
+                     "swap_args", "default"}
+    descriptions = {(m.kind, m.description) for m in ms}
+    assert ("comparison", "x < lo -> x <= lo") in descriptions
+    assert ("boolop", "x > hi and hi is not None -> x > hi or hi is not None") in descriptions
+    assert ("bound", "range bound 3 -> 4") in descriptions and ("default", "default 10 -> 11") in descriptions
+    assert ("swap_args", 'swap arguments r"\\s+", text') in descriptions
+    assert len({m.source for m in ms}) == len(ms)  # no duplicates
+    for m in ms:
+        ast.parse(m.source)
+        patch = m.patch(SOURCE)
+        assert patch.count("\n@@ ") + patch.startswith("@@ ") == 1, m  # one hunk
+        changed = [ln for ln in patch.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+        assert 1 <= len(changed) <= 4, (m.description, changed)
+        fn = next(n for n in ast.walk(ast.parse(SOURCE)) if getattr(n, "name", None) == m.function.split(".")[-1])
+        assert fn.lineno <= m.line <= fn.end_lineno  # inside the function it names
+
+
+def test_token_level_filter_and_function_filter():
+    ms = mutants("pkg/sample.py", SOURCE, functions={"clamp"}, kinds=TOKEN_LEVEL)
+    assert ms and {m.function for m in ms} == {"clamp"} and {m.kind for m in ms} <= set(TOKEN_LEVEL)
+
+
+def test_the_fix_patch_applies_with_git(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "pkg").mkdir()
+    m = mutants("pkg/sample.py", SOURCE, kinds=("comparison",))[0]
+    (tmp_path / "pkg" / "sample.py").write_text(m.source)
+    (tmp_path / "fix.diff").write_text(m.patch(SOURCE))
+    subprocess.run(["git", "apply", "fix.diff"], cwd=tmp_path, check=True)
+    assert (tmp_path / "pkg" / "sample.py").read_text() == SOURCE
