@@ -81,6 +81,14 @@ class _Process:
         except (BrokenPipeError, OSError):
             return False
 
+    def next_line(self, deadline: float, timeout_s: float, ended: str) -> bytes | Verdict:
+        """The next protocol line, or the Verdict its absence means (timeout, or `ended` / memory)."""
+        try:
+            line = self.lines.get(deadline)
+        except TimeoutError:
+            return Verdict("timeout", f"timed out after {timeout_s:g} s")
+        return self.failure(ended) if line is None else line
+
     def failure(self, what: str) -> Verdict:
         """The status a helper's silence means: memory when it ran out, else `what`."""
         self.box.kill()
@@ -93,12 +101,9 @@ class _Process:
 
 def _subject(code: str, limits: sandbox.Limits, deadline: float) -> tuple[_Process, Verdict | None]:
     subject = _Process("subject.py", {"candidate.py": code}, limits)
-    try:
-        line = subject.lines.get(deadline)
-    except TimeoutError:
-        return subject, Verdict("timeout", f"timed out after {limits.timeout_s:g} s")
-    if line is None:
-        return subject, subject.failure("the code ended before it was loaded")
+    line = subject.next_line(deadline, limits.timeout_s, "the code ended before it was loaded")
+    if isinstance(line, Verdict):
+        return subject, line
     hello = _json(line)
     if not hello.get("ready"):
         return subject, Verdict("error", str(hello.get("error", "load failed")))
@@ -115,12 +120,9 @@ def call_function(code: str, fn: str, args: tuple = (), limits: sandbox.Limits =
         if early:
             return early
         subject.send(wire.dumps({"fn": fn, "args": wire.encode(list(args))}))
-        try:
-            line = subject.lines.get(deadline)
-        except TimeoutError:
-            return Verdict("timeout", f"timed out after {limits.timeout_s:g} s")
-        if line is None:
-            return subject.failure("the code ended during the call")
+        line = subject.next_line(deadline, limits.timeout_s, "the code ended during the call")
+        if isinstance(line, Verdict):
+            return line
         answer = _json(line)
         if "ok" in answer:
             try:
@@ -153,25 +155,18 @@ def check_solution(code: str, test: str, entry_point: str, prompt: str = "",
         spec = json.dumps({"entry_point": entry_point, "test": test, "prompt": prompt})
         harness = _Process("harness.py", {"spec.json": spec}, limits)
         while True:
-            try:
-                line = harness.lines.get(deadline)
-            except TimeoutError:
-                return Verdict("timeout", f"timed out after {limits.timeout_s:g} s")
-            if line is None:
-                return harness.failure("the test harness stopped")
+            line = harness.next_line(deadline, limits.timeout_s, "the test harness stopped")
+            if isinstance(line, Verdict):
+                return line
             message = _json(line)
             if "verdict" in message:
                 return Verdict("ok") if message["verdict"] == "pass" else Verdict("fail", message.get("error", ""))
             # A call from the tests: relay it to the candidate and its answer back, verbatim.
             subject.send(line)
-            try:
-                answer = subject.lines.get(deadline)
-            except TimeoutError:
-                return Verdict("timeout", f"timed out after {limits.timeout_s:g} s")
-            if answer is None:
-                v = subject.failure("the code ended during a test")
-                return v if v.status == "memory" else Verdict("fail", v.detail)
-            if b'"MemoryError"' in answer[:200] and _json(answer).get("raise") == "MemoryError":
+            answer = subject.next_line(deadline, limits.timeout_s, "the code ended during a test")
+            if isinstance(answer, Verdict):  # a candidate that dies mid-test failed it (unless it ran out of memory)
+                return answer if answer.status in ("memory", "timeout") else Verdict("fail", answer.detail)
+            if _json(answer).get("raise") == "MemoryError":
                 return Verdict("memory", "MemoryError")
             harness.send(answer)
     finally:
