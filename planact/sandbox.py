@@ -233,6 +233,26 @@ class Sandbox:
         self.kill()
         if self.owns_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.uid is not None:
+            _uid_claim(self.uid).unlink(missing_ok=True)
+
+
+def _uid_claim(uid: int) -> Path:
+    return Path(tempfile.gettempdir()) / "planact-sandbox-uids" / str(uid)
+
+
+def _claim_uid() -> int:
+    """A uid no other live sandbox on this machine holds (claimed with an exclusive file create): the
+    timeout kill signals every process of the uid, so two runs must never share one."""
+    rng = random.SystemRandom()
+    _uid_claim(0).parent.mkdir(mode=0o700, exist_ok=True)
+    while True:
+        uid = rng.randrange(*_UID_RANGE)
+        try:
+            os.close(os.open(_uid_claim(uid), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            return uid
+        except FileExistsError:
+            continue
 
 
 def _chown_tree(path: str, uid: int) -> None:
@@ -256,7 +276,7 @@ def start(argv: list[str], *, workdir: str | os.PathLike | None = None, limits: 
         Path(work, name).write_text(text)
     root = os.geteuid() == 0
     # A fresh uid per run (bwrap as root): it owns the working directory and nothing else.
-    uid = random.SystemRandom().randrange(*_UID_RANGE) if root and kind == "bwrap" else None
+    uid = _claim_uid() if root and kind == "bwrap" else None
     if uid is not None:
         _chown_tree(work, uid)
     full = _bwrap_argv(argv, work, limits, list(read_only), uid) if kind == "bwrap" else argv
