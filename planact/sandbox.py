@@ -125,7 +125,15 @@ def _bwrap_argv(argv: list[str], workdir: str, limits: Limits, read_only: list[s
     # The interpreter (a venv in a checkout under /tmp, a pyenv under ~) stays reachable when it lives
     # under a hidden path.
     interpreters = [p for p in (sys.base_prefix, sys.prefix) if any(_under(p, h) for h in [*hidden, "/tmp"])]
-    for p in dict.fromkeys([*interpreters, *read_only]):  # re-exposed read-only, after the tmpfs that hid them
+    binds = list(dict.fromkeys([*interpreters, *read_only]))
+    # Folders bwrap creates on a tmpfs to hold a bind copy their source's mode (mkdtemp's 0700 would lock
+    # the run's uid out): make each such ancestor traversable first.
+    tops = [*hidden, "/tmp"]
+    ancestors = {str(a) for b in [*binds, workdir] for a in Path(b).parents
+                 if any(_under(str(a), t) and str(a) != t for t in tops)}
+    for a in sorted(ancestors, key=lambda x: x.count("/")):
+        cmd += ["--perms", "0755", "--dir", a]
+    for p in binds:  # re-exposed read-only, after the tmpfs that hid them
         cmd += ["--ro-bind", p, p]
     cmd += ["--bind", workdir, workdir, "--chdir", workdir, "--die-with-parent", "--new-session"]
     if uid is None:  # an ordinary user: an unprivileged user namespace carries the others

@@ -1,0 +1,82 @@
+"""A repository's own tests run in the sandbox decide which mutants become tasks (real pytest runs)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from graph_planner.corpus.mutate import mutants
+from graph_planner.corpus.validate import baseline, run_tests, validate_mutant
+
+FILES = {
+    "mini/__init__.py": "",
+    "mini/core.py": '''
+        def clamp(x, lo, hi):
+            if x < lo:
+                return lo
+            if x > hi:
+                return hi
+            return x
+
+
+        def unused(flag=True):
+            return flag
+        ''',
+    "tests/test_core.py": '''
+        from mini.core import clamp
+
+
+        def test_inside():
+            assert clamp(5, 0, 10) == 5
+
+
+        def test_low_edge():
+            assert clamp(0, 0, 10) == 0 and clamp(-1, 0, 10) == 0
+
+
+        def test_high():
+            assert clamp(11, 0, 10) == 10
+
+
+        class TestMore:
+            def test_equal_bounds(self):
+                assert clamp(3, 3, 3) == 3
+        ''',
+}
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mini-repo")
+    for rel, text in FILES.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text).lstrip("\n"))
+    return root
+
+
+def test_baseline_reads_every_test_by_node_id(repo):
+    assert baseline(repo, runs=2) == {"tests/test_core.py::test_inside", "tests/test_core.py::test_low_edge",
+                                      "tests/test_core.py::test_high", "tests/test_core.py::TestMore::test_equal_bounds"}
+
+
+def test_a_mutant_is_kept_only_when_a_baseline_test_fails(repo):
+    passing = baseline(repo, runs=1)
+    source = (repo / "mini" / "core.py").read_text()
+    by_desc = {m.description: m for m in mutants("mini/core.py", source)}
+    kept = validate_mutant(repo, by_desc["x > hi -> x >= hi"], passing)
+    # x >= hi returns hi for x == hi: equal bounds and the high edge still hold, nothing fails -> dropped
+    assert not kept.kept and kept.reason == "no baseline test fails"
+    flip = validate_mutant(repo, by_desc["x < lo -> x <= lo"], passing)
+    assert not flip.kept  # x <= lo returns lo for x == lo: the same value, an equivalent mutant
+    broken = validate_mutant(repo, by_desc["remove the early return on line 5"], passing)
+    assert broken.kept and broken.fail_to_pass == ["tests/test_core.py::test_high"]
+    assert set(broken.pass_to_pass) == passing - {"tests/test_core.py::test_high"}
+    assert not validate_mutant(repo, by_desc["default True -> False"], passing).kept  # untested code
+
+
+def test_a_hanging_test_run_is_a_timeout_not_a_task(repo):
+    hang = "def clamp(x, lo, hi):\n    while True:\n        pass\n"
+    run = run_tests(repo, timeout_s=3, overrides={"mini/core.py": hang})
+    assert run.status == "timeout" and run.seconds < 8
