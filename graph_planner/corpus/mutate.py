@@ -15,7 +15,8 @@ tiny model sees exactly what changed. Operators:
   swap_args    swap two positional arguments of a call
   default      change a parameter's default value (None <-> a value, int +-1, bool flip)
 
-The first five are token-level (what a tiny model can repair from what it sees); see TOKEN_LEVEL.
+comparison, boolop, constant, binop, bound and swap_args are token-level (what a tiny model can repair
+from what it sees); see TOKEN_LEVEL. KINDS lists all ten.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import difflib
 from dataclasses import dataclass
 
 TOKEN_LEVEL = ("comparison", "boolop", "constant", "binop", "bound", "swap_args")
+KINDS = TOKEN_LEVEL + ("negate_if", "remove_if", "remove_stmt", "default")
 _CMP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq,
         ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
 _BIN = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.FloorDiv, ast.Div: ast.Mult, ast.FloorDiv: ast.Mult,

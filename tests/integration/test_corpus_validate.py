@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from graph_planner.corpus.mutate import mutants
-from graph_planner.corpus.validate import baseline, run_tests, validate_mutant
+from graph_planner.corpus.validate import Suite, baseline, run_tests, validate_mutant
 
 FILES = {
     "mini/__init__.py": "",
@@ -57,8 +57,14 @@ def repo(tmp_path_factory):
 
 
 def test_baseline_reads_every_test_by_node_id(repo):
-    assert baseline(repo, runs=2) == {"tests/test_core.py::test_inside", "tests/test_core.py::test_low_edge",
-                                      "tests/test_core.py::test_high", "tests/test_core.py::TestMore::test_equal_bounds"}
+    base = baseline(repo, runs=2)
+    assert base.passing == {"tests/test_core.py::test_inside", "tests/test_core.py::test_low_edge",
+                            "tests/test_core.py::test_high", "tests/test_core.py::TestMore::test_equal_bounds"}
+    assert not base.flaky
+    # the coverage recorder saw which function each test calls; `unused` is called by none
+    assert base.covering("mini/core.py", "clamp") == sorted(base.passing)
+    assert base.covering("mini/core.py", "unused") == []
+    assert base.covered_functions()["mini/core.py"] == {"clamp"}
 
 
 def test_a_mutant_is_kept_only_when_a_baseline_test_fails(repo):
@@ -72,11 +78,15 @@ def test_a_mutant_is_kept_only_when_a_baseline_test_fails(repo):
     assert not flip.kept  # x <= lo returns lo for x == lo: the same value, an equivalent mutant
     broken = validate_mutant(repo, by_desc["remove the early return on line 5"], passing)
     assert broken.kept and broken.fail_to_pass == ["tests/test_core.py::test_high"]
-    assert set(broken.pass_to_pass) == passing - {"tests/test_core.py::test_high"}
-    assert not validate_mutant(repo, by_desc["default True -> False"], passing).kept  # untested code
+    assert set(broken.pass_to_pass) == passing.passing - {"tests/test_core.py::test_high"}
+    untested = validate_mutant(repo, by_desc["default True -> False"], passing)
+    assert not untested.kept and untested.reason == "no passing test calls the function"
+    # without a coverage map the whole suite decides, with the same answer
+    assert validate_mutant(repo, by_desc["remove the early return on line 5"], passing.passing).fail_to_pass == \
+        ["tests/test_core.py::test_high"]
 
 
 def test_a_hanging_test_run_is_a_timeout_not_a_task(repo):
     hang = "def clamp(x, lo, hi):\n    while True:\n        pass\n"
-    run = run_tests(repo, timeout_s=3, overrides={"mini/core.py": hang})
+    run = run_tests(repo, suite=Suite(timeout_s=3), overrides={"mini/core.py": hang})
     assert run.status == "timeout" and run.seconds < 8

@@ -1,0 +1,209 @@
+"""Building a task corpus: for each pinned package, fetch, commit, baseline, mutate, validate, write tasks.
+
+Output folder:
+  repos/<name>-<version>.git   bare repository: the clean source (branch main) and one tagged commit per
+                               task with the bug applied (the task's base_commit)
+  deps/<name>-<version>/       unpacked pure-Python dependencies (put on PYTHONPATH by the test runs)
+  src/<name>-<version>/        the clean source the builder runs tests on
+  tasks/<name>-<version>.jsonl the package's tasks (SWE-bench fields + planact fields)
+  reports/<name>-<version>.json tried / kept / drop reasons / build time
+  train.jsonl, heldout.jsonl   the split by package; report.json the whole build
+A package whose report carries the same settings hash is not rebuilt (the build is cached).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Callable
+
+from graph_planner.corpus.fetch import DEFAULT_CACHE, commit_change, fetch_sdist, init_repo, unpack
+from graph_planner.corpus.mutate import TOKEN_LEVEL, Mutant, mutants
+from graph_planner.corpus.spec import CorpusConfig, PackageSpec
+from graph_planner.corpus.validate import Baseline, Suite, Verdict, baseline, problem_statement, validate_mutant
+from graph_planner.graph.build import SKIP_DIRS, is_test_file
+
+
+def settings_hash(spec: PackageSpec, cfg: CorpusConfig) -> str:
+    """What decides a package's tasks: its pin and the mutation budget."""
+    budget = cfg.model_dump(include={"seed", "kinds", "per_function", "max_tried", "max_kept", "timeout_s"})
+    blob = json.dumps([spec.model_dump(), budget], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def suite_for(spec: PackageSpec, out: Path, timeout_s: float) -> Suite:
+    """The test-run settings of a package inside corpus folder `out`."""
+    deps = tuple(str((out / "deps" / d.key).resolve()) for d in spec.deps)
+    return Suite(spec.source_root, deps, ("-o", "addopts=", *spec.pytest_args), timeout_s)
+
+
+def prepare(spec: PackageSpec, out: Path, cache: Path) -> Path:
+    """Clean source of the package (and its dependencies) unpacked under `out`; returns the source folder."""
+    for dep in spec.deps:
+        unpack(fetch_sdist(dep.name, dep.version, dep.sha256, cache), out / "deps" / dep.key)
+    src = out / "src" / spec.key
+    if spec.source:
+        if src.exists():
+            shutil.rmtree(src)
+        shutil.copytree(spec.source, src, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.pyc"))
+    else:
+        unpack(fetch_sdist(spec.name, spec.version, spec.sha256, cache), src)
+    return src
+
+
+def _source_files(src: Path) -> list[str]:
+    out = []
+    for p in sorted(src.rglob("*.py")):
+        rel = p.relative_to(src)
+        if not SKIP_DIRS.intersection(rel.parts) and not is_test_file(rel.as_posix()) and rel.name != "setup.py" \
+                and "conftest" not in rel.name:
+            out.append(rel.as_posix())
+    return out
+
+
+def candidates(src: Path, base: Baseline, cfg: CorpusConfig) -> list[Mutant]:
+    """Mutants of covered functions: up to `per_function` per function (distinct kinds first), in an
+    order that interleaves functions, capped at `max_tried`."""
+    rng = random.Random(cfg.seed)
+    covered = base.covered_functions()
+    per_fn: list[list[Mutant]] = []
+    for rel in _source_files(src):
+        if rel not in covered:
+            continue
+        by_fn: dict[str, list[Mutant]] = {}
+        for m in mutants(rel, (src / rel).read_text(), functions=covered[rel], kinds=tuple(cfg.kinds)):
+            by_fn.setdefault(m.function, []).append(m)
+        for fn in sorted(by_fn):
+            pool = by_fn[fn]
+            rng.shuffle(pool)
+            chosen, kinds = [], set()
+            for m in pool + pool:  # first pass: one per kind; second pass: fill up
+                if len(chosen) == cfg.per_function:
+                    break
+                if m in chosen or (m.kind in kinds and len(kinds) < len({x.kind for x in pool})):
+                    continue
+                chosen.append(m)
+                kinds.add(m.kind)
+            per_fn.append(chosen)
+    rng.shuffle(per_fn)
+    ordered = [fn[i] for i in range(cfg.per_function) for fn in per_fn if i < len(fn)]
+    return ordered[:cfg.max_tried]
+
+
+def difficulty(mutant: Mutant, output: str) -> str:
+    """easy: token-level and the traceback names the function; hard: neither; medium: one of the two."""
+    named = f"in {mutant.function.split('.')[-1]}" in output
+    score = int(named) + int(mutant.kind in TOKEN_LEVEL)
+    return ("hard", "medium", "easy")[score]
+
+
+def task_record(spec: PackageSpec, mutant: Mutant, verdict: Verdict, original: str, out: Path,
+                repo: Path, clean: str, suite: Suite) -> dict:
+    """A SWE-bench-format instance for one kept mutant (its buggy commit is created in `repo`)."""
+    digest = hashlib.sha256(f"{mutant.file}\0{mutant.source}".encode()).hexdigest()[:10]
+    instance_id = f"{spec.key}__{digest}"
+    commit = commit_change(repo, clean, mutant.file, mutant.source, f"{mutant.kind} in {mutant.function}",
+                           f"task/{instance_id}")
+    return {
+        "instance_id": instance_id, "repo": spec.name, "version": spec.version, "base_commit": commit,
+        "patch": mutant.patch(original), "test_patch": "",
+        "FAIL_TO_PASS": verdict.fail_to_pass, "PASS_TO_PASS": verdict.pass_to_pass,
+        "problem_statement": problem_statement(spec.name, verdict.fail_to_pass, verdict.output),
+        "mutation": mutant.kind, "mutation_description": mutant.description, "file": mutant.file,
+        "function": mutant.function, "line": mutant.line, "difficulty": difficulty(mutant, verdict.output),
+        "split": spec.split,
+        "planact_env": {"repo_dir": f"repos/{spec.key}.git", "source_root": suite.source_root,
+                        "pythonpath": [f"deps/{d.key}" for d in spec.deps], "pytest_args": list(suite.pytest_args),
+                        "timeout_s": suite.timeout_s},
+    }
+
+
+def build_package(spec: PackageSpec, cfg: CorpusConfig, out: Path, cache: Path = DEFAULT_CACHE,
+                  log: Callable[[str], None] = print) -> tuple[list[dict], dict]:
+    """Tasks and the build report of one package (reused when already built with the same settings)."""
+    out = out.resolve()
+    report_path, tasks_path = out / "reports" / f"{spec.key}.json", out / "tasks" / f"{spec.key}.jsonl"
+    key = settings_hash(spec, cfg)
+    if report_path.is_file() and tasks_path.is_file() and json.loads(report_path.read_text()).get("settings") == key:
+        log(f"{spec.key}: cached")
+        return read_jsonl(tasks_path), json.loads(report_path.read_text())
+    t0 = time.monotonic()
+    src = prepare(spec, out, cache)
+    suite = suite_for(spec, out, cfg.timeout_s)
+    base = baseline(src, runs=2, suite=suite)
+    report = {"package": spec.key, "split": spec.split, "settings": key, "tests_passing": len(base.passing),
+              "tests_flaky": len(base.flaky), "tests_slow": len(base.slow), "suite_s": round(base.seconds, 2)}
+    if not base.passing:
+        raise RuntimeError(f"{spec.key}: no test passes on the clean source; is pytest collecting it? ")
+    if base.seconds > cfg.max_suite_s:
+        raise RuntimeError(f"{spec.key}: the clean suite takes {base.seconds:.0f} s > max_suite_s {cfg.max_suite_s}")
+    log(f"{spec.key}: {len(base.passing)} tests pass reliably ({len(base.flaky)} flaky, {len(base.slow)} slow dropped), "
+        f"suite {base.seconds:.1f} s")
+    # a mutant runs only the tests that call its function: a clean run's time x4 (at least 10 s) tells a
+    # hang (a mutated loop condition) from work long before the suite-wide limit would
+    check = Suite(suite.source_root, suite.pythonpath, suite.pytest_args, min(cfg.timeout_s, max(10.0, 4 * base.seconds)))
+    cands = candidates(src, base, cfg)
+    workers = cfg.workers or os.cpu_count() or 1
+    with ThreadPoolExecutor(workers) as pool:
+        verdicts = list(pool.map(lambda m: validate_mutant(src, m, base, check), cands))
+    repo = out / "repos" / f"{spec.key}.git"
+    clean = init_repo(src, repo)
+    tasks, seen, dropped = [], set(), Counter()
+    originals: dict[str, str] = {}
+    for m, v in zip(cands, verdicts):
+        reason = v.reason
+        if v.kept and (m.function, tuple(v.fail_to_pass)) in seen:
+            reason = "same failing tests as a kept mutant of the function"
+        elif v.kept and len(tasks) >= cfg.max_kept:
+            reason = "max_kept reached"
+        if reason:
+            dropped[reason] += 1
+            continue
+        seen.add((m.function, tuple(v.fail_to_pass)))
+        original = originals.setdefault(m.file, (src / m.file).read_text())
+        tasks.append(task_record(spec, m, v, original, out, repo, clean, suite))
+    report.update(functions_covered=sum(len(v) for v in base.covered_functions().values()), tried=len(cands),
+                  kept=len(tasks), dropped=dict(dropped), kinds=dict(Counter(t["mutation"] for t in tasks)),
+                  build_s=round(time.monotonic() - t0, 1))
+    log(f"{spec.key}: tried {len(cands)}, kept {len(tasks)}, dropped {dict(dropped)} in {report['build_s']} s")
+    write_jsonl(tasks_path, tasks)
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    report_path.write_text(json.dumps(report, indent=1))
+    return tasks, report
+
+
+def build_corpus(cfg: CorpusConfig, out: str | Path, cache: Path = DEFAULT_CACHE,
+                 log: Callable[[str], None] = print) -> dict:
+    """Build every package of `cfg` into `out`; writes train.jsonl / heldout.jsonl / report.json."""
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    splits: dict[str, list[dict]] = {"train": [], "heldout": []}
+    reports = []
+    for spec in cfg.packages:
+        tasks, report = build_package(spec, cfg, out, cache, log)
+        splits[spec.split] += tasks
+        reports.append(report)
+    for name, tasks in splits.items():
+        write_jsonl(out / f"{name}.jsonl", tasks)
+    summary = {"packages": reports, "tasks": sum(r["kept"] for r in reports),
+               "train": len(splits["train"]), "heldout": len(splits["heldout"])}
+    (out / "report.json").write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    """One JSON object per line."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Rows of a JSONL file."""
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]

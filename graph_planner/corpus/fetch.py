@@ -1,0 +1,147 @@
+"""Getting a package's source once: an sdist fetched with pip (sha256-pinned) into a cache, unpacked,
+and committed into a git repository whose commits are the tasks' base commits.
+
+The cache is keyed by the archive's sha256, so a later build (and every episode) is offline. Git runs
+with a fixed identity and date, so the same corpus builds the same commit ids on every machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from pathlib import Path
+
+DEFAULT_CACHE = Path(os.environ.get("PLANACT_CACHE", Path.home() / ".cache" / "planact")) / "sdists"
+_GIT_ENV = {"GIT_AUTHOR_NAME": "planact", "GIT_AUTHOR_EMAIL": "corpus@planact.invalid",
+            "GIT_COMMITTER_NAME": "planact", "GIT_COMMITTER_EMAIL": "corpus@planact.invalid",
+            "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000"}
+
+
+class FetchError(RuntimeError):
+    """The sdist could not be fetched or does not match its pinned hash."""
+
+
+def sha256(path: Path) -> str:
+    """Hex sha256 of a file."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _cached(cache: Path, name: str, version: str, digest: str) -> Path | None:
+    stem = f"{name}-{version}".replace("-", "_").lower()
+    for p in sorted(cache.glob("*")):
+        if p.is_file() and p.name.replace("-", "_").lower().startswith(stem) and sha256(p) == digest:
+            return p
+    return None
+
+
+def fetch_sdist(name: str, version: str, digest: str, cache: Path = DEFAULT_CACHE) -> Path:
+    """The sdist of name==version with this sha256: from the cache, else downloaded once by pip."""
+    cache.mkdir(parents=True, exist_ok=True)
+    hit = _cached(cache, name, version, digest)
+    if hit:
+        return hit
+    with tempfile.TemporaryDirectory() as tmp:
+        req = Path(tmp) / "requirements.txt"
+        req.write_text(f"{name}=={version} --hash=sha256:{digest}\n")
+        # --require-hashes: pip itself refuses an archive whose hash differs from the pin
+        cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+               "--require-hashes", "-r", str(req), "-d", tmp]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        got = [p for p in Path(tmp).iterdir() if p.name != "requirements.txt"]
+        if done.returncode != 0 or not got:
+            raise FetchError(f"pip download {name}=={version} failed:\n{done.stderr[-1500:]}")
+        if sha256(got[0]) != digest:
+            raise FetchError(f"{got[0].name}: sha256 {sha256(got[0])} is not the pinned {digest}")
+        target = cache / got[0].name
+        shutil.move(str(got[0]), target)
+        return target
+
+
+def unpack(archive: Path, dest: Path) -> Path:
+    """Unpack an sdist into `dest` (its single top folder's contents become `dest`)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        if archive.name.endswith(".zip"):
+            with zipfile.ZipFile(archive) as z:
+                z.extractall(tmp)
+        else:
+            with tarfile.open(archive) as t:
+                t.extractall(tmp, filter="data")  # refuses absolute paths, links out of the tree
+        tops = list(Path(tmp).iterdir())
+        top = tops[0] if len(tops) == 1 and tops[0].is_dir() else Path(tmp)
+        if dest.exists():
+            shutil.rmtree(dest)
+        shutil.copytree(top, dest, symlinks=True)
+    return dest
+
+
+def git(repo: Path, *args: str, index: Path | None = None, work_tree: Path | None = None,
+        input: str | None = None) -> str:
+    """Run git on a (bare) repository with a fixed identity; returns stdout stripped."""
+    env = {**os.environ, **_GIT_ENV}
+    if index is not None:
+        env["GIT_INDEX_FILE"] = str(index)
+    cmd = ["git", "-c", "safe.directory=*", "-c", "core.hooksPath=/dev/null", f"--git-dir={repo}"]
+    if work_tree is not None:
+        cmd.append(f"--work-tree={work_tree}")
+    done = subprocess.run(cmd + list(args), capture_output=True, text=True, env=env, input=input)
+    if done.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout.strip()
+
+
+def init_repo(source: Path, repo: Path) -> str:
+    """Commit `source` as the first commit of a new bare repository `repo`; returns the commit id."""
+    if repo.exists():
+        shutil.rmtree(repo)
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        index = Path(tmp) / "index"
+        git(repo, "add", "-A", "-f", ".", index=index, work_tree=source)
+        tree = git(repo, "write-tree", index=index)
+    commit = git(repo, "commit-tree", tree, "-m", f"clean source of {source.name}")
+    git(repo, "update-ref", "refs/heads/main", commit)
+    return commit
+
+
+def commit_change(repo: Path, parent: str, path: str, text: str, message: str, tag: str) -> str:
+    """A commit on top of `parent` where `path` holds `text`, tagged `tag`; returns its id."""
+    blob = git(repo, "hash-object", "-w", "--stdin", input=text)
+    with tempfile.TemporaryDirectory() as tmp:
+        index = Path(tmp) / "index"
+        git(repo, "read-tree", parent, index=index)
+        entry = git(repo, "ls-tree", parent, path).split()
+        if not entry:
+            raise FileNotFoundError(f"{path} is not a file of commit {parent}")
+        mode = entry[0]
+        git(repo, "update-index", "--cacheinfo", f"{mode},{blob},{path}", index=index)
+        tree = git(repo, "write-tree", index=index)
+    commit = git(repo, "commit-tree", tree, "-p", parent, "-m", message)
+    git(repo, "update-ref", f"refs/tags/{tag}", commit)
+    return commit
+
+
+def checkout(repo: Path, commit: str, work_tree: Path, index: Path) -> None:
+    """Make `work_tree` exactly `commit`: tracked files restored, everything else removed.
+
+    The git directory and index live outside the working copy, so nothing a sandboxed run wrote there
+    (a planted `.git`, hooks, config) is ever read by git.
+    """
+    work_tree.mkdir(parents=True, exist_ok=True)
+    planted = work_tree / ".git"  # git clean never removes a top-level .git; nothing of ours lives there
+    if planted.is_dir() and not planted.is_symlink():
+        shutil.rmtree(planted)
+    elif planted.exists() or planted.is_symlink():
+        planted.unlink()
+    git(repo, "clean", "-ffdxq", index=index, work_tree=work_tree) if index.exists() else None
+    git(repo, "reset", "-q", "--hard", commit, index=index, work_tree=work_tree)
+    git(repo, "clean", "-ffdxq", index=index, work_tree=work_tree)

@@ -1,0 +1,96 @@
+"""Corpus configuration: which pinned packages to mutate, how to run their tests, how many tasks."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from graph_planner.corpus.mutate import KINDS
+from planact.config import ConfigError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PackageRef(_Strict):
+    """A pinned sdist: name==version with the archive's sha256."""
+
+    name: str = Field(description="Package name on the index (e.g. text-unidecode).")
+    version: str = Field(description="Exact version.")
+    sha256: str = Field(description="sha256 of the sdist archive; pip refuses any other file.")
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex(cls, v: str) -> str:
+        if not re.fullmatch(r"[0-9a-f]{64}", v):
+            raise ValueError("a sha256 is 64 lowercase hex digits")
+        return v
+
+    @property
+    def key(self) -> str:
+        """name-version, the folder and repository name."""
+        return f"{self.name}-{self.version}"
+
+
+class PackageSpec(PackageRef):
+    """One package of the corpus: its sdist (or a local source folder), dependencies, test settings."""
+
+    sha256: str = Field("", description="sha256 of the sdist; empty only with `source`.")
+    source: str = Field("", description="A local source folder used instead of fetching the sdist.")
+    split: Literal["train", "heldout"] = Field("train", description="Which split its tasks go to (split by package).")
+    deps: list[PackageRef] = Field(default_factory=list, description="Pure-Python dependencies the tests import; unpacked and put on PYTHONPATH, never installed.")
+    pytest_args: list[str] = Field(default_factory=list, description="Extra pytest arguments (e.g. a --deselect).")
+    source_root: str = Field(".", description="Folder holding the importable package: '.' or 'src'.")
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex(cls, v: str) -> str:
+        if v and not re.fullmatch(r"[0-9a-f]{64}", v):
+            raise ValueError("a sha256 is 64 lowercase hex digits")
+        return v
+
+
+class CorpusConfig(_Strict):
+    """A task corpus: packages plus the mutation and validation budget."""
+
+    packages: list[PackageSpec] = Field(description="The packages to build tasks from.")
+    seed: int = Field(0, description="Seed of the mutant sampling order.")
+    kinds: list[str] = Field(default_factory=lambda: list(KINDS), description="Mutation operators to use.")
+    per_function: int = Field(3, ge=1, description="Mutants tried per covered function at most (distinct kinds first).")
+    max_tried: int = Field(90, ge=1, description="Mutants validated per package at most.")
+    max_kept: int = Field(70, ge=1, description="Tasks kept per package at most.")
+    timeout_s: float = Field(60.0, gt=0, description="Wall-clock limit of one test run.")
+    max_suite_s: float = Field(60.0, gt=0, description="A package whose clean suite takes longer is refused (slow suites make slow episodes).")
+    workers: int = Field(0, ge=0, description="Test runs in parallel; 0 = one per CPU.")
+
+    @field_validator("kinds")
+    @classmethod
+    def _known(cls, v: list[str]) -> list[str]:
+        unknown = sorted(set(v) - set(KINDS))
+        if unknown:
+            raise ValueError(f"unknown mutation kinds {unknown}; known: {list(KINDS)}")
+        return v
+
+    @field_validator("packages")
+    @classmethod
+    def _pinned(cls, v: list[PackageSpec]) -> list[PackageSpec]:
+        for p in v:
+            if not p.sha256 and not p.source:
+                raise ValueError(f"{p.key}: give sha256 (fetched sdist) or source (local folder)")
+        return v
+
+
+def load_corpus_config(path: str | Path, **overrides) -> CorpusConfig:
+    """Read a corpus YAML; an invalid file raises ConfigError naming each bad field."""
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return CorpusConfig.model_validate(data)
+    except ValidationError as e:
+        fields = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+        raise ConfigError(f"{path}: {fields}") from None
