@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
-from graph_planner.corpus.fetch import DEFAULT_CACHE, commit_change, fetch_sdist, init_repo, unpack
+from graph_planner.corpus.fetch import DEFAULT_CACHE, commit_change, fetch_sdist, init_repo, sha256, unpack
 from graph_planner.corpus.mutate import TOKEN_LEVEL, Mutant, mutants
 from graph_planner.corpus.spec import CorpusConfig, PackageSpec
 from graph_planner.corpus.validate import Baseline, Suite, Verdict, baseline, problem_statement, validate_mutant
@@ -38,10 +38,20 @@ def settings_hash(spec: PackageSpec, cfg: CorpusConfig) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def source_root(folder: Path) -> str:
+    """'src' for a src/ layout, else '.'."""
+    src = folder / "src"
+    return "src" if src.is_dir() and any(p.suffix == ".py" or (p / "__init__.py").is_file() for p in src.iterdir()) else "."
+
+
 def suite_for(spec: PackageSpec, out: Path, timeout_s: float) -> Suite:
     """The test-run settings of a package inside corpus folder `out`."""
-    deps = tuple(str((out / "deps" / d.key).resolve()) for d in spec.deps)
-    return Suite(spec.source_root, deps, ("-o", "addopts=", *spec.pytest_args), timeout_s)
+    deps = []
+    for d in spec.deps:
+        folder = (out / "deps" / d.key).resolve()
+        deps.append(str(folder / source_root(folder)))
+    root = source_root(out / "src" / spec.key) if spec.source_root == "auto" else spec.source_root
+    return Suite(root, tuple(os.path.normpath(p) for p in deps), ("-o", "addopts=", *spec.pytest_args), timeout_s)
 
 
 def prepare(spec: PackageSpec, out: Path, cache: Path) -> Path:
@@ -54,7 +64,9 @@ def prepare(spec: PackageSpec, out: Path, cache: Path) -> Path:
             shutil.rmtree(src)
         shutil.copytree(spec.source, src, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.pyc"))
     else:
-        unpack(fetch_sdist(spec.name, spec.version, spec.sha256, cache), src)
+        archive = fetch_sdist(spec.name, spec.version, spec.sha256, cache)
+        unpack(archive, src)
+        (out / "src" / f"{spec.key}.sha256").write_text(sha256(archive))
     return src
 
 
@@ -120,7 +132,7 @@ def task_record(spec: PackageSpec, mutant: Mutant, verdict: Verdict, original: s
         "function": mutant.function, "line": mutant.line, "difficulty": difficulty(mutant, verdict.output),
         "split": spec.split,
         "planact_env": {"repo_dir": f"repos/{spec.key}.git", "source_root": suite.source_root,
-                        "pythonpath": [f"deps/{d.key}" for d in spec.deps], "pytest_args": list(suite.pytest_args),
+                        "pythonpath": [os.path.relpath(p, out) for p in suite.pythonpath], "pytest_args": list(suite.pytest_args),
                         "timeout_s": suite.timeout_s},
     }
 
@@ -138,12 +150,17 @@ def build_package(spec: PackageSpec, cfg: CorpusConfig, out: Path, cache: Path =
     src = prepare(spec, out, cache)
     suite = suite_for(spec, out, cfg.timeout_s)
     base = baseline(src, runs=2, suite=suite)
-    report = {"package": spec.key, "split": spec.split, "settings": key, "tests_passing": len(base.passing),
+    pin = out / "src" / f"{spec.key}.sha256"
+    report = {"package": spec.key, "split": spec.split, "settings": key,
+              "sha256": pin.read_text() if pin.is_file() else "", "tests_passing": len(base.passing),
               "tests_flaky": len(base.flaky), "tests_slow": len(base.slow), "suite_s": round(base.seconds, 2)}
     if not base.passing:
         raise RuntimeError(f"{spec.key}: no test passes on the clean source; is pytest collecting it? ")
     if base.seconds > cfg.max_suite_s:
         raise RuntimeError(f"{spec.key}: the clean suite takes {base.seconds:.0f} s > max_suite_s {cfg.max_suite_s}")
+    if not base.covered_functions():
+        raise RuntimeError(f"{spec.key}: the tests ran no function of the repository (they imported an installed "
+                           f"copy?); set source_root ('.' or 'src') in its corpus entry")
     log(f"{spec.key}: {len(base.passing)} tests pass reliably ({len(base.flaky)} flaky, {len(base.slow)} slow dropped), "
         f"suite {base.seconds:.1f} s")
     # a mutant runs only the tests that call its function: a clean run's time x4 (at least 10 s) tells a

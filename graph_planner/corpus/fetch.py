@@ -45,22 +45,24 @@ def _cached(cache: Path, name: str, version: str, digest: str) -> Path | None:
 
 
 def fetch_sdist(name: str, version: str, digest: str, cache: Path = DEFAULT_CACHE) -> Path:
-    """The sdist of name==version with this sha256: from the cache, else downloaded once by pip."""
+    """The sdist of name==version with this sha256: from the cache, else downloaded once by pip.
+
+    An empty `digest` fetches unpinned (for trying a new package); pin the hash the report prints."""
     cache.mkdir(parents=True, exist_ok=True)
-    hit = _cached(cache, name, version, digest)
+    hit = _cached(cache, name, version, digest) if digest else None
     if hit:
         return hit
     with tempfile.TemporaryDirectory() as tmp:
         req = Path(tmp) / "requirements.txt"
-        req.write_text(f"{name}=={version} --hash=sha256:{digest}\n")
+        req.write_text(f"{name}=={version}" + (f" --hash=sha256:{digest}\n" if digest else "\n"))
         # --require-hashes: pip itself refuses an archive whose hash differs from the pin
         cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-               "--require-hashes", "-r", str(req), "-d", tmp]
+               *(["--require-hashes"] if digest else []), "-r", str(req), "-d", tmp]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         got = [p for p in Path(tmp).iterdir() if p.name != "requirements.txt"]
         if done.returncode != 0 or not got:
             raise FetchError(f"pip download {name}=={version} failed:\n{done.stderr[-1500:]}")
-        if sha256(got[0]) != digest:
+        if digest and sha256(got[0]) != digest:
             raise FetchError(f"{got[0].name}: sha256 {sha256(got[0])} is not the pinned {digest}")
         target = cache / got[0].name
         shutil.move(str(got[0]), target)
@@ -85,8 +87,8 @@ def unpack(archive: Path, dest: Path) -> Path:
 
 
 def git(repo: Path, *args: str, index: Path | None = None, work_tree: Path | None = None,
-        input: str | None = None) -> str:
-    """Run git on a (bare) repository with a fixed identity; returns stdout stripped."""
+        input: str | None = None, strip: bool = True) -> str:
+    """Run git on a (bare) repository with a fixed identity; returns stdout (stripped unless strip=False)."""
     env = {**os.environ, **_GIT_ENV}
     if index is not None:
         env["GIT_INDEX_FILE"] = str(index)
@@ -96,7 +98,7 @@ def git(repo: Path, *args: str, index: Path | None = None, work_tree: Path | Non
     done = subprocess.run(cmd + list(args), capture_output=True, text=True, env=env, input=input)
     if done.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)}: {done.stderr.strip()}")
-    return done.stdout.strip()
+    return done.stdout.strip() if strip else done.stdout
 
 
 def init_repo(source: Path, repo: Path) -> str:

@@ -45,7 +45,8 @@ class PackageSpec(PackageRef):
     split: Literal["train", "heldout"] = Field("train", description="Which split its tasks go to (split by package).")
     deps: list[PackageRef] = Field(default_factory=list, description="Pure-Python dependencies the tests import; unpacked and put on PYTHONPATH, never installed.")
     pytest_args: list[str] = Field(default_factory=list, description="Extra pytest arguments (e.g. a --deselect).")
-    source_root: str = Field(".", description="Folder holding the importable package: '.' or 'src'.")
+    unpinned: bool = Field(False, description="Fetch without a sha256 (trying a new package); the report prints the hash to pin.")
+    source_root: str = Field("auto", description="Folder holding the importable package: '.', 'src', or 'auto' (src when the source has a src/ folder).")
 
     @field_validator("sha256")
     @classmethod
@@ -80,7 +81,7 @@ class CorpusConfig(_Strict):
     @classmethod
     def _pinned(cls, v: list[PackageSpec]) -> list[PackageSpec]:
         for p in v:
-            if not p.sha256 and not p.source:
+            if not p.sha256 and not p.source and not p.unpinned:
                 raise ValueError(f"{p.key}: give sha256 (fetched sdist) or source (local folder)")
         return v
 

@@ -1,0 +1,104 @@
+"""The rule agent: a fixed localise-then-try strategy, the baseline every learned agent is compared with.
+
+  1. find: anchor on the traceback in the problem statement and the failing tests' names;
+  2. expand: the functions the failing tests call (1 hop);
+  3. memory: add the best-ranked functions (traceback frames innermost first, then called functions);
+  4. read each remembered function and enumerate its candidate edits (graph_planner.candidates),
+     those on a traceback line first;
+  5. Repair with one candidate at a time until the failing tests pass or the test budget is spent;
+  6. Submit.
+It decides only from observations, like a model would.
+"""
+
+from __future__ import annotations
+
+import re
+
+from graph_planner.candidates import Candidate, candidate_edits, from_read
+from graph_planner.graph.build import is_test_file
+
+_FRAME_LINE = re.compile(r"^(?P<path>[\w./-]+\.py):(?P<line>\d+): in ", re.M)
+
+
+def test_node(test_id: str) -> str:
+    """pytest node id -> graph node id (path::Class.method, parameters dropped)."""
+    parts = test_id.split("[")[0].split("::")
+    return parts[0] + "::" + ".".join(parts[1:])
+
+
+class RuleAgent:
+    """A state machine over PlannerEnv observations."""
+
+    name = "rule"
+
+    def __init__(self, memory_nodes: int = 6):
+        self.memory_nodes = memory_nodes
+
+    def begin(self, obs: dict) -> None:
+        """Start an episode from reset()'s observation."""
+        self.statement = obs["problem_statement"]
+        self.failing = obs["failing_tests"]
+        self.trace_lines = {(m.group("path"), int(m.group("line"))) for m in _FRAME_LINE.finditer(self.statement)}
+        self.phase = "find"
+        self.ranked: list[str] = []
+        self.to_read: list[str] = []
+        self.queue: list[Candidate] = []
+        self.last: dict = {}
+
+    def _rank(self, results: list[dict]) -> None:
+        for r in results:
+            if r["kind"] == "function" and not is_test_file(r["node"].split("::")[0]) and r["node"] not in self.ranked:
+                self.ranked.append(r["node"])
+
+    def act(self, obs: dict) -> dict:
+        """The next action given the last observation."""
+        if self.phase == "find":
+            self.phase = "expand"
+            names = [t.split("[")[0].split("::")[-1] for t in self.failing[:5]]
+            return {"type": "explore", "op": "find", "anchors": [self.statement[-3000:], *names]}
+        if self.phase == "expand":
+            self._rank(obs.get("results", []))
+            self.phase = "memory"
+            return {"type": "explore", "op": "expand", "nodes": [test_node(t) for t in self.failing[:5]], "hop": 2}
+        if self.phase == "memory":
+            self._rank(obs.get("results", []))
+            self.to_read = self.ranked[:self.memory_nodes]
+            self.phase = "read"
+            return {"type": "memory", "ops": [{"op": "add", "node": n} for n in self.to_read]}
+        if self.phase == "read":
+            held = obs.get("nodes", self.to_read)
+            self.to_read = [n for n in self.to_read if n in held] or self.to_read
+            self.phase = "try"
+            return {"type": "explore", "op": "read", "nodes": self.to_read}
+        if self.phase == "try":
+            if "source" in obs:
+                self.queue = self._candidates(obs["source"])
+            tests = obs.get("tests") or {}
+            if obs.get("applied") and tests.get("status") == "ok" and not tests.get("failed"):
+                return {"type": "submit"}
+            if tests.get("status") == "test budget spent" or not self.queue:
+                return {"type": "submit"}
+            c = self.queue.pop(0)
+            return {"type": "repair", "apply": True, "target": c.edit["file"], "plan": c.description, "edits": [c.edit]}
+        return {"type": "submit"}
+
+    def _candidates(self, sources: dict[str, str]) -> list[Candidate]:
+        out = []
+        for rank, (node, text) in enumerate(sources.items()):
+            parsed = from_read(node, text)
+            if parsed:
+                file, first, src = parsed
+                for c in candidate_edits(file, first, src):
+                    on_trace = (file, c.line) in self.trace_lines
+                    out.append((not on_trace, rank, len(out), c))
+        return [c for *_, c in sorted(out, key=lambda x: x[:3])]
+
+
+def run_episode(env, task, agent) -> dict:
+    """One episode of `agent` on `task` in `env`; returns the episode's stats."""
+    obs = env.reset(task)
+    agent.begin(obs)
+    done, info = False, {}
+    while not done:
+        obs, reward, done, info = env.step(agent.act(obs))
+    return info["stats"]

@@ -1,0 +1,101 @@
+"""`planact-repair`: build a task corpus from pinned packages, and evaluate an agent on it.
+
+  planact-repair corpus --config configs/repair-corpus.yaml --out corpus/
+  planact-repair corpus --package NAME==VERSION [--sha256 HEX] --out DIR
+  planact-repair evaluate --agent rule --tasks corpus/ --split heldout [--budget-tests 6]
+`evaluate` prints the solve rate, mean test runs and seconds per task as its last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from graph_planner.corpus.build import build_corpus
+from graph_planner.corpus.fetch import DEFAULT_CACHE
+from graph_planner.corpus.spec import CorpusConfig, PackageSpec, load_corpus_config
+
+
+def _corpus(args) -> int:
+    if args.package:
+        name, _, version = args.package.partition("==")
+        if not version:
+            print("--package needs NAME==VERSION", file=sys.stderr)
+            return 2
+        spec = PackageSpec(name=name, version=version, sha256=args.sha256 or "", unpinned=not args.sha256,
+                           source=args.source or "", split=args.split)
+        cfg = CorpusConfig(packages=[spec])
+    else:
+        cfg = load_corpus_config(args.config)
+    if args.max_tried:
+        cfg = cfg.model_copy(update={"max_tried": args.max_tried})
+    summary = build_corpus(cfg, args.out, Path(args.cache))
+    for r in summary["packages"]:
+        print(f"{r['package']}: tried {r['tried']}, kept {r['kept']}, dropped {r['dropped']}, "
+              f"build {r['build_s']} s, sha256 {r.get('sha256', '')}")
+    print(f"{summary['tasks']} tasks ({summary['train']} train, {summary['heldout']} heldout) in {args.out}")
+    return 0
+
+
+def _engine(args):
+    if args.agent != "model":
+        return None
+    from planact.engine_config import OpenAIConfig
+    from planact.engines.api import OpenAIEngine
+
+    return OpenAIEngine(OpenAIConfig(base_url=args.base_url, model=args.model, api_key_env=args.api_key_env))
+
+
+def _evaluate(args) -> int:
+    from graph_planner.env import EnvLimits
+    from graph_planner.evaluate import evaluate_local, summarize
+    from graph_planner.tasks import load_tasks
+
+    tasks = load_tasks(args.tasks, split=args.split, limit=args.limit)
+    limits = EnvLimits(test_runs=args.budget_tests)
+    t0 = time.monotonic()
+    results = evaluate_local(tasks, args.agent, args.workers, limits, args.telemetry, engine=_engine(args))
+    summary = summarize(results, time.monotonic() - t0)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"summary": summary, "episodes": results}, indent=1))
+    for row in summary["by_package"]:
+        print(f"  {row['package']}: {row['solved']}/{row['tasks']}")
+    print(f"solve rate {summary['solve_rate']:.3f} ({summary['solved']}/{summary['tasks']}), "
+          f"mean test runs {summary['mean_test_runs']:.2f}, seconds per task {summary['mean_seconds']:.2f}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `planact-repair`."""
+    ap = argparse.ArgumentParser(prog="planact-repair", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("corpus", help="build tasks from pinned packages")
+    c.add_argument("--config", default="configs/repair-corpus.yaml", help="corpus YAML (ignored with --package)")
+    c.add_argument("--package", help="one package NAME==VERSION instead of the config")
+    c.add_argument("--sha256", help="the sdist's sha256 (without it the fetch is unpinned and the hash is printed)")
+    c.add_argument("--source", help="a local source folder instead of fetching the sdist")
+    c.add_argument("--split", default="train", choices=["train", "heldout"])
+    c.add_argument("--out", required=True, help="corpus folder")
+    c.add_argument("--cache", default=str(DEFAULT_CACHE), help="sdist cache folder")
+    c.add_argument("--max-tried", type=int, default=0, help="mutants validated per package (0 = config's)")
+    e = sub.add_parser("evaluate", help="run an agent on tasks")
+    e.add_argument("--agent", default="rule", choices=["rule", "model"])
+    e.add_argument("--tasks", required=True, help="corpus folder or JSONL file")
+    e.add_argument("--split", choices=["train", "heldout"], help="corpus split (default: both)")
+    e.add_argument("--limit", type=int, default=0, help="first N tasks only")
+    e.add_argument("--budget-tests", type=int, default=6, help="test runs per episode before Submit")
+    e.add_argument("--workers", type=int, default=1, help="parallel sandbox slots")
+    e.add_argument("--telemetry", help="folder for per-step JSONL")
+    e.add_argument("--json", help="write the summary and episodes here")
+    e.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="model agent: OpenAI-compatible endpoint")
+    e.add_argument("--model", default="default", help="model agent: model name")
+    e.add_argument("--api-key-env", default="", help="model agent: variable holding the key ('' = none)")
+    args = ap.parse_args(argv)
+    return _corpus(args) if args.cmd == "corpus" else _evaluate(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""Loading repair tasks: planact corpus JSONL (runs locally) or SWE-bench / R2E-Gym instance files."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from graph_planner.corpus.validate import Suite
+
+
+@dataclass
+class RepairTask:
+    """One repair task: where its repository is, the base commit with the bug, the tests that judge it."""
+
+    instance_id: str
+    problem_statement: str
+    fail_to_pass: list[str]
+    pass_to_pass: list[str]
+    base_commit: str
+    repo: str
+    repo_dir: Path | None = None
+    """Bare git repository holding base_commit (planact corpora); None for SWE-bench instances."""
+    suite: Suite = field(default_factory=Suite)
+    gold_patch: str = ""
+    """The reference fix: used by re-validation, never shown to an agent."""
+    meta: dict = field(default_factory=dict)
+    """mutation, file, function, difficulty, version, split (planact fields), or the instance's extras."""
+
+    @property
+    def local(self) -> bool:
+        """Runs on the local backend (a planact corpus task) rather than needing a Docker image."""
+        return self.repo_dir is not None
+
+
+def _tests(value) -> list[str]:
+    # SWE-bench files store the test lists as JSON strings
+    return json.loads(value) if isinstance(value, str) else list(value or [])
+
+
+def from_record(row: dict, root: Path) -> RepairTask:
+    """A RepairTask from one JSONL row; `root` is the corpus folder its relative paths start from."""
+    env = row.get("planact_env")
+    meta = {k: row[k] for k in ("mutation", "mutation_description", "file", "function", "line", "difficulty",
+                                "version", "split") if k in row}
+    suite, repo_dir = Suite(), None
+    if env:
+        repo_dir = (root / env["repo_dir"]).resolve()
+        suite = Suite(env.get("source_root", "."), tuple(str((root / p).resolve()) for p in env.get("pythonpath", [])),
+                      tuple(env.get("pytest_args", ("-o", "addopts="))), float(env.get("timeout_s", 120.0)))
+    return RepairTask(row["instance_id"], row.get("problem_statement", ""), _tests(row.get("FAIL_TO_PASS")),
+                      _tests(row.get("PASS_TO_PASS")), row.get("base_commit", ""), row.get("repo", ""), repo_dir,
+                      suite, row.get("patch", ""), meta)
+
+
+def load_tasks(source: str | Path, split: str | None = None, limit: int | None = None) -> list[RepairTask]:
+    """Tasks from a JSONL file, or from a corpus folder (`split`.jsonl there, or train + heldout)."""
+    source = Path(source)
+    if source.is_dir():
+        names = [f"{split}.jsonl"] if split else ["train.jsonl", "heldout.jsonl"]
+        files, root = [source / n for n in names], source
+    else:
+        files, root = [source], source.parent
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        raise FileNotFoundError(f"no task file {missing}: build a corpus first (planact-repair corpus)")
+    rows = [json.loads(line) for f in files for line in f.read_text().splitlines() if line.strip()]
+    tasks = [from_record(r, root) for r in rows]
+    if split and not source.is_dir():
+        tasks = [t for t in tasks if t.meta.get("split") == split]
+    return tasks[:limit] if limit else tasks
