@@ -1,0 +1,64 @@
+"""Config of a code-repair evaluation run (the `repair-evaluate` flow's parameter form)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from planact.config import ConfigError, RayConfig, TrackingConfig, _format_error, check_run_name, load_config
+from planact.engine_config import OpenAIConfig
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class EpisodeConfig(_Strict):
+    """Budgets of one episode."""
+
+    steps: int = Field(24, ge=1, description="Actions per episode (malformed ones count).")
+    test_runs: int = Field(6, ge=0, description="Test runs Repair may start before Submit (Submit's run is always allowed).")
+    test_timeout_s: float = Field(30.0, gt=0, description="Wall-clock limit of one test run.")
+    episode_s: float = Field(600.0, gt=0, description="Wall-clock limit of one episode.")
+    screen_patches: bool = Field(True, description="Refuse patches that add imports or process/introspection names.")
+
+
+class RepairEvalConfig(_Strict):
+    """Evaluate an agent on a code-repair corpus split."""
+
+    run_name: str = Field("repair-eval", description="Names the run folder and the MLflow run.")
+    root: str = Field("runs", description="Folder for run folders (and the default MLflow store).")
+    corpus_dir: str = Field("runs/corpus", description="Corpus folder (built there from corpus_config when missing).")
+    corpus_config: str = Field("configs/repair-corpus.yaml", description="Corpus YAML used to build corpus_dir if it has no task files.")
+    split: Literal["train", "heldout", "all"] = Field("heldout", description="Which split to evaluate on.")
+    limit: int = Field(0, ge=0, description="First N tasks only (0 = all).")
+    agent: Literal["rule", "model"] = Field("rule", description="rule = the baseline state machine; model = an OpenAI-compatible endpoint.")
+    model: OpenAIConfig = Field(default_factory=lambda: OpenAIConfig(api_key_env=""), description="Endpoint of the model agent.")
+    episode: EpisodeConfig = Field(default_factory=EpisodeConfig, description="Episode budgets.")
+    workers: int = Field(0, ge=0, description="Parallel sandbox slots (Ray tasks, one CPU each); 0 = one per CPU.")
+    tracking: TrackingConfig = Field(default_factory=lambda: TrackingConfig(experiment="planact-repair"), description="MLflow tracking.")
+    ray: RayConfig = Field(default_factory=RayConfig, description="Ray connection.")
+
+    @field_validator("run_name")
+    @classmethod
+    def _safe(cls, v: str) -> str:
+        return check_run_name(v)
+
+    def run_dir(self) -> Path:
+        """This run's folder (telemetry, summary)."""
+        return Path(self.root).resolve() / self.run_name
+
+
+def validate_repair_config(data: dict | RepairEvalConfig) -> RepairEvalConfig:
+    """Validate into a RepairEvalConfig; ConfigError names every bad field."""
+    try:
+        return RepairEvalConfig.model_validate(data if isinstance(data, dict) else data.model_dump())
+    except ValidationError as err:
+        raise ConfigError(_format_error(err)) from None
+
+
+def load_repair_config(path: str | Path | None = None, overrides: list[str] | None = None) -> RepairEvalConfig:
+    """Read the YAML, apply key=value overrides, validate."""
+    return load_config(path, overrides, validate=validate_repair_config)

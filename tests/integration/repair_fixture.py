@@ -1,0 +1,79 @@
+"""A tiny local package with its own pytest suite, built into a corpus (no network) for env tests."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from graph_planner.corpus.build import build_corpus
+from graph_planner.corpus.spec import CorpusConfig, PackageSpec
+
+FILES = {
+    "minilib/__init__.py": "from minilib.core import clamp, mean, window, scale\n",
+    "minilib/core.py": '''
+        def clamp(x, lo, hi):
+            if x < lo:
+                return lo
+            if x > hi:
+                return hi
+            return x
+
+
+        def mean(values):
+            total = 0
+            for v in values:
+                total = total + v
+            return total / len(values)
+
+
+        def window(seq, size=2):
+            return [seq[i:i + size] for i in range(len(seq) - size + 1)]
+
+
+        def scale(values, factor):
+            return [clamp(v * factor, 0, 100) for v in values]
+        ''',
+    "tests/test_core.py": '''
+        from minilib import clamp, mean, scale, window
+
+
+        def test_clamp_inside():
+            assert clamp(5, 0, 10) == 5
+
+
+        def test_clamp_edges():
+            assert clamp(-1, 0, 10) == 0 and clamp(11, 0, 10) == 10
+
+
+        def test_mean():
+            assert mean([1, 2, 3, 6]) == 3
+
+
+        def test_window():
+            assert window([1, 2, 3]) == [[1, 2], [2, 3]]
+            assert window([1, 2, 3], 3) == [[1, 2, 3]]
+
+
+        def test_scale():
+            assert scale([1, 50, 60], 2) == [2, 100, 100]
+        ''',
+}
+
+
+def write_package(root: Path) -> Path:
+    """The package's source folder under `root`."""
+    src = root / "minilib-src"
+    for rel, text in FILES.items():
+        p = src / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text).lstrip("\n"))
+    return src
+
+
+def build_minilib(root: Path, kinds: list[str] | None = None) -> Path:
+    """A corpus of minilib tasks in `root`/corpus; returns the corpus folder."""
+    spec = PackageSpec(name="minilib", version="0.1", source=str(write_package(root)), split="heldout")
+    cfg = CorpusConfig(packages=[spec], per_function=3, max_tried=14, max_kept=14, timeout_s=30,
+                       **({"kinds": kinds} if kinds else {}))
+    build_corpus(cfg, root / "corpus", log=lambda _: None)
+    return root / "corpus"

@@ -1,0 +1,95 @@
+"""PlannerEnv on a real (tiny) package: corpus build, gold-patch re-validation, rule agent, telemetry,
+malformed actions, and the patch screen. Every test run is real pytest in the real sandbox."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from graph_planner.agents import RuleAgent, run_episode
+from graph_planner.env import EnvLimits, PlannerEnv
+from graph_planner.tasks import load_tasks
+
+from .repair_fixture import build_minilib
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return build_minilib(tmp_path_factory.mktemp("repair"))
+
+
+@pytest.fixture
+def env(tmp_path):
+    e = PlannerEnv(limits=EnvLimits(test_timeout_s=10), telemetry=tmp_path / "telemetry.jsonl")
+    yield e
+    e.runtime.close()
+
+
+def test_corpus_tasks_are_swe_bench_instances_with_reasons_for_drops(corpus):
+    report = json.loads((corpus / "report.json").read_text())["packages"][0]
+    assert report["kept"] >= 5 and report["tried"] == report["kept"] + sum(report["dropped"].values())
+    rows = [json.loads(line) for line in (corpus / "heldout.jsonl").read_text().splitlines()]
+    for row in rows:
+        assert {"instance_id", "repo", "version", "base_commit", "patch", "test_patch", "FAIL_TO_PASS",
+                "PASS_TO_PASS", "problem_statement", "mutation", "file", "function", "difficulty"} <= set(row)
+        assert row["FAIL_TO_PASS"] and row["patch"].startswith("--- a/minilib/core.py")
+        # the statement is written from the failing tests, never from the fix
+        assert row["FAIL_TO_PASS"][0] in row["problem_statement"]
+        assert row["patch"] not in row["problem_statement"]
+    # no two kept mutants of one function fail the same tests
+    keys = [(r["function"], tuple(r["FAIL_TO_PASS"])) for r in rows]
+    assert len(keys) == len(set(keys))
+
+
+def test_every_task_revalidates_gold_fixes_and_bug_fails(corpus, env):
+    for task in load_tasks(corpus, split="heldout"):
+        env.reset(task)
+        obs, reward, done, _ = env.step({"type": "submit"})
+        assert reward == 0.0 and done and task.fail_to_pass[0] in obs["tests"]["failed"]
+        env.reset(task)
+        obs, _, _, _ = env.step({"type": "repair", "apply": False, "patch": task.gold_patch})
+        assert obs["applied"], obs
+        obs, reward, done, info = env.step({"type": "submit"})
+        assert reward == 1.0 and obs["resolved"], (task.instance_id, obs)
+
+
+def test_rule_agent_repairs_token_level_bugs_and_logs_every_step(corpus, env, tmp_path):
+    tasks = [t for t in load_tasks(corpus, split="heldout") if t.meta["mutation"] in ("comparison", "binop", "constant")]
+    assert tasks
+    stats = [run_episode(env, t, RuleAgent()) for t in tasks]
+    assert sum(s["resolved"] for s in stats) >= 1
+    assert all(s["test_runs"] <= env.limits.test_runs + 1 for s in stats)
+    lines = [json.loads(line) for line in (tmp_path / "telemetry.jsonl").read_text().splitlines()]
+    assert len(lines) == sum(s["steps"] for s in stats)
+    assert {"action", "observation", "reward", "done", "step", "instance_id"} <= set(lines[0])
+    assert any(line["test"] and line["test"]["mode"] == "fail_to_pass" for line in lines)
+
+
+def test_malformed_actions_are_observed_and_counted_never_raised(corpus, env):
+    task = load_tasks(corpus, split="heldout")[0]
+    env.reset(task)
+    for bad in ("not json at all", '{"type": "explore", "op": "teleport"}', '{"type": "repair", "patch": 7}', [1, 2],
+                {"type": "repair", "patch": "--- a/../../etc/passwd\n+++ b/../../etc/passwd\n@@ -1 +1 @@\n-x\n+y\n"},
+                {"type": "repair", "edits": [{"file": "tests/test_core.py", "old": "assert", "new": "assert True or"}]}):
+        obs, reward, done, info = env.step(bad)
+        assert "error" in obs and reward == 0.0
+    assert info["stats"]["malformed"] == 4 and info["stats"]["patch_errors"] == 2
+    # the step budget ends an episode that never submits
+    env.limits.steps = 8
+    while not done:
+        obs, reward, done, info = env.step({"type": "explore", "op": "find", "anchors": ["clamp"]})
+    assert obs["done_reason"] == "step budget spent" and reward == 0.0
+
+
+def test_screen_refuses_a_patch_that_could_forge_the_verdict(corpus, env):
+    task = load_tasks(corpus, split="heldout")[0]
+    env.reset(task)
+    forge = "def clamp(x, lo, hi):\n    import os\n    os._exit(0)\n"
+    source = env._read_base("minilib/core.py")
+    head = source.split("def mean")[0]
+    obs, _, _, info = env.step({"type": "repair", "edits": [{"file": "minilib/core.py", "old": head, "new": forge + "\n\n"}]})
+    assert not obs["applied"] and "refused" in obs["error"] and info["stats"]["refused"] == 1
+    sneaky = head.replace("return x", "return ().__class__.__base__")
+    obs, _, _, _ = env.step({"type": "repair", "edits": [{"file": "minilib/core.py", "old": head, "new": sneaky}]})
+    assert not obs["applied"] and "__class__" in obs["error"]
