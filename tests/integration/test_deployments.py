@@ -152,3 +152,31 @@ def test_aflow_deployment_searches_and_logs_to_mlflow(worker, mlflow_server, afl
     assert (tmp_path / "dep-aflow" / "PLANACT" / "workflows" / "round_3" / "experience.json").is_file()
     pool = tmp_path / "aflow-experience" / "pool.jsonl"
     assert len(pool.read_text().splitlines()) == 2  # one experience item per expansion, in the shared pool
+
+
+@pytest.mark.slow
+def test_repair_evaluate_deployment_runs_the_rule_agent_and_logs_to_mlflow(worker, mlflow_server, tmp_path):
+    from graph_planner.config import RepairEvalConfig
+
+    from .repair_fixture import build_minilib
+
+    env = worker
+    bad = _run("repair-evaluate/repair-evaluate", json.dumps({"episode": {"test_runs": -1}}), env, wait=False)
+    assert bad.returncode != 0 and "config.episode.test_runs" in bad.stdout + bad.stderr
+    corpus = build_minilib(tmp_path)
+    cfg = RepairEvalConfig(run_name="dep-repair", root=str(tmp_path / "runs"), corpus_dir=str(corpus), workers=2)
+    out = _run("repair-evaluate/repair-evaluate", cfg.model_dump_json(), env)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    flow_run_id = _run_id(out.stdout)
+    run, artifacts = _flow_run(flow_run_id)
+    md = next(a for a in artifacts if a.type == "markdown")
+    assert run.state.is_completed() and "solve rate" in md.data and "| minilib |" in md.data
+
+    from mlflow import MlflowClient
+
+    client = MlflowClient(mlflow_server)
+    (mrun,) = client.search_runs([client.get_experiment_by_name("planact-repair").experiment_id],
+                                 f"tags.`prefect.flow_run_id` = '{flow_run_id}'")
+    assert {"solve_rate", "mean_test_runs", "mean_seconds", "tasks"} <= set(mrun.data.metrics)
+    assert mrun.data.metrics["tasks"] == len((corpus / "heldout.jsonl").read_text().splitlines())
+    assert {"telemetry", "summary.json"} <= {a.path for a in client.list_artifacts(mrun.info.run_id)}
