@@ -119,7 +119,69 @@ AFLOW = notebook([
           "root = 'runs'\nexecutor_checkpoint = ''   # a Plan/Act checkpoint folder; empty = warm-start tiny models once\n"
           "overrides: list[str] = []")
 
+REPAIR = notebook([
+    ("md", "# Code repair with graph_planner\n\nBuild a small task corpus from a real package (bugs injected by "
+           "mutation, kept only when the package's own tests catch them), run the rule agent on it, then replay one "
+           "episode step by step and draw the working memory the patch model would read."),
+    ("code", "import sys\nfrom pathlib import Path\n\n"
+             "ROOT = Path.cwd() if (Path.cwd() / 'configs').is_dir() else Path.cwd().parent\n"
+             "sys.path.insert(0, str(ROOT))\n"
+             "from graph_planner.corpus.build import build_corpus\n"
+             "from graph_planner.corpus.spec import CorpusConfig, PackageSpec, load_corpus_config\n\n"
+             "if source:  # a local source folder instead of the pinned sdist\n"
+             "    cfg = CorpusConfig(packages=[PackageSpec(name=package, version='local', source=source)])\n"
+             "else:\n"
+             "    cfg = load_corpus_config(ROOT / corpus_config)\n"
+             "    cfg = cfg.model_copy(update={'packages': [p for p in cfg.packages if p.name == package]})\n"
+             "cfg = cfg.model_copy(update={'max_tried': max_tried, 'max_kept': max_tried})\n"
+             "corpus = Path(out) if Path(out).is_absolute() else ROOT / out\n"
+             "summary = build_corpus(cfg, corpus, log=print)\n"
+             "summary['packages'][0]"),
+    ("md", "## The rule agent on these tasks\n\nThe baseline: anchor on the traceback, expand to the functions the "
+           "failing tests call, try every token-level candidate edit within the test budget, submit."),
+    ("code", "import pandas as pd\n\n"
+             "from graph_planner.env import EnvLimits\n"
+             "from graph_planner.evaluate import evaluate_local, summarize\n"
+             "from graph_planner.tasks import load_tasks\n\n"
+             "tasks = load_tasks(corpus)[:limit]\n"
+             "episodes = evaluate_local(tasks, 'rule', workers=1, limits=EnvLimits(test_timeout_s=20))\n"
+             "result = summarize(episodes)\n"
+             "print(f\"solve rate {result['solve_rate']:.2f}, mean test runs {result['mean_test_runs']}\")\n"
+             "pd.DataFrame(episodes)[['instance_id', 'mutation', 'difficulty', 'resolved', 'steps', 'test_runs', 'seconds']]"),
+    ("md", "## One episode, step by step"),
+    ("code", "from graph_planner.agents import RuleAgent\nfrom graph_planner.env import PlannerEnv\n\n"
+             "task = next((t for t, e in zip(tasks, episodes) if e['resolved']), tasks[0])\n"
+             "env, agent = PlannerEnv(limits=EnvLimits(test_timeout_s=20)), RuleAgent()\n"
+             "obs = env.reset(task)\nprint(task.problem_statement[:600])\nagent.begin(obs)\n"
+             "steps, done = [], False\n"
+             "while not done:\n"
+             "    action = agent.act(obs)\n"
+             "    obs, reward, done, info = env.step(action)\n"
+             "    steps.append({'action': action['type'] + ('/' + action['op'] if 'op' in action else ''),\n"
+             "                  'detail': (action.get('plan') or str(action.get('anchors') or action.get('nodes') or action.get('ops') or ''))[:70],\n"
+             "                  'tests': (obs.get('tests') or {}).get('status', ''), 'reward': reward})\n"
+             "pd.DataFrame(steps)"),
+    ("md", "## The working memory the patch model reads\n\nMemory nodes (blue) and their graph neighbours, then the "
+           "linearised text."),
+    ("code", "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nimport networkx as nx\n\n"
+             "held = list(env.memory.nodes)\n"
+             "near = {o for n in held for kind, _, o in env.graph.neighbours(n) if kind != 'contains'}\n"
+             "sub = nx.DiGraph(env.graph.graph.subgraph(set(held) | near))\n"
+             "fig, ax = plt.subplots(figsize=(8, 5))\n"
+             "pos = nx.spring_layout(sub, seed=0)\n"
+             "nx.draw_networkx(sub, pos, ax=ax, node_size=300, font_size=6,\n"
+             "                 node_color=['tab:blue' if n in held else 'lightgrey' for n in sub],\n"
+             "                 labels={n: n.split('::')[-1] for n in sub})\n"
+             "ax.set_axis_off()\nfig.savefig(figure_path, dpi=80)\n"
+             "env.runtime.close()\n"
+             "print(env.memory.linearize()[:1500])"),
+], params="corpus_config = 'configs/repair-corpus.yaml'\npackage = 'parse'   # one of the shipped packages\n"
+          "source = ''   # or a local source folder\nmax_tried = 12\nlimit = 6\nout = 'runs/notebook-corpus'\n"
+          "figure_path = 'runs/memory-subgraph.png'")
+
+
 if __name__ == "__main__":
-    for name, nb in (("01_quickstart", QUICKSTART), ("02_aflow_search", AFLOW), ("03_compare_runs", COMPARE)):
+    for name, nb in (("01_quickstart", QUICKSTART), ("02_aflow_search", AFLOW), ("03_compare_runs", COMPARE),
+                     ("04_code_repair", REPAIR)):
         nbf.write(nb, HERE / f"{name}.ipynb")
         print("wrote", name)

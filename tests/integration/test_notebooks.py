@@ -36,3 +36,18 @@ def test_aflow_search_notebook(prefect_api, aflow_executor, tmp_path):
                                                   "task_runner=threads"]})
     assert (tmp_path / "nb-aflow" / "search_tree.png").stat().st_size > 1000
     assert (tmp_path / "nb-aflow" / "PLANACT" / "workflows" / "round_2" / "graph.py").is_file()
+
+
+@pytest.mark.slow
+def test_code_repair_notebook(tmp_path):
+    import papermill as pm
+
+    from .repair_fixture import write_package
+
+    pm.execute_notebook(str(REPO / "notebooks" / "04_code_repair.ipynb"), str(tmp_path / "04.ipynb"),
+                        cwd=str(REPO / "notebooks"), kernel_name="python3", progress_bar=False,
+                        parameters={"package": "minilib", "source": str(write_package(tmp_path)), "max_tried": 8,
+                                    "limit": 3, "out": str(tmp_path / "corpus"),
+                                    "figure_path": str(tmp_path / "memory.png")})
+    assert (tmp_path / "memory.png").stat().st_size > 1000
+    assert (tmp_path / "corpus" / "train.jsonl").read_text().count("instance_id") >= 3

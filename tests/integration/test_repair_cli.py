@@ -1,0 +1,64 @@
+"""`planact-repair` on real packages from the package index (fetched once with pinned hashes, then cached):
+a shipped package's tasks re-validate with their gold patches, and a package that is not in the shipped
+list yields validated tasks without code changes; `evaluate` prints its summary as the last line."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+
+import pytest
+
+from graph_planner.env import EnvLimits, PlannerEnv
+from graph_planner.tasks import load_tasks
+
+from .conftest import BIN, REPO
+
+CLI = str(BIN / "planact-repair")
+
+
+def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([CLI, *args], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_shipped_package_tasks_revalidate_with_the_gold_patch(tmp_path):
+    cfg = tmp_path / "parse.yaml"
+    shipped = (REPO / "configs" / "repair-corpus.yaml").read_text()
+    line = next(x for x in shipped.splitlines() if "name: parse," in x)
+    cfg.write_text(f"max_tried: 10\nmax_kept: 10\npackages:\n{line}\n")
+    out = _cli("corpus", "--config", str(cfg), "--out", str(tmp_path / "corpus"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "parse-1.22.4: tried 10, kept" in out.stdout
+    tasks = load_tasks(tmp_path / "corpus")
+    assert len(tasks) >= 5
+    env = PlannerEnv(limits=EnvLimits(test_timeout_s=60))
+    try:
+        for task in random.Random(0).sample(tasks, 3):
+            env.reset(task)
+            assert env.step({"type": "repair", "apply": False, "patch": task.gold_patch})[0]["applied"]
+            obs, reward, _, _ = env.step({"type": "submit"})
+            assert reward == 1.0, (task.instance_id, obs["tests"])
+    finally:
+        env.runtime.close()
+
+
+@pytest.mark.slow
+def test_an_unseen_package_builds_tasks_and_evaluate_prints_the_summary(tmp_path):
+    out = _cli("corpus", "--package", "semver==3.0.2", "--sha256",
+               "6253adb39c70f6e51afed2fa7152bcd414c411286088fb4b9effb133885ab4cc", "--max-tried", "6",
+               "--out", str(tmp_path / "semver"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads((tmp_path / "semver" / "report.json").read_text())["packages"][0]
+    assert report["tried"] == 6 and report["kept"] >= 3 and report["tests_passing"] > 100
+    ev = _cli("evaluate", "--agent", "rule", "--tasks", str(tmp_path / "semver"), "--limit", "3",
+              "--telemetry", str(tmp_path / "tele"), "--budget-tests", "4")
+    assert ev.returncode == 0, ev.stderr[-2000:]
+    last = ev.stdout.strip().splitlines()[-1]
+    assert last.startswith("solve rate ") and "(" in last and "/3)" in last and "seconds per task" in last
+    assert list((tmp_path / "tele").glob("*.jsonl"))
+    # a wrong pin is refused by pip before anything is unpacked
+    bad = _cli("corpus", "--package", "semver==3.0.2", "--sha256", "0" * 64, "--out", str(tmp_path / "bad"),
+               "--cache", str(tmp_path / "empty-cache"))
+    assert bad.returncode != 0 and "hash" in (bad.stderr + bad.stdout).lower()
