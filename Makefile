@@ -5,7 +5,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo aflow test test-fast bench clean
+.PHONY: install demo aflow repair test test-fast bench clean
 
 # torch 2.13.0 first: it resolves to the local CPU build; any other spec would pull GBs of CUDA wheels.
 # bubblewrap is the sandbox for model-written code (README, "Sandbox"); installed when missing and apt is usable.
@@ -27,6 +27,11 @@ demo: install
 aflow: install
 	$(PY) -m flows.aflow --config configs/aflow-demo.yaml
 
+# Build the shipped code-repair corpus (sdists fetched once, then cached) and run the rule agent on its held-out split.
+repair: install
+	$(PY) -m graph_planner.cli corpus --config configs/repair-corpus.yaml --out runs/corpus
+	$(PY) -m flows.repair --config configs/repair-eval.yaml
+
 test: install
 	$(PY) -m pytest tests -v -rA --durations=15
 
@@ -38,6 +43,7 @@ bench: install
 	$(PY) benchmarks/engine_throughput.py
 	$(PY) benchmarks/rl_vs_sft.py
 	$(PY) benchmarks/aflow_rl_vs_mcts.py
+	$(PY) benchmarks/repair_throughput.py
 
 clean:
 	rm -rf runs mlruns .pytest_cache

@@ -145,5 +145,8 @@ def checkout(repo: Path, commit: str, work_tree: Path, index: Path) -> None:
     elif planted.exists() or planted.is_symlink():
         planted.unlink()
     git(repo, "clean", "-ffdxq", index=index, work_tree=work_tree) if index.exists() else None
-    git(repo, "reset", "-q", "--hard", commit, index=index, work_tree=work_tree)
+    # read-tree + checkout-index never touch HEAD: slots share the repository and must not race on a ref;
+    # checkout-index -f rewrites every tracked file, even one changed in place with the same size and time
+    git(repo, "read-tree", "--reset", "-u", commit, index=index, work_tree=work_tree)
+    git(repo, "checkout-index", "-a", "-f", index=index, work_tree=work_tree)
     git(repo, "clean", "-ffdxq", index=index, work_tree=work_tree)

@@ -1,0 +1,114 @@
+"""Repair episode throughput: K sandbox slots in parallel vs one slot, on the same tasks, in one run.
+
+Each episode is reset -> Repair with the gold patch -> Submit (FAIL_TO_PASS + PASS_TO_PASS in the
+sandbox), so its cost is the environment's own (git reset, sandbox start, pytest), not an agent's luck.
+Prints tasks/s for 1 slot and for K slots, and the scaling efficiency (K-slot rate / (K x 1-slot rate));
+the target is >= 0.8 on K otherwise idle CPUs. The result cache is off (every episode runs its tests).
+
+    python benchmarks/repair_throughput.py                        # the shipped corpus in runs/corpus (built if missing)
+    python benchmarks/repair_throughput.py --tasks DIR --slots 4 --n 40
+    python benchmarks/repair_throughput.py --tiny                 # a few tasks of a built-in package (the test runs this)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from graph_planner.corpus.build import build_corpus  # noqa: E402
+from graph_planner.corpus.spec import CorpusConfig, PackageSpec, load_corpus_config  # noqa: E402
+from graph_planner.env import EnvLimits, PlannerEnv  # noqa: E402
+from graph_planner.evaluate import shard  # noqa: E402
+from graph_planner.tasks import load_tasks  # noqa: E402
+
+TINY = {
+    "tinypkg/__init__.py": "def add(a, b):\n    return a + b\n\n\ndef first(xs, n=1):\n    return xs[:n]\n",
+    "tests/test_tiny.py": textwrap.dedent("""
+        from tinypkg import add, first
+
+
+        def test_add():
+            assert add(2, 3) == 5
+
+
+        def test_first():
+            assert first([1, 2, 3]) == [1] and first([1, 2, 3], 2) == [1, 2]
+        """),
+}
+
+
+class _NoCache:
+    entries: dict = {}
+    hits = 0
+
+    def get(self, key):
+        return None
+
+
+def episodes(tasks, slot_count: int) -> float:
+    """Seconds to run gold-patch episodes of all `tasks` on `slot_count` slots."""
+    def run(part):
+        env = PlannerEnv(limits=EnvLimits(test_timeout_s=120), cache=_NoCache())
+        try:
+            for task in part:
+                env.reset(task)
+                env.step({"type": "repair", "apply": False, "patch": task.gold_patch})
+                obs, reward, _, _ = env.step({"type": "submit"})
+                assert reward == 1.0, (task.instance_id, obs)
+        finally:
+            env.runtime.close()
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(slot_count) as pool:
+        list(pool.map(run, shard(tasks, slot_count)))
+    return time.perf_counter() - t0
+
+
+def tiny_corpus(root: Path) -> Path:
+    """A built-in two-function package built into a corpus under `root`."""
+    for rel, text in TINY.items():
+        (root / "src" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "src" / rel).write_text(text)
+    spec = PackageSpec(name="tinypkg", version="0", source=str(root / "src"))
+    build_corpus(CorpusConfig(packages=[spec], max_tried=8, max_kept=8), root / "corpus", log=lambda _: None)
+    return root / "corpus"
+
+
+def main() -> None:
+    """Measure and print."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tasks", default="runs/corpus", help="corpus folder (built from --config when missing)")
+    ap.add_argument("--config", default="configs/repair-corpus.yaml")
+    ap.add_argument("--split", default="heldout")
+    ap.add_argument("--n", type=int, default=24, help="tasks per measurement")
+    ap.add_argument("--slots", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--tiny", action="store_true", help="a built-in package and a few tasks (smoke mode)")
+    args = ap.parse_args()
+    if args.tiny:
+        folder, split, n = tiny_corpus(Path(tempfile.mkdtemp(prefix="repair-bench-"))), None, 4
+    else:
+        folder, split, n = Path(args.tasks), args.split, args.n
+        if not (folder / "train.jsonl").is_file():
+            build_corpus(load_corpus_config(args.config), folder)
+    tasks = load_tasks(folder, split=split)
+    tasks = (tasks * (n // max(len(tasks), 1) + 1))[:n]
+    k = max(1, args.slots)
+    episodes(tasks[:k], k)  # warm: imports, git objects, page cache
+    one = len(tasks) / episodes(tasks, 1)
+    many = len(tasks) / episodes(tasks, k)
+    print(f"tasks: {len(tasks)} gold-patch episodes of {folder}")
+    print(f"1 slot:  {one:.3f} tasks/s")
+    print(f"{k} slots: {many:.3f} tasks/s")
+    print(f"speed-up {many / one:.2f}x on {k} slots; scaling efficiency {many / (k * one):.2f} (target >= 0.80)")
+
+
+if __name__ == "__main__":
+    main()
