@@ -44,6 +44,18 @@ def _binop_alternatives(t: _Text, tree: ast.AST) -> list[tuple[str, int, str, st
     return out
 
 
+def _negative_constants(t: _Text, tree: ast.AST) -> list[tuple[str, int, str, str]]:
+    # `0 -> -1` leaves the literal `-1` (a unary minus on 1), which the +-1 constant operator cannot undo
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+                and type(node.operand.value) is int:
+            for d in (1, -1):
+                new = repr(-node.operand.value + d)
+                out.append(("constant", node.lineno, f"{t.segment(node)} -> {new}", t.replace(node, new)))
+    return out
+
+
 def candidate_edits(file: str, first_line: int, source: str) -> list[Candidate]:
     """Candidate edits of the function whose text (as in the file) starts at `first_line`."""
     indent = source[: len(source) - len(source.lstrip(" \t"))]
@@ -54,7 +66,7 @@ def candidate_edits(file: str, first_line: int, source: str) -> list[Candidate]:
         return []
     seen, out = {body}, []
     sites = [(m.kind, m.line, m.description, m.source) for m in mutants(file, body, kinds=TOKEN_LEVEL)]
-    sites += _binop_alternatives(_Text(body), tree)
+    sites += _binop_alternatives(_Text(body), tree) + _negative_constants(_Text(body), tree)
     for kind, line, description, text in sites:
         if text in seen:
             continue

@@ -1,0 +1,84 @@
+"""Parsing model actions, applying and screening patches, and candidate edits (no sandbox, no services)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from graph_planner.actions import ActionError, Explore, Repair, Submit, parse_action
+from graph_planner.candidates import candidate_edits
+from graph_planner.corpus.mutate import TOKEN_LEVEL, mutants, unified_diff
+from graph_planner.patching import PatchError, apply_diff, apply_edits, screen
+
+SRC = textwrap.dedent("""
+    import math
+
+
+    class Box:
+        def area(self, w, h):
+            if w < 0 or h < 0:
+                return 0
+            return w * h
+
+
+    def hyp(a, b):
+        return math.sqrt(a * a + b * b)
+    """).lstrip()
+FILES = {"pkg/geo.py", "tests/test_geo.py"}
+
+
+def test_actions_parse_from_text_fences_and_dicts_with_clear_errors():
+    assert isinstance(parse_action('```json\n{"type": "submit"}\n```'), Submit)
+    assert parse_action({"type": "explore", "op": "find", "anchors": ["hyp"]}) == Explore(op="find", anchors=["hyp"])
+    assert isinstance(parse_action('Sure! {"type": "repair", "plan": "fix", "target": "pkg/geo.py::hyp"}'), Repair)
+    for bad, words in [("no json here", "no JSON"), ('{"type": "dance"}', "type"), ("{'a': 1}", "invalid JSON"),
+                       ('{"type": "explore", "op": "find", "hop": 9}', "hop"), ("[1]", "no JSON")]:
+        with pytest.raises(ActionError, match=words):
+            parse_action(bad)
+
+
+def test_unified_diff_applies_with_offset_and_refuses_what_it_must():
+    fixed = SRC.replace("return w * h", "return w * h + 0")
+    diff = unified_diff("pkg/geo.py", SRC, fixed)
+    assert apply_diff(diff, lambda p: SRC, FILES) == {"pkg/geo.py": fixed}
+    shifted = "# a new header line\n" + SRC  # the hunk's stated line is now off by one
+    assert apply_diff(diff, lambda p: shifted, FILES)["pkg/geo.py"] == "# a new header line\n" + fixed
+    with pytest.raises(PatchError, match="does not match"):
+        apply_diff(diff, lambda p: SRC.replace("w * h", "h * w"), FILES)
+    for path, words in [("../etc/passwd", "inside"), ("/etc/passwd", "inside"), ("tests/test_geo.py", "test file"),
+                        ("pkg/new.py", "not a Python file")]:
+        with pytest.raises(PatchError, match=words):
+            apply_diff(diff.replace("pkg/geo.py", path), lambda p: SRC, FILES | {"tests/test_geo.py"})
+    with pytest.raises(PatchError, match="no hunks"):
+        apply_diff("just text", lambda p: SRC, FILES)
+
+
+def test_edit_script_needs_exactly_one_occurrence():
+    out = apply_edits([{"file": "pkg/geo.py", "old": "return 0", "new": "return -1"}], lambda p: SRC, FILES)
+    assert "return -1" in out["pkg/geo.py"]
+    with pytest.raises(PatchError, match="found 2"):
+        apply_edits([{"file": "pkg/geo.py", "old": "a * a", "new": "a"}], lambda p: SRC.replace("b * b", "a * a"), FILES)
+
+
+def test_screen_allows_repairs_and_refuses_what_forging_needs():
+    assert screen(SRC, SRC.replace("w * h", "h * w")) == []
+    assert screen(SRC, SRC.replace("return 0", "return math.floor(0)")) == []  # names already in the file
+    assert screen(SRC, SRC.replace("return 0", "import os\n            return 0")) == ["adds an import"]
+    assert "introduces exec" in screen(SRC, SRC.replace("return 0", "return exec('1')"))[0]
+    assert "__class__" in screen(SRC, SRC.replace("return 0", "return ().__class__"))[0]
+    assert "syntax error" in screen(SRC, SRC.replace("return 0", "return ("))[0]
+
+
+def test_candidates_of_every_token_level_mutant_hold_its_fix():
+    for m in mutants("pkg/geo.py", SRC, kinds=TOKEN_LEVEL):
+        lines = m.source.splitlines(keepends=True)
+        start = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith(("def area", "def hyp")) and
+                     m.function.split(".")[-1] in ln)
+        end = start + 1
+        while end < len(lines) and (lines[end].startswith(" " * (len(lines[start]) - len(lines[start].lstrip()) + 1))
+                                    or not lines[end].strip()):
+            end += 1
+        func = "".join(lines[start:end]).rstrip("\n") + "\n"
+        fixes = [apply_edits([c.edit], lambda p: m.source, FILES)["pkg/geo.py"] for c in candidate_edits("pkg/geo.py", start + 1, func)]
+        assert SRC in fixes, m.description
