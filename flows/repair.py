@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import ray
 from prefect import flow
 from prefect.runtime import flow_run
 
@@ -33,7 +32,7 @@ def repair_evaluate(config: RepairEvalConfig = DEFAULT) -> dict:
     tasks = load_corpus(cfg)
     tracker = Tracker(cfg, tags={"prefect.flow_run_id": str(flow_run.get_id()), "planact.kind": "repair-evaluate"})
     owns_ray = connect_ray(cfg, runtime.worker_env(), namespace="planact-repair")
-    try:
+    with runtime.tracked(tracker, owns_ray):
         t0 = time.monotonic()
         episodes = run_episodes(cfg, tasks)
         summary = summarize(episodes, time.monotonic() - t0)
@@ -47,12 +46,6 @@ def repair_evaluate(config: RepairEvalConfig = DEFAULT) -> dict:
         print(f"solve rate {summary['solve_rate']:.3f} ({summary['solved']}/{summary['tasks']}), mean test runs "
               f"{summary['mean_test_runs']:.2f}, seconds per task {summary['mean_seconds']:.2f}")
         return {**summary, "mlflow_run_id": tracker.run_id, "run_dir": str(folder)}
-    except BaseException:
-        tracker.finish("FAILED")
-        raise
-    finally:
-        if owns_ray:
-            ray.shutdown()
 
 
 def _print(run_name: str, result: dict, seconds: float) -> None:

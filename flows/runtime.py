@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -65,6 +66,21 @@ def worker_env() -> dict[str, str]:
     """Variables Ray workers must share with the driver."""
     keys = ("PREFECT_API_URL", "PREFECT_SERVER_ANALYTICS_ENABLED", "MLFLOW_TRACKING_URI", "PREFECT_HOME")
     return {k: os.environ[k] for k in keys if os.environ.get(k)}
+
+
+@contextlib.contextmanager
+def tracked(tracker, owns_ray: bool):
+    """Mark the MLflow run FAILED when the body raises, and stop a Ray the flow started itself."""
+    try:
+        yield
+    except BaseException:
+        tracker.finish("FAILED")
+        raise
+    finally:
+        if owns_ray:
+            import ray
+
+            ray.shutdown()
 
 
 def publish_markdown(markdown: str, key: str) -> None:
