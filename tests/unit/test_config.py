@@ -5,6 +5,8 @@ from pathlib import Path
 import pytest
 
 from aflow_rl.config import AFlowConfig, load_aflow_config
+from graph_planner.config import load_repair_config
+from graph_planner.corpus.spec import load_corpus_config
 
 from planact.config import ConfigError, RunConfig, flatten, load_config
 
@@ -21,8 +23,27 @@ def test_defaults_and_shipped_configs_validate():
     shipped = sorted(p.name for p in (ROOT / "configs").glob("*.yaml"))
     assert {"demo.yaml", "smoke.yaml", "gpu-sglang.yaml", "api-openai.yaml", "api-anthropic.yaml",
             "aflow-demo.yaml", "aflow-openai.yaml", "aflow-anthropic.yaml"} <= set(shipped)
-    for name in shipped:  # AFlow configs are AFlowConfig, the rest RunConfig
-        (load_aflow_config if name.startswith("aflow-") else load_config)(ROOT / "configs" / name)
+    loaders = {"aflow-": load_aflow_config, "repair-eval": load_repair_config, "repair-corpus": load_corpus_config}
+    for name in shipped:  # AFlow configs are AFlowConfig, repair-* the code-repair configs, the rest RunConfig
+        load = next((f for prefix, f in loaders.items() if name.startswith(prefix)), load_config)
+        load(ROOT / "configs" / name)
+    # the repair-evaluate deployment's default is the shipped repair-eval.yaml; the corpus has 8 packages
+    assert load_repair_config(ROOT / "configs" / "repair-eval.yaml").split == "heldout"
+    corpus = load_corpus_config(ROOT / "configs" / "repair-corpus.yaml")
+    assert len(corpus.packages) >= 6 and {p.split for p in corpus.packages} == {"train", "heldout"}
+    assert all(len(p.sha256) == 64 for p in corpus.packages)
+
+
+def test_repair_configs_name_the_bad_field(tmp_path):
+    with pytest.raises(ConfigError, match="episode.test_runs"):
+        load_repair_config(None, ["episode.test_runs=-1"])
+    bad = tmp_path / "corpus.yaml"
+    bad.write_text("packages:\n  - {name: x, version: '1', sha256: nothex}\n")
+    with pytest.raises(ConfigError, match="packages.0.sha256"):
+        load_corpus_config(bad)
+    bad.write_text("kinds: [teleport]\npackages: []\n")
+    with pytest.raises(ConfigError, match="kinds"):
+        load_corpus_config(bad)
     # configs/aflow-demo.yaml is the aflow-optimize deployment's default: the embedded AFlowConfig().
     assert load_aflow_config(ROOT / "configs" / "aflow-demo.yaml") == AFlowConfig()
 
