@@ -118,7 +118,7 @@ def aflow_optimize(config: AFlowConfig = DEMO, parent_run_id: str | None = None)
     atomic_write(state_path, json.dumps({"mlflow_run_id": tracker.run_id}))
     pool = PoolRef(run_dir.parent / "aflow-experience", f"aflow-experience:{run_dir.parent.name}", "planact")
     _keep = pool_actor(pool.path, pool.name, pool.namespace)  # noqa: F841  owned by this flow run
-    try:
+    with runtime.tracked(tracker, owns_ray):
         print(f"executor: {prepare_executor(cfg)}")
         search = Search(cfg)
         r = search.bootstrap()
@@ -160,14 +160,6 @@ def aflow_optimize(config: AFlowConfig = DEMO, parent_run_id: str | None = None)
         runtime.publish_markdown(_markdown(cfg, tracker, final), f"aflow-{cfg.run_name}")
         tracker.finish("FINISHED")
         return summary
-    except BaseException:
-        tracker.finish("FAILED")
-        raise
-    finally:
-        if owns_ray:
-            import ray
-
-            ray.shutdown()
 
 
 def _log_artifacts(cfg: AFlowConfig, tracker: Tracker, best_round: int) -> dict:

@@ -12,12 +12,10 @@ It decides only from observations, like a model would.
 
 from __future__ import annotations
 
-import re
-
 from graph_planner.candidates import Candidate, candidate_edits, from_read
 from graph_planner.graph.build import is_test_file
+from graph_planner.graph.search import PYTEST_FRAME
 
-_FRAME_LINE = re.compile(r"^(?P<path>[\w./-]+\.py):(?P<line>\d+): in ", re.M)
 
 
 def test_node(test_id: str) -> str:
@@ -38,7 +36,7 @@ class RuleAgent:
         """Start an episode from reset()'s observation."""
         self.statement = obs["problem_statement"]
         self.failing = obs["failing_tests"]
-        self.trace_lines = {(m.group("path"), int(m.group("line"))) for m in _FRAME_LINE.finditer(self.statement)}
+        self.trace_lines = {(m.group("path"), int(m.group("line"))) for m in PYTEST_FRAME.finditer(self.statement)}
         self.phase = "find"
         self.ranked: list[str] = []
         self.to_read: list[str] = []

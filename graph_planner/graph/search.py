@@ -10,7 +10,7 @@ from graph_planner.graph.build import RepoGraph
 
 _WORD = re.compile(r"[A-Za-z][a-z0-9]*|[A-Z]+(?![a-z])|\d+")
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>[\w<>.]+))?')
-_PYTEST_FRAME = re.compile(r"^(?P<path>[\w./-]+\.py):(?P<line>\d+): ", re.M)
+PYTEST_FRAME = re.compile(r"^(?P<path>[\w./-]+\.py):(?P<line>\d+): ", re.M)
 # How much one hop along an edge of each kind keeps of a score (calls and tests matter most for repair).
 EDGE_WEIGHT = {"calls": 0.8, "tests": 0.8, "contains": 0.6, "imports": 0.3}
 
@@ -82,7 +82,7 @@ class GraphSearch:
     def by_traceback(self, text: str) -> list[tuple[str, float]]:
         """Nodes of the repository named by traceback frames (Python's and pytest's), innermost first."""
         hits = []
-        for m in list(_FRAME.finditer(text or "")) + list(_PYTEST_FRAME.finditer(text or "")):
+        for m in list(_FRAME.finditer(text or "")) + list(PYTEST_FRAME.finditer(text or "")):
             path = self._repo_path(m.group("path"))
             if path is not None:
                 node = self.repo.innermost(path, int(m.group("line")))

@@ -60,14 +60,18 @@ FILES = {
 }
 
 
-def write_package(root: Path) -> Path:
-    """The package's source folder under `root`."""
-    src = root / "minilib-src"
-    for rel, text in FILES.items():
-        p = src / rel
+def write_files(root: Path, files: dict[str, str]) -> Path:
+    """Write {relative path: indented text} under `root`; returns `root`."""
+    for rel, text in files.items():
+        p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(textwrap.dedent(text).lstrip("\n"))
-    return src
+    return root
+
+
+def write_package(root: Path) -> Path:
+    """The package's source folder under `root`."""
+    return write_files(root / "minilib-src", FILES)
 
 
 def build_minilib(root: Path, kinds: list[str] | None = None) -> Path:

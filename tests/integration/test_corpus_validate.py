@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
 from graph_planner.corpus.mutate import mutants
 from graph_planner.corpus.validate import Suite, baseline, run_tests, validate_mutant
+
+from .repair_fixture import write_files
 
 FILES = {
     "mini/__init__.py": "",
@@ -48,12 +48,7 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
-    root = tmp_path_factory.mktemp("mini-repo")
-    for rel, text in FILES.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text).lstrip("\n"))
-    return root
+    return write_files(tmp_path_factory.mktemp("mini-repo"), FILES)
 
 
 def test_baseline_reads_every_test_by_node_id(repo):
