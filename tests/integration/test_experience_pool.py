@@ -94,7 +94,8 @@ def test_pool_actor_killed_mid_stream_keeps_every_acknowledged_item(local_ray, t
     have = {it["id"] for it in ExperienceStore(tmp_path / "pool").query()}
     assert set(acked) <= have, f"{len(set(acked) - have)} acknowledged items lost"
     assert len(acked) > 8 * 100 and len(have) > 300  # most writes went through, before and after the kill
-    # Query, sample and stats answer through the actor.
-    assert len(pool.call("query", run="t3")) == len([a for a in acked if a.startswith("t3/")])
+    # Query, sample and stats answer through the actor. Compared with what the file holds, not with what
+    # was acknowledged: an append whose reply was lost in the kill may still have been made durable.
+    assert len(pool.call("query", run="t3")) == len([i for i in have if i.startswith("t3/")])
     assert len(pool.call("sample", 5, by="priority")) == 5
     assert pool.call("stats")["items"] == len(have)
