@@ -25,7 +25,7 @@ from flows.experience import experience_pool
 from planact import agents
 from planact.config import RunConfig, check_runtime, validate_config
 from planact.experience import PoolRef, experience_items
-from planact.rollout import actor_requests
+from planact.envs.base import make_env
 from planact.session import TrainingSession
 from planact.timing import Stopwatch
 from tasks.plan_act import (
@@ -73,10 +73,11 @@ def plan_act_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | N
         result = {"planner_samples": planner_samples or [], "actor_samples": [], "metrics": {}, "rollouts": []}
     else:
         plans = None if fallback else ready["payloads"].get("planner")
-        prompts = actor_requests(batch, plans)
+        env = make_env(cfg)
+        prompts = env.actor_requests(batch, plans)
         with clock("actor_execute"), remote_options(num_cpus=cfg.ray.task_num_cpus):
             shards = agents.shard(prompts, len(actor.engines))
-            futures = [actor_execute.submit(cfg, actor, name, Payload(s), round_idx, i)
+            futures = [actor_execute.submit(cfg, actor, name, Payload(s), round_idx, i, env.actor_method)
                        for i, (name, s) in enumerate(zip(actor.engines, shards))]
             results = [f.result() for f in futures]
             answers = [a for res in results for a in res.data]

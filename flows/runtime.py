@@ -10,6 +10,7 @@ import time
 
 from pathlib import Path
 
+from planact.envs.base import HEADLINE_KEYS
 from planact.config import ConfigError, check_runtime, load_config
 
 # The embedded default of every flow's `config` parameter (and of the deployments' UI form).
@@ -122,11 +123,15 @@ def print_summary(run_name: str, summary: dict, seconds: float) -> None:
     table.add_column("warm start", justify="right")
     table.add_column("after RL", justify="right")
     table.add_column("change (points)", justify="right")
-    for key in ("pass@1", "greedy/success", "greedy/success_but_first"):
+    for key in HEADLINE_KEYS:
         if f"final/{key}" in summary:
             a, b = summary[f"warm_start/{key}"], summary[f"final/{key}"]
             table.add_row(key, f"{a:.3f}", f"{b:.3f}", f"{100 * (b - a):+.1f}")
     Console().print(table)
+    for split, words in (("unseen_packages", "unseen packages"), ("unseen_functions", "unseen functions")):
+        if f"final/{split}/team/solve@1" in summary:
+            print(f"held-out solve rate ({words}, budget 1): warm start {summary[f'warm_start/{split}/team/solve@1']:.3f}"
+                  f" -> RL {summary[f'final/{split}/team/solve@1']:.3f}")
     for k in ("mlflow_run_id", "mlflow_url", "run_dir"):
         if k in summary:
             print(f"{k}: {summary[k]}")

@@ -51,11 +51,31 @@ class EnvLimits:
 
 
 class ResultCache:
-    """Test outcomes by (task, patch hash, tests): repeated candidates in a group cost one run."""
+    """Test outcomes by (task, patch hash, tests): repeated candidates in a group cost one run.
 
-    def __init__(self):
+    With a `path` the outcomes also persist as JSONL lines, so every run and seed over the same corpus
+    shares them (one line per write: concurrent appenders do not interleave).
+    """
+
+    def __init__(self, path: str | Path | None = None):
         self.entries: dict[str, dict] = {}
         self.hits = 0
+        self.path = Path(path) if path else None
+        if self.path is not None and self.path.is_file():
+            for line in self.path.read_text().splitlines():
+                try:
+                    row = json.loads(line)
+                except ValueError:  # a torn last line of a killed writer
+                    continue
+                self.entries[row["key"]] = row["result"]
+
+    def put(self, key: str, result: dict) -> None:
+        """Remember a run's result (and append it to the file)."""
+        self.entries[key] = result
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a") as fh:
+                fh.write(json.dumps({"key": key, "result": result}) + "\n")
 
     @staticmethod
     def key(task_id: str, files: dict[str, str], tests: list[str]) -> str:
@@ -245,7 +265,7 @@ class PlannerEnv:
         result = {"mode": mode, "status": run.status, "rc": run.rc, "seconds": round(run.seconds, 2),
                   "passed": len(wanted) - len(failed), "failed": failed[:20], "n_failed": len(failed),
                   "tail": run.tail[-1500:]}
-        self.cache.entries[key] = result
+        self.cache.put(key, result)
         return result
 
     # --- telemetry ---

@@ -123,11 +123,26 @@ def call(group: RoleGroup, name: str, method: str, *args, **kwargs):
     return ray.get(getattr(group.handle(name), method).remote(*args, **kwargs))
 
 
-def generate_sharded(group: RoleGroup, prompts: list[str], **kwargs) -> list:
-    """Spread prompts over the group's replicas and gather completions in order."""
+def generate_sharded(group: RoleGroup, prompts: list, method: str = "generate", **kwargs) -> list:
+    """Spread prompts (or candidate-set requests, method 'choose') over the group's replicas; results in order."""
     shards = shard(prompts, len(group.engines))
-    refs = [group.handle(n).generate.remote(s, **kwargs) for n, s in zip(group.engines, shards) if s]
+    refs = [getattr(group.handle(n), method).remote(s, **kwargs) for n, s in zip(group.engines, shards) if s]
     return [c for part in ray.get(refs) for c in part]
+
+
+@dataclass(frozen=True)
+class RolePolicy:
+    """A role group as an environment's Policy: generation and constrained choice spread over its replicas."""
+
+    group: RoleGroup
+
+    def generate(self, prompts: list[str], **kwargs) -> list:
+        """Free sampling (planact.envs.base.Policy.generate)."""
+        return generate_sharded(self.group, prompts, "generate", **kwargs)
+
+    def choose(self, requests: list, **kwargs) -> list:
+        """Constrained sampling over candidate sets (planact.envs.base.Policy.choose)."""
+        return generate_sharded(self.group, requests, "choose", **kwargs)
 
 
 def shard(items: list, n: int) -> list[list]:

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from planact.engine_config import AnthropicConfig, OpenAIConfig, SGLangConfig
+from planact.engine_config import AnthropicConfig, OpenAIConfig, SGLangConfig, _Strict
+from planact.env_config import EnvConfig
 
 
 API_ENGINES = ("openai", "anthropic")
@@ -24,9 +25,6 @@ class ConfigError(ValueError):
     """A run config is invalid; the message names every offending field."""
 
 
-class _Strict(BaseModel):
-    # Unknown keys are typos far more often than intent: reject them.
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
 class TinyModelSpec(_Strict):
@@ -37,6 +35,8 @@ class TinyModelSpec(_Strict):
     num_heads: int = Field(4, ge=1, description="Attention heads (hidden_size must divide evenly).")
     intermediate_size: int = Field(256, ge=8, description="Width of the MLP inside each block.")
     max_positions: int = Field(160, ge=16, description="Longest sequence (prompt + response) the model supports.")
+    tokenizer: Literal["char", "bpe"] = Field("char", description="'char': the synthetic task's character vocabulary; 'bpe': byte-level BPE trained locally on the environment's text (the repair env: its training packages' code).")
+    vocab_size: int = Field(3000, ge=300, le=65536, description="BPE vocabulary size (tokenizer: bpe).")
 
     @model_validator(mode="after")
     def _heads_divide(self) -> "TinyModelSpec":
@@ -114,29 +114,6 @@ class RoleConfig(_Strict):
     def _api_models_are_frozen(self) -> "RoleConfig":
         if self.engine in API_ENGINES and self.train:
             raise ValueError(f"engine {self.engine!r} serves an API model, which cannot be trained: set train: false")
-        return self
-
-
-class EnvConfig(_Strict):
-    """The synthetic Plan/Act environment (planact.envs.plan_act)."""
-
-    name: Literal["plan_act"] = Field("plan_act", description="Environment id.")
-    tasks_per_round: int = Field(64, ge=1, description="Distinct tasks sampled per round.")
-    min_ops: int = Field(2, ge=1, description="Fewest operations in an instruction.")
-    max_ops: int = Field(2, ge=1, le=3, description="Most operations in an instruction.")
-    min_len: int = Field(4, ge=1, description="Shortest digit list.")
-    max_len: int = Field(7, ge=1, le=12, description="Longest digit list.")
-    but_first_prob: float = Field(0.5, ge=0.0, le=1.0, description="Probability a multi-op instruction is phrased 'B, but first A' (plan order differs from text order).")
-    teacher_order_error: float = Field(0.7, ge=0.0, le=1.0, description="Probability the planner's teacher writes a 'but first' plan in text order (wrong): the imperfection RL can fix and SFT cannot.")
-    heldout_size: int = Field(200, ge=1, description="Held-out tasks for evaluation (never used in training).")
-    heldout_seed: int = Field(12345, description="Seed of the held-out set (fixed so runs compare).")
-
-    @model_validator(mode="after")
-    def _ranges(self) -> "EnvConfig":
-        if self.min_ops > self.max_ops:
-            raise ValueError("min_ops must be <= max_ops")
-        if self.min_len > self.max_len:
-            raise ValueError("min_len must be <= max_len")
         return self
 
 
@@ -241,6 +218,15 @@ class RunConfig(_Strict):
             raise ValueError("aflow.every_rounds needs agent_role 'both' (the search executes planner and actor together)")
         return self
 
+    @model_validator(mode="after")
+    def _repair_roles(self) -> "RunConfig":
+        if self.env.kind == "repair" and self.env.repair.decoding == "candidates":
+            for role in ("planner", "actor"):
+                if getattr(self, role).engine != "hf":
+                    raise ValueError(f"env.repair.decoding 'candidates' scores candidate sets in-process: "
+                                     f"{role}.engine must be 'hf' (real served models use decoding: free)")
+        return self
+
     def run_dir(self) -> Path:
         """Folder holding this run's checkpoints, experience and state."""
         return Path(self.checkpoint.root).resolve() / self.run_name
@@ -254,7 +240,11 @@ def check_run_name(v: str) -> str:
 
 
 def check_runtime(cfg: "RunConfig") -> None:
-    """Before any work starts: every API-engine role can find its key (env var or Prefect Secret)."""
+    """Before any work starts: every API-engine role can find its key (env var or Prefect Secret), and a
+    repair run's corpus exists."""
+    if cfg.env.kind == "repair" and not (Path(cfg.env.repair.corpus) / "train.jsonl").is_file():
+        raise ConfigError(f"env.repair.corpus: no corpus at {Path(cfg.env.repair.corpus).resolve()} (build it: "
+                          "planact-repair corpus --config configs/repair-rl-corpus.yaml --out runs/rl-corpus)")
     for role in ("planner", "actor"):
         rc = getattr(cfg, role)
         if rc.engine in API_ENGINES:

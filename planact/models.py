@@ -12,10 +12,11 @@ import os
 import shutil
 import string
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers.utils import logging as hf_logging
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
@@ -35,6 +36,19 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
     tok.decoder = decoders.Fuse()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", bos_token="<bos>", eos_token="<eos>", unk_token="<unk>"
+    )
+
+
+def build_bpe_tokenizer(texts: list[str], vocab_size: int) -> PreTrainedTokenizerFast:
+    """A byte-level BPE tokenizer trained here on `texts` (for code: a function fits in a tiny model's context)."""
+    tok = Tokenizer(models.BPE(unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(texts, trainer=trainer)
     return PreTrainedTokenizerFast(
         tokenizer_object=tok, pad_token="<pad>", bos_token="<bos>", eos_token="<eos>", unk_token="<unk>"
     )
@@ -60,7 +74,8 @@ def build_tiny_model(spec: TinyModelSpec, vocab_size: int, seed: int, tokenizer:
     return LlamaForCausalLM(cfg)
 
 
-def materialize_tiny(spec: TinyModelSpec, out_dir: str | Path, seed: int) -> Path:
+def materialize_tiny(spec: TinyModelSpec, out_dir: str | Path, seed: int,
+                     texts: Callable[[], list[str]] | None = None) -> Path:
     """Build and save a tiny model + tokenizer to `out_dir` once, safely under concurrent callers.
 
     Engine replicas start at the same time and may all build it: each saves into its own temporary
@@ -71,7 +86,12 @@ def materialize_tiny(spec: TinyModelSpec, out_dir: str | Path, seed: int) -> Pat
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
-    tokenizer = build_tokenizer()
+    if spec.tokenizer == "bpe":
+        if texts is None:
+            raise ValueError("a bpe tokenizer needs training text: the environment supplies it (env.kind repair)")
+        tokenizer = build_bpe_tokenizer(texts(), spec.vocab_size)
+    else:
+        tokenizer = build_tokenizer()
     build_tiny_model(spec, len(tokenizer), seed, tokenizer).save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     try:

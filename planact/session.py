@@ -24,6 +24,7 @@ import ray
 import yaml
 
 from planact import agents
+from planact.envs.base import HEADLINE_KEYS
 from planact.config import RunConfig
 from planact.experience import PoolRef, pool_actor
 from planact.orchestrator import get_or_create_orchestrator, orchestrator_state
@@ -215,7 +216,7 @@ class TrainingSession:
             return {}
         first, last = self.evals[min(self.evals)], self.evals[max(self.evals)]
         out = {"rounds_completed": self.state.data["last_completed_round"]}
-        for key in ("pass@1", "greedy/success", "greedy/success_but_first"):
+        for key in HEADLINE_KEYS:
             if key in first and key in last:
                 out[f"warm_start/{key}"] = first[key]
                 out[f"final/{key}"] = last[key]
@@ -260,12 +261,13 @@ class TrainingSession:
         head = "| round | " + " | ".join(TABLE_KEYS) + " |\n|" + "---|" * (len(TABLE_KEYS) + 1) + "\n"
         body = "".join("| {} | ".format(r["round"]) + " | ".join(_fmt(r.get(k)) for k in TABLE_KEYS) + " |\n"
                        for r in rows)
-        evals = "".join(f"| {r} | {_fmt(m.get('pass@1'))} | {_fmt(m.get('greedy/success'))} |\n"
+        keys = [k for k in HEADLINE_KEYS if any(k in m for m in self.evals.values())]
+        evals = "".join(f"| {r} | " + " | ".join(_fmt(m.get(k)) for k in keys) + " |\n"
                         for r, m in sorted(self.evals.items()))
         return (f"# planact run `{self.cfg.run_name}` ({self.cfg.agent_role})\n\n"
                 f"MLflow run: {self.tracker.run_url()}\n\n## Rounds\n\n{head}{body}\n"
-                f"## Held-out evaluation\n\n| round | pass@1 (T={self.cfg.actor.sampling.temperature}) | greedy |\n"
-                f"|---|---|---|\n{evals}")
+                f"## Held-out evaluation (sampling temperature {self.cfg.actor.sampling.temperature})\n\n"
+                f"| round | {' | '.join(keys)} |\n|---|{'---|' * len(keys)}\n{evals}")
 
     def progress_line(self, round_idx: int) -> str:
         """One human line about the latest round."""

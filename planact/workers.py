@@ -20,7 +20,7 @@ from transformers import AutoTokenizer
 from planact.config import API_ENGINES, RoleConfig, RunConfig
 from planact.engines.base import Completion, SamplingParams
 from planact.engines.factory import make_engine, needs_local_model
-from planact.envs.plan_act import PlanActEnv
+from planact.envs.base import RoundEnv, make_env
 from planact.models import load_model, materialize_tiny, param_count
 from planact.rl.trainer import RoleTrainer, sft
 from planact.storage import fsync_tree
@@ -34,7 +34,8 @@ def initial_model_path(cfg: RunConfig, role: str) -> Path:
     if rc.model_path:
         return Path(rc.model_path)
     seed = cfg.seed * 1000 + (1 if role == "planner" else 2)
-    return materialize_tiny(rc.tiny, cfg.run_dir() / "models" / f"{role}-init", seed)
+    return materialize_tiny(rc.tiny, cfg.run_dir() / "models" / f"{role}-init", seed,
+                            texts=lambda: make_env(cfg).tokenizer_texts())
 
 
 class RoleWorker(AgentActor):
@@ -80,6 +81,20 @@ class RoleWorker(AgentActor):
         with self.busy():
             return self.engine.generate(prompts, params)
 
+    def choose(self, requests: list[tuple[str, list[str]]], temperature: float | None = None, n: int | None = None,
+               seed: int | None = None) -> list[list[Completion]]:
+        """Sample completions constrained to each request's candidate set (the tiny repair roles' decoding)."""
+        choose = getattr(self.engine, "choose", None)
+        if choose is None:
+            raise NotImplementedError(f"{self.role}: engine {self.rc.engine!r} cannot score candidate sets; "
+                                      "constrained decoding needs the in-process 'hf' engine (set decoding: free "
+                                      "to let a real model write its actions and patches)")
+        s = self.rc.sampling
+        params = SamplingParams(temperature=s.temperature if temperature is None else temperature, top_p=1.0,
+                                max_new_tokens=s.max_new_tokens, n=n or self.rc.group_size, seed=seed)
+        with self.busy():
+            return choose(requests, params)
+
     def health(self) -> dict:
         """Engine identity, weight version, process id."""
         params = param_count(self.model) if self.model is not None else None
@@ -93,9 +108,9 @@ class RoleWorker(AgentActor):
             raise RuntimeError(f"{self.role} replica {self.replica} has no trainer")
         return self.trainer
 
-    def demonstrations(self, env: PlanActEnv, count: int, rng: random.Random) -> list[tuple[list[int], list[int]]]:
+    def demonstrations(self, env: RoundEnv, count: int, rng: random.Random) -> list[tuple[list[int], list[int]]]:
         """The teacher's (prompt ids, target ids + EOS) pairs for this role."""
-        pairs = env.planner_demos(count, rng) if self.role == "planner" else env.actor_demos(count, rng)
+        pairs = env.demonstrations(self.role, count, rng)
         eos = self.tokenizer.eos_token_id
         return [(self.engine.encode(p), self.tokenizer.encode(t, add_special_tokens=False) + [eos]) for p, t in pairs]
 
@@ -105,7 +120,7 @@ class RoleWorker(AgentActor):
         ws = self.rc.warm_start
         # Enough distinct demonstrations that the warm start plateaus on the task, not on memorising them.
         n = min(20000, max(2000, (steps if steps is not None else ws.steps) * ws.batch_size // 4))
-        demos = self.demonstrations(PlanActEnv(self.cfg.env, seed), n, random.Random(f"{seed}:demos:{self.role}"))
+        demos = self.demonstrations(make_env(self.cfg), n, random.Random(f"{seed}:demos:{self.role}"))
         torch.manual_seed(seed)
         curve = sft(self.model, self.tokenizer.pad_token_id, demos, ws, seed=seed, steps=steps)
         trainer.snapshot_reference()

@@ -9,9 +9,8 @@ from prefect.cache_policies import NO_CACHE
 
 from planact import agents
 from planact.config import RunConfig
-from planact.envs.plan_act import PlanActEnv, planner_prompt
+from planact.envs.base import make_env
 from planact.orchestrator import barrier_key, get_or_create_orchestrator, orchestrator_state, resolve_barrier
-from planact.rollout import evaluate, score_round
 
 # Payloads are whole rounds of token ids: never hash or persist them.
 TASK_OPTS = {"cache_policy": NO_CACHE, "persist_result": False}
@@ -71,14 +70,13 @@ def _seed(cfg: RunConfig, round_idx: int, stage: str) -> int:
 @task(name="sample_tasks", **TASK_OPTS)
 def sample_tasks(cfg: RunConfig, round_idx: int) -> list[dict]:
     """The round's training tasks (deterministic in seed and round, so both jobs of two-job mode agree)."""
-    return [t.to_dict() for t in PlanActEnv(cfg.env, cfg.seed).sample_tasks(round_idx)]
+    return make_env(cfg).sample_tasks(round_idx)
 
 
 @task(name="planner_generate", **AGENT_TASK_OPTS)
 def planner_generate(cfg: RunConfig, planner: agents.RoleGroup, batch: list[dict], round_idx: int) -> Payload:
-    """G plans per task from the planner engines."""
-    return Payload(agents.generate_sharded(planner, [planner_prompt(t) for t in batch],
-                                           seed=_seed(cfg, round_idx, "plan")))
+    """G plans per task: one completion each, or a multi-turn episode each (the repair env's graph planner)."""
+    return Payload(make_env(cfg).plan(batch, agents.RolePolicy(planner), _seed(cfg, round_idx, "plan")))
 
 
 @task(name="barrier", **TASK_OPTS)
@@ -105,21 +103,20 @@ def _payload_role(phase: str) -> str:
 
 
 @task(name="actor_execute", **AGENT_TASK_OPTS)
-def actor_execute(cfg: RunConfig, actor: agents.RoleGroup, engine: str, prompts: list[str], round_idx: int,
-                  shard_idx: int) -> Payload:
-    """K answers per prompt from one actor engine replica (one task per replica: the fan-out)."""
+def actor_execute(cfg: RunConfig, actor: agents.RoleGroup, engine: str, prompts: list, round_idx: int,
+                  shard_idx: int, method: str = "generate") -> Payload:
+    """K answers per request from one actor engine replica (one task per replica: the fan-out)."""
     prompts = _open(prompts)
     if not prompts:
         return Payload([])
-    answers = agents.call(actor, engine, "generate", prompts, seed=_seed(cfg, round_idx, f"act{shard_idx}"))
+    answers = agents.call(actor, engine, method, prompts, seed=_seed(cfg, round_idx, f"act{shard_idx}"))
     return Payload(answers, where_am_i())
 
 
 @task(name="score_rewards", **TASK_OPTS)
 def score_rewards(cfg: RunConfig, batch: list[dict], plans: Payload, answers: Payload) -> Payload:
-    """Verify answers and credit both roles (planact.rollout.score_round)."""
-    std = (cfg.planner.rl.std_normalize, cfg.actor.rl.std_normalize)
-    return Payload(score_round(batch, _open(plans), _open(answers), cfg.credit, std, n_rollouts=cfg.tracking.rollout_rows))
+    """Verify answers (the repair env: in the sandbox, against the package's own tests) and credit both roles."""
+    return Payload(make_env(cfg).score(batch, _open(plans), _open(answers), n_rollouts=cfg.tracking.rollout_rows))
 
 
 @task(name="train_role", **AGENT_TASK_OPTS)
@@ -137,16 +134,8 @@ def warm_start(group: agents.RoleGroup, seed: int) -> list[dict]:
 
 @task(name="evaluate", **AGENT_TASK_OPTS)
 def evaluate_heldout(cfg: RunConfig, planner: agents.RoleGroup, actor: agents.RoleGroup) -> dict:
-    """Held-out pass@1 at the sampling temperature and greedy end-to-end success."""
-    held = [t.to_dict() for t in PlanActEnv(cfg.env, cfg.seed).heldout]
-
-    def plan_fn(prompts, temperature, n):
-        return agents.generate_sharded(planner, prompts, temperature=temperature, n=n, seed=cfg.seed)
-
-    def act_fn(prompts, temperature, n):
-        return agents.generate_sharded(actor, prompts, temperature=temperature, n=n, seed=cfg.seed + 1)
-
-    return evaluate(held, plan_fn, act_fn, cfg.actor.sampling.temperature, cfg.tracking.eval_samples)
+    """The environment's held-out metrics (synthetic: pass@1 and greedy success; repair: solve rates by budget)."""
+    return make_env(cfg).evaluate(agents.RolePolicy(planner), agents.RolePolicy(actor))
 
 
 @task(name="checkpoint", **AGENT_TASK_OPTS)

@@ -16,6 +16,7 @@ Nothing is executed: the source is only parsed.
 
 from __future__ import annotations
 
+import threading
 import ast
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,8 @@ class _Def:
     cls: str | None
     tree: ast.AST
 
+_BUILD_LOCK = threading.Lock()
+
 
 class RepoGraph:
     """A code graph of one repository checkout; `graph` is the networkx MultiDiGraph."""
@@ -58,7 +61,10 @@ class RepoGraph:
         self._defs: list[_Def] = []
         self._modules: dict[str, str] = {}  # dotted module -> file path
         self.parse_errors: list[str] = []
-        self._build()
+        # CPython 3.11's AST constructor is not thread-safe: concurrent parses in sandbox slots raised
+        # "SystemError: AST constructor recursion depth mismatch". One graph is built at a time.
+        with _BUILD_LOCK:
+            self._build()
 
     # --- building ---
 

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from planact.engines.base import Completion, SamplingParams, encode_prompt
+from planact.rl.logprobs import pad_batch, token_logprobs
 
 
 class HFEngine:
@@ -112,6 +113,55 @@ class HFEngine:
                 )
             )
         return results
+
+    def choose(self, requests: list[tuple[str, list[str]]], params: SamplingParams) -> list[list[Completion]]:
+        """Sample `params.n` completions per request from the model restricted to the request's candidates.
+
+        Each candidate is scored by the summed logprob of its tokens (+ EOS) at the sampling temperature,
+        computed exactly as the trainer recomputes it (planact.rl.logprobs), and drawn from the softmax
+        of those scores over the set; temperature 0 takes the best. A completion's `logprobs` are the
+        chosen candidate's token logprobs (what GRPO's ratio uses); `meta` holds the choice, the set's
+        size, its log-probability within the set and the full ranking (for budgets of several tries).
+        """
+        self._calls += 1
+        seed = params.seed if params.seed is not None else (self.weight_version * 1_000_003 + self._calls)
+        gen = torch.Generator(device="cpu").manual_seed(int(seed))
+        temp = params.temperature if params.temperature > 0 else 1.0
+        eos = self.tokenizer.eos_token_id
+        out = []
+        for prompt, candidates in requests:
+            if not candidates:
+                out.append([])
+                continue
+            p_ids = self.encode(prompt)
+            c_ids = [self.tokenizer.encode(c, add_special_tokens=False) + [eos] for c in candidates]
+            token_lp = self._score(p_ids, c_ids, temp)
+            scores = torch.tensor([sum(lp) for lp in token_lp], dtype=torch.float64)
+            set_logp = torch.log_softmax(scores, -1)
+            ranking = torch.argsort(scores, descending=True).tolist()
+            if params.temperature > 0:
+                picks = torch.multinomial(set_logp.exp().float(), params.n, replacement=True, generator=gen).tolist()
+            else:
+                picks = [ranking[0]] * params.n
+            out.append([Completion(prompt_ids=p_ids, token_ids=c_ids[k], logprobs=token_lp[k], text=candidates[k],
+                                   finish_reason="stop", weight_version=self.weight_version,
+                                   meta={"choice": k, "n_candidates": len(candidates), "set_logprob": float(set_logp[k]),
+                                         "ranking": ranking}) for k in picks])
+        return out
+
+    @torch.no_grad()
+    def _score(self, prompt_ids: list[int], cand_ids: list[list[int]], temperature: float) -> list[list[float]]:
+        was_training = self.model.training
+        self.model.eval()
+        rows: list[list[float]] = []
+        for start in range(0, len(cand_ids), self.max_batch):
+            chunk = cand_ids[start:start + self.max_batch]
+            batch = pad_batch([prompt_ids] * len(chunk), chunk, self.tokenizer.pad_token_id)
+            lp, _ = token_logprobs(self.model, batch, temperature)
+            n = len(prompt_ids)
+            rows.extend(lp[i, n:n + len(c)].tolist() for i, c in enumerate(chunk))
+        self.model.train(was_training)
+        return rows
 
     def update_weights(self, state_dict: dict | None = None, version: int | None = None) -> int:
         """Load new weights (None when the trainer shares this model in-process) and bump the version."""

@@ -1,0 +1,145 @@
+"""What the planner/actor team sees of a repair task, gathered once by real PlannerEnv steps and cached.
+
+For every task the graph planner's tool calls that do not depend on the model run once in PlannerEnv
+(find on the traceback and the failing tests' names, expand from the failing tests, read the ranked
+functions: the rule agent's localisation, traceback frames innermost first). Their observations are a
+pure function of the task, so they are cached beside the corpus; the model's turns then choose among
+them (read which function, target which) and only the patch's test runs need the sandbox again.
+
+Splits: the corpus's held-out packages are "unseen_packages"; a fixed fraction of the training packages'
+functions (chosen by a hash of file::function) is "unseen_functions"; the rest is "train".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from graph_planner.agents.rule import RuleAgent
+from graph_planner.candidates import candidate_edits, from_read
+from graph_planner.env import EnvLimits, PlannerEnv
+from graph_planner.runtime import LocalRuntime
+from graph_planner.tasks import RepairTask, load_tasks
+
+CONTEXT_VERSION = 1
+_ERROR = re.compile(r"^E\s+(.*)$", re.M)
+
+
+@dataclass
+class NodeView:
+    """One function the planner may read or target, as `read` returned it."""
+
+    node: str
+    file: str
+    first_line: int
+    source: str
+    trace_lines: list[int] = field(default_factory=list)
+    """Lines of this function the failing tests' traceback passes through."""
+
+    def candidates(self):
+        """The candidate edits of this function (graph_planner.candidates)."""
+        return candidate_edits(self.file, self.first_line, self.source)
+
+
+@dataclass
+class TaskContext:
+    """The model-independent part of a repair episode."""
+
+    instance_id: str
+    split: str
+    target: str
+    """The buggy function's node id (scoring and analysis only: never shown to a model)."""
+    failing: list[str]
+    error: str
+    nodes: list[NodeView]
+
+    @property
+    def target_rank(self) -> int:
+        """Where the bug sits in the localisation ranking (-1: not among the offered functions)."""
+        return next((i for i, n in enumerate(self.nodes) if n.node == self.target), -1)
+
+
+def unseen_function(task: RepairTask, frac: float) -> bool:
+    """A training-package function held out of training (stable: a hash of its file and name)."""
+    key = f"{task.repo}:{task.meta.get('file')}::{task.meta.get('function')}"
+    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF < frac
+
+
+def split_of(task: RepairTask, frac: float) -> str:
+    """train | unseen_functions | unseen_packages."""
+    if task.meta.get("split") == "heldout":
+        return "unseen_packages"
+    return "unseen_functions" if unseen_function(task, frac) else "train"
+
+
+def gather(task: RepairTask, split: str, max_nodes: int, env: PlannerEnv | None = None) -> TaskContext:
+    """Run the localisation steps of one episode in PlannerEnv and keep what they showed."""
+    env = env or PlannerEnv(LocalRuntime(), EnvLimits(steps=10, test_runs=0))
+    try:
+        obs = env.reset(task)
+        agent = RuleAgent(memory_nodes=max_nodes)
+        agent.begin(obs)
+        for _ in range(2):  # find, expand: the rule agent's ranking is the localisation both share
+            obs, *_ = env.step(agent.act(obs))
+        agent._rank(obs.get("results", []))
+        ranked = agent.ranked[:max_nodes]
+        obs, *_ = env.step({"type": "explore", "op": "read", "nodes": ranked}) if ranked else ({}, 0, False, {})
+    finally:
+        if isinstance(env.runtime, LocalRuntime):
+            env.runtime.close()
+    views = []
+    for node, text in (obs.get("source") or {}).items():
+        parsed = from_read(node, text)
+        if parsed:
+            file, first, src = parsed
+            lines = sorted(ln for f, ln in agent.trace_lines if f == file and first <= ln < first + src.count("\n"))
+            views.append(NodeView(node, file, first, src, lines))
+    errors = _ERROR.findall(task.problem_statement)
+    return TaskContext(task.instance_id, split, f"{task.meta.get('file')}::{task.meta.get('function')}",
+                       list(task.fail_to_pass), errors[-1].strip()[:200] if errors else "", views)
+
+
+def _gather_one(args) -> dict:
+    task, split, max_nodes = args
+    return asdict(gather(task, split, max_nodes))
+
+
+def _from_dict(d: dict) -> TaskContext:
+    return TaskContext(**{**d, "nodes": [NodeView(**n) for n in d["nodes"]]})
+
+
+def load_contexts(corpus: str | Path, frac: float, max_nodes: int, kinds: list[str], max_chars: int,
+                  workers: int = 2) -> tuple[dict[str, RepairTask], dict[str, TaskContext]]:
+    """Tasks of the corpus with the wanted kinds and function size, and their contexts (built once, cached)."""
+    corpus = Path(corpus)
+    tasks = [t for t in load_tasks(corpus) if t.meta.get("mutation") in kinds]
+    settings = json.dumps([CONTEXT_VERSION, frac, max_nodes], sort_keys=True)
+    cache = corpus / f"team-context-{hashlib.sha256(settings.encode()).hexdigest()[:10]}.jsonl"
+    have: dict[str, TaskContext] = {}
+    if cache.is_file():
+        for line in cache.read_text().splitlines():
+            if line.strip():
+                ctx = _from_dict(json.loads(line))
+                have[ctx.instance_id] = ctx
+    todo = [t for t in tasks if t.instance_id not in have]
+    if todo:
+        jobs = [(t, split_of(t, frac), max_nodes) for t in todo]
+        with ProcessPoolExecutor(max_workers=workers) as pool, open(cache, "a") as fh:
+            for d in pool.map(_gather_one, jobs, chunksize=4):
+                fh.write(json.dumps(d) + "\n")
+                have[d["instance_id"]] = _from_dict(d)
+    out_tasks, out_ctx = {}, {}
+    for t in tasks:
+        ctx = have[t.instance_id]
+        bug = next((n for n in ctx.nodes if n.node == ctx.target), None)
+        if bug is not None and len(bug.source) > max_chars:
+            continue  # the buggy function does not fit the actor's context
+        # Functions too long to show are not offered (a missed localisation stays in: it is honest failure).
+        ctx.nodes = [n for n in ctx.nodes if len(n.source) <= max_chars]
+        if ctx.nodes:
+            out_tasks[t.instance_id], out_ctx[t.instance_id] = t, ctx
+    return out_tasks, out_ctx

@@ -1,0 +1,258 @@
+"""The code-repair environment of the Plan/Act round (env.kind: repair): graph planner + patch model.
+
+Planner (multi-turn, GiGPO): each of its G episodes per task reads up to `planner_reads` of the offered
+functions and ends with a Repair plan naming its target; every turn is one sample whose observation
+is the anchor state. Actor (GRPO): K edits per plan, chosen among the target's candidate edits from
+the model's own distribution. Reward: the edit's FAIL_TO_PASS run in the sandbox (1 = all pass); the
+planner's episode earns the mean outcome of its plan's edits. Nothing a model outputs can raise: an
+empty candidate set scores 0 and is counted.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+
+from graph_planner.corpus.fetch import git
+from graph_planner.patching import PatchError, apply_diff
+from graph_planner.team import prompts
+from graph_planner.team.context import TaskContext, load_contexts, unseen_function
+from graph_planner.team.evaluate import evaluate_team
+from graph_planner.team.sandbox import Sandbox
+from planact.rl.gigpo import gigpo_advantages
+from planact.rl.grpo import group_advantages
+from planact.rollout import RoundResult, sample_record
+
+SPLITS = ("train", "unseen_functions", "unseen_packages")
+
+
+@lru_cache(maxsize=4)
+def _corpus(corpus: str, frac: float, nodes: int, kinds: tuple[str, ...], max_chars: int, workers: int):
+    # One load per process: every task of a round builds the env anew.
+    return load_contexts(corpus, frac, nodes, list(kinds), max_chars, workers)
+
+
+class RepairTeamEnv:
+    """Planner/actor code repair over a built corpus (planact.envs.base.RoundEnv)."""
+
+    actor_method = "choose"
+
+    def __init__(self, cfg):
+        r = cfg.env.repair
+        if r.decoding == "free":
+            raise NotImplementedError("env.repair.decoding 'free' (models writing JSON actions and unified diffs) "
+                                      "is not built yet; tiny models use 'candidates'")
+        self.cfg, self.r = cfg, r
+        self.corpus = Path(r.corpus).resolve()
+        if not (self.corpus / "train.jsonl").is_file():
+            raise FileNotFoundError(f"env.repair.corpus: no corpus at {self.corpus}; build it with `planact-repair "
+                                    "corpus --config configs/repair-rl-corpus.yaml --out runs/rl-corpus`")
+        self.tasks, self.ctx = _corpus(str(self.corpus), r.unseen_function_frac, r.planner_nodes, tuple(r.kinds),
+                                       r.max_function_chars, r.workers)
+        self.split: dict[str, list[str]] = {s: sorted(i for i, c in self.ctx.items() if c.split == s) for s in SPLITS}
+        if not self.split["train"]:
+            raise ValueError(f"env.repair: the corpus at {self.corpus} has no training tasks of kinds {r.kinds}")
+        self._sandbox: Sandbox | None = None
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """The test-running slots (created on first use: planning never needs them)."""
+        if self._sandbox is None:
+            self._sandbox = Sandbox(self.r.workers, self.corpus / "results-cache.jsonl", self.r.test_timeout_s,
+                                    self.cfg.run_dir() / "repair-telemetry")
+        return self._sandbox
+
+    # --- the round ---
+
+    def sample_tasks(self, round_idx: int) -> list[dict]:
+        """tasks_per_round distinct training tasks, deterministic in (seed, round)."""
+        rng = random.Random(f"{self.cfg.seed}:repair:{round_idx}")
+        ids = rng.sample(self.split["train"], min(self.cfg.env.tasks_per_round, len(self.split["train"])))
+        return [{"task_id": i} for i in ids]
+
+    def plan(self, batch: list[dict], planner, seed: int, greedy: bool = False) -> list[list[dict]]:
+        """G episodes per task: read turns, then a Repair plan naming the target function."""
+        G = 1 if greedy else self.cfg.planner.group_size
+        temp = 0.0 if greedy else None
+        eps = [[{"task_id": t["task_id"], "read": [], "turns": [], "target": ""} for _ in range(G)] for t in batch]
+        for turn in range(self.r.planner_reads + 1):
+            live = [e for group in eps for e in group if not e["target"]]
+            if not live:
+                break
+            reqs, opts = [], []
+            for e in live:
+                ctx = self.ctx[e["task_id"]]
+                left = min(self.r.planner_reads - len(e["read"]), len(ctx.nodes) - len(e["read"]))
+                options = prompts.planner_options(ctx, e["read"], left)
+                reqs.append((prompts.planner_observation(ctx, e["read"]), [o[0] for o in options]))
+                opts.append(options)
+            if turn == 0:  # every episode of a task starts from the same observation: one request, G picks
+                picks = planner.choose(reqs[::G], temperature=temp, n=G, seed=seed)
+                picks = [p for group in picks for p in group]
+            else:
+                picks = [p[0] for p in planner.choose(reqs, temperature=temp, n=1, seed=seed + turn)]
+            for e, (obs, _), options, c in zip(live, reqs, opts, picks):
+                _, action, node = options[c.meta["choice"]]
+                e["turns"].append({"obs": obs, "completion": c})
+                if action == "read":
+                    e["read"].append(node)
+                else:
+                    e["target"] = node
+        return eps
+
+    def _view(self, task_id: str, target: str):
+        ctx = self.ctx[task_id]
+        return next((v for v in ctx.nodes if v.node == target), ctx.nodes[0])
+
+    def actor_requests(self, batch: list[dict], plans) -> list[tuple[str, list[str]]]:
+        """The plan's target function and its candidate edits; without plans, the top-ranked function."""
+        out = []
+        for ti, t in enumerate(batch):
+            targets = [p["target"] for p in plans[ti]] if plans is not None else [""]
+            for target in targets:
+                view = self._view(t["task_id"], target)
+                out.append((prompts.actor_prompt(self.ctx[t["task_id"]], view), prompts.actor_options(view)[0]))
+        return out
+
+    def score(self, batch: list[dict], plans, answers, n_rollouts: int = 0) -> RoundResult:
+        """Run every chosen edit's failing tests; credit the actor per edit, the planner per turn (GiGPO)."""
+        res, m = RoundResult(), {}
+        G = len(plans[0]) if plans is not None else 1
+        targets = [[p["target"] for p in plans[ti]] if plans is not None else [""] for ti in range(len(batch))]
+        jobs, where = [], []
+        for ti, t in enumerate(batch):
+            for gi in range(G):
+                _, cands = prompts.actor_options(self._view(t["task_id"], targets[ti][gi]))
+                for ki, a in enumerate(answers[ti * G + gi]):
+                    jobs.append((self.tasks[t["task_id"]], cands[a.meta["choice"]].edit))
+                    where.append((ti, gi, ki))
+        before = dict(self.sandbox.stats)
+        verdicts = dict(zip(where, self.sandbox.judge_many(jobs, "train")))
+        steps, returns, plan_samples = [], {}, []
+        outcomes, plan_rewards, correct, no_cands = [], [], [], 0
+        for ti, t in enumerate(batch):
+            tid, task_returns = t["task_id"], []
+            for gi in range(G):
+                group = answers[ti * G + gi]
+                rewards = [float(verdicts[(ti, gi, ki)]["resolved"]) for ki in range(len(group))]
+                no_cands += not group
+                adv = group_advantages(torch.tensor([rewards]), self.cfg.actor.rl.std_normalize)[0].tolist() if rewards else []
+                res.actor_samples.extend(sample_record(a, r, ad, "actor", tid, f"{tid}/{gi}")
+                                         for a, r, ad in zip(group, rewards, adv))
+                outcomes.extend(rewards)
+                ret = sum(rewards) / len(rewards) if rewards else 0.0
+                task_returns.append(ret)
+                if plans is not None:
+                    ep = plans[ti][gi]
+                    correct.append(float(ep["target"] == self.ctx[tid].target))
+                    returns[f"{tid}/{gi}"] = ret
+                    for k, turn in enumerate(ep["turns"]):
+                        last = k == len(ep["turns"]) - 1
+                        steps.append({"episode": f"{tid}/{gi}", "group": tid, "t": k, "reward": ret if last else 0.0,
+                                      "anchor": turn["obs"]})
+                        plan_samples.append((turn["completion"], ret, tid))
+                if len(res.rollouts) < n_rollouts and group:
+                    res.rollouts.append({"task": tid, "target": targets[ti][gi] or "(fallback)", "edit": group[0].text,
+                                         "true_function": self.ctx[tid].target, "outcome": rewards[0]})
+            plan_rewards.extend(task_returns)
+        if plans is not None:
+            adv = gigpo_advantages(steps, returns, self.r.gigpo_gamma, self.r.gigpo_step_weight,
+                                   self.cfg.planner.rl.std_normalize)
+            res.planner_samples = [sample_record(c, r, a, "planner", tid, tid) for (c, r, tid), a in zip(plan_samples, adv)]
+            m["planner/reward_mean"] = _mean(plan_rewards)
+            m["planner/target_correct"] = _mean(correct)
+            m["planner/steps_per_episode"] = len(steps) / max(1, len(returns))
+            m["planner/malformed"] = 0.0  # constrained choice: every pick is a valid action
+        m["success"] = m["actor/reward_mean"] = _mean(outcomes)
+        m["actor/malformed"] = float(no_cands)  # plans whose target has no candidate edit
+        m["actor/groups_with_signal"] = _mean([float(len({v["resolved"] for k, v in verdicts.items() if k[:2] == (ti, gi)}) > 1)
+                                               for ti in range(len(batch)) for gi in range(G)])
+        after = self.sandbox.stats
+        runs, hits = after["test_runs"] - before["test_runs"], after["cache_hits"] - before["cache_hits"]
+        m["sandbox/test_runs"], m["sandbox/cache_hits"] = float(runs), float(hits)
+        m["sandbox/cache_hit_rate"] = hits / max(1, runs + hits)
+        m["sandbox/refused"] = float(after["refused"] - before["refused"])
+        m["time/sandbox_s"] = after["seconds"] - before["seconds"]
+        res.metrics = m
+        return res
+
+    # --- warm start, evaluation, tokenizer ---
+
+    def _fixed_file(self, task) -> tuple[str, str] | None:
+        path = task.meta.get("file", "")
+        try:
+            buggy = git(task.repo_dir, "show", f"{task.base_commit}:{path}", strip=False)
+            fixed = apply_diff(task.gold_patch, lambda p: buggy, {path})[path]
+        except (PatchError, KeyError, RuntimeError):
+            return None
+        return buggy, fixed
+
+    def _train_packages(self) -> dict[str, str]:
+        """Unpacked folder name -> package name of the training packages."""
+        return {f"{self.tasks[i].repo}-{self.tasks[i].meta.get('version', '')}": self.tasks[i].repo
+                for i in self.split["train"]}
+
+    def _sft_sources(self) -> list[tuple[str, str, str]]:
+        """(package, path, text) of the training packages' code (unseen functions are filtered later)."""
+        return [(pkg, p, t) for folder, pkg in sorted(self._train_packages().items())
+                for p, t in prompts.package_files(self.corpus, {folder})]
+
+    def demonstrations(self, role: str, count: int, rng: random.Random) -> list[tuple[str, str]]:
+        """Planner: the imperfect teacher's episodes; actor: true inverse edits of validated training tasks
+        (repeated 4x) plus unvalidated token-level mutants of the training packages and the standard library."""
+        train = [self.ctx[i] for i in self.split["train"]]
+        if role == "planner":
+            return [pair for ctx in train for pair in prompts.teacher_trajectory(ctx)]
+        validated = []
+        for ctx in train:
+            texts = self._fixed_file(self.tasks[ctx.instance_id])
+            pair = prompts.true_edit(ctx, *texts) if texts else None
+            if pair:
+                validated.append(pair)
+        frac = self.r.unseen_function_frac
+        sources = self._sft_sources()
+        package_of = {path: pkg for pkg, path, _ in sources}
+
+        def keep(path: str, qual: str) -> bool:
+            # Unseen functions stay unseen: no warm-start example may come from them (standard library: all kept).
+            return path not in package_of or not unseen_function(_Key(package_of[path], path, qual), frac)
+
+        extra = prompts.unvalidated_demos(
+            [(p, t) for _, p, t in sources] + prompts.stdlib_files(self.r.sft_extra_sources), self.r.max_function_chars,
+            keep, rng, max(0, count - 4 * len(validated)))
+        return validated * 4 + extra
+
+    def evaluate(self, planner, actor) -> dict[str, float]:
+        """Solve rates at test budgets 1..eval_budget on unseen functions and unseen packages: the team
+        (greedy planner, actor's ranking), the rule agent and a random candidate, same budgets."""
+        return evaluate_team(self, planner, actor)
+
+    def tokenizer_texts(self) -> list[str]:
+        """The training packages' code, the standard-library modules of the warm start, and teacher prompts."""
+        texts = [t for _, _, t in self._sft_sources()] + [t for _, t in prompts.stdlib_files(self.r.sft_extra_sources)]
+        train = [self.ctx[i] for i in self.split["train"]]
+        return texts + [p + t for ctx in train for p, t in prompts.teacher_trajectory(ctx)]
+
+
+class _Key:
+    """The fields unseen_function reads, for a function that is not a task."""
+
+    def __init__(self, repo: str, file: str, function: str):
+        self.repo, self.meta = repo, {"file": file, "function": function}
+
+
+def _mean(xs) -> float:
+    xs = list(xs)
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def split_counts(env: RepairTeamEnv) -> dict[str, int]:
+    """Tasks per split (for logs and the README)."""
+    return dict(Counter(c.split for c in env.ctx.values()))
+
+
+__all__ = ["RepairTeamEnv", "TaskContext", "split_counts"]

@@ -1,0 +1,79 @@
+"""Held-out evaluation of the repair team at small test budgets, beside the rule agent and random guessing.
+
+A task's budget is the number of Submits (each runs FAIL_TO_PASS + PASS_TO_PASS): solved at budget b
+when one of the first b edits a system proposes passes. Systems:
+  team    the planner's greedy episode names the target; the actor's ranking of its candidate edits
+          gives the edits in order;
+  rule    the rule agent's own order (candidates on traceback lines first, best-ranked function first);
+  random  edits drawn uniformly from the candidates of the rule agent's top-ranked function.
+All systems see the same offered functions and run in the same sandbox with the same cache.
+"""
+
+from __future__ import annotations
+
+import random
+
+from graph_planner.agents.rule import RuleAgent
+from graph_planner.team import prompts
+
+
+def rule_order(ctx) -> list[dict]:
+    """The rule agent's edits for a task, in the order it would try them."""
+    agent = RuleAgent(memory_nodes=len(ctx.nodes))
+    agent.trace_lines = {(v.file, ln) for v in ctx.nodes for ln in v.trace_lines}
+    numbered = {v.node: "\n".join(f"{v.first_line + i:5d} | {line}" for i, line in enumerate(v.source.splitlines()))
+                for v in ctx.nodes}
+    return [c.edit for c in agent._candidates(numbered)]
+
+
+def random_order(ctx, budget: int, rng: random.Random) -> list[dict]:
+    """`budget` distinct random candidates of the top-ranked function."""
+    cands = ctx.nodes[0].candidates()
+    return [c.edit for c in rng.sample(cands, min(budget, len(cands)))]
+
+
+def team_order(env, ids: list[str], planner, actor, budget: int) -> tuple[dict[str, list[dict]], dict[str, str]]:
+    """The team's edits per task (greedy plan, then the actor's ranking) and its chosen targets."""
+    batch = [{"task_id": i} for i in ids]
+    plans = env.plan(batch, planner, seed=env.cfg.seed, greedy=True)
+    answers = actor.choose(env.actor_requests(batch, plans), temperature=0.0, n=1, seed=env.cfg.seed)
+    out, targets = {}, {}
+    for i, ep, ans in zip(ids, plans, answers):
+        targets[i] = ep[0]["target"]
+        _, cands = prompts.actor_options(env._view(i, targets[i]))
+        ranking = ans[0].meta["ranking"] if ans else []
+        out[i] = [cands[k].edit for k in ranking[:budget]]
+    return out, targets
+
+
+def solve_rates(env, attempts: dict[str, list[dict]], budget: int) -> dict[int, float]:
+    """Solve rate at every budget 1..budget (edits judged in eval mode, shared cache)."""
+    jobs = [(env.tasks[i], e) for i, edits in attempts.items() for e in edits[:budget]]
+    verdicts = iter(env.sandbox.judge_many(jobs, "eval"))
+    first_solved = []
+    for i, edits in attempts.items():
+        ok = [next(verdicts)["resolved"] for _ in edits[:budget]]
+        first_solved.append(next((k for k, v in enumerate(ok) if v), None))
+    n = max(1, len(attempts))
+    return {b: sum(1 for k in first_solved if k is not None and k < b) / n for b in range(1, budget + 1)}
+
+
+def evaluate_team(env, planner, actor) -> dict[str, float]:
+    """Metrics '<split>/<system>/solve@<b>', '<split>/team/localised' and task counts."""
+    r = env.r
+    out: dict[str, float] = {}
+    for split, limit in (("unseen_functions", r.eval_unseen_functions), ("unseen_packages", r.eval_unseen_packages)):
+        ids = env.split[split][:limit]
+        if not ids:
+            continue
+        team, targets = team_order(env, ids, planner, actor, r.eval_budget)
+        rng = random.Random(f"{env.cfg.seed}:random-baseline")
+        systems = {"team": team,
+                   "rule": {i: rule_order(env.ctx[i])[:r.eval_budget] for i in ids},
+                   "random": {i: random_order(env.ctx[i], r.eval_budget, rng) for i in ids}}
+        for name, attempts in systems.items():
+            for b, rate in solve_rates(env, attempts, r.eval_budget).items():
+                out[f"{split}/{name}/solve@{b}"] = rate
+        out[f"{split}/team/localised"] = sum(targets[i] == env.ctx[i].target for i in ids) / len(ids)
+        out[f"{split}/tasks"] = float(len(ids))
+    return out

@@ -1,0 +1,149 @@
+"""Text the tiny planner and patch model read and choose among, and the teachers' demonstrations.
+
+The planner's turn: the failing test, the error line, the functions it may read (traceback frames
+first) and what it has read; its options are `read <function>` and, once read, `repair <function>`.
+The actor's prompt is the plan's target function with the traceback's lines marked `>`; its options
+are the function's candidate edits written `<line in function>: <old> -> <new>`.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import sysconfig
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+from graph_planner.candidates import candidate_edits
+from graph_planner.corpus.mutate import TOKEN_LEVEL, mutants
+from graph_planner.team.context import NodeView, TaskContext
+
+
+def short(node: str) -> str:
+    """`pkg/mod.py::Cls.method` -> `Cls.method` (what the model reads and names)."""
+    return node.split("::", 1)[-1]
+
+
+def _node_line(view: NodeView) -> str:
+    lines = view.source.splitlines()
+    traced = [lines[ln - view.first_line].strip() for ln in view.trace_lines if 0 <= ln - view.first_line < len(lines)]
+    return " | ".join([lines[0].strip()[:80]] + [f"> {t[:80]}" for t in traced[-1:]])
+
+
+def planner_observation(ctx: TaskContext, read: list[str]) -> str:
+    """The planner's observation after reading the functions in `read` (also its GiGPO anchor state)."""
+    test = ctx.failing[0].split("::")[-1] if ctx.failing else "?"
+    offered = " ; ".join(f"{short(v.node)}{' (trace)' if v.trace_lines else ''}" for v in ctx.nodes)
+    seen = "".join(f"\nread {short(v.node)}: {_node_line(v)}" for v in ctx.nodes if v.node in read)
+    return f"fail: {test}\nerr: {ctx.error[:120]}\nfunctions: {offered}{seen}\nact:"
+
+
+def planner_options(ctx: TaskContext, read: list[str], reads_left: int) -> list[tuple[str, str, str]]:
+    """(text, action, node) the planner may choose now: read an unread function, or target a read one."""
+    out = []
+    if reads_left > 0:
+        out += [(f" read {short(v.node)}", "read", v.node) for v in ctx.nodes if v.node not in read]
+    out += [(f" repair {short(v.node)}", "repair", v.node) for v in ctx.nodes if v.node in read]
+    return out
+
+
+def actor_prompt(ctx: TaskContext, view: NodeView) -> str:
+    """The patch model's input: the plan's target function, traceback lines marked, and the error."""
+    traced = set(view.trace_lines)
+    body = "".join((">" if view.first_line + i in traced else " ") + line
+                   for i, line in enumerate(textwrap.dedent(view.source).splitlines(True)))
+    return f"fix {short(view.node)}\nerr: {ctx.error[:120]}\n{body}edit:"
+
+
+def edit_text(view_first_line: int, cand) -> str:
+    """A candidate edit as the actor writes it: line within the function, then the change."""
+    return f" {cand.line - view_first_line + 1}: {cand.description}"
+
+
+def actor_options(view: NodeView) -> tuple[list[str], list]:
+    """The candidate edits of the target function and their texts."""
+    cands = view.candidates()
+    return [edit_text(view.first_line, c) for c in cands], cands
+
+
+def teacher_trajectory(ctx: TaskContext) -> list[tuple[str, str]]:
+    """The imperfect teacher: read the top-ranked function (innermost traceback frame), then target it."""
+    first = ctx.nodes[0].node
+    return [(planner_observation(ctx, []), f" read {short(first)}"),
+            (planner_observation(ctx, [first]), f" repair {short(first)}")]
+
+
+def true_edit(ctx: TaskContext, buggy: str, fixed: str) -> tuple[str, str] | None:
+    """(prompt, target) for the actor: the bug's function and the candidate that turns the buggy file
+    text into the fixed one (None when the localisation missed the function or no candidate does)."""
+    view = next((v for v in ctx.nodes if v.node == ctx.target), None)
+    if view is None:
+        return None
+    for c in view.candidates():
+        if buggy.replace(c.edit["old"], c.edit["new"], 1) == fixed:
+            return actor_prompt(ctx, view), edit_text(view.first_line, c)
+    return None
+
+
+def _functions(text: str) -> dict[str, tuple[int, int]]:
+    """qualname -> (first line, last line) of every function in a module."""
+    out: dict[str, tuple[int, int]] = {}
+
+    def walk(node, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out[prefix + child.name] = (child.lineno, child.end_lineno)
+                walk(child, prefix + child.name + ".")
+            elif isinstance(child, ast.ClassDef):
+                walk(child, prefix + child.name + ".")
+
+    try:
+        walk(ast.parse(text), "")
+    except (SyntaxError, ValueError):
+        pass
+    return out
+
+
+def unvalidated_demos(files: list[tuple[str, str]], max_chars: int, keep: Callable[[str, str], bool],
+                      rng: random.Random, limit: int) -> list[tuple[str, str]]:
+    """(prompt, target) from token-level mutants of the functions in `files` (path, text) that `keep(path,
+    qualname)` admits, never run against any test: warm-start data only. Functions are visited in a
+    seeded random order, each mutated on its own (a one-function module), until `limit` pairs exist."""
+    funcs = []
+    for path, text in files:
+        lines = text.splitlines(True)
+        funcs += [(path, q, textwrap.dedent("".join(lines[a - 1:b]))) for q, (a, b) in _functions(text).items()
+                  if keep(path, q) and len("".join(lines[a - 1:b])) <= max_chars]
+    rng.shuffle(funcs)
+    out: list[tuple[str, str]] = []
+    for path, qual, original in funcs:
+        if len(out) >= limit:
+            break
+        name = qual.rsplit(".", 1)[-1]
+        for m in mutants(path, original, functions={name}, kinds=TOKEN_LEVEL):
+            fix = next((c for c in candidate_edits(path, 1, m.source) if c.edit["new"] == original), None)
+            if fix is not None:
+                view = NodeView(f"{path}::{qual}", path, 1, m.source, [])
+                out.append((actor_prompt(TaskContext("", "sft", view.node, [], "", [view]), view), edit_text(1, fix)))
+    return out[:limit]
+
+
+def package_files(corpus: Path, packages: set[str]) -> list[tuple[str, str]]:
+    """(path relative to the package root, text) of the non-test Python files of unpacked training sdists."""
+    out = []
+    for pkg in sorted(packages):
+        root = corpus / "src" / pkg
+        for f in sorted(root.rglob("*.py")):
+            rel = f.relative_to(root).as_posix()
+            if "test" in rel.lower() or "/docs/" in f"/{rel}" or f.name in ("setup.py", "conftest.py"):
+                continue
+            out.append((rel, f.read_text(errors="replace")))
+    return out
+
+
+def stdlib_files(count: int) -> list[tuple[str, str]]:
+    """The first `count` pure-Python standard-library modules (alphabetical: the same on every machine)."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(p for p in root.glob("*.py") if not p.name.startswith(("_", "test")))
+    return [(p.name, p.read_text(errors="replace")) for p in files[:count]]

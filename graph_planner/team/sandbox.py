@@ -1,0 +1,84 @@
+"""Run candidate patches against the packages' own tests in parallel PlannerEnv slots, results cached.
+
+Training runs the task's FAIL_TO_PASS tests (a Repair with apply); evaluation Submits, which runs
+FAIL_TO_PASS + PASS_TO_PASS. Every run starts from a clean checkout (PlannerEnv's rule), patches pass
+the env's screen, and outcomes are cached by (task, patched files, tests) in a file shared by every
+run over the same corpus, so a repeated patch costs one run ever.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from graph_planner.env import EnvLimits, PlannerEnv, ResultCache
+from graph_planner.runtime import LocalRuntime
+from graph_planner.tasks import RepairTask
+
+
+class Sandbox:
+    """A pool of PlannerEnv slots that judges edits."""
+
+    def __init__(self, workers: int, cache_path: str | Path | None, test_timeout_s: float,
+                 telemetry_dir: str | Path | None = None):
+        self.workers = workers
+        self.cache = ResultCache(cache_path)
+        self.limits = EnvLimits(steps=4, test_runs=1, test_timeout_s=test_timeout_s)
+        self.telemetry_dir = Path(telemetry_dir) if telemetry_dir else None
+        self._local = threading.local()
+        self._envs: list[PlannerEnv] = []
+        self._lock = threading.Lock()
+        self.stats = {"test_runs": 0, "cache_hits": 0, "refused": 0, "seconds": 0.0}
+
+    def _env(self) -> PlannerEnv:
+        env = getattr(self._local, "env", None)
+        if env is None:
+            with self._lock:
+                slot = len(self._envs)
+                tele = self.telemetry_dir / f"slot-{slot}.jsonl" if self.telemetry_dir else None
+                env = PlannerEnv(LocalRuntime(), self.limits, telemetry=tele, cache=self.cache)
+                self._envs.append(env)
+            self._local.env = env
+        return env
+
+    def judge(self, task: RepairTask, edit: dict, mode: str) -> dict:
+        """One edit on one task: {'resolved': bool, 'cached': bool, 'refused': bool} ('train' or 'eval' mode)."""
+        env = self._env()
+        t0 = time.perf_counter()
+        env.reset(task)
+        obs, *_ = env.step({"type": "repair", "apply": mode == "train", "edits": [edit]})
+        refused = not obs.get("applied")
+        if refused:
+            result = {"resolved": False, "cached": False, "refused": True, "error": obs.get("error", "")[:200]}
+        elif mode == "train":
+            tests = obs.get("tests") or {}
+            result = {"resolved": tests.get("status") == "ok" and not tests.get("failed"),
+                      "cached": bool(tests.get("cached")), "refused": False}
+        else:
+            obs, *_ = env.step({"type": "submit"})
+            result = {"resolved": bool(obs.get("resolved")), "cached": bool(obs["tests"].get("cached")), "refused": False}
+        with self._lock:
+            self.stats["test_runs"] += int(not refused and not result["cached"])
+            self.stats["cache_hits"] += int(result["cached"])
+            self.stats["refused"] += int(refused)
+            self.stats["seconds"] += time.perf_counter() - t0
+        return result
+
+    def judge_many(self, jobs: list[tuple[RepairTask, dict]], mode: str) -> list[dict]:
+        """Judge (task, edit) pairs in parallel slots; identical pairs are judged once."""
+        keys = [(t.instance_id, e["file"], e["old"], e["new"]) for t, e in jobs]
+        unique = {}
+        for k, job in zip(keys, jobs):
+            unique.setdefault(k, job)
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            results = dict(zip(unique, pool.map(lambda j: self.judge(j[0], j[1], mode), unique.values())))
+        return [results[k] for k in keys]
+
+    def close(self) -> None:
+        """Remove the slots' working copies."""
+        for env in self._envs:
+            env.runtime.close()
+        self._envs.clear()
+        self._local = threading.local()

@@ -1,0 +1,59 @@
+"""Environment configs: the synthetic Plan/Act task and the code-repair team environment (env.kind)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from planact.engine_config import _Strict
+
+# The mutation kinds a tiny model can repair from what it sees (graph_planner.corpus.mutate.TOKEN_LEVEL).
+TOKEN_KINDS = ("comparison", "boolop", "constant", "binop", "bound", "swap_args")
+
+
+class RepairEnvConfig(_Strict):
+    """Code repair by the planner/actor team (env.kind: repair): the graph planner localises, the patch model edits."""
+
+    corpus: str = Field("runs/rl-corpus", description="Corpus folder built by `planact-repair corpus` (train.jsonl, heldout.jsonl, repos/).")
+    kinds: list[Literal["comparison", "boolop", "constant", "binop", "bound", "swap_args"]] = Field(
+        default_factory=lambda: list(TOKEN_KINDS), min_length=1,
+        description="Mutation kinds used for training and evaluation (token-level: what a tiny actor can repair from what it sees).")
+    max_function_chars: int = Field(1200, ge=100, description="Tasks whose buggy function is longer are skipped (it must fit the actor's context).")
+    unseen_function_frac: float = Field(0.25, ge=0.0, lt=1.0, description="Fraction of the training packages' functions held out of training and warm start: the 'unseen functions' split.")
+    planner_nodes: int = Field(4, ge=1, le=10, description="Functions the planner may read or target (the localisation ranking's top, traceback frames first).")
+    planner_reads: int = Field(2, ge=1, le=4, description="Explore(read) turns before the planner must name its Repair target.")
+    decoding: Literal["candidates", "free"] = Field("candidates", description="'candidates': both roles choose among the options the environment enumerates, sampled from the model's own distribution over them (tiny models); 'free': the models write actions and unified diffs (real models; not built yet).")
+    gigpo_step_weight: float = Field(1.0, ge=0.0, description="GiGPO weight of the step-level (anchor-state) advantage of the planner's turns.")
+    gigpo_gamma: float = Field(0.95, gt=0.0, le=1.0, description="Discount of the planner's turn returns.")
+    workers: int = Field(2, ge=1, le=32, description="Sandbox slots that run tests in parallel when scoring a round.")
+    test_timeout_s: float = Field(30.0, gt=0.0, description="Wall-clock limit of one test run.")
+    eval_unseen_functions: int = Field(60, ge=1, description="Held-out tasks from unseen functions of the training packages per evaluation (at most).")
+    eval_unseen_packages: int = Field(60, ge=1, description="Held-out tasks from packages never trained on per evaluation (at most).")
+    eval_budget: int = Field(2, ge=1, le=8, description="Submits per task at evaluation; solve rates are reported at every budget up to it.")
+    sft_extra_sources: int = Field(40, ge=0, description="Standard-library modules mutated (unvalidated) for extra warm-start data of the actor.")
+
+
+class EnvConfig(_Strict):
+    """The environment of a run: the synthetic Plan/Act task or code repair."""
+
+    kind: Literal["synthetic", "repair"] = Field("synthetic", description="'synthetic': instructions over digit lists (planact.envs.plan_act); 'repair': the graph planner and the patch model on real packages' tests.")
+    name: Literal["plan_act"] = Field("plan_act", description="Synthetic environment id.")
+    tasks_per_round: int = Field(64, ge=1, description="Distinct tasks sampled per round.")
+    min_ops: int = Field(2, ge=1, description="Fewest operations in an instruction.")
+    max_ops: int = Field(2, ge=1, le=3, description="Most operations in an instruction.")
+    min_len: int = Field(4, ge=1, description="Shortest digit list.")
+    max_len: int = Field(7, ge=1, le=12, description="Longest digit list.")
+    but_first_prob: float = Field(0.5, ge=0.0, le=1.0, description="Probability a multi-op instruction is phrased 'B, but first A' (plan order differs from text order).")
+    teacher_order_error: float = Field(0.7, ge=0.0, le=1.0, description="Probability the planner's teacher writes a 'but first' plan in text order (wrong): the imperfection RL can fix and SFT cannot.")
+    heldout_size: int = Field(200, ge=1, description="Held-out tasks for evaluation (never used in training).")
+    heldout_seed: int = Field(12345, description="Seed of the held-out set (fixed so runs compare).")
+    repair: RepairEnvConfig = Field(default_factory=RepairEnvConfig, description="Code-repair settings (kind: repair).")
+
+    @model_validator(mode="after")
+    def _ranges(self) -> "EnvConfig":
+        if self.min_ops > self.max_ops:
+            raise ValueError("min_ops must be <= max_ops")
+        if self.min_len > self.max_len:
+            raise ValueError("min_len must be <= max_len")
+        return self

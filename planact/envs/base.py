@@ -1,0 +1,72 @@
+"""The environment plug-in of the round DAG: one interface, two kinds (env.kind: synthetic | repair).
+
+The flow never looks inside an environment. A round asks it for tasks, lets it drive the planner
+(one completion per plan, or several turns of a multi-turn episode), turns the plans into actor
+requests, and has it score the actor's answers into per-role training samples. The same interface
+gives the warm start its demonstrations and the held-out evaluation its metrics.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Protocol
+
+from planact.engines.base import Completion
+
+
+class Policy(Protocol):
+    """A role's engines as the environment sees them (Ray actors in a run, a worker in-process in tests)."""
+
+    def generate(self, prompts: list[str], temperature: float | None = None, n: int | None = None,
+                 seed: int | None = None) -> list[list[Completion]]:
+        """Free sampling: n completions per prompt."""
+
+    def choose(self, requests: list[tuple[str, list[str]]], temperature: float | None = None, n: int | None = None,
+               seed: int | None = None) -> list[list[Completion]]:
+        """Constrained sampling: n picks per (prompt, candidates) from the model's distribution over the set."""
+
+
+class RoundEnv(Protocol):
+    """What a round needs from an environment."""
+
+    actor_method: str
+    """The actor engine method that answers actor_requests: 'generate' (prompts) or 'choose' (candidate sets)."""
+
+    def sample_tasks(self, round_idx: int) -> list[dict]:
+        """The round's training tasks (deterministic in seed and round: both jobs of two-job mode agree)."""
+
+    def plan(self, batch: list[dict], planner: Policy, seed: int) -> list[list[Any]]:
+        """planner.group_size plans per task."""
+
+    def actor_requests(self, batch: list[dict], plans: list[list[Any]] | None) -> list[Any]:
+        """One actor request per (task, plan), task-major; without plans (barrier fallback) one per task."""
+
+    def score(self, batch: list[dict], plans: list[list[Any]] | None, answers: list[list[Completion]],
+              n_rollouts: int = 0):
+        """Verify the answers and credit both roles (a planact.rollout.RoundResult)."""
+
+    def demonstrations(self, role: str, count: int, rng: random.Random) -> list[tuple[str, str]]:
+        """(prompt, target) pairs for a role's supervised warm start."""
+
+    def evaluate(self, planner: Policy, actor: Policy) -> dict[str, float]:
+        """Held-out metrics of the team."""
+
+    def tokenizer_texts(self) -> list[str]:
+        """Text a locally trained tokenizer learns from (tiny models with tokenizer: bpe)."""
+
+
+# Held-out metrics a run's summary compares between the warm start and the end of RL.
+HEADLINE_KEYS = ("pass@1", "greedy/success", "greedy/success_but_first",
+                 "unseen_packages/team/solve@1", "unseen_functions/team/solve@1",
+                 "unseen_packages/team/solve@2", "unseen_functions/team/solve@2")
+
+
+def make_env(cfg) -> RoundEnv:
+    """The run's environment plug-in (cfg.env.kind)."""
+    if cfg.env.kind == "repair":
+        from graph_planner.team.env import RepairTeamEnv  # graph_planner builds on planact: import on demand
+
+        return RepairTeamEnv(cfg)
+    from planact.envs.synthetic import SyntheticEnv
+
+    return SyntheticEnv(cfg)
