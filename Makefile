@@ -5,7 +5,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo aflow repair test test-fast bench clean
+.PHONY: install demo aflow repair repair-train test test-fast bench clean
 
 # torch 2.13.0 first: it resolves to the local CPU build; any other spec would pull GBs of CUDA wheels.
 # bubblewrap is the sandbox for model-written code (README, "Sandbox"); installed when missing and apt is usable.
@@ -31,6 +31,12 @@ aflow: install
 repair: install
 	$(PY) -m graph_planner.cli corpus --config configs/repair-corpus.yaml --out runs/corpus
 	$(PY) -m flows.repair --config configs/repair-eval.yaml
+
+# Plan/Act RL on code repair: build the token-level corpus (cached), then train the graph planner and the
+# patch model together; prints the held-out solve rate at a test budget of 1 before and after RL.
+repair-train: install
+	$(PY) -m graph_planner.cli corpus --config configs/repair-rl-corpus.yaml --out runs/rl-corpus
+	$(PY) -m flows.plan_act --config configs/repair-demo.yaml
 
 test: install
 	$(PY) -m pytest tests -v -rA --durations=15

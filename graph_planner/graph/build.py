@@ -16,8 +16,8 @@ Nothing is executed: the source is only parsed.
 
 from __future__ import annotations
 
-import threading
 import ast
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 

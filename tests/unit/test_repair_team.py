@@ -1,0 +1,89 @@
+"""The repair team's pieces without services: GiGPO credit over planner turns, constrained decoding, configs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from graph_planner.team.context import NodeView, TaskContext
+from graph_planner.team.prompts import actor_options, actor_prompt, planner_observation, planner_options
+from planact.config import ConfigError, RunConfig, check_runtime, validate_config
+from planact.engines.base import SamplingParams
+from planact.engines.hf import HFEngine
+from planact.models import build_bpe_tokenizer, build_tiny_model
+from planact.rl.gigpo import gigpo_advantages
+from planact.rl.logprobs import pad_batch, token_logprobs
+
+SRC_A = "def lo(a, b):\n    if a < b:\n        return a\n    return b\n"
+SRC_B = "def hi(xs):\n    return xs[1:]\n"
+
+
+def _ctx() -> TaskContext:
+    nodes = [NodeView("m.py::lo", "m.py", 1, SRC_A, [2]), NodeView("m.py::hi", "m.py", 6, SRC_B, [])]
+    return TaskContext("t1", "train", "m.py::hi", ["tests/test_m.py::test_hi"], "AssertionError: 3 != 2", nodes)
+
+
+def test_gigpo_groups_planner_turns_by_identical_observations():
+    # Two episodes of one task: both start from the same observation (one anchor group), then read
+    # different functions (different observations: singleton anchors) and name different targets.
+    ctx = _ctx()
+    first = planner_observation(ctx, [])
+    assert [o[0] for o in planner_options(ctx, [], 1)] == [" read lo", " read hi"]  # nothing to repair unread
+    assert [o[0] for o in planner_options(ctx, ["m.py::hi"], 0)] == [" repair hi"]
+    after_lo, after_hi = planner_observation(ctx, ["m.py::lo"]), planner_observation(ctx, ["m.py::hi"])
+    assert after_lo != after_hi and "read hi: def hi(xs):" in after_hi
+    steps = [{"episode": "t1/0", "group": "t1", "t": 0, "reward": 0.0, "anchor": first},
+             {"episode": "t1/0", "group": "t1", "t": 1, "reward": 0.0, "anchor": after_lo},
+             {"episode": "t1/1", "group": "t1", "t": 0, "reward": 0.0, "anchor": first},
+             {"episode": "t1/1", "group": "t1", "t": 1, "reward": 1.0, "anchor": after_hi}]
+    adv = gigpo_advantages(steps, {"t1/0": 0.0, "t1/1": 1.0}, gamma=0.5, step_weight=1.0, std_normalize=False)
+    # episode level: returns 0 and 1 centred over the group's four steps (-0.5 / +0.5); step level: at the
+    # shared first observation the discounted returns 0 and 0.5 are centred (-0.25 / +0.25); the second
+    # turns sit alone in their anchor groups (0).
+    assert adv == pytest.approx([-0.75, -0.5, 0.75, 0.5])
+
+
+def test_prompts_mark_traceback_lines_and_candidates_are_numbered_within_the_function():
+    ctx = _ctx()
+    prompt = actor_prompt(ctx, ctx.nodes[0])
+    assert prompt.startswith("fix lo\nerr: AssertionError") and ">    if a < b:" in prompt and prompt.endswith("edit:")
+    texts, cands = actor_options(ctx.nodes[0])
+    assert texts == [" 2: a < b -> a <= b"] and len(cands) == 1
+    assert all(c.edit["old"] == SRC_A for c in cands)
+
+
+@pytest.fixture(scope="module")
+def engine():
+    tok = build_bpe_tokenizer([SRC_A, SRC_B, "fix edit err read repair"] * 20, vocab_size=300)
+    from planact.config import TinyModelSpec
+    model = build_tiny_model(TinyModelSpec(hidden_size=32, num_heads=2, num_layers=1, intermediate_size=64),
+                             len(tok), 0, tok)
+    return HFEngine(model, tok)
+
+
+def test_constrained_choice_samples_only_candidates_with_logprobs_the_trainer_reproduces(engine):
+    cands = [" 2: a < b -> a >= b", " 2: a < b -> a <= b", " 2: a < b -> a == b"]
+    out = engine.choose([("fix lo\nedit:", cands), ("empty", [])], SamplingParams(temperature=1.0, n=64, seed=3))
+    assert out[1] == []  # a target without candidate edits yields no answer (scored 0, counted)
+    picks = out[0]
+    assert {c.text for c in picks} <= set(cands) and len({c.meta["choice"] for c in picks}) > 1
+    c = picks[0]
+    assert c.token_ids[-1] == engine.tokenizer.eos_token_id and len(c.logprobs) == len(c.token_ids)
+    batch = pad_batch([c.prompt_ids], [c.token_ids], engine.tokenizer.pad_token_id)
+    lp, _ = token_logprobs(engine.model, batch, 1.0)
+    n = len(c.prompt_ids)
+    assert torch.allclose(lp[0, n:n + len(c.token_ids)], torch.tensor(c.logprobs), atol=1e-5)
+    greedy = engine.choose([("fix lo\nedit:", cands)], SamplingParams(temperature=0.0, n=2))[0]
+    assert greedy[0].meta["choice"] == greedy[0].meta["ranking"][0] == greedy[1].meta["choice"]
+    assert sorted(greedy[0].meta["ranking"]) == [0, 1, 2]
+
+
+def test_repair_configs_name_the_offending_field(tmp_path):
+    with pytest.raises(ConfigError, match="actor.engine must be 'hf'"):
+        validate_config({"env": {"kind": "repair"}, "actor": {"engine": "sglang"}})
+    with pytest.raises(ConfigError, match="env.repair.kinds"):
+        validate_config({"env": {"kind": "repair", "repair": {"kinds": ["remove_stmt"]}}})
+    cfg = validate_config({"env": {"kind": "repair", "repair": {"corpus": str(tmp_path / "none")}}})
+    with pytest.raises(ConfigError, match="env.repair.corpus: no corpus"):
+        check_runtime(cfg)
+    assert RunConfig().env.kind == "synthetic"  # the demo's default is unchanged
