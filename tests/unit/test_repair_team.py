@@ -62,11 +62,12 @@ def engine():
 
 
 def test_constrained_choice_samples_only_candidates_with_logprobs_the_trainer_reproduces(engine):
-    cands = [" 2: a < b -> a >= b", " 2: a < b -> a <= b", " 2: a < b -> a == b"]
+    # Unseen strings of equal token length: an untrained model spreads its mass over all three.
+    cands = ["q7", "q8", "q9"]
     out = engine.choose([("fix lo\nedit:", cands), ("empty", [])], SamplingParams(temperature=1.0, n=64, seed=3))
     assert out[1] == []  # a target without candidate edits yields no answer (scored 0, counted)
     picks = out[0]
-    assert {c.text for c in picks} <= set(cands) and len({c.meta["choice"] for c in picks}) > 1
+    assert {c.text for c in picks} <= set(cands) and len({c.meta["choice"] for c in picks}) == 3
     c = picks[0]
     assert c.token_ids[-1] == engine.tokenizer.eos_token_id and len(c.logprobs) == len(c.token_ids)
     batch = pad_batch([c.prompt_ids], [c.token_ids], engine.tokenizer.pad_token_id)
