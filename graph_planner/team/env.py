@@ -223,8 +223,14 @@ class RepairTeamEnv:
 
         extra = prompts.unvalidated_demos(
             [(p, t) for _, p, t in sources] + prompts.stdlib_files(self.r.sft_extra_sources), self.r.max_function_chars,
-            keep, rng, max(0, count - 4 * len(validated)))
+            keep, rng, max(0, count - 4 * len(validated)), self.traced_fraction())
         return validated * 4 + extra
+
+    def traced_fraction(self) -> float:
+        """How often a training bug's line is on its failing tests' traceback (when its function is offered)."""
+        hits = [self.tasks[c.instance_id].meta.get("line") in v.trace_lines
+                for c in (self.ctx[i] for i in self.split["train"]) for v in c.nodes if v.node == c.target]
+        return sum(hits) / len(hits) if hits else 0.0
 
     def evaluate(self, planner, actor) -> dict[str, float]:
         """Solve rates at test budgets 1..eval_budget on unseen functions and unseen packages: the team

@@ -62,6 +62,7 @@ def evaluate_team(env, planner, actor) -> dict[str, float]:
     """Metrics '<split>/<system>/solve@<b>', '<split>/team/localised' and task counts."""
     r = env.r
     out: dict[str, float] = {}
+    before = dict(env.sandbox.stats)
     for split, limit in (("unseen_functions", r.eval_unseen_functions), ("unseen_packages", r.eval_unseen_packages)):
         ids = env.split[split][:limit]
         if not ids:
@@ -76,4 +77,7 @@ def evaluate_team(env, planner, actor) -> dict[str, float]:
                 out[f"{split}/{name}/solve@{b}"] = rate
         out[f"{split}/team/localised"] = sum(targets[i] == env.ctx[i].target for i in ids) / len(ids)
         out[f"{split}/tasks"] = float(len(ids))
+    # Evaluation Submits run FAIL_TO_PASS + PASS_TO_PASS (training runs only FAIL_TO_PASS): counted apart.
+    out["sandbox/eval_test_runs"] = float(env.sandbox.stats["test_runs"] - before["test_runs"])
+    out["sandbox/eval_cache_hits"] = float(env.sandbox.stats["cache_hits"] - before["cache_hits"])
     return out

@@ -106,10 +106,12 @@ def _functions(text: str) -> dict[str, tuple[int, int]]:
 
 
 def unvalidated_demos(files: list[tuple[str, str]], max_chars: int, keep: Callable[[str, str], bool],
-                      rng: random.Random, limit: int) -> list[tuple[str, str]]:
+                      rng: random.Random, limit: int, mark_prob: float = 0.0) -> list[tuple[str, str]]:
     """(prompt, target) from token-level mutants of the functions in `files` (path, text) that `keep(path,
     qualname)` admits, never run against any test: warm-start data only. Functions are visited in a
-    seeded random order, each mutated on its own (a one-function module), until `limit` pairs exist."""
+    seeded random order, each mutated on its own (a one-function module), until `limit` pairs exist.
+    No test ran, so there is no traceback: the mutated line is marked with probability `mark_prob` (how
+    often a validated training bug's line is on its traceback), so prompts look like real ones."""
     funcs = []
     for path, text in files:
         lines = text.splitlines(True)
@@ -124,7 +126,7 @@ def unvalidated_demos(files: list[tuple[str, str]], max_chars: int, keep: Callab
         for m in mutants(path, original, functions={name}, kinds=TOKEN_LEVEL):
             fix = next((c for c in candidate_edits(path, 1, m.source) if c.edit["new"] == original), None)
             if fix is not None:
-                view = NodeView(f"{path}::{qual}", path, 1, m.source, [])
+                view = NodeView(f"{path}::{qual}", path, 1, m.source, [m.line] if rng.random() < mark_prob else [])
                 out.append((actor_prompt(TaskContext("", "sft", view.node, [], "", [view]), view), edit_text(1, fix)))
     return out[:limit]
 

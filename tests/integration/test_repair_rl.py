@@ -86,3 +86,14 @@ def test_repair_two_job_mode_planner_and_actor_meet_at_the_orchestrator(corpus, 
     actor_row = read_state(tmp_path / "rr2", "actor")["table"][0]
     planner_row = read_state(tmp_path / "rr2", "planner")["table"][0]
     assert actor_row["actor/loss"] is not None and planner_row["planner/loss"] is not None
+
+
+@pytest.mark.slow
+def test_repair_rl_benchmark_tiny_mode_compares_rl_sft_rule_and_random(corpus, tmp_path):
+    out = subprocess.run([str(BIN / "python"), "benchmarks/repair_rl.py", "--tiny", "--set", f"env.repair.corpus={corpus}",
+                          "--json", str(tmp_path / "figures.json")], cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "mean +- std over 1 seed(s), budget 1:" in out.stdout
+    assert re.search(r"unseen_functions +warm [\d.]+ \+- [\d.]+ +RL .* rule .* random", out.stdout)
+    assert re.search(r"RL - warm [+-]\d+\.\d points, RL - SFT [+-]\d+\.\d, RL - rule [+-]\d+\.\d", out.stdout)
+    assert "SFT continuation" in out.stdout and "steps in the same time" in out.stdout

@@ -22,8 +22,10 @@ def test_defaults_and_shipped_configs_validate():
     assert cfg.planner.tiny.hidden_size > cfg.actor.tiny.hidden_size  # planner larger than actor by default
     shipped = sorted(p.name for p in (ROOT / "configs").glob("*.yaml"))
     assert {"demo.yaml", "smoke.yaml", "gpu-sglang.yaml", "api-openai.yaml", "api-anthropic.yaml",
-            "aflow-demo.yaml", "aflow-openai.yaml", "aflow-anthropic.yaml"} <= set(shipped)
-    loaders = {"aflow-": load_aflow_config, "repair-eval": load_repair_config, "repair-corpus": load_corpus_config}
+            "aflow-demo.yaml", "aflow-openai.yaml", "aflow-anthropic.yaml", "repair-demo.yaml", "repair-smoke.yaml",
+            "repair-gpu.yaml"} <= set(shipped)
+    loaders = {"aflow-": load_aflow_config, "repair-eval": load_repair_config, "repair-corpus": load_corpus_config,
+               "repair-rl-corpus": load_corpus_config}
     for name in shipped:  # AFlow configs are AFlowConfig, repair-* the code-repair configs, the rest RunConfig
         load = next((f for prefix, f in loaders.items() if name.startswith(prefix)), load_config)
         load(ROOT / "configs" / name)

@@ -1,0 +1,150 @@
+"""Plan/Act RL on code repair vs its honest controls, over several seeds.
+
+Per seed: one warm start (planner on the imperfect teacher's localisation, actor on true inverse edits
+plus unvalidated mutants); from it an RL arm (N rounds of the repair round in-process: multi-turn
+planner with GiGPO, constrained actor with GRPO, rewards from the packages' tests) and an SFT arm that
+continues supervised training on the same demonstrations for the same wall time. Then every system is
+evaluated on unseen functions of the training packages and on unseen packages at test budgets 1 and 2
+(Submits per task): warm start, RL, SFT, the rule agent and a random candidate of the rule agent's
+top function. Prints each seed, then mean and spread, and the differences in points.
+
+    python benchmarks/repair_rl.py --seeds 0 1 2          # the measurement (~25 min per seed on 2 cores)
+    python benchmarks/repair_rl.py --tiny --set env.repair.corpus=...   # the smoke mode the tests run
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from planact.config import load_config  # noqa: E402
+from planact.envs.base import make_env  # noqa: E402
+from planact.rl.trainer import sft  # noqa: E402
+from planact.workers import RoleWorker  # noqa: E402
+
+SPLITS = ("unseen_functions", "unseen_packages")
+
+
+def rl_arm(workers, env, rounds: int) -> tuple[float, list[dict]]:
+    """N repair rounds in-process (the flow's round without orchestration); returns wall seconds and metrics."""
+    p, a = workers
+    t0, log = time.perf_counter(), []
+    for r in range(1, rounds + 1):
+        batch = env.sample_tasks(r)
+        plans = env.plan(batch, p, seed=r)
+        answers = a.choose(env.actor_requests(batch, plans), seed=r + 1)
+        res = env.score(batch, plans, answers)
+        res.metrics.update({f"planner/{k}": v for k, v in p.train(res.planner_samples).items()})
+        res.metrics.update({f"actor/{k}": v for k, v in a.train(res.actor_samples).items()})
+        log.append(res.metrics)
+    return time.perf_counter() - t0, log
+
+
+def sft_arm(workers, env, cfg, seconds: float, seed: int) -> int:
+    """Continue SFT on the warm start's demonstrations for `seconds` (both roles, alternating); returns steps."""
+    rng = random.Random(f"{seed}:sft-continuation")
+    demos = {w.role: w.demonstrations(env, 8000, rng) for w in workers}
+    steps, t0, chunk = 0, time.perf_counter(), 10
+    while time.perf_counter() - t0 < seconds:
+        for w in workers:
+            ws = getattr(cfg, w.role).warm_start
+            # The annealed warm start's final rate, held constant: a continuation, not a restart.
+            cont = ws.model_copy(update={"lr": ws.lr * ws.final_lr_ratio, "final_lr_ratio": 1.0, "warmup_steps": 0})
+            sft(w.model, w.tokenizer.pad_token_id, demos[w.role], cont, seed=seed + steps, steps=chunk, log_every=chunk)
+            steps += chunk
+    return steps
+
+
+def one_seed(args, seed: int) -> dict:
+    """Warm start, both arms and every evaluation for one seed."""
+    root = tempfile.mkdtemp(prefix="planact-repair-rl-")
+    cfg = load_config(args.config, args.overrides + [f"checkpoint.root={root}", f"run_name=seed{seed}", f"seed={seed}"])
+    env = make_env(cfg)
+    t0 = time.perf_counter()
+    base = (RoleWorker(cfg, "planner"), RoleWorker(cfg, "actor"))
+    curves = {w.role: w.warm_start(seed) for w in base}
+    ws_s = time.perf_counter() - t0
+    rl = tuple(copy.deepcopy(w) for w in base)
+    sf = tuple(copy.deepcopy(w) for w in base)
+    out = {"seed": seed, "warm_start_s": ws_s, "warm_start_loss": {r: c[-1]["loss"] for r, c in curves.items()}}
+    out["warm"] = env.evaluate(*base)
+    out["rl_s"], out["rl_log"] = rl_arm(rl, env, args.rounds or cfg.rounds)
+    out["rl"] = env.evaluate(*rl)
+    out["sft_steps"] = sft_arm(sf, env, cfg, out["rl_s"], seed)
+    out["sft"] = env.evaluate(*sf)
+    out["tasks"] = {s: out["warm"].get(f"{s}/tasks", 0.0) for s in SPLITS}
+    return out
+
+
+def _stat(xs: list[float]) -> str:
+    mean = statistics.fmean(xs)
+    spread = statistics.stdev(xs) if len(xs) > 1 else 0.0
+    return f"{mean:.3f} +- {spread:.3f}"
+
+
+def report(runs: list[dict], budget: int) -> None:
+    """Per-seed lines, then mean +- std over seeds and the differences the targets are stated in."""
+    for r in runs:
+        print(f"\nseed {r['seed']}: warm start {r['warm_start_s']:.0f} s (final losses "
+              + ", ".join(f"{k} {v:.3f}" for k, v in r["warm_start_loss"].items())
+              + f"); RL {r['rl_s']:.0f} s; SFT continuation {r['sft_steps']} steps in the same time")
+        for split in SPLITS:
+            if not r["tasks"][split]:
+                continue
+            cells = []
+            for b in range(1, budget + 1):
+                row = {name: r[arm].get(f"{split}/{sys_}/solve@{b}", float("nan")) for name, arm, sys_ in
+                       (("warm", "warm", "team"), ("RL", "rl", "team"), ("SFT", "sft", "team"),
+                        ("rule", "warm", "rule"), ("random", "warm", "random"))}
+                cells.append(f"budget {b}: " + " ".join(f"{k} {v:.3f}" for k, v in row.items()))
+            print(f"  {split} ({int(r['tasks'][split])} tasks): " + " | ".join(cells))
+    print(f"\nmean +- std over {len(runs)} seed(s), budget 1:")
+    for split in SPLITS:
+        if not all(r["tasks"][split] for r in runs):
+            continue
+        key = f"{split}/team/solve@1"
+        warm, rl, sf = ([r[a][key] for r in runs] for a in ("warm", "rl", "sft"))
+        rule = [r["warm"][f"{split}/rule/solve@1"] for r in runs]
+        rnd = [r["warm"][f"{split}/random/solve@1"] for r in runs]
+        print(f"  {split:17s} warm {_stat(warm)}  RL {_stat(rl)}  SFT {_stat(sf)}  rule {_stat(rule)}  random {_stat(rnd)}")
+        print(f"  {'':17s} RL - warm {100 * statistics.fmean(a - b for a, b in zip(rl, warm)):+.1f} points, "
+              f"RL - SFT {100 * statistics.fmean(a - b for a, b in zip(rl, sf)):+.1f}, "
+              f"RL - rule {100 * statistics.fmean(a - b for a, b in zip(rl, rule)):+.1f}")
+
+
+def main() -> None:
+    """Run every seed and print the comparison."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", default="configs/repair-demo.yaml")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--rounds", type=int, default=None, help="RL rounds (default: the config's)")
+    ap.add_argument("--tiny", action="store_true", help="smoke mode: the smoke config, one seed, one round")
+    ap.add_argument("--json", default=None, help="also write every figure to this file")
+    ap.add_argument("--set", dest="overrides", action="append", default=[])
+    args = ap.parse_args()
+    if args.tiny:
+        args.config, args.seeds, args.rounds = "configs/repair-smoke.yaml", args.seeds[:1], 1
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    runs = [one_seed(args, s) for s in args.seeds]
+    budget = load_config(args.config, args.overrides).env.repair.eval_budget
+    report(runs, budget)
+    print(f"\n(total {time.perf_counter() - t0:.0f} s; test budget = Submits per task, each running FAIL_TO_PASS + "
+          "PASS_TO_PASS; differences in percentage points)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(runs, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
