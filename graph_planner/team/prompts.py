@@ -32,10 +32,14 @@ def _node_line(view: NodeView) -> str:
 
 
 def planner_observation(ctx: TaskContext, read: list[str]) -> str:
-    """The planner's observation after reading the functions in `read` (also its GiGPO anchor state)."""
+    """The planner's observation after reading the functions in `read` (also its GiGPO anchor state).
+
+    Functions are numbered in the localisation's order (traceback frames innermost first); actions
+    name them by number, so every option has the same length and the choice is about which, not
+    about copying a name."""
     test = ctx.failing[0].split("::")[-1] if ctx.failing else "?"
-    offered = " ; ".join(f"{short(v.node)}{' (trace)' if v.trace_lines else ''}" for v in ctx.nodes)
-    seen = "".join(f"\nread {short(v.node)}: {_node_line(v)}" for v in ctx.nodes if v.node in read)
+    offered = " ; ".join(f"{i} {short(v.node)}{' (trace)' if v.trace_lines else ''}" for i, v in enumerate(ctx.nodes, 1))
+    seen = "".join(f"\nread {i}: {_node_line(v)}" for i, v in enumerate(ctx.nodes, 1) if v.node in read)
     return f"fail: {test}\nerr: {ctx.error[:120]}\nfunctions: {offered}{seen}\nact:"
 
 
@@ -43,8 +47,8 @@ def planner_options(ctx: TaskContext, read: list[str], reads_left: int) -> list[
     """(text, action, node) the planner may choose now: read an unread function, or target a read one."""
     out = []
     if reads_left > 0:
-        out += [(f" read {short(v.node)}", "read", v.node) for v in ctx.nodes if v.node not in read]
-    out += [(f" repair {short(v.node)}", "repair", v.node) for v in ctx.nodes if v.node in read]
+        out += [(f" read {i}", "read", v.node) for i, v in enumerate(ctx.nodes, 1) if v.node not in read]
+    out += [(f" repair {i}", "repair", v.node) for i, v in enumerate(ctx.nodes, 1) if v.node in read]
     return out
 
 
@@ -70,8 +74,7 @@ def actor_options(view: NodeView) -> tuple[list[str], list]:
 def teacher_trajectory(ctx: TaskContext) -> list[tuple[str, str]]:
     """The imperfect teacher: read the top-ranked function (innermost traceback frame), then target it."""
     first = ctx.nodes[0].node
-    return [(planner_observation(ctx, []), f" read {short(first)}"),
-            (planner_observation(ctx, [first]), f" repair {short(first)}")]
+    return [(planner_observation(ctx, []), " read 1"), (planner_observation(ctx, [first]), " repair 1")]
 
 
 def true_edit(ctx: TaskContext, buggy: str, fixed: str) -> tuple[str, str] | None:

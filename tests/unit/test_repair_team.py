@@ -28,10 +28,11 @@ def test_gigpo_groups_planner_turns_by_identical_observations():
     # different functions (different observations: singleton anchors) and name different targets.
     ctx = _ctx()
     first = planner_observation(ctx, [])
-    assert [o[0] for o in planner_options(ctx, [], 1)] == [" read lo", " read hi"]  # nothing to repair unread
-    assert [o[0] for o in planner_options(ctx, ["m.py::hi"], 0)] == [" repair hi"]
+    assert [o[0] for o in planner_options(ctx, [], 1)] == [" read 1", " read 2"]  # nothing to repair unread
+    assert [o[0] for o in planner_options(ctx, ["m.py::hi"], 0)] == [" repair 2"]
     after_lo, after_hi = planner_observation(ctx, ["m.py::lo"]), planner_observation(ctx, ["m.py::hi"])
-    assert after_lo != after_hi and "read hi: def hi(xs):" in after_hi
+    assert after_lo != after_hi and "read 2: def hi(xs):" in after_hi
+    assert "functions: 1 lo (trace) ; 2 hi\n" in first
     steps = [{"episode": "t1/0", "group": "t1", "t": 0, "reward": 0.0, "anchor": first},
              {"episode": "t1/0", "group": "t1", "t": 1, "reward": 0.0, "anchor": after_lo},
              {"episode": "t1/1", "group": "t1", "t": 0, "reward": 0.0, "anchor": first},
