@@ -104,7 +104,7 @@ def report(runs: list[dict], budget: int) -> None:
                 continue
             cells = []
             for b in range(1, budget + 1):
-                row = {name: r[arm].get(f"{split}/{sys_}/solve@{b}", float("nan")) for name, arm, sys_ in
+                row = {name: r[arm].get(f"{split}/{sys_}/solve_at_{b}", float("nan")) for name, arm, sys_ in
                        (("warm", "warm", "team"), ("RL", "rl", "team"), ("SFT", "sft", "team"),
                         ("rule", "warm", "rule"), ("random", "warm", "random"))}
                 cells.append(f"budget {b}: " + " ".join(f"{k} {v:.3f}" for k, v in row.items()))
@@ -113,10 +113,10 @@ def report(runs: list[dict], budget: int) -> None:
     for split in SPLITS:
         if not all(r["tasks"][split] for r in runs):
             continue
-        key = f"{split}/team/solve@1"
+        key = f"{split}/team/solve_at_1"
         warm, rl, sf = ([r[a][key] for r in runs] for a in ("warm", "rl", "sft"))
-        rule = [r["warm"][f"{split}/rule/solve@1"] for r in runs]
-        rnd = [r["warm"][f"{split}/random/solve@1"] for r in runs]
+        rule = [r["warm"][f"{split}/rule/solve_at_1"] for r in runs]
+        rnd = [r["warm"][f"{split}/random/solve_at_1"] for r in runs]
         print(f"  {split:17s} warm {_stat(warm)}  RL {_stat(rl)}  SFT {_stat(sf)}  rule {_stat(rule)}  random {_stat(rnd)}")
         print(f"  {'':17s} RL - warm {100 * statistics.fmean(a - b for a, b in zip(rl, warm)):+.1f} points, "
               f"RL - SFT {100 * statistics.fmean(a - b for a, b in zip(rl, sf)):+.1f}, "

@@ -129,9 +129,9 @@ def print_summary(run_name: str, summary: dict, seconds: float) -> None:
             table.add_row(key, f"{a:.3f}", f"{b:.3f}", f"{100 * (b - a):+.1f}")
     Console().print(table)
     for split, words in (("unseen_packages", "unseen packages"), ("unseen_functions", "unseen functions")):
-        if f"final/{split}/team/solve@1" in summary:
-            print(f"held-out solve rate ({words}, budget 1): warm start {summary[f'warm_start/{split}/team/solve@1']:.3f}"
-                  f" -> RL {summary[f'final/{split}/team/solve@1']:.3f}")
+        if f"final/{split}/team/solve_at_1" in summary:
+            print(f"held-out solve rate ({words}, budget 1): warm start {summary[f'warm_start/{split}/team/solve_at_1']:.3f}"
+                  f" -> RL {summary[f'final/{split}/team/solve_at_1']:.3f}")
     for k in ("mlflow_run_id", "mlflow_url", "run_dir"):
         if k in summary:
             print(f"{k}: {summary[k]}")

@@ -59,7 +59,7 @@ def solve_rates(env, attempts: dict[str, list[dict]], budget: int) -> dict[int, 
 
 
 def evaluate_team(env, planner, actor) -> dict[str, float]:
-    """Metrics '<split>/<system>/solve@<b>', '<split>/team/localised' and task counts."""
+    """Metrics '<split>/<system>/solve_at_<b>', '<split>/team/localised' and task counts."""
     r = env.r
     out: dict[str, float] = {}
     before = dict(env.sandbox.stats)
@@ -74,7 +74,7 @@ def evaluate_team(env, planner, actor) -> dict[str, float]:
                    "random": {i: random_order(env.ctx[i], r.eval_budget, rng) for i in ids}}
         for name, attempts in systems.items():
             for b, rate in solve_rates(env, attempts, r.eval_budget).items():
-                out[f"{split}/{name}/solve@{b}"] = rate
+                out[f"{split}/{name}/solve_at_{b}"] = rate
         out[f"{split}/team/localised"] = sum(targets[i] == env.ctx[i].target for i in ids) / len(ids)
         out[f"{split}/tasks"] = float(len(ids))
     # Evaluation Submits run FAIL_TO_PASS + PASS_TO_PASS (training runs only FAIL_TO_PASS): counted apart.

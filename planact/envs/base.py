@@ -57,8 +57,8 @@ class RoundEnv(Protocol):
 
 # Held-out metrics a run's summary compares between the warm start and the end of RL.
 HEADLINE_KEYS = ("pass@1", "greedy/success", "greedy/success_but_first",
-                 "unseen_packages/team/solve@1", "unseen_functions/team/solve@1",
-                 "unseen_packages/team/solve@2", "unseen_functions/team/solve@2")
+                 "unseen_packages/team/solve_at_1", "unseen_functions/team/solve_at_1",
+                 "unseen_packages/team/solve_at_2", "unseen_functions/team/solve_at_2")
 
 
 def make_env(cfg) -> RoundEnv:

@@ -23,7 +23,7 @@ def corpus(tmp_path_factory):
     """A token-level corpus from parse (train) and text-unidecode (held-out package)."""
     out = tmp_path_factory.mktemp("rl-corpus")
     shipped = (REPO / "configs" / "repair-rl-corpus.yaml").read_text().splitlines()
-    lines = [x for x in shipped if "name: parse," in x or "name: text-unidecode," in x]
+    lines = [x for x in shipped if x.startswith(("  - {name: parse,", "  - {name: text-unidecode,"))]
     cfg = out / "corpus.yaml"
     cfg.write_text("max_tried: 24\nmax_kept: 24\nper_function: 1\n"
                    "kinds: [comparison, boolop, constant, binop, bound, swap_args]\npackages:\n" + "\n".join(lines) + "\n")
@@ -55,8 +55,8 @@ def test_repair_rounds_train_both_roles_log_per_round_and_resume_in_the_same_mlf
     # held-out evaluation: the team and both baselines at budgets 1 and 2, on both splits
     for split in ("unseen_functions", "unseen_packages"):
         for system in ("team", "rule", "random"):
-            assert f"heldout/{split}/{system}/solve@1" in metrics and f"heldout/{split}/{system}/solve@2" in metrics
-            assert metrics[f"heldout/{split}/{system}/solve@1"] <= metrics[f"heldout/{split}/{system}/solve@2"]
+            assert f"heldout/{split}/{system}/solve_at_1" in metrics and f"heldout/{split}/{system}/solve_at_2" in metrics
+            assert metrics[f"heldout/{split}/{system}/solve_at_1"] <= metrics[f"heldout/{split}/{system}/solve_at_2"]
     # the sandbox's outcome cache is shared by every run over the corpus
     assert (corpus / "results-cache.jsonl").stat().st_size > 0
 
