@@ -30,7 +30,7 @@ import torch  # noqa: E402
 
 from planact.config import load_config  # noqa: E402
 from planact.envs.base import make_env  # noqa: E402
-from planact.rl.trainer import sft  # noqa: E402
+from planact.rl.trainer import sft_continuation  # noqa: E402
 from planact.workers import RoleWorker  # noqa: E402
 
 SPLITS = ("unseen_functions", "unseen_packages")
@@ -52,18 +52,10 @@ def rl_arm(workers, env, rounds: int) -> tuple[float, list[dict]]:
 
 
 def sft_arm(workers, env, cfg, seconds: float, seed: int) -> int:
-    """Continue SFT on the warm start's demonstrations for `seconds` (both roles, alternating); returns steps."""
+    """Continue SFT on the teacher's demonstrations for `seconds` (planact.rl.trainer.sft_continuation)."""
     rng = random.Random(f"{seed}:sft-continuation")
     demos = {w.role: w.demonstrations(env, 8000, rng) for w in workers}
-    steps, t0, chunk = 0, time.perf_counter(), 10
-    while time.perf_counter() - t0 < seconds:
-        for w in workers:
-            ws = getattr(cfg, w.role).warm_start
-            # The annealed warm start's final rate, held constant: a continuation, not a restart.
-            cont = ws.model_copy(update={"lr": ws.lr * ws.final_lr_ratio, "final_lr_ratio": 1.0, "warmup_steps": 0})
-            sft(w.model, w.tokenizer.pad_token_id, demos[w.role], cont, seed=seed + steps, steps=chunk, log_every=chunk)
-            steps += chunk
-    return steps
+    return sft_continuation(workers, demos, cfg, seconds, seed, chunk=10)
 
 
 def one_seed(args, seed: int) -> dict:

@@ -27,7 +27,8 @@ import torch  # noqa: E402
 
 from planact.config import load_config  # noqa: E402
 from planact.envs.plan_act import PlanActEnv, planner_prompt  # noqa: E402
-from planact.rl.trainer import sft  # noqa: E402
+from planact.envs.synthetic import SyntheticEnv  # noqa: E402
+from planact.rl.trainer import sft_continuation  # noqa: E402
 from planact.rollout import actor_requests, evaluate, score_round  # noqa: E402
 from planact.workers import RoleWorker  # noqa: E402
 
@@ -61,18 +62,10 @@ def rl_arm(workers, env, cfg, rounds: int) -> float:
 
 
 def sft_arm(workers, env, cfg, seconds: float, seed: int) -> int:
-    """Continue SFT on teacher demonstrations for `seconds`, alternating roles in chunks; returns steps."""
+    """Continue SFT on the teacher's demonstrations for `seconds` (planact.rl.trainer.sft_continuation)."""
     rng = random.Random(f"{seed}:sft-continuation")
-    demos = {w.role: w.demonstrations(env, 8000, rng) for w in workers}
-    steps, t0, chunk = 0, time.perf_counter(), 20
-    while time.perf_counter() - t0 < seconds:
-        for w in workers:
-            ws = getattr(cfg, w.role).warm_start
-            # Continue at the annealed warm start's final rate, constant: a continuation, not a restart.
-            cont = ws.model_copy(update={"lr": ws.lr * ws.final_lr_ratio, "final_lr_ratio": 1.0, "warmup_steps": 0})
-            sft(w.model, w.tokenizer.pad_token_id, demos[w.role], cont, seed=seed + steps, steps=chunk, log_every=chunk)
-            steps += chunk
-    return steps
+    demos = {w.role: w.demonstrations(SyntheticEnv(cfg), 8000, rng) for w in workers}
+    return sft_continuation(workers, demos, cfg, seconds, seed, chunk=20)
 
 
 def main() -> None:

@@ -162,3 +162,19 @@ def sft(
             curve.append({"step": step + 1, "loss": running / n, "lr": sched.get_last_lr()[0]})
             running = 0.0
     return curve
+
+
+def sft_continuation(workers, demos: dict[str, list], cfg, seconds: float, seed: int, chunk: int = 20) -> int:
+    """The equal-time control of an RL run: continue each role's SFT on its demonstrations for `seconds`.
+
+    Roles alternate in chunks at the annealed warm start's final learning rate, held constant (a
+    continuation, not a restart). `workers` have role, model and tokenizer; returns the steps taken.
+    """
+    steps, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for w in workers:
+            ws = getattr(cfg, w.role).warm_start
+            cont = ws.model_copy(update={"lr": ws.lr * ws.final_lr_ratio, "final_lr_ratio": 1.0, "warmup_steps": 0})
+            sft(w.model, w.tokenizer.pad_token_id, demos[w.role], cont, seed=seed + steps, steps=chunk, log_every=chunk)
+            steps += chunk
+    return steps
