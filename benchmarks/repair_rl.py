@@ -71,12 +71,20 @@ def one_seed(args, seed: int) -> dict:
     sf = tuple(copy.deepcopy(w) for w in base)
     out = {"seed": seed, "warm_start_s": ws_s, "warm_start_loss": {r: c[-1]["loss"] for r, c in curves.items()}}
     out["warm"] = env.evaluate(*base)
+    _progress(seed, f"warm start {ws_s:.0f} s", out["warm"])
     out["rl_s"], out["rl_log"] = rl_arm(rl, env, args.rounds or cfg.rounds)
     out["rl"] = env.evaluate(*rl)
+    _progress(seed, f"RL {out['rl_s']:.0f} s", out["rl"])
     out["sft_steps"] = sft_arm(sf, env, cfg, out["rl_s"], seed)
     out["sft"] = env.evaluate(*sf)
+    _progress(seed, f"SFT {out['sft_steps']} steps", out["sft"])
     out["tasks"] = {s: out["warm"].get(f"{s}/tasks", 0.0) for s in SPLITS}
     return out
+
+
+def _progress(seed: int, what: str, m: dict) -> None:
+    print(f"seed {seed}: {what}; team solve@1 " + ", ".join(f"{s} {m.get(f'{s}/team/solve_at_1', 0):.3f}" for s in SPLITS)
+          + f" (localised {m.get('unseen_functions/team/localised', 0):.2f})", flush=True)
 
 
 def _stat(xs: list[float]) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -28,6 +29,8 @@ from graph_planner.corpus.mutate import unified_diff
 from graph_planner.patching import PatchError, apply_diff, apply_edits, screen
 from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import RepairTask
+
+GRAPHS_KEPT = 4  # code graphs a PlannerEnv keeps (per base commit)
 
 
 @dataclass
@@ -115,8 +118,10 @@ class PlannerEnv:
         self.limits = limits or EnvLimits()
         self.telemetry = Path(telemetry) if telemetry else None
         self.cache = cache or ResultCache()
-        self._graphs: dict[str, RepoGraph] = {}
-        self._base_text: dict[tuple[str, str], str] = {}
+        # Graphs and base texts of the most recent commits only: every corpus task is its own commit, and a
+        # slot that judges hundreds of tasks kept gigabytes of graphs when this was unbounded.
+        self._graphs: OrderedDict[str, RepoGraph] = OrderedDict()
+        self._base_text: OrderedDict[tuple[str, str], str] = OrderedDict()
         self.task: RepairTask | None = None
         self.episode = 0
 
@@ -128,6 +133,9 @@ class PlannerEnv:
         work = self.runtime.reset(task)
         if task.base_commit not in self._graphs:
             self._graphs[task.base_commit] = RepoGraph(work)
+        self._graphs.move_to_end(task.base_commit)
+        while len(self._graphs) > GRAPHS_KEPT:
+            self._graphs.popitem(last=False)
         self.graph = self._graphs[task.base_commit]
         self.search = GraphSearch(self.graph)
         self.memory = WorkingMemory(self.graph, self.limits.memory)
@@ -211,6 +219,8 @@ class PlannerEnv:
         key = (self.task.base_commit, path)
         if key not in self._base_text:
             self._base_text[key] = git(self.task.repo_dir, "show", f"{self.task.base_commit}:{path}", strip=False)
+            while len(self._base_text) > 64 * GRAPHS_KEPT:
+                self._base_text.popitem(last=False)
         return self._base_text[key]
 
     def _repair(self, act: Repair) -> dict:
