@@ -50,6 +50,7 @@ bench: install
 	$(PY) benchmarks/rl_vs_sft.py
 	$(PY) benchmarks/aflow_rl_vs_mcts.py
 	$(PY) benchmarks/repair_throughput.py
+	$(PY) benchmarks/repair_rl.py --seeds 0 1 2
 
 clean:
 	rm -rf runs mlruns .pytest_cache
