@@ -10,6 +10,7 @@ empty candidate set scores 0 and is counted.
 
 from __future__ import annotations
 
+import atexit
 import random
 from collections import Counter
 from functools import lru_cache
@@ -34,6 +35,15 @@ SPLITS = ("train", "unseen_functions", "unseen_packages")
 def _corpus(corpus: str, frac: float, nodes: int, kinds: tuple[str, ...], max_chars: int, workers: int):
     # One load per process: every task of a round builds the env anew.
     return load_contexts(corpus, frac, nodes, list(kinds), max_chars, workers)
+
+
+@lru_cache(maxsize=4)
+def _sandbox(cache: str, workers: int, timeout_s: float, telemetry: str) -> Sandbox:
+    # One pool of slots per process, reused round after round (each slot is a working copy on disk),
+    # removed when the process exits.
+    box = Sandbox(workers, cache, timeout_s, telemetry)
+    atexit.register(box.close)
+    return box
 
 
 class RepairTeamEnv:
@@ -62,8 +72,8 @@ class RepairTeamEnv:
     def sandbox(self) -> Sandbox:
         """The test-running slots (created on first use: planning never needs them)."""
         if self._sandbox is None:
-            self._sandbox = Sandbox(self.r.workers, self.corpus / "results-cache.jsonl", self.r.test_timeout_s,
-                                    self.cfg.run_dir() / "repair-telemetry")
+            self._sandbox = _sandbox(str(self.corpus / "results-cache.jsonl"), self.r.workers, self.r.test_timeout_s,
+                                     str(self.cfg.run_dir() / "repair-telemetry"))
         return self._sandbox
 
     # --- the round ---
