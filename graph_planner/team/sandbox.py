@@ -18,8 +18,32 @@ from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import RepairTask
 
 
+class _TestsUnlocked:
+    """A runtime whose test runs release the sandbox's lock: only the Python work of a judgement is serial."""
+
+    def __init__(self, runtime: LocalRuntime, lock: threading.RLock):
+        self.runtime, self.lock = runtime, lock
+
+    def __getattr__(self, name):
+        return getattr(self.runtime, name)
+
+    def run_tests(self, *args, **kwargs):
+        """The runtime's test run, outside the lock (the slow part, a subprocess: runs in parallel)."""
+        self.lock.release()
+        try:
+            return self.runtime.run_tests(*args, **kwargs)
+        finally:
+            self.lock.acquire()
+
+
 class Sandbox:
-    """A pool of PlannerEnv slots that judges edits."""
+    """A pool of PlannerEnv slots that judges edits.
+
+    CPython 3.11's AST construction keeps its recursion counter in shared state, so two threads parsing
+    at once fail with "SystemError: AST constructor recursion depth mismatch" (seen in this pool: code
+    graphs, the patch screen). Judgements therefore hold one lock for their Python work and release it
+    only while their tests run in the sandbox's subprocess.
+    """
 
     def __init__(self, workers: int, cache_path: str | Path | None, test_timeout_s: float,
                  telemetry_dir: str | Path | None = None):
@@ -30,6 +54,7 @@ class Sandbox:
         self._local = threading.local()
         self._envs: list[PlannerEnv] = []
         self._lock = threading.Lock()
+        self._work = threading.RLock()
         self.stats = {"test_runs": 0, "cache_hits": 0, "refused": 0, "seconds": 0.0}
 
     def _env(self) -> PlannerEnv:
@@ -38,7 +63,8 @@ class Sandbox:
             with self._lock:
                 slot = len(self._envs)
                 tele = self.telemetry_dir / f"slot-{slot}.jsonl" if self.telemetry_dir else None
-                env = PlannerEnv(LocalRuntime(), self.limits, telemetry=tele, cache=self.cache)
+                env = PlannerEnv(_TestsUnlocked(LocalRuntime(), self._work), self.limits, telemetry=tele,
+                                 cache=self.cache)
                 self._envs.append(env)
             self._local.env = env
         return env
@@ -47,24 +73,27 @@ class Sandbox:
         """One edit on one task: {'resolved': bool, 'cached': bool, 'refused': bool} ('train' or 'eval' mode)."""
         env = self._env()
         t0 = time.perf_counter()
-        env.reset(task)
-        obs, *_ = env.step({"type": "repair", "apply": mode == "train", "edits": [edit]})
-        refused = not obs.get("applied")
-        if refused:
-            result = {"resolved": False, "cached": False, "refused": True, "error": obs.get("error", "")[:200]}
-        elif mode == "train":
-            tests = obs.get("tests") or {}
-            result = {"resolved": tests.get("status") == "ok" and not tests.get("failed"),
-                      "cached": bool(tests.get("cached")), "refused": False}
-        else:
-            obs, *_ = env.step({"type": "submit"})
-            result = {"resolved": bool(obs.get("resolved")), "cached": bool(obs["tests"].get("cached")), "refused": False}
+        with self._work:
+            result = self._judge(env, task, edit, mode)
         with self._lock:
-            self.stats["test_runs"] += int(not refused and not result["cached"])
+            self.stats["test_runs"] += int(not result["refused"] and not result["cached"])
             self.stats["cache_hits"] += int(result["cached"])
-            self.stats["refused"] += int(refused)
+            self.stats["refused"] += int(result["refused"])
             self.stats["seconds"] += time.perf_counter() - t0
         return result
+
+    @staticmethod
+    def _judge(env: PlannerEnv, task: RepairTask, edit: dict, mode: str) -> dict:
+        env.reset(task)
+        obs, *_ = env.step({"type": "repair", "apply": mode == "train", "edits": [edit]})
+        if not obs.get("applied"):
+            return {"resolved": False, "cached": False, "refused": True, "error": obs.get("error", "")[:200]}
+        if mode == "train":
+            tests = obs.get("tests") or {}
+            return {"resolved": tests.get("status") == "ok" and not tests.get("failed"),
+                    "cached": bool(tests.get("cached")), "refused": False}
+        obs, *_ = env.step({"type": "submit"})
+        return {"resolved": bool(obs.get("resolved")), "cached": bool(obs["tests"].get("cached")), "refused": False}
 
     def judge_many(self, jobs: list[tuple[RepairTask, dict]], mode: str) -> list[dict]:
         """Judge (task, edit) pairs in parallel slots; identical pairs are judged once."""
@@ -79,6 +108,6 @@ class Sandbox:
     def close(self) -> None:
         """Remove the slots' working copies."""
         for env in self._envs:
-            env.runtime.close()
+            env.runtime.runtime.close()
         self._envs.clear()
         self._local = threading.local()
