@@ -52,6 +52,9 @@ class _NoCache:
     def get(self, key):
         return None
 
+    def put(self, key, result):
+        pass
+
 
 def episodes(tasks, slot_count: int) -> float:
     """Seconds to run gold-patch episodes of all `tasks` on `slot_count` slots."""
