@@ -63,9 +63,9 @@ class TaskContext:
         return next((i for i, n in enumerate(self.nodes) if n.node == self.target), -1)
 
 
-def unseen_function(task: RepairTask, frac: float) -> bool:
-    """A training-package function held out of training (stable: a hash of its file and name)."""
-    key = f"{task.repo}:{task.meta.get('file')}::{task.meta.get('function')}"
+def unseen_function(package: str, file: str, function: str, frac: float) -> bool:
+    """A training-package function held out of training (stable: a hash of its package, file and name)."""
+    key = f"{package}:{file}::{function}"
     return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF < frac
 
 
@@ -73,7 +73,8 @@ def split_of(task: RepairTask, frac: float) -> str:
     """train | unseen_functions | unseen_packages."""
     if task.meta.get("split") == "heldout":
         return "unseen_packages"
-    return "unseen_functions" if unseen_function(task, frac) else "train"
+    held = unseen_function(task.repo, task.meta.get("file", ""), task.meta.get("function", ""), frac)
+    return "unseen_functions" if held else "train"
 
 
 def gather(task: RepairTask, split: str, max_nodes: int, env: PlannerEnv | None = None) -> TaskContext:

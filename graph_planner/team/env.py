@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import atexit
 import random
-from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import torch
 from graph_planner.corpus.fetch import git
 from graph_planner.patching import PatchError, apply_diff
 from graph_planner.team import prompts
-from graph_planner.team.context import TaskContext, load_contexts, unseen_function
+from graph_planner.team.context import load_contexts, unseen_function
 from graph_planner.team.evaluate import evaluate_team
 from graph_planner.team.sandbox import Sandbox
 from planact.rl.gigpo import gigpo_advantages
@@ -229,7 +228,7 @@ class RepairTeamEnv:
 
         def keep(path: str, qual: str) -> bool:
             # Unseen functions stay unseen: no warm-start example may come from them (standard library: all kept).
-            return path not in package_of or not unseen_function(_Key(package_of[path], path, qual), frac)
+            return path not in package_of or not unseen_function(package_of[path], path, qual, frac)
 
         extra = prompts.unvalidated_demos(
             [(p, t) for _, p, t in sources] + prompts.stdlib_files(self.r.sft_extra_sources), self.r.max_function_chars,
@@ -254,21 +253,9 @@ class RepairTeamEnv:
         return texts + [p + t for ctx in train for p, t in prompts.teacher_trajectory(ctx)]
 
 
-class _Key:
-    """The fields unseen_function reads, for a function that is not a task."""
-
-    def __init__(self, repo: str, file: str, function: str):
-        self.repo, self.meta = repo, {"file": file, "function": function}
-
-
 def _mean(xs) -> float:
     xs = list(xs)
     return sum(xs) / len(xs) if xs else 0.0
 
 
-def split_counts(env: RepairTeamEnv) -> dict[str, int]:
-    """Tasks per split (for logs and the README)."""
-    return dict(Counter(c.split for c in env.ctx.values()))
-
-
-__all__ = ["RepairTeamEnv", "TaskContext", "split_counts"]
+__all__ = ["RepairTeamEnv"]
