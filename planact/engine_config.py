@@ -4,9 +4,10 @@ documented. Keys never live here: only the name of the environment variable or P
 
 from __future__ import annotations
 
+import warnings
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class _Strict(BaseModel):
@@ -21,20 +22,29 @@ class PriceConfig(_Strict):
 
 
 class RemoteAPIConfig(_Strict):
-    """What the OpenAI and Anthropic engines share: endpoint, key source, timeouts, retries, limits."""
+    """What the OpenAI and Anthropic engines (on the official SDKs) share: endpoint, key source, timeouts, retries, limits."""
 
     base_url: str = Field("", description="API root URL.")
     model: str = Field("", description="Model name sent with every request.")
     api_key_env: str = Field("", description="Environment variable holding the API key ('' = send no key, e.g. a local server).")
     api_key_secret: str | None = Field(None, description="Prefect Secret block holding the key; the flow loads it into api_key_env before work starts.")
-    timeout_s: float = Field(60.0, gt=0.0, description="Per-request timeout (connect + read).")
-    max_retries: int = Field(4, ge=0, le=20, description="Retries on 429, 5xx, timeouts and connection errors.")
-    backoff_base_s: float = Field(0.5, ge=0.0, description="First backoff; doubles per retry, with full jitter.")
-    backoff_max_s: float = Field(30.0, ge=0.0, description="Longest backoff between retries (Retry-After from the server wins).")
+    timeout_s: float = Field(60.0, gt=0.0, description="Per-attempt timeout, passed to the SDK client.")
+    max_retries: int = Field(4, ge=0, le=20, description="The SDK's max_retries: retries on 408, 409, 429, 5xx (Anthropic's 529 too), timeouts and connection errors, with the SDK's backoff (0.5 s doubling to 8 s, jittered) or the server's Retry-After up to 120 s.")
     concurrency: int = Field(8, ge=1, le=1024, description="Most requests in flight at once from one engine.")
     system_prompt: str | None = Field(None, description="System prompt sent with every request.")
     stop: list[str] = Field(default_factory=list, description="Stop sequences.")
     prices: PriceConfig = Field(default_factory=PriceConfig, description="Price table for cost accounting.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_hand_backoff(cls, data):
+        # Configs written before the engines moved onto the SDKs carry their own backoff settings; the
+        # SDK's backoff applies now, so those are dropped with a warning instead of refusing old runs.
+        if isinstance(data, dict) and {"backoff_base_s", "backoff_max_s"} & data.keys():
+            data = {k: v for k, v in data.items() if k not in ("backoff_base_s", "backoff_max_s")}
+            warnings.warn("backoff_base_s / backoff_max_s are ignored: the OpenAI and Anthropic SDKs apply their "
+                          "own backoff (max_retries still counts)", stacklevel=2)
+        return data
 
 
 class OpenAIConfig(RemoteAPIConfig):

@@ -1,5 +1,10 @@
-"""What every remote engine shares: an HTTP client with timeouts, retries with backoff and jitter
-(honouring Retry-After), a concurrency limit, token/cost accounting, and errors that never show a key.
+"""SGLang's native transport and what every remote engine reports.
+
+`HTTPClient` (timeouts, retries with backoff and jitter honouring Retry-After, a concurrency limit) is
+the client of SGLang's own /generate, /update_weights_from_disk and /get_model_info routes, which no
+SDK speaks; the OpenAI and Anthropic engines use the official SDKs instead (planact/engines/api.py).
+`Usage` (token and cost accounting) and the errors (`RemoteError`, `AuthError`, never showing a key)
+are shared by all remote engines.
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ def make_handmade_workspace(root) -> Workspace:
 def _openai(url: str) -> dict:
     return {"kind": "openai", "temperature": 0.0, "max_new_tokens": 2048,
             "openai": {"base_url": url + "/v1", "model": "loopback", "api_key_env": "", "max_retries": 4,
-                       "backoff_base_s": 0.05, "timeout_s": 10}}
+                       "timeout_s": 10}}
 
 
 def test_llm_optimizer_continues_a_handmade_aflow_workspace(tmp_path):
@@ -129,7 +129,7 @@ def test_anthropic_optimizer_repairs_missing_prompts_and_survives_overload(tmp_p
     with anthropic_server(lambda prompt, n, body: [(answer, "stop", [])], key=None) as srv:
         srv.fail_next(529, times=2)  # Anthropic's "overloaded"
         llm = {"kind": "anthropic", "temperature": 0.0,
-               "anthropic": {"base_url": srv.url, "model": "loopback", "api_key_env": "", "backoff_base_s": 0.05}}
+               "anthropic": {"base_url": srv.url, "model": "loopback", "api_key_env": ""}}
         opt = LLMOptimizer(AFlowConfig(search={"optimizer_llm": llm}).search.optimizer_llm, "humaneval")
         cand = opt.propose(ws, 1, 0.0, random.Random(0))
         sent = srv.requests[-1]["body"]

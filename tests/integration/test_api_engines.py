@@ -1,8 +1,10 @@
-"""OpenAI and Anthropic engines against loopback stand-ins of their HTTP APIs (no internet here).
+"""OpenAI and Anthropic engines (on the official `openai` / `anthropic` SDKs) against loopback stand-ins
+of their HTTP APIs (no internet here).
 
-The stand-ins (tests/servers/loopback.py) implement the documented request/response shapes, check keys
-like the real services, and fail on command, so retries, Retry-After, timeouts, auth errors and the
-concurrency limit are exercised over real HTTP.
+The stand-ins (tests/servers/loopback.py) implement the documented request/response shapes and error
+bodies strictly enough for the SDKs to parse them, check keys like the real services (and, like
+OpenAI, echo part of a wrong key back), and fail on command, so the SDKs' retries, Retry-After,
+timeouts, auth errors and our concurrency limit are exercised over real HTTP.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ def keys(monkeypatch):
 
 
 def _openai(server, **kw) -> OpenAIEngine:
-    return OpenAIEngine(OpenAIConfig(base_url=server.url + "/v1", model="gpt-test", backoff_base_s=0.01, **kw))
+    return OpenAIEngine(OpenAIConfig(base_url=server.url + "/v1", model="gpt-test", **kw))
 
 
 def test_openai_chat_request_and_parsing():
@@ -37,7 +39,7 @@ def test_openai_chat_request_and_parsing():
         eng = _openai(srv, system_prompt="be brief", stop=["\n\n"], logprobs=True,
                       prices={"input_per_mtok": 2.0, "output_per_mtok": 10.0})
         out = eng.generate(["hi", "yo"], SamplingParams(temperature=0.7, top_p=0.9, max_new_tokens=16, n=2, seed=3))
-    req = srv.requests[0]
+    (req,) = [r for r in srv.requests if r["body"]["messages"][-1]["content"] == "hi"]  # sent concurrently
     assert req["path"] == "/v1/chat/completions" and req["headers"]["authorization"] == f"Bearer {OPENAI_KEY}"
     body = req["body"]
     assert body["model"] == "gpt-test" and body["n"] == 2 and body["max_tokens"] == 16 and body["seed"] == 3
@@ -74,6 +76,8 @@ def test_retries_honour_retry_after_then_succeed():
     assert out[0][0].text == "echo:x:0"
     assert elapsed >= 0.6  # two waits of the server's Retry-After
     assert eng.usage.retries == 3 and len(srv.requests) == 5
+    # The SDK did the retrying: it stamps each attempt with its retry number.
+    assert [r["headers"].get("x-stainless-retry-count") for r in srv.requests] == ["0", "1", "2", "0", "1"]
 
 
 def test_retries_give_up_with_the_last_error():
@@ -90,12 +94,13 @@ def test_retries_give_up_with_the_last_error():
 
 
 def test_timeouts_are_retried_then_reported():
-    with openai_server(delay_s=1.5) as srv:
+    with openai_server(delay_s=3.0) as srv:
         eng = _openai(srv, timeout_s=0.3, max_retries=1)
         t0 = time.perf_counter()
-        with pytest.raises(RemoteError, match="timed out"):
+        with pytest.raises(RemoteError, match="gave up after 2 attempts; last error: timed out"):
             eng.generate(["x"], SamplingParams())
-    assert time.perf_counter() - t0 < 1.4  # the client did not wait for the slow server
+        elapsed = time.perf_counter() - t0
+    assert elapsed < 2.5 and len(srv.requests) == 2  # two attempts, neither waited for the slow server
 
 
 def test_auth_error_names_the_variable_never_the_key(monkeypatch):
@@ -105,7 +110,9 @@ def test_auth_error_names_the_variable_never_the_key(monkeypatch):
         with pytest.raises(AuthError) as err:
             eng.generate(["x"], SamplingParams())
     text = f"{err.value} {err.value!r}"
-    assert "$OPENAI_API_KEY" in text and "401" in text and "sk-WRONG-secret-value" not in text
+    assert "$OPENAI_API_KEY" in text and "401" in text
+    assert "sk-WRONG-secret-value" not in text and "sk-WRONG" not in text  # the server echoed a prefix back
+    assert err.value.__cause__ is None and err.value.__suppress_context__  # no SDK traceback carrying the body
     assert len(srv.requests) == 1  # auth failures are not retried
 
 
@@ -119,13 +126,13 @@ def test_concurrency_limit_is_honoured():
     with openai_server(delay_s=0.2) as srv:
         eng = _openai(srv, concurrency=3)
         eng.generate([f"p{i}" for i in range(12)], SamplingParams())
-    assert srv.max_in_flight == 3 and eng.http.max_in_flight == 3 and len(srv.requests) == 12
+    assert srv.max_in_flight == 3 and eng.max_in_flight == 3 and len(srv.requests) == 12
 
 
 def test_connection_errors_are_retried_then_reported():
     with openai_server() as srv:
         url = srv.url
-    eng = OpenAIEngine(OpenAIConfig(base_url=url + "/v1", model="m", max_retries=2, backoff_base_s=0.01))
+    eng = OpenAIEngine(OpenAIConfig(base_url=url + "/v1", model="m", max_retries=2))
     with pytest.raises(RemoteError, match="gave up after 3 attempts; last error: connection failed"):
         eng.generate(["x"], SamplingParams())
 
@@ -136,13 +143,14 @@ def test_anthropic_messages_request_parsing_and_overload_retry():
 
     with anthropic_server(answer) as srv:
         eng = AnthropicEngine(AnthropicConfig(base_url=srv.url, model="claude-test", system_prompt="sys",
-                                              stop=["END"], backoff_base_s=0.01,
+                                              stop=["END"],
                                               prices={"input_per_mtok": 3.0, "output_per_mtok": 15.0}))
         srv.fail_next(529, retry_after="0")
         (group,) = eng.generate(["hello"], SamplingParams(n=2, max_new_tokens=32, temperature=0.5))
     req = srv.requests[-1]
     assert req["path"] == "/v1/messages"
-    assert req["headers"]["x-api-key"] == ANTHROPIC_KEY and req["headers"]["anthropic-version"] == "2023-06-01"
+    assert ANTHROPIC_KEY in (req["headers"].get("x-api-key"), req["headers"].get("authorization", "")[len("Bearer "):])
+    assert req["headers"]["anthropic-version"] == "2023-06-01"
     assert req["body"] == {"model": "claude-test", "max_tokens": 32, "temperature": 0.5, "system": "sys",
                            "stop_sequences": ["END"], "messages": [{"role": "user", "content": "hello"}]}
     assert len(srv.requests) == 3  # one overloaded answer, then one request per sample (no `n` in the API)
@@ -157,3 +165,25 @@ def test_anthropic_bad_key_is_an_auth_error(monkeypatch):
         with pytest.raises(AuthError, match=r"\$ANTHROPIC_API_KEY") as err:
             eng.generate(["x"], SamplingParams())
     assert "sk-ant-nope" not in str(err.value)
+
+
+def test_anthropic_stop_sequence_and_no_key_for_a_local_server():
+    with anthropic_server(lambda prompt, n, body: [("part", "stop_sequence", [])], key=None) as srv:
+        eng = AnthropicEngine(AnthropicConfig(base_url=srv.url, model="m", api_key_env="", stop=["###"]))
+        (group,) = eng.generate(["x"], SamplingParams(n=1))
+        assert group[0].finish_reason == "stop" and group[0].text == "part"
+    sent = srv.requests[0]["headers"]
+    assert "x-api-key" not in sent and "authorization" not in sent  # no key configured: no auth header at all
+
+
+def test_openai_no_key_sends_no_authorization_header():
+    with openai_server(key=None) as srv:
+        eng = OpenAIEngine(OpenAIConfig(base_url=srv.url + "/v1", model="m", api_key_env=""))
+        eng.generate(["x"], SamplingParams())
+    assert "authorization" not in srv.requests[0]["headers"]
+
+
+def test_old_backoff_settings_are_dropped_with_a_warning():
+    with pytest.warns(UserWarning, match="SDKs apply their own backoff"):
+        cfg = OpenAIConfig(model="m", backoff_base_s=0.5, backoff_max_s=30.0)
+    assert "backoff_base_s" not in cfg.model_dump()

@@ -26,10 +26,12 @@ def echo_answer(prompt: str, n: int, body: dict) -> list[tuple[str, str, list[fl
 class LoopbackServer:
     """A threaded HTTP server on 127.0.0.1:<free port> with scripted failures and request records."""
 
-    def __init__(self, routes: dict[tuple[str, str], Callable[[dict, dict], dict]], key_header: str | None = None,
-                 key: str | None = None, delay_s: float = 0.0, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, routes: dict[tuple[str, str], Callable[[dict, dict], dict]],
+                 credentials: dict[str, str] | None = None, delay_s: float = 0.0, host: str = "127.0.0.1", port: int = 0,
+                 error: Callable[[int, str], dict] | None = None):
         self.routes = routes
-        self.key_header, self.key = key_header, key
+        self.error = error or (lambda status, message: {"error": {"message": message}})
+        self.credentials = credentials  # header -> value; any one of them authenticates (None: no key needed)
         self.delay_s = delay_s
         self.requests: list[dict] = []
         self.failures: list[tuple[int, dict, float]] = []  # (status, headers, delay) for the next requests
@@ -61,12 +63,15 @@ class LoopbackServer:
                     if failure is not None:
                         status, headers, delay = failure
                         time.sleep(delay)
-                        return self._send(status, {"error": {"message": f"injected {status}"}}, headers)
-                    if server.key is not None and self.headers.get(server.key_header) != server.key:
-                        return self._send(401, {"error": {"message": "invalid api key"}})
+                        return self._send(status, server.error(status, f"injected {status}"), headers)
+                    if server.credentials is not None and not any(
+                            self.headers.get(h) == v for h, v in server.credentials.items()):
+                        # Like OpenAI's real answer, echo part of the key sent: the client must never show it.
+                        sent = next((self.headers[h] for h in server.credentials if self.headers.get(h)), "")
+                        return self._send(401, server.error(401, f"Incorrect API key provided: {sent[:12]}***"))
                     route = server.routes.get((method, self.path.split("?")[0]))
                     if route is None:
-                        return self._send(404, {"error": {"message": f"no route {method} {self.path}"}})
+                        return self._send(404, server.error(404, f"no route {method} {self.path}"))
                     time.sleep(server.delay_s)
                     status, payload = route(body, dict(self.headers))
                     return self._send(status, payload)
@@ -108,6 +113,8 @@ def openai_server(answer: Answer = echo_answer, key: str | None = "sk-test-opena
     """OpenAI-compatible /v1/chat/completions and /v1/completions."""
 
     def chat(body: dict, headers: dict) -> tuple[int, dict]:
+        if missing := _missing(body, "model", "messages"):
+            return 400, openai_error(400, f"Missing required parameter: '{missing}'.")
         prompt = body["messages"][-1]["content"]
         outs = answer(prompt, int(body.get("n", 1)), body)
         choices = [{"index": i, "finish_reason": fin,
@@ -115,38 +122,66 @@ def openai_server(answer: Answer = echo_answer, key: str | None = "sk-test-opena
                     "logprobs": ({"content": [{"token": ch, "logprob": lp, "bytes": None, "top_logprobs": []}
                                               for ch, lp in zip(text, lps)]} if body.get("logprobs") else None)}
                    for i, (text, fin, lps) in enumerate(outs)]
-        return 200, {"id": "chatcmpl-1", "object": "chat.completion", "model": body.get("model"), "choices": choices,
-                     "usage": _usage(prompt, outs)}
+        return 200, {"id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()),
+                     "model": body["model"], "choices": choices, "usage": _usage(prompt, outs)}
 
     def completions(body: dict, headers: dict) -> tuple[int, dict]:
+        if missing := _missing(body, "model", "prompt"):
+            return 400, openai_error(400, f"Missing required parameter: '{missing}'.")
         prompt = body["prompt"]
         outs = answer(prompt, int(body.get("n", 1)), body)
         choices = [{"index": i, "text": text, "finish_reason": fin,
                     "logprobs": ({"tokens": list(text), "token_logprobs": lps, "top_logprobs": None,
                                   "text_offset": list(range(len(text)))} if body.get("logprobs") else None)}
                    for i, (text, fin, lps) in enumerate(outs)]
-        return 200, {"id": "cmpl-1", "object": "text_completion", "model": body.get("model"), "choices": choices,
-                     "usage": _usage(prompt, outs)}
+        return 200, {"id": "cmpl-1", "object": "text_completion", "created": int(time.time()), "model": body["model"],
+                     "choices": choices, "usage": _usage(prompt, outs)}
 
     return LoopbackServer({("POST", "/v1/chat/completions"): chat, ("POST", "/v1/completions"): completions},
-                          key_header="authorization", key=f"Bearer {key}" if key else None, **kw)
+                          credentials={"authorization": f"Bearer {key}"} if key else None, error=openai_error, **kw)
+
+
+def openai_error(status: int, message: str) -> dict:
+    """OpenAI's error body: {"error": {"message", "type", "param", "code"}}."""
+    kind = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
+            429: "rate_limit_error"}.get(status, "server_error")
+    code = {401: "invalid_api_key", 429: "rate_limit_exceeded"}.get(status)
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def anthropic_error(status: int, message: str) -> dict:
+    """Anthropic's error body: {"type": "error", "error": {"type", "message"}}."""
+    kind = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+            404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"}.get(status, "api_error")
+    return {"type": "error", "error": {"type": kind, "message": message}}
 
 
 def anthropic_server(answer: Answer = echo_answer, key: str | None = "sk-ant-test", **kw) -> LoopbackServer:
-    """Anthropic POST /v1/messages (requires anthropic-version, like the real API)."""
-    finish = {"stop": "end_turn", "length": "max_tokens"}
+    """Anthropic POST /v1/messages (requires anthropic-version, like the real API; the key may come as
+    x-api-key or, as anthropic>=2 sends it, Authorization: Bearer)."""
+    finish = {"stop": "end_turn", "length": "max_tokens", "stop_sequence": "stop_sequence"}
 
     def messages(body: dict, headers: dict) -> tuple[int, dict]:
         if "anthropic-version" not in {k.lower() for k in headers}:
-            return 400, {"type": "error", "error": {"type": "invalid_request_error",
-                                                     "message": "anthropic-version header is required"}}
+            return 400, anthropic_error(400, "anthropic-version: header is required")
+        if missing := _missing(body, "model", "max_tokens", "messages"):
+            return 400, anthropic_error(400, f"{missing}: Field required")
         prompt = body["messages"][-1]["content"]
         text, fin, _ = answer(prompt, 1, body)[0]
-        return 200, {"id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model"),
+        # An answer that ends on a stop sequence reports which one, as the API does.
+        stop_sequence = (body.get("stop_sequences") or [None])[0] if fin == "stop_sequence" else None
+        return 200, {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
                      "content": [{"type": "text", "text": text}], "stop_reason": finish.get(fin, "end_turn"),
-                     "stop_sequence": None, "usage": {"input_tokens": len(prompt), "output_tokens": len(text)}}
+                     "stop_sequence": stop_sequence,
+                     "usage": {"input_tokens": len(prompt), "output_tokens": len(text)}}
 
-    return LoopbackServer({("POST", "/v1/messages"): messages}, key_header="x-api-key", key=key, **kw)
+    credentials = {"x-api-key": key, "authorization": f"Bearer {key}"} if key else None
+    return LoopbackServer({("POST", "/v1/messages"): messages}, credentials=credentials, error=anthropic_error, **kw)
+
+
+def _missing(body: dict, *fields: str) -> str | None:
+    """The first required field the request body lacks (the real APIs answer 400 naming it)."""
+    return next((f for f in fields if f not in body), None)
 
 
 def _usage(prompt: str, outs: list) -> dict:
