@@ -18,6 +18,8 @@ class LLMConfig(_Strict):
 
     kind: Literal["planact", "openai", "anthropic"] = Field("planact", description="'planact' = the local planner+actor pair (offline); 'openai' / 'anthropic' = an API model.")
     checkpoint: str | None = Field(None, description="planact: folder holding planner/ and actor/ HF checkpoints (e.g. a Plan/Act run's checkpoints/round_N); empty = build and warm-start tiny models once under the run root.")
+    planner_model: str | None = Field(None, description="planact: the planner from a registered model (models:/<name>/<version-or-alias>) or an HF folder, replacing the checkpoint's.")
+    actor_model: str | None = Field(None, description="planact: the actor from a registered model (models:/<name>/<version-or-alias>) or an HF folder, replacing the checkpoint's.")
     planner_steps: int = Field(300, ge=0, description="planact without checkpoint: supervised warm-start steps of the tiny planner.")
     actor_steps: int = Field(1500, ge=0, description="planact without checkpoint: supervised warm-start steps of the tiny actor.")
     temperature: float = Field(1.0, ge=0.0, le=2.0, description="Sampling temperature of every call (ensembles need > 0 to differ).")

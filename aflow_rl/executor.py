@@ -7,6 +7,8 @@ here on the teacher's demonstrations and cached under the run root, keyed by the
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import random
 import shutil
@@ -39,8 +41,50 @@ def _warm_start(folder: Path, role: str, steps: int, seed: int) -> None:
     tok.save_pretrained(folder / role)
 
 
+def with_local_models(cfg, tracking_uri: str | None):
+    """The LLMConfig with registered models (models:/...) in planner_model / actor_model downloaded to folders.
+
+    Resolved once, by the flow, so that evaluation workers only ever see folders (and an alias that
+    moves during a search does not change the executor under it).
+    """
+    from planact.registry import is_model_uri, resolve_model
+
+    update = {f: str(resolve_model(getattr(cfg, f), tracking_uri)) for f in ("planner_model", "actor_model")
+              if is_model_uri(getattr(cfg, f))}
+    return cfg.model_copy(update=update) if update else cfg
+
+
+def _with_role_models(cfg, root: Path, threads: int | None) -> Path:
+    # planner/ and actor/ as links: the given model folders, the rest from the checkpoint (or the tiny default).
+    given = {"planner": cfg.planner_model, "actor": cfg.actor_model}
+    for role, path in given.items():
+        if path and (str(path).startswith("models:/") or not (Path(path) / "config.json").is_file()):
+            raise FileNotFoundError(f"executor.{role}_model {path}: not an HF model folder (registered models are "
+                                    "resolved by the flow: call with_local_models first)")
+    base = None
+    if not all(given.values()):
+        base = ensure_planact_checkpoint(cfg.model_copy(update={"planner_model": None, "actor_model": None}), root,
+                                         threads)
+    sources = {role: Path(path).resolve() if path else base / role for role, path in given.items()}
+    key = hashlib.sha1(json.dumps({r: str(p) for r, p in sources.items()}).encode()).hexdigest()[:12]
+    folder = Path(root).resolve() / "aflow-executor" / f"models-{key}"
+    if all((folder / r / "config.json").is_file() for r in sources):
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    for role, src in sources.items():
+        os.symlink(src, tmp / role)
+    try:
+        os.rename(tmp, folder)
+    except OSError:  # a concurrent builder finished first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
 def ensure_planact_checkpoint(cfg, root: str | Path, threads: int | None = None) -> Path:
     """Folder with planner/ and actor/ checkpoints for an LLMConfig of kind 'planact' (built once if needed)."""
+    if cfg.planner_model or cfg.actor_model:
+        return _with_role_models(cfg, Path(root), threads)
     if cfg.checkpoint:
         folder = Path(cfg.checkpoint)
         missing = [r for r in ("planner", "actor") if not (folder / r / "config.json").is_file()]

@@ -28,6 +28,7 @@ from prefect_ray.context import remote_options
 
 from aflow_rl import tree
 from aflow_rl.config import AFlowConfig, check_aflow_runtime, load_aflow_config, validate_aflow_config
+from aflow_rl.executor import with_local_models
 from aflow_rl.optimizers import accepted
 from aflow_rl.policy import episodes_from_items
 from aflow_rl.search import Search
@@ -36,7 +37,7 @@ from flows.experience import experience_pool
 from planact.experience import PoolRef, pool_actor
 from planact.session import connect_ray
 from planact.storage import atomic_write
-from planact.tracking import Tracker
+from planact.tracking import Tracker, tracking_uri
 from tasks.aflow import (
     convergence_check,
     evaluate_shard,
@@ -107,6 +108,8 @@ def aflow_optimize(config: AFlowConfig = DEMO, parent_run_id: str | None = None)
     cfg = validate_aflow_config(config)
     runtime.load_api_secrets(cfg)
     check_aflow_runtime(cfg)
+    if cfg.executor.kind == "planact":  # registered models -> local folders, before any worker needs them
+        cfg = cfg.model_copy(update={"executor": with_local_models(cfg.executor, tracking_uri(cfg))})
     owns_ray = connect_ray(cfg, runtime.worker_env(), namespace="planact")
     run_dir = cfg.run_dir()
     run_dir.mkdir(parents=True, exist_ok=True)

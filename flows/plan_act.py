@@ -6,6 +6,7 @@
         sample_tasks -> planner_generate -> barrier -> actor_execute (fan-out)
         -> score_rewards -> experience_pool (sub-flow) -> train_planner / train_actor
       log + checkpoint every k rounds; held-out eval every few rounds
+      register the trained roles in the MLflow Model Registry -> finish
 
 Run it: python -m flows.plan_act --config configs/demo.yaml --set rounds=4
 """
@@ -35,6 +36,7 @@ from tasks.plan_act import (
     checkpoint,
     evaluate_heldout,
     planner_generate,
+    register_models,
     sample_tasks,
     score_rewards,
     train_role,
@@ -168,10 +170,13 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
             if cfg.aflow.every_rounds and r % cfg.aflow.every_rounds == 0:
                 optimise_workflow(cfg, r, session)
 
+        if cfg.tracking.register_models and trained:
+            session.record_registered(register_models(cfg, session.tracker.uri, session.tracker.run_id,
+                                                      *session.final_checkpoint(), [g.role for g in trained]))
         runtime.publish_markdown(session.markdown(), f"planact-{cfg.run_name}-{cfg.agent_role}")
         summary = session.finish()
         return {**summary, "mlflow_run_id": session.tracker.run_id, "mlflow_url": session.tracker.run_url(),
-                "run_dir": str(session.run_dir)}
+                "run_dir": str(session.run_dir), "registered": session.registered}
     except BaseException:
         session.abort()
         raise

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import os
 import sys
 import time
@@ -99,7 +100,16 @@ def cli(argv: list[str] | None, flow_fn, load=None, check=None, default_config: 
     parser.add_argument("--config", default=default_config, help="YAML run config")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config field, e.g. --set rounds=4 --set planner.rl.lr=1e-4")
+    parser.add_argument("--param", dest="params", action="append", default=[], metavar="NAME=VALUE",
+                        help="another parameter of the flow, e.g. --param actor_model=models:/demo-actor/1")
     args = parser.parse_args(argv)
+    known = set(inspect.signature(flow_fn.fn).parameters) - {"config"}
+    params = dict(p.split("=", 1) for p in args.params if "=" in p)
+    bad = [p for p in args.params if "=" not in p] + sorted(set(params) - known)
+    if bad:
+        print(f"error: --param {', '.join(bad)}: not NAME=VALUE of this flow (it takes: {', '.join(sorted(known))})",
+              file=sys.stderr)
+        return 2
     try:
         cfg = (load or load_config)(args.config, args.overrides)
         (check or check_runtime)(cfg)
@@ -108,7 +118,7 @@ def cli(argv: list[str] | None, flow_fn, load=None, check=None, default_config: 
         return 2
     ensure_prefect_api()
     t0 = time.perf_counter()
-    result = flow_fn(cfg)
+    result = flow_fn(cfg, **params)
     (summary or print_summary)(cfg.run_name, result, time.perf_counter() - t0)
     return 0
 
@@ -135,3 +145,5 @@ def print_summary(run_name: str, summary: dict, seconds: float) -> None:
     for k in ("mlflow_run_id", "mlflow_url", "run_dir"):
         if k in summary:
             print(f"{k}: {summary[k]}")
+    for role, uri in (summary.get("registered") or {}).items():
+        print(f"registered {role}: {uri}  (mlflow.transformers.load_model({uri!r}))")

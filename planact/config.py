@@ -97,7 +97,7 @@ class ResourceConfig(_Strict):
 class RoleConfig(_Strict):
     """Everything about one role (planner or actor): model, engine, sampling, RL."""
 
-    model_path: str | None = Field(None, description="HF checkpoint folder or hub id; empty = build a tiny model from `tiny`.")
+    model_path: str | None = Field(None, description="HF checkpoint folder, hub id, or registered model (models:/<name>/<version-or-alias>); empty = build a tiny model from `tiny`.")
     tiny: TinyModelSpec = Field(default_factory=TinyModelSpec, description="Tiny-model shape used when model_path is empty.")
     engine: Literal["hf", "sglang", "openai", "anthropic"] = Field("hf", description="Generation engine: 'hf' (in-process transformers), 'sglang' (a server per replica), 'openai' / 'anthropic' (API models, frozen).")
     train: bool = Field(True, description="Update this role with RL; False keeps it frozen.")
@@ -134,6 +134,13 @@ class BarrierConfig(_Strict):
     liveness_s: float = Field(15.0, ge=0.0, description="Two-job mode: a partner silent this long (no heartbeat) is dead and the waiter is released at once; 0 = wait for the timeout.")
 
 
+class RegisteredNames(_Strict):
+    """MLflow Model Registry names of the trained roles."""
+
+    planner: str | None = Field(None, description="Registered model name of the planner; empty = '<run_name>-planner'.")
+    actor: str | None = Field(None, description="Registered model name of the actor; empty = '<run_name>-actor'.")
+
+
 class TrackingConfig(_Strict):
     """MLflow tracking."""
 
@@ -142,6 +149,8 @@ class TrackingConfig(_Strict):
     eval_every: int = Field(10, ge=1, description="Held-out evaluation every this many rounds (and at the start and end).")
     eval_samples: int = Field(4, ge=1, description="Samples per held-out task for pass@1 at the sampling temperature.")
     rollout_rows: int = Field(12, ge=0, description="Sample rollouts logged as a table per evaluation.")
+    register_models: bool = Field(True, description="At the end of a run, log each trained role as an MLflow transformers model and register a new version (tagged with the run, round and held-out figures).")
+    model_names: RegisteredNames = Field(default_factory=RegisteredNames, description="Registry names of the trained roles.")
 
 
 class CheckpointConfig(_Strict):
@@ -240,13 +249,22 @@ def check_run_name(v: str) -> str:
 
 
 def check_runtime(cfg: "RunConfig") -> None:
-    """Before any work starts: every API-engine role can find its key (env var or Prefect Secret), and a
-    repair run's corpus exists."""
+    """Before any work starts: every API-engine role can find its key (env var or Prefect Secret), a
+    registered model named in model_path exists, and a repair run's corpus exists."""
     if cfg.env.kind == "repair" and not (Path(cfg.env.repair.corpus) / "train.jsonl").is_file():
         raise ConfigError(f"env.repair.corpus: no corpus at {Path(cfg.env.repair.corpus).resolve()} (build it: "
                           "planact-repair corpus --config configs/repair-rl-corpus.yaml --out runs/rl-corpus)")
     for role in ("planner", "actor"):
         rc = getattr(cfg, role)
+        if rc.model_path and rc.model_path.startswith("models:/"):
+            from planact.registry import model_version
+            from planact.tracking import tracking_uri
+
+            try:
+                model_version(rc.model_path, tracking_uri(cfg))
+            except Exception as exc:  # noqa: BLE001 - any lookup failure means the run cannot start
+                raise ConfigError(f"{role}.model_path: {rc.model_path} cannot be found in the MLflow registry at "
+                                  f"{tracking_uri(cfg)} ({type(exc).__name__}: {str(exc)[:200]})") from None
         if rc.engine in API_ENGINES:
             api = getattr(rc, rc.engine)
             if api.api_key_env and not api.api_key_secret and not os.environ.get(api.api_key_env):

@@ -28,6 +28,7 @@ from planact.envs.base import HEADLINE_KEYS
 from planact.config import RunConfig
 from planact.experience import PoolRef, pool_actor
 from planact.orchestrator import get_or_create_orchestrator, orchestrator_state
+from planact.registry import registered_name
 from planact.secrets import expand_references, redact
 from planact.storage import RunState, atomic_write, checkpoint_dir, prune_checkpoints
 from planact.tracking import Tracker
@@ -92,6 +93,7 @@ class TrainingSession:
         self.rollouts: list[dict] = []
         self.evals: dict[int, dict] = {int(k): v for k, v in self.state.data.get("evals", {}).items()}
         self.role_groups: list[agents.RoleGroup] = []
+        self.registered: dict[str, str] = {}  # role -> models:/<name>/<version> once registered
         # One incarnation per flow run: a round it re-runs supersedes an earlier incarnation's payload.
         self.incarnation = uuid.uuid4().hex
         self._beating = threading.Event()
@@ -209,6 +211,17 @@ class TrainingSession:
         self.state.save()
 
     # --- end of run ---
+
+    def final_checkpoint(self) -> tuple[str, int, dict]:
+        """The last committed checkpoint, its round, and the last held-out figures (for the registry)."""
+        heldout = self.evals[max(self.evals)] if self.evals else {}
+        return self.state.data["checkpoint"], self.state.data["last_completed_round"], heldout
+
+    def record_registered(self, versions: dict[str, int]) -> None:
+        """Tag the run with the registered versions and say where they are."""
+        names = {role: registered_name(self.cfg, role) for role in versions}
+        self.tracker.set_tags({f"planact.registered.{role}": f"models:/{names[role]}/{v}" for role, v in versions.items()})
+        self.registered = {role: f"models:/{names[role]}/{v}" for role, v in versions.items()}
 
     def summary(self) -> dict:
         """Warm start vs final held-out metrics, and their differences."""

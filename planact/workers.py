@@ -23,16 +23,18 @@ from planact.engines.factory import make_engine, needs_local_model
 from planact.envs.base import RoundEnv, make_env
 from planact.models import load_model, materialize_tiny, param_count
 from planact.rl.trainer import RoleTrainer, sft
+from planact.registry import resolve_model
 from planact.storage import fsync_tree
 from planact.storage import RunState
+from planact.tracking import tracking_uri
 from schedulemesh import AgentActor
 
 
 def initial_model_path(cfg: RunConfig, role: str) -> Path:
     """The role's starting checkpoint: its model_path, or a tiny model built once under the run folder."""
     rc: RoleConfig = getattr(cfg, role)
-    if rc.model_path:
-        return Path(rc.model_path)
+    if rc.model_path:  # a folder, a hub id, or a registered model (downloaded once per machine)
+        return resolve_model(rc.model_path, tracking_uri(cfg))
     seed = cfg.seed * 1000 + (1 if role == "planner" else 2)
     return materialize_tiny(rc.tiny, cfg.run_dir() / "models" / f"{role}-init", seed,
                             texts=lambda: make_env(cfg).tokenizer_texts())
@@ -111,6 +113,8 @@ class RoleWorker(AgentActor):
     def demonstrations(self, env: RoundEnv, count: int, rng: random.Random) -> list[tuple[list[int], list[int]]]:
         """The teacher's (prompt ids, target ids + EOS) pairs for this role."""
         pairs = env.demonstrations(self.role, count, rng)
+        if pairs:
+            self._input_example = pairs[0][0]
         eos = self.tokenizer.eos_token_id
         return [(self.engine.encode(p), self.tokenizer.encode(t, add_special_tokens=False) + [eos]) for p, t in pairs]
 
@@ -133,6 +137,8 @@ class RoleWorker(AgentActor):
         if step_id is not None and done[0] == step_id:
             return dict(done[1])  # a retried task: this step was applied already
         metrics = self._require_trainer().train_step(samples)
+        if samples:  # a real prompt of this role, saved with checkpoints as the registry's input example
+            self._input_example = self.tokenizer.decode(samples[0]["prompt_ids"], skip_special_tokens=True)
         metrics["weight_version"] = float(self._publish(self.engine.weight_version + 1))
         self._last_step = (step_id, dict(metrics))
         return metrics
@@ -183,6 +189,8 @@ class RoleWorker(AgentActor):
                  "trainer": self.trainer.state_dict() if self.trainer else None}
         torch.save(state, out / "trainer_state.pt")
         (out / "meta.json").write_text(json.dumps({"role": self.role, "weight_version": self.engine.weight_version}))
+        if getattr(self, "_input_example", None):
+            (out / "input_example.txt").write_text(self._input_example)
         fsync_tree(out)  # durable before the run state names this checkpoint as the resume point
         return str(out)
 

@@ -7,7 +7,7 @@ import zlib
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from planact import agents
+from planact import agents, registry
 from planact.config import RunConfig
 from planact.envs.base import make_env
 from planact.orchestrator import barrier_key, get_or_create_orchestrator, orchestrator_state, resolve_barrier
@@ -146,5 +146,12 @@ def checkpoint(groups: list[agents.RoleGroup], folder: str) -> str:
     return folder
 
 
-__all__ = ["actor_execute", "barrier", "checkpoint", "evaluate_heldout",
+@task(name="register-models", **TASK_OPTS)
+def register_models(cfg: RunConfig, tracking_uri: str, run_id: str, folder: str, round_idx: int,
+                    heldout: dict[str, float], roles: list[str]) -> dict[str, int]:
+    """Log each trained role of the final checkpoint as an MLflow transformers model and register a version."""
+    return registry.register_checkpoint(cfg, tracking_uri, run_id, folder, round_idx, heldout, roles)
+
+
+__all__ = ["actor_execute", "barrier", "checkpoint", "evaluate_heldout", "register_models",
            "Payload", "planner_generate", "sample_tasks", "score_rewards", "train_role", "warm_start"]

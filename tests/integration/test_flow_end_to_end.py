@@ -73,6 +73,42 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
     trained = client.get_metric_history(run.info.run_id, "heldout/pass_at_1")[-1].value
     assert erun.data.metrics["heldout/pass_at_1"] == pytest.approx(trained, abs=1e-9)
 
+    # Both trained roles were registered from the final checkpoint, tagged with the run and its held-out figures.
+    for role in ("planner", "actor"):
+        v = client.get_model_version(f"e2e-{role}", "1")
+        assert v.run_id == run.info.run_id and v.tags["planact.round"] == "3"
+        assert v.tags["planact.checkpoint"].endswith("round_00003")
+        assert float(v.tags["heldout/pass_at_1"]) == pytest.approx(trained, abs=1e-6)
+    assert run.data.tags["planact.registered.actor"] == "models:/e2e-actor/1"
+    # An MLflow user loads the registered actor as a transformers pipeline and generates with it.
+    import mlflow
+    import mlflow.transformers
+
+    mlflow.set_tracking_uri(mlflow_server)
+    pipe = mlflow.transformers.load_model("models:/e2e-actor/1")
+    prompt = (tmp_path / "e2e" / "checkpoints" / "round_00003" / "actor" / "input_example.txt").read_text()
+    (answer,) = pipe(prompt, max_new_tokens=6, min_new_tokens=2, do_sample=False)
+    assert answer["generated_text"].startswith(prompt) and len(answer["generated_text"]) > len(prompt)
+
+    # The evaluate flow scores the registered versions (no checkpoint involved) and reproduces every figure.
+    cache = tmp_path / "model-cache"
+    rc, out = run_cli(["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", "run_name=e2e",
+                       "--set", f"tracking.tracking_uri={mlflow_server}",
+                       "--param", "planner_model=models:/e2e-planner/1", "--param", "actor_model=models:/e2e-actor/1"],
+                      tmp_path / "eval-registry.log", env=cli_env(PLANACT_MODEL_CACHE=str(cache)), module="flows.evaluate")
+    assert rc == 0 and "held-out:" in out, out[-3000:]
+    (rrun,) = client.search_runs([run.info.experiment_id], "tags.`planact.models` LIKE '%models:/e2e-actor/1%'")
+    logged = {k: client.get_metric_history(run.info.run_id, k)[-1].value for k in erun.data.metrics}
+    assert logged and rrun.data.metrics == pytest.approx(logged, abs=1e-9)
+    # What the roles loaded is bit for bit the trained checkpoint.
+    from safetensors.torch import load_file
+
+    for role in ("planner", "actor"):
+        (resolved,) = (cache / f"e2e-{role}").iterdir()
+        a = load_file(resolved / "model.safetensors")
+        b = load_file(tmp_path / "e2e" / "checkpoints" / "round_00003" / role / "model.safetensors")
+        assert a.keys() == b.keys() and all(a[k].equal(b[k]) for k in a)
+
 
 def test_invalid_config_fails_before_any_work(tmp_path):
     rc, out = run_cli(["--config", SMOKE, "--set", "rounds=-1", "--set", f"checkpoint.root={tmp_path}"],

@@ -16,6 +16,9 @@ def test_quickstart_then_compare_runs(prefect_api, tmp_path):
                         parameters={"config": SMOKE, "rounds": 2, "run_name": "nb", "checkpoint_root": str(tmp_path)})
     assert (tmp_path / "nb-curves.png").stat().st_size > 1000
     assert (tmp_path / "nb" / "checkpoints" / "round_00002").is_dir()
+    # Its last cell loaded the registered actor through MLflow and generated with it.
+    executed = (tmp_path / "01.ipynb").read_text()
+    assert "models:/nb-actor/1" in executed and "heldout/pass_at_1" in executed
 
     pm.execute_notebook(str(REPO / "notebooks" / "03_compare_runs.ipynb"), str(tmp_path / "03.ipynb"),
                         cwd=str(REPO / "notebooks"), kernel_name="python3", progress_bar=False,
