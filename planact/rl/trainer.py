@@ -10,8 +10,13 @@ import time
 import torch
 
 from planact.config import RLConfig, WarmStartConfig
+from planact.rl.data_parallel import DataParallel
 from planact.rl.grpo import grpo_loss
 from planact.rl.logprobs import pad_batch, token_logprobs
+
+
+# What grpo_loss reports per step (kl only with a reference model; entropy always here).
+STEP_STATS = ("clip_frac", "entropy", "kl", "loss", "pg_loss")
 
 
 def _warmup_lambda(warmup: int):
@@ -49,10 +54,12 @@ class RoleTrainer:
             for p in self.ref_model.parameters():
                 p.requires_grad_(False)
 
-    def train_step(self, samples: list[dict]) -> dict[str, float]:
+    def train_step(self, samples: list[dict], dp: DataParallel | None = None) -> dict[str, float]:
         """One GRPO update over a round's samples of this role, split into num_minibatches steps.
 
-        Each sample: prompt_ids, token_ids, logprobs (from the engine), advantage.
+        Each sample: prompt_ids, token_ids, logprobs (from the engine), advantage. With `dp` this
+        process is one rank of a data-parallel group: every rank gets all samples, trains on its
+        token-balanced share of each chunk, and the gradients are summed before each optimizer step.
         """
         t0 = time.perf_counter()
         rl = self.rl
@@ -79,35 +86,53 @@ class RoleTrainer:
         n_tokens = 0
         self.model.train()
         for chunk in chunks:
-            batch = pad_batch([s["prompt_ids"] for s in chunk], [s["token_ids"] for s in chunk], self.pad_id)
-            mask = batch["resp_mask"]
-            old = torch.zeros_like(mask)
-            for i, s in enumerate(chunk):
-                start = len(s["prompt_ids"])
-                old[i, start : start + len(s["logprobs"])] = torch.tensor(s["logprobs"])
-            adv = torch.tensor([s["advantage"] for s in chunk], dtype=torch.float32)
-            logp, ent = token_logprobs(self.model, batch, self.temperature, with_entropy=True)
-            ref_lp = None
-            if self.ref_model is not None:
-                with torch.no_grad():
-                    ref_lp, _ = token_logprobs(self.ref_model, batch, self.temperature)
-            loss, stats = grpo_loss(logp, old, adv, mask, eps_clip=rl.eps_clip, eps_clip_high=rl.eps_clip_high,
-                                    clip_ratio_c=rl.clip_ratio_c, ref_logp=ref_lp, kl_coef=rl.kl_coef,
-                                    kl_estimator=rl.kl_estimator, entropy=ent.detach() if rl.entropy_coef == 0 else ent,
-                                    entropy_coef=rl.entropy_coef)
+            # The chunk's token mean, however the chunk is split: each part weighs by its share of tokens.
+            chunk_tokens = max(1, sum(len(s["token_ids"]) for s in chunk))
+            mine = dp.share(chunk) if dp is not None else chunk
             self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            stats: dict[str, float] = {}
+            if mine:
+                loss, stats, tokens = self._loss(mine)
+                if dp is not None:
+                    weight = tokens / chunk_tokens
+                    loss = loss * weight
+                    stats = {k: v * weight for k, v in stats.items()}
+                loss.backward()
+            if dp is not None:  # the same keys on every rank, also one with no samples in this chunk
+                dp.all_reduce_grads(self.model)
+                stats = dict(zip(STEP_STATS, dp.all_reduce_sum([stats.get(k, 0.0) for k in STEP_STATS])))
             stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), rl.grad_clip))
             stats["lr"] = self.scheduler.get_last_lr()[0]
             self.optimizer.step()
             self.scheduler.step()
             self.steps += 1
-            n_tokens += int(mask.sum())
+            n_tokens += sum(len(s["token_ids"]) for s in mine)
             for k, v in stats.items():
                 agg[k] = agg.get(k, 0.0) + v / len(chunks)
         agg.setdefault("kl", 0.0)
         dt = time.perf_counter() - t0
         return {**metrics, **agg, "tokens_per_s": n_tokens / dt, "train_time_s": dt, "skipped": 0.0}
+
+    def _loss(self, chunk: list[dict]) -> tuple[torch.Tensor, dict[str, float], int]:
+        """GRPO loss (token mean) of a list of samples, its statistics, and its response-token count."""
+        rl = self.rl
+        batch = pad_batch([s["prompt_ids"] for s in chunk], [s["token_ids"] for s in chunk], self.pad_id)
+        mask = batch["resp_mask"]
+        old = torch.zeros_like(mask)
+        for i, s in enumerate(chunk):
+            start = len(s["prompt_ids"])
+            old[i, start : start + len(s["logprobs"])] = torch.tensor(s["logprobs"])
+        adv = torch.tensor([s["advantage"] for s in chunk], dtype=torch.float32)
+        logp, ent = token_logprobs(self.model, batch, self.temperature, with_entropy=True)
+        ref_lp = None
+        if self.ref_model is not None:
+            with torch.no_grad():
+                ref_lp, _ = token_logprobs(self.ref_model, batch, self.temperature)
+        loss, stats = grpo_loss(logp, old, adv, mask, eps_clip=rl.eps_clip, eps_clip_high=rl.eps_clip_high,
+                                clip_ratio_c=rl.clip_ratio_c, ref_logp=ref_lp, kl_coef=rl.kl_coef,
+                                kl_estimator=rl.kl_estimator, entropy=ent.detach() if rl.entropy_coef == 0 else ent,
+                                entropy_coef=rl.entropy_coef)
+        return loss, stats, int(mask.sum())
 
     def state_dict(self) -> dict:
         """Optimizer, scheduler and step count (weights are saved with save_pretrained)."""
