@@ -15,6 +15,7 @@ from pathlib import Path
 import ray
 
 from planact.config import RunConfig
+from planact.trainer_group import TrainerRank, rank_names, rank_pool
 from planact.workers import RoleWorker
 from schedulemesh import Scheduler
 from schedulemesh.scheduler import SUPERVISOR_NAME
@@ -30,6 +31,8 @@ class RoleGroup:
     trainer: str | None
     extra_sync: tuple[str, ...] = field(default=())  # engines that need weights pushed after training
     pool: str = ""
+    ranks: tuple[str, ...] = field(default=())  # trainer ranks 1..N-1 (trainer_workers > 1)
+    rank_pool: str = ""
 
     def handle(self, name: str, timeout_s: float = 120.0):
         """The actor of this group by name, once the supervisor reports it alive (it may be recreating it)."""
@@ -53,7 +56,7 @@ def check_feasible(cfg: RunConfig, roles: list[str]) -> None:
     need = {"CPU": 0.0, "GPU": 0.0}
     for role in roles:
         res = getattr(cfg, role).resources
-        n = _agent_count(cfg, role)
+        n = _agent_count(cfg, role) + len(rank_names(cfg, role))
         need["CPU"] += n * res.num_cpus
         need["GPU"] += n * res.num_gpus
         for k, v in res.custom.items():
@@ -107,15 +110,34 @@ def create_role_group(cfg: RunConfig, role: str, scheduler: Scheduler | None = N
         if not colocated:
             scheduler.create_agent(trainer, pool, RoleWorker, ray_options=opts, labels={"kind": "trainer"},
                                    actor_args=(cfg, role, -1, True))
+    ranks, ranks_pool = _create_trainer_ranks(cfg, role, scheduler, spec, opts) if rc.train else ((), "")
     extra = tuple(e for e in engines if e != trainer)
-    return RoleGroup(role, cfg.barrier.namespace, tuple(engines), trainer, extra, pool)
+    return RoleGroup(role, cfg.barrier.namespace, tuple(engines), trainer, extra, pool, ranks, ranks_pool)
+
+
+def _create_trainer_ranks(cfg: RunConfig, role: str, scheduler: Scheduler, spec: dict,
+                          opts: dict) -> tuple[tuple[str, ...], str]:
+    """Ranks 1..N-1 of the role's trainer group, gang-placed in their own pool (none when N = 1)."""
+    res = getattr(cfg, role).resources
+    names = rank_names(cfg, role)
+    if not names:
+        return (), ""
+    pool = rank_pool(cfg, role)
+    scheduler.create_pool(pool, {"run": cfg.run_name, "role": role, "kind": "trainer-rank"}, spec,
+                          target_agents=len(names), placement_strategy=res.trainer_placement, exist_ok=True)
+    for k, name in enumerate(names, start=1):
+        scheduler.create_agent(name, pool, TrainerRank, ray_options=opts, labels={"kind": "trainer-rank"},
+                               actor_args=(cfg, role, k))
+    return tuple(names), pool
 
 
 def delete_role_groups(cfg: RunConfig, groups: list[RoleGroup]) -> None:
     """Stop a finished run's agents and free their pools."""
     scheduler = scheduler_for(cfg)
     for g in groups:
-        scheduler.delete_pool(g.pool, force=True)
+        for pool in (g.rank_pool, g.pool):
+            if pool:
+                scheduler.delete_pool(pool, force=True)
 
 
 def call(group: RoleGroup, name: str, method: str, *args, **kwargs):

@@ -92,6 +92,10 @@ class ResourceConfig(_Strict):
     replicas: int = Field(1, ge=1, description="Engine replicas; generation is fanned out over them.")
     colocate_trainer: bool = Field(True, description="Run the trainer inside engine replica 0 (weight sync is then in-process).")
     device: str = Field("cpu", description="torch device for the model, e.g. 'cpu' or 'cuda'.")
+    trainer_workers: int = Field(1, ge=1, le=256, description="Ranks of the role's trainer: rank 0 is the trainer above, ranks 1..N-1 are extra actors; they train data-parallel with torch.distributed (gloo on CPU, NCCL on GPU).")
+    trainer_placement: Literal["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"] = Field("PACK", description="Placement group strategy of ranks 1..N-1 (PACK: as few nodes as possible; SPREAD: across nodes).")
+    trainer_timeout_s: float = Field(300.0, gt=0.0, description="Deadline of a trainer group's rendezvous and collectives (a dead rank fails the step after at most this long).")
+    fsdp: bool = Field(False, description="Shard the role's model over its trainer ranks with FSDP2 (not built yet: data parallelism with a full copy per rank is).")
 
 
 class RoleConfig(_Strict):
@@ -114,6 +118,15 @@ class RoleConfig(_Strict):
     def _api_models_are_frozen(self) -> "RoleConfig":
         if self.engine in API_ENGINES and self.train:
             raise ValueError(f"engine {self.engine!r} serves an API model, which cannot be trained: set train: false")
+        return self
+
+    @model_validator(mode="after")
+    def _trainer_group(self) -> "RoleConfig":
+        if self.resources.trainer_workers > 1 and not self.train:
+            raise ValueError("resources.trainer_workers > 1 needs train: true (a frozen role has no trainer)")
+        if self.resources.fsdp:
+            raise ValueError("resources.fsdp: FSDP sharding of a trainer group is not built yet (trainer_workers "
+                             "trains data-parallel with a full model copy per rank); set fsdp: false")
         return self
 
 

@@ -27,6 +27,7 @@ from planact.registry import resolve_model
 from planact.storage import fsync_tree
 from planact.storage import RunState
 from planact.tracking import tracking_uri
+from planact.trainer_group import GroupLeader
 from schedulemesh import AgentActor
 
 
@@ -62,6 +63,9 @@ class RoleWorker(AgentActor):
                                   cfg.run_dir() / "logs")
         self.trainer = (RoleTrainer(self.model, self.tokenizer.pad_token_id, rc.rl, rc.sampling.temperature)
                         if with_trainer else None)
+        # trainer_workers > 1: this trainer is rank 0 of a data-parallel group (planact.trainer_group).
+        self.leader = (GroupLeader(cfg, role, self.model, self.trainer)
+                       if with_trainer and rc.resources.trainer_workers > 1 else None)
         if self.incarnation > 0:
             self.restore_latest()
 
@@ -128,6 +132,8 @@ class RoleWorker(AgentActor):
         torch.manual_seed(seed)
         curve = sft(self.model, self.tokenizer.pad_token_id, demos, ws, seed=seed, steps=steps)
         trainer.snapshot_reference()
+        if self.leader:
+            self.leader.state_changed()
         self._publish(self.engine.weight_version + 1)
         return curve
 
@@ -136,7 +142,8 @@ class RoleWorker(AgentActor):
         done = getattr(self, "_last_step", (None, None))
         if step_id is not None and done[0] == step_id:
             return dict(done[1])  # a retried task: this step was applied already
-        metrics = self._require_trainer().train_step(samples)
+        trainer = self._require_trainer()
+        metrics = self.leader.train_step(samples) if self.leader else trainer.train_step(samples)
         if samples:  # a real prompt of this role, saved with checkpoints as the registry's input example
             self._input_example = self.tokenizer.decode(samples[0]["prompt_ids"], skip_special_tokens=True)
         metrics["weight_version"] = float(self._publish(self.engine.weight_version + 1))
@@ -203,4 +210,6 @@ class RoleWorker(AgentActor):
         torch.set_rng_state(state["torch_rng"])
         if self.trainer is not None and state["trainer"] is not None:
             self.trainer.load_state_dict(state["trainer"])
+        if self.leader:
+            self.leader.state_changed()
         return self._publish(state["weight_version"])

@@ -1,0 +1,164 @@
+"""A role's trainer as a group of N Ray actors training data-parallel with torch.distributed.
+
+Rank 0 is the role's RoleWorker trainer (it keeps the engine, the checkpoints and the weight sync);
+ranks 1..N-1 are `TrainerRank` agents of their own schedulemesh pool, gang-placed by a placement
+group (PACK by default). Rank 0 forms the process group at its first step (its node's address and a
+free port as the rendezvous), pushes its weights and optimizer state to any rank whose state tag
+differs (a new or recreated rank, or after a warm start or a restore on rank 0), then every rank takes
+the same step (planact.rl.data_parallel). A step that fails (a rank died) is rolled back on rank 0
+and raised; the supervisor recreates the dead rank and the retried step re-forms the group.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+import uuid
+
+import ray
+import torch
+
+from planact.config import RoleConfig, RunConfig
+from planact.models import load_model
+from planact.rl import data_parallel
+from planact.rl.data_parallel import DataParallel, backend_for, next_tag
+from planact.rl.trainer import RoleTrainer
+from schedulemesh import AgentActor
+from schedulemesh.agent import free_port
+from schedulemesh.scheduler import SUPERVISOR_NAME
+
+
+def rank_names(cfg: RunConfig, role: str) -> list[str]:
+    """Ray actor names of ranks 1..N-1 of a role's trainer group."""
+    return [f"{cfg.run_name}:{role}:rank{k}" for k in range(1, getattr(cfg, role).resources.trainer_workers)]
+
+
+def rank_pool(cfg: RunConfig, role: str) -> str:
+    """schedulemesh pool of those ranks."""
+    return f"{cfg.run_name}:{role}:ranks"
+
+
+class TrainerRank(AgentActor):
+    """Rank k > 0 of a role's trainer group: a model copy and its optimizer, stepping with rank 0."""
+
+    def __init__(self, cfg: RunConfig, role: str, rank: int):
+        from planact.workers import initial_model_path
+
+        rc: RoleConfig = getattr(cfg, role)
+        torch.set_num_threads(rc.resources.torch_threads)
+        self.cfg, self.role, self.rank, self.rc = cfg, role, rank, rc
+        self.model, self.tokenizer = load_model(initial_model_path(cfg, role), rc.resources.device)
+        self.trainer = RoleTrainer(self.model, self.tokenizer.pad_token_id, rc.rl, rc.sampling.temperature)
+        self.tag = "fresh"  # never rank 0's tag: a new or recreated rank first receives rank 0's state
+        self.dp: DataParallel | None = None
+
+    def join(self, addr: str, port: int, world: int) -> int:
+        """Enter rank 0's process group; returns this rank."""
+        data_parallel.join(addr, port, self.rank, world, backend_for(self.rc.resources.device),
+                           self.rc.resources.trainer_timeout_s)
+        self.dp = DataParallel(self.rank, world)
+        return self.rank
+
+    def state_tag(self) -> str:
+        """Which state this rank holds (equal to rank 0's when they are in step)."""
+        return self.tag
+
+    def set_state(self, state: tuple[dict, dict, str]) -> None:
+        """Take rank 0's weights, optimizer state and tag."""
+        weights, trainer_state, tag = state
+        self.model.load_state_dict(weights)
+        self.trainer.load_state_dict(trainer_state)
+        self.tag = tag
+
+    def train(self, samples: list[dict], tag: str) -> dict:
+        """This rank's part of one data-parallel step."""
+        if tag != self.tag:
+            raise RuntimeError(f"{self.role} rank {self.rank}: holds state {self.tag}, rank 0 steps from {tag}")
+        metrics = self.trainer.train_step(samples, self.dp)
+        self.tag = next_tag(tag, self.trainer.steps)
+        return metrics
+
+    def leave(self) -> None:
+        """Leave the process group (rank 0 re-forms it after a failure)."""
+        data_parallel.leave()
+        self.dp = None
+
+    def on_stop(self) -> None:
+        """Leave the group when the agent is stopped."""
+        data_parallel.leave()
+
+
+class GroupLeader:
+    """Rank 0's side of the group: forming it, keeping ranks in step, and one step with rollback on failure."""
+
+    def __init__(self, cfg: RunConfig, role: str, model: torch.nn.Module, trainer: RoleTrainer):
+        self.cfg, self.role, self.model, self.trainer = cfg, role, model, trainer
+        self.res = getattr(cfg, role).resources
+        self.names = rank_names(cfg, role)
+        self.dp: DataParallel | None = None
+        self.members: list[str] = []  # pid:incarnation of the ranks in the current process group
+        self.tag = uuid.uuid4().hex[:16]
+
+    def state_changed(self) -> None:
+        """Rank 0's weights changed outside a group step (warm start, restore): ranks must be re-sent them."""
+        self.tag = uuid.uuid4().hex[:16]
+
+    def _handles(self) -> tuple[list, list[str]]:
+        # Each rank must answer through the handle we will use: right after a crash the name can still
+        # resolve to the dead actor for a moment, and a rank that never joins would hold the rendezvous.
+        supervisor = ray.get_actor(SUPERVISOR_NAME, namespace=self.cfg.barrier.namespace)
+        deadline = time.monotonic() + self.res.trainer_timeout_s
+        while True:
+            try:
+                ray.get([supervisor.wait_alive.remote(n, 0, self.res.trainer_timeout_s) for n in self.names])
+                handles = [ray.get_actor(n, namespace=self.cfg.barrier.namespace) for n in self.names]
+                pings = ray.get([h.sm_ready.remote() for h in handles], timeout=30)
+                return handles, [f"{p['pid']}:{p['incarnation']}" for p in pings]
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError, ValueError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    def _form(self, handles: list) -> None:
+        # The rendezvous is rank 0's own node and a port free there.
+        addr, port, world = ray.util.get_node_ip_address(), free_port(), len(handles) + 1
+        refs = [h.join.remote(addr, port, world) for h in handles]
+        data_parallel.join(addr, port, 0, world, backend_for(self.res.device), self.res.trainer_timeout_s)
+        ray.get(refs)
+        self.dp = DataParallel(0, world)
+
+    def _sync(self, handles: list) -> int:
+        tags = ray.get([h.state_tag.remote() for h in handles])
+        stale = [h for h, t in zip(handles, tags) if t != self.tag]
+        if stale:
+            weights = {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
+            state = ray.put((weights, self.trainer.state_dict(), self.tag))
+            ray.get([h.set_state.remote(state) for h in stale])
+        return len(stale)
+
+    def train_step(self, samples: list[dict]) -> dict:
+        """One data-parallel GRPO step of the whole group; on failure rank 0 rolls back and the error is raised."""
+        handles, members = self._handles()
+        if self.dp is None or members != self.members:  # first step, or a rank was recreated since
+            self._form(handles)
+            self.members = members
+        resent = self._sync(handles)
+        # Host-memory snapshot: a step that dies half way (after some minibatch updates) must not count.
+        snapshot = ({k: v.detach().clone() for k, v in self.model.state_dict().items()},
+                    copy.deepcopy(self.trainer.state_dict()))
+        samples_ref = ray.put(samples)
+        refs = [h.train.remote(samples_ref, self.tag) for h in handles]
+        try:
+            metrics = self.trainer.train_step(samples, self.dp)
+            ray.get(refs, timeout=self.res.trainer_timeout_s)
+        except Exception as exc:
+            self.model.load_state_dict(snapshot[0])
+            self.trainer.load_state_dict(snapshot[1])
+            self.dp = None
+            data_parallel.leave()
+            for h in handles:
+                h.leave.remote()  # survivors leave the broken group; the dead one is being recreated
+            raise RuntimeError(f"{self.role} trainer group: the step failed on a rank ({type(exc).__name__}: "
+                               f"{str(exc)[:300]}); rank 0 rolled back, the group re-forms on the next try") from exc
+        self.tag = next_tag(self.tag, self.trainer.steps)
+        return {**metrics, "trainer_workers": float(len(handles) + 1), "ranks_resent": float(resent)}
