@@ -108,3 +108,19 @@ def test_plan_act_run_with_two_ranks_per_role_resumes_after_sigkill(prefect_api,
     for role in ("planner", "actor"):
         ranks = client.get_metric_history(state["mlflow_run_id"], f"{role}/trainer_workers")
         assert ranks and {m.value for m in ranks} == {2.0}
+
+
+def test_trainer_scaling_benchmark_tiny_mode():
+    """benchmarks/trainer_scaling.py in its tiny mode, so the benchmark cannot rot."""
+    import subprocess
+    import sys
+
+    from .conftest import REPO
+
+    out = subprocess.run([sys.executable, "benchmarks/trainer_scaling.py", "--tiny"], cwd=REPO, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [line.split() for line in out.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert [r[0] for r in rows] == ["1", "2"]
+    assert float(rows[0][2]) == 1.0 and float(rows[1][1]) > 0  # tokens/s and the ratio, measured in the run
+    assert float(rows[1][3]) < 1e-5  # N = 2 updated the weights as N = 1 did

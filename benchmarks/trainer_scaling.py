@@ -1,0 +1,155 @@
+"""Trainer-group scaling: the same GRPO round trained by N = 1, 2 (...) data-parallel ranks.
+
+Each N runs in fresh processes (torch.multiprocessing, one per rank, a gloo or NCCL group on
+loopback) on the same model and the same round of samples; it prints tokens/s per N, the ratio to
+N = 1 measured in this run, and the largest difference of the updated weights from N = 1's (the
+data-parallel step must equal the single-process one). On 2 shared CPU cores expect little or no
+speed-up: the ranks compete for the same cores; the figure that matters there is the weight difference.
+
+    python benchmarks/trainer_scaling.py                     # CPU, gloo, N = 1 and 2, the demo actor's shape
+    python benchmarks/trainer_scaling.py --tiny              # seconds; what the test runs
+    python benchmarks/trainer_scaling.py --device cuda --ranks 1   # ~0.5B Llama built locally, bf16 autocast, MFU
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import socket
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+
+from planact.config import RLConfig, TinyModelSpec  # noqa: E402
+from planact.rl import data_parallel  # noqa: E402
+from planact.rl.data_parallel import DataParallel, backend_for  # noqa: E402
+from planact.rl.trainer import RoleTrainer  # noqa: E402
+
+# A Qwen2.5-0.5B-like shape (about 0.5B parameters with its 151k vocabulary), built from a config:
+# no weights are downloaded, throughput does not depend on them.
+GPU_SPEC = dict(hidden_size=896, num_layers=24, num_heads=14, intermediate_size=4864, vocab=151936)
+PEAK_BF16_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0}  # dense, per GPU
+
+
+def build_model(args) -> torch.nn.Module:
+    """The benchmark's model: a locally built Llama of the requested shape (same seed in every rank)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    s = GPU_SPEC if args.device.startswith("cuda") else vars(TinyModelSpec(**args.spec))
+    vocab = s.get("vocab", 64)
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=s["hidden_size"], num_hidden_layers=s["num_layers"],
+                      num_attention_heads=s["num_heads"], num_key_value_heads=s["num_heads"],
+                      intermediate_size=s["intermediate_size"], max_position_embeddings=4096,
+                      pad_token_id=0, bos_token_id=1, eos_token_id=2, attn_implementation="eager")
+    torch.manual_seed(0)
+    return LlamaForCausalLM(cfg).to(args.device)
+
+
+def make_round(args, vocab: int) -> list[dict]:
+    """One round of GRPO samples with uneven lengths (fixed seed)."""
+    rng = random.Random(1)
+    out = []
+    for i in range(args.samples):
+        p, t = rng.randint(args.length // 4, args.length), rng.randint(args.length // 4, args.length)
+        out.append({"prompt_ids": [rng.randint(3, vocab - 1) for _ in range(p)],
+                    "token_ids": [rng.randint(3, vocab - 1) for _ in range(t)],
+                    "logprobs": [-rng.uniform(0.5, 3.0) for _ in range(t)],
+                    "advantage": rng.choice([-1.0, 1.0]), "sample_id": i})
+    return out
+
+
+def run_rank(rank: int, world: int, port: int, args, out) -> None:
+    """One rank: build the model, train `steps` rounds, report time, tokens and (rank 0) the weights."""
+    torch.set_num_threads(args.threads)
+    device = f"cuda:{rank}" if args.device.startswith("cuda") else "cpu"
+    args.device = device
+    dp = None
+    if world > 1:
+        data_parallel.join("127.0.0.1", port, rank, world, backend_for(device), 600)
+        dp = DataParallel(rank, world)
+    model = build_model(args)
+    trainer = RoleTrainer(model, 0, RLConfig(lr=1e-4, num_minibatches=args.minibatches), temperature=1.0)
+    samples = make_round(args, model.config.vocab_size)
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda") else torch.autocast("cpu", enabled=False)
+    with autocast:
+        trainer.train_step(samples, dp)  # warm-up round (allocations, kernels), not timed
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    with autocast:
+        for _ in range(args.steps):
+            trainer.train_step(samples, dp)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    tokens = args.steps * sum(len(s["prompt_ids"]) + len(s["token_ids"]) for s in samples)  # forward+backward over all
+    weights = {k: v.detach().float().cpu().numpy() for k, v in model.state_dict().items()} if rank == 0 else None
+    params = sum(p.numel() for p in model.parameters())
+    if dp is not None:
+        data_parallel.leave()
+    out.put((rank, dt, tokens, params, weights))
+
+
+def measure(world: int, args) -> dict:
+    """Run one N in fresh processes; wall time is the slowest rank's."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=run_rank, args=(r, world, port, args, out)) for r in range(world)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=3600) for _ in procs]
+    for p in procs:
+        p.join()
+    dt = max(r[1] for r in results)
+    tokens, params = results[0][2], results[0][3]
+    weights = next(r[4] for r in results if r[0] == 0)
+    return {"world": world, "seconds": dt, "tokens_per_s": tokens / dt, "params": params, "weights": weights}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse arguments, measure each N, print the table."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranks", type=int, nargs="+", default=[1, 2], help="N values to measure")
+    ap.add_argument("--device", default="cpu", help="cpu (gloo) or cuda (NCCL, one GPU per rank, the 0.5B shape)")
+    ap.add_argument("--samples", type=int, default=64, help="samples per round")
+    ap.add_argument("--length", type=int, default=48, help="longest prompt / response in tokens")
+    ap.add_argument("--steps", type=int, default=3, help="timed rounds per N (after one warm-up round)")
+    ap.add_argument("--minibatches", type=int, default=2, help="optimizer steps per round")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads per rank")
+    ap.add_argument("--tiny", action="store_true", help="seconds-long budget (tests)")
+    args = ap.parse_args(argv)
+    args.spec = dict(hidden_size=128, num_layers=4, num_heads=4, intermediate_size=384)
+    if args.tiny:
+        args.samples, args.length, args.steps = 16, 16, 1
+        args.spec = dict(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64)
+    if args.device.startswith("cuda"):
+        have = torch.cuda.device_count()
+        if have == 0 or max(args.ranks) > have:
+            raise SystemExit(f"--device cuda: {max(args.ranks)} GPUs asked for, {have} visible")
+    rows = [measure(n, args) for n in args.ranks]
+    base = rows[0]
+    print(f"trainer scaling on {args.device}: {base['params']:,} parameters, {args.samples} samples of up to "
+          f"{2 * args.length} tokens, {args.minibatches} minibatches, {args.steps} timed rounds")
+    print(f"{'N':>3} {'tokens/s':>12} {'ratio to N=' + str(base['world']):>14} {'max |dW| vs N=' + str(base['world']):>18}")
+    for r in rows:
+        diff = max(float(abs(r["weights"][k] - base["weights"][k]).max()) for k in base["weights"])
+        print(f"{r['world']:>3} {r['tokens_per_s']:>12.0f} {r['tokens_per_s'] / base['tokens_per_s']:>14.2f} {diff:>18.2e}")
+    if args.device.startswith("cuda"):
+        name = torch.cuda.get_device_name(0)
+        peak = next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
+        for r in rows:
+            flops = 6 * r["params"] * r["tokens_per_s"]  # forward + backward, per token (no attention term)
+            mfu = f"{100 * flops / (peak * 1e12 * r['world']):.1f}%" if peak else "unknown peak"
+            print(f"N={r['world']} on {name}: {flops / 1e12:.1f} TFLOP/s achieved, MFU {mfu}")
+
+
+if __name__ == "__main__":
+    main()
