@@ -46,15 +46,25 @@ class AgentActor:
 
     # --- identity ---
 
+    # name and labels read like plain attributes and can be assigned like them (ScheduleMesh's guide does
+    # `self.name = name` in __init__); what the supervisor knows the agent by stays in _sm_name/_sm_labels.
     @property
     def name(self) -> str | None:
-        """The agent's name (also its Ray actor name)."""
-        return self._sm_name
+        """The agent's name (also its Ray actor name), unless the agent assigned its own."""
+        return self.__dict__.get("_sm_own_name", self._sm_name)
+
+    @name.setter
+    def name(self, value: str | None) -> None:
+        self.__dict__["_sm_own_name"] = value
 
     @property
     def labels(self) -> dict[str, str]:
-        """Labels the agent was created with (its pool's labels plus its own)."""
-        return self._sm_labels
+        """Labels the agent was created with (its pool's labels plus its own), unless it assigned its own."""
+        return self.__dict__.get("_sm_own_labels", self._sm_labels)
+
+    @labels.setter
+    def labels(self, value: dict[str, str]) -> None:
+        self.__dict__["_sm_own_labels"] = value
 
     @property
     def incarnation(self) -> int:

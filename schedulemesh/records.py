@@ -25,6 +25,7 @@ class AgentRecord:
     labels: dict[str, str]
     namespace: str
     bundle: int | None = None
+    ray_name: str = ""  # the Ray actor's name when ray_options named it differently ("" = the agent name)
     incarnation: int = 0
     recreations: int = 0
     ray_restarts: int = 0
@@ -40,7 +41,7 @@ class AgentRecord:
 
     def info(self) -> dict:
         """A plain-dict view for callers."""
-        return {"name": self.name, "pool": self.pool, "class": self.actor_class.__name__, "labels": dict(self.labels),
+        return {"name": self.name, "ray_name": self.ray_name or self.name, "pool": self.pool, "class": self.actor_class.__name__, "labels": dict(self.labels),
                 "resources": dict(self.resources), "namespace": self.namespace, "status": self.status,
                 "pid": self.pid, "node_id": self.node_id, "ip": self.ip, "incarnation": self.incarnation,
                 "recreations": self.recreations, "ray_restarts": self.ray_restarts, "bundle": self.bundle,

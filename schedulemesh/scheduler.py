@@ -9,7 +9,7 @@ from pathlib import Path
 import ray
 from ray.exceptions import RayTaskError
 
-from schedulemesh.dispatch import Dispatcher
+from schedulemesh.dispatch import Dispatcher, check_strategy
 from schedulemesh.errors import AgentNotFound, SchedulemeshError
 from schedulemesh.supervisor import Supervisor
 
@@ -22,15 +22,20 @@ class AgentRef:
 
     name: str
     namespace: str
+    ray_name: str | None = None  # the Ray actor's name when ray_options gave it another one
 
     @property
     def handle(self):
         """The Ray actor handle of the agent's current incarnation."""
-        return ray.get_actor(self.name, namespace=self.namespace)
+        return ray.get_actor(self.ray_name or self.name, namespace=self.namespace)
 
     def call(self, method: str, *args, timeout: float | None = None, **kwargs):
         """Call a method on the agent and wait for its result."""
         return ray.get(getattr(self.handle, method).remote(*args, **kwargs), timeout=timeout)
+
+
+def _ref(info: dict) -> AgentRef:
+    return AgentRef(info["name"], info["namespace"], info.get("ray_name"))
 
 
 class Scheduler:
@@ -101,12 +106,11 @@ class Scheduler:
         """Create a supervised agent in a pool; returns once its constructor has finished."""
         info = self._call("create_agent", name, pool, actor_class, resources, ray_options, tuple(actor_args),
                           actor_kwargs, labels)
-        return AgentRef(name, info["namespace"])
+        return _ref(info)
 
     def get_agent(self, name: str) -> AgentRef:
         """A reference to an existing agent."""
-        info = self._call("get_agent", name)
-        return AgentRef(name, info["namespace"])
+        return _ref(self._call("get_agent", name))
 
     def agent_info(self, name: str) -> dict:
         """What the supervisor knows of an agent: status, pid, node, incarnation, load, recreations."""
@@ -133,17 +137,18 @@ class Scheduler:
     def choose(self, pool: str | None = None, labels: dict[str, str] | None = None, strategy: str = "round_robin",
                label_key: str | None = None) -> AgentRef:
         """One alive agent of a pool / label selector by strategy (see schedulemesh.dispatch.STRATEGIES)."""
+        check_strategy(strategy)
         candidates = [a for a in self.list_agents(pool, labels) if a["status"] == "alive"]
         if not candidates:
             raise AgentNotFound(f"no alive agent matches pool={pool!r} labels={labels!r}")
         key = (pool, tuple(sorted((labels or {}).items())), strategy)
         chosen = self.dispatcher.pick(candidates, strategy, key, label_key)
-        return AgentRef(chosen["name"], chosen["namespace"])
+        return _ref(chosen)
 
     def broadcast(self, method: str, *args, pool: str | None = None, labels: dict[str, str] | None = None,
                   timeout: float | None = None, **kwargs) -> dict[str, object]:
         """Call `method` on every alive matching agent; {agent name: result}."""
-        refs = {a["name"]: getattr(AgentRef(a["name"], a["namespace"]).handle, method).remote(*args, **kwargs)
+        refs = {a["name"]: getattr(_ref(a).handle, method).remote(*args, **kwargs)
                 for a in self.list_agents(pool, labels) if a["status"] == "alive"}
         values = ray.get(list(refs.values()), timeout=timeout)
         return dict(zip(refs, values))
@@ -158,7 +163,7 @@ class Scheduler:
         while True:
             try:
                 info = self.wait_alive(name, 0, max(0.1, deadline - time.monotonic()))
-                return AgentRef(name, info["namespace"])
+                return _ref(info)
             except AgentNotFound:
                 if time.monotonic() > deadline:
                     raise

@@ -84,7 +84,21 @@ class SupervisionMixin:
             pool = self.pools.get(rec.pool)
             alive = [a for a in self.agents.values() if a.pool == rec.pool and a.status == "alive" and a is not rec]
             if pool is None or (pool.target_agents and len(alive) >= pool.target_agents):
-                rec.status = "stopped"  # the pool is at its target without this agent
+                # The pool is at its target without this agent: it stays down, and what it held is freed
+                # (its ledger entry and placement bundle), or the pool would refuse new agents for good.
+                rec.status = "stopped"
+                old = self.handles.pop(rec.name, None)
+                if old is not None:
+                    try:
+                        ray.kill(old, no_restart=True)
+                    except Exception:
+                        pass
+                self.probes.pop(rec.name, None)
+                if pool is not None:
+                    pool.release(rec.resources)
+                    pool.give_bundle(rec.name)
+                self._event("stopped", rec.name, why=f"{why}; pool {rec.pool!r} is at its target without it")
+                self._persist()
                 return
             if rec.recreations >= self.max_recreations:
                 rec.status, rec.last_error = "failed", f"gave up after {rec.recreations} recreations ({why})"

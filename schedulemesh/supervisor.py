@@ -94,7 +94,7 @@ class Supervisor(SupervisionMixin):
                 if rec.status in ("stopped", "preempted"):
                     continue
                 try:
-                    self.handles[rec.name] = ray.get_actor(rec.name, namespace=rec.namespace)
+                    self.handles[rec.name] = ray.get_actor(rec.ray_name or rec.name, namespace=rec.namespace)
                     await asyncio.wait_for(self.handles[rec.name].sm_ready.remote(), 10)
                     rec.last_heartbeat = time.time()
                     rec.status = "alive"
@@ -180,10 +180,13 @@ class Supervisor(SupervisionMixin):
                            labels: dict | None = None) -> dict:
         """Reserve -> create the actor -> wait until its constructor finished -> commit; roll back on failure."""
         opts = R.check_ray_options(ray_options)
-        if opts.get("name", name) != name:
-            raise InvalidOptions(f"ray_options['name']={opts['name']!r} differs from the agent name {name!r}")
+        # ray_options["name"] names the Ray actor (what other drivers reconnect to with ray.get_actor);
+        # the agent name stays the scheduler's key. Two agents may not claim the same Ray name.
+        ray_name = opts.pop("name", None) or name
         get_if_exists = bool(opts.pop("get_if_exists", False))
-        opts.pop("name", None)
+        taken = [a.name for a in self.agents.values() if (a.ray_name or a.name) == ray_name and a.name != name]
+        if taken:
+            raise InvalidOptions(f"ray_options['name']={ray_name!r} is the Ray name of agent {taken[0]!r} already")
         if name in self.agents:
             if get_if_exists and self.agents[name].pool == pool:
                 return self.agents[name].info()
@@ -199,7 +202,8 @@ class Supervisor(SupervisionMixin):
             raise
         rec = AgentRecord(name=name, pool=pool, actor_class=actor_class, args=tuple(actor_args),
                           kwargs=dict(actor_kwargs or {}), resources=request, ray_options=opts,
-                          labels={**p.labels, **(labels or {})}, namespace=opts.pop("namespace", self.namespace))
+                          labels={**p.labels, **(labels or {})}, namespace=opts.pop("namespace", self.namespace),
+                          ray_name=ray_name if ray_name != name else "")
         try:
             if p.placement_group_id:
                 rec.bundle = p.take_bundle(name)
@@ -231,7 +235,8 @@ class Supervisor(SupervisionMixin):
     async def _spawn(self, rec: AgentRecord) -> None:
         """Create the Ray actor for rec's current incarnation and wait for its constructor."""
         pool = self.pools[rec.pool]
-        opts = {**R.to_ray_options(rec.resources), **rec.ray_options, "name": rec.name, "namespace": rec.namespace}
+        opts = {**R.to_ray_options(rec.resources), **rec.ray_options, "name": rec.ray_name or rec.name,
+                "namespace": rec.namespace}
         if pool.node_labels and "label_selector" not in opts:
             opts["label_selector"] = dict(pool.node_labels)
         if pool.placement_group_id and rec.bundle is not None:
@@ -282,7 +287,8 @@ class Supervisor(SupervisionMixin):
         if name not in self.agents:
             raise AgentNotFound(f"no agent named {name!r}")
         rec = self.agents[name]
-        was_holding = rec.status != "preempted"  # a preempted agent gave its resources back already
+        # A preempted agent, or one supervision stopped (its pool at target without it), freed its share already.
+        was_holding = rec.status not in ("preempted", "stopped")
         rec.status = "stopped"
         handle = self.handles.pop(name, None)
         if handle is not None:

@@ -63,3 +63,15 @@ class Evictable(AgentActor):
 
     def on_preempt(self, reason: str) -> None:
         Path(self.marker).write_text(reason)
+
+
+class SelfNamed(AgentActor):
+    """Written as ScheduleMesh's guide writes agents: it assigns its own name and labels in __init__."""
+
+    def __init__(self, name: str, labels: dict[str, str]):
+        super().__init__()
+        self.name = name
+        self.labels = labels
+
+    def identity(self) -> dict:
+        return {"name": self.name, "labels": self.labels, "pid": os.getpid()}

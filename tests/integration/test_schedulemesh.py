@@ -26,7 +26,7 @@ from schedulemesh import (
 )
 
 from .conftest import LOOPBACK_RAY
-from .sm_agents import Broken, Echo, Evictable, Plain
+from .sm_agents import Broken, Echo, Evictable, Plain, SelfNamed
 
 _ns = itertools.count()
 
@@ -143,6 +143,12 @@ def test_labels_and_every_dispatch_strategy(sched):
     assert {sched.choose(labels={"zone": "y"}, strategy="random").name for _ in range(20)} == {"g2", "g3"}
     zones = [sched.choose(pool="gen", strategy="label_round_robin", label_key="zone").name for _ in range(4)]
     assert zones == ["g0", "g2", "g1", "g3"]
+    # Without label_key the label that differs among the candidates ("zone") is the one rotated over.
+    inferred = [sched.choose(pool="gen", strategy="label_round_robin").name for _ in range(4)]
+    assert inferred == ["g0", "g2", "g1", "g3"]
+    # An unknown strategy is refused where it is chosen, even for a selector that matches no agent.
+    with pytest.raises(InvalidOptions, match="unknown strategy 'fastest'"):
+        sched.choose(pool="gen", labels={"zone": "nowhere"}, strategy="fastest")
 
     # least_busy / power_of_two read the load the agents report in their heartbeats
     busy = [sched.get_agent(n).handle.work.remote(4.0) for n in ("g0", "g1", "g2")]
@@ -268,3 +274,51 @@ def test_higher_priority_pool_preempts_a_lower_one_and_tells_the_victim_first(sc
     assert [e["agent"] for e in sched.events() if e["kind"] == "preempted"] == newest[::-1]
     time.sleep(2.0)
     assert all(a["status"] == "preempted" for a in sched.list_agents("batch") if a["name"] in preempted)  # not revived
+
+
+def test_an_agent_may_assign_its_own_name_and_labels(sched):
+    """Regression: the guide's agents do `self.name = name`; that used to fail ('property has no setter')."""
+    sched.create_pool("p", {"team": "a"}, {"cpu": 0.25})
+    ref = sched.create_agent("guide-agent", "p", SelfNamed, actor_args=("display-name", {"tier": "gold"}))
+    assert ref.call("identity")["name"] == "display-name" and ref.call("identity")["labels"] == {"tier": "gold"}
+    # The supervisor still knows it by its agent name and heartbeats keep it alive under that name.
+    time.sleep(1.0)
+    info = sched.agent_info("guide-agent")
+    assert info["status"] == "alive" and info["labels"] == {"team": "a"}
+
+
+def test_a_dead_agent_that_is_not_recreated_frees_its_share(sched):
+    """Regression: at target without the dead agent, supervision stopped it but kept its ledger entry."""
+    sched.create_pool("p", {}, {"cpu": 1.0}, target_agents=1)
+    a = sched.create_agent("a", "p", Echo, resources={"cpu": 0.5})
+    sched.create_agent("b", "p", Echo, resources={"cpu": 0.5})
+    assert sched.get_pool("p")["used"] == {"cpu": 1.0}
+    os.kill(a.call("whoami")["pid"], signal.SIGKILL)
+    deadline = time.time() + 30
+    while time.time() < deadline and sched.agent_info("a")["status"] != "stopped":
+        time.sleep(0.2)
+    assert sched.agent_info("a")["status"] == "stopped"  # b alone meets target_agents=1: a stays down ...
+    assert sched.get_pool("p")["used"] == {"cpu": 0.5}  # ... and gives its share back
+    assert "stopped" in [e["kind"] for e in sched.events()]
+    sched.create_agent("c", "p", Echo, resources={"cpu": 0.5})  # the freed share is usable again
+    for name in ("a", "b", "c"):  # deleting the stopped record does not release its share twice
+        sched.delete_agent(name)
+    pool = sched.get_pool("p")
+    assert pool["used"] == {} and pool["reserved"] == {} and pool["free"] == {"cpu": 1.0}  # ledger empty
+
+
+def test_ray_options_name_names_the_ray_actor_and_the_agent_keeps_its_own(sched):
+    """The guide's `ray_options={"name": ...}` (reconnect by Ray name) used to be refused when it differed."""
+    sched.create_pool("p", {}, {"cpu": 0.5})
+    ref = sched.create_agent("worker-1", "p", Echo, actor_args=(7,), ray_options={"name": "persistent-agent"})
+    assert ref.name == "worker-1" and ref.call("whoami")["value"] == 7
+    direct = ray.get_actor("persistent-agent", namespace=sched.namespace)  # another driver reconnects so
+    assert ray.get(direct.whoami.remote())["pid"] == ref.call("whoami")["pid"]
+    assert sched.agent_info("worker-1")["ray_name"] == "persistent-agent"
+    with pytest.raises(InvalidOptions, match="Ray name of agent 'worker-1'"):
+        sched.create_agent("worker-2", "p", Echo, ray_options={"name": "persistent-agent"})
+    os.kill(ref.call("whoami")["pid"], signal.SIGKILL)  # recreated under the same Ray name
+    sched.wait_alive("worker-1", min_incarnation=1, timeout_s=30)
+    assert sched.get_agent("worker-1").call("whoami")["value"] == 7
+    sched.delete_agent("worker-1")
+    assert sched.get_pool("p")["used"] == {}
