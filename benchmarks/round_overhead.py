@@ -4,6 +4,7 @@ Both drive the same named Ray actors (same models, same batch sizes). Prints
 seconds per round for each and the ratio flow/loop, measured in this run.
 
     python benchmarks/round_overhead.py --rounds 6 --from runs/demo/checkpoints/warm_start
+    python benchmarks/round_overhead.py --tiny          # smoke-sized rounds, one timed round each (the test)
 """
 
 from __future__ import annotations
@@ -34,7 +35,10 @@ def main() -> None:
                     help="checkpoint folder to load first (e.g. runs/demo/checkpoints/warm_start) so rollouts have "
                          "realistic lengths; without it the models are untrained")
     ap.add_argument("--set", dest="overrides", action="append", default=[])
+    ap.add_argument("--tiny", action="store_true", help="smoke config, 1 warm-up + 1 timed round (tests)")
     args = ap.parse_args()
+    if args.tiny:
+        args.config, args.rounds, args.warmup = "configs/smoke.yaml", 1, 1
     root = tempfile.mkdtemp(prefix="planact-bench-")
     cfg = load_config(args.config, args.overrides + [f"checkpoint.root={root}", "run_name=bench",
                                                      "planner.warm_start.enabled=false", "actor.warm_start.enabled=false"])
@@ -58,7 +62,7 @@ def main() -> None:
         for r in range(first, first + n):
             t0 = time.perf_counter()
             with temporary_settings(updates={"flows.heartbeat_frequency": None}):
-                out = round_flow(cfg, r, planner, actor)
+                out = round_flow(cfg, r, planner, actor, session.experience, session.incarnation)
             times.append(time.perf_counter() - t0)
             stages.append({k: v for k, v in out["metrics"].items() if k.startswith("time/")})
         return times
@@ -68,7 +72,7 @@ def main() -> None:
     loop_times, loop_stages = [], []
     for r in range(args.warmup + args.rounds):
         t0 = time.perf_counter()
-        m = run_round(cfg, r, planner, actor)
+        m = run_round(cfg, r, planner, actor, pool=session.experience)
         loop_times.append(time.perf_counter() - t0)
         loop_stages.append({k: v for k, v in m.items() if k.startswith("time/") and k != "time/round_s"})
     flow_times = bench_flow(args.warmup + args.rounds, 1000)

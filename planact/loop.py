@@ -11,13 +11,15 @@ import time
 from planact import agents
 from planact.config import RunConfig
 from planact.envs.plan_act import PlanActEnv, planner_prompt
+from planact.experience import PoolRef, experience_items
 from planact.rollout import actor_requests, score_round
 from planact.timing import Stopwatch
 
 
 def run_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup, actor: agents.RoleGroup,
-              env: PlanActEnv | None = None) -> dict:
-    """One round without orchestration: generate, execute, score, train both roles (in parallel)."""
+              env: PlanActEnv | None = None, pool: PoolRef | None = None) -> dict:
+    """One round without orchestration: generate, execute, score, persist experience (given a pool),
+    train both roles (in parallel): the same work as the flow's round."""
     import ray
 
     t0 = time.perf_counter()
@@ -34,6 +36,12 @@ def run_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup, actor: 
         scored = score_round(batch, plans, answers, cfg.credit,
                              (cfg.planner.rl.std_normalize, cfg.actor.rl.std_normalize))
     metrics = dict(scored.metrics)
+    if pool is not None:
+        with clock("experience"):
+            items = [it for role, samples in (("planner", scored.planner_samples), ("actor", scored.actor_samples))
+                     for it in experience_items(cfg.run_name, round_idx, role, samples)]
+            pool.call("append", items)
+            metrics["experience/items"] = float(pool.call("stats")["items"])
     with clock("train"):
         refs = {}
         for group, samples in ((planner, scored.planner_samples), (actor, scored.actor_samples)):
