@@ -8,6 +8,7 @@ handle *before* the user's `__init__` runs and starts the heartbeat thread after
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import socket
 import threading
@@ -104,9 +105,25 @@ class AgentActor:
         """Called before a higher-priority pool evicts this agent."""
 
 
+def takes_identity(actor_class: type) -> bool:
+    """True when the class's constructor starts with (name, labels[, supervisor]), as ScheduleMesh's guide writes
+    agents: the scheduler then passes them first, before actor_args / actor_kwargs."""
+    try:
+        params = [p for p in inspect.signature(actor_class.__init__).parameters.values()][1:]
+    except (TypeError, ValueError):
+        return False
+    return [p.name for p in params[:2]] == ["name", "labels"]
+
+
+def unwrap(actor_class):
+    """The Python class behind a `@ray.remote`-decorated one (the scheduler applies its own ray options)."""
+    return getattr(actor_class, "__ray_actor_class__", actor_class)
+
+
 def managed(actor_class: type) -> type:
     """A subclass of actor_class that binds scheduler context, heartbeats and answers the supervisor."""
     bases = (actor_class,) if issubclass(actor_class, AgentActor) else (actor_class, AgentActor)
+    identity = takes_identity(actor_class)
 
     def __init__(self, _sm_ctx: dict, *args, **kwargs):
         self._sm_name = _sm_ctx["name"]
@@ -116,7 +133,13 @@ def managed(actor_class: type) -> type:
         self._sm_interval = float(_sm_ctx.get("heartbeat_interval_s") or self.heartbeat_interval_s)
         self._sm_inflight = 0
         self._sm_stopping = threading.Event()
-        actor_class.__init__(self, *args, **kwargs)
+        if identity:  # the guide's convention: name, labels, supervisor first
+            params = list(inspect.signature(actor_class.__init__).parameters)[1:]
+            ident = (self._sm_name, dict(self._sm_labels)) + ((self._sm_supervisor,) if params[2:3] == ["supervisor"]
+                                                              else ())
+            actor_class.__init__(self, *ident, *args, **kwargs)
+        else:
+            actor_class.__init__(self, *args, **kwargs)
         if not issubclass(actor_class, AgentActor):
             AgentActor.__init__(self)
         self._sm_thread = threading.Thread(target=self._sm_heartbeat_loop, name="schedulemesh-heartbeat",

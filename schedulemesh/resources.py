@@ -101,8 +101,29 @@ def to_ray_options(resources: Mapping[str, float]) -> dict:
     return opts
 
 
+def split_ray_options(ray_options: Mapping | None) -> tuple[dict, dict[str, float]]:
+    """(the other options, checked; the resources they name in Ray's spelling, as a request).
+
+    ScheduleMesh's guide allows num_cpus / num_gpus / memory (bytes) / resources={custom} in ray_options,
+    overridden by `resources=`: they become part of the agent's request so the pool ledger sees them.
+    """
+    opts = dict(ray_options or {})
+    request: dict[str, float] = {}
+    if "num_cpus" in opts:
+        request["cpu"] = opts.pop("num_cpus")
+    if "num_gpus" in opts:
+        request["gpu"] = opts.pop("num_gpus")
+    if "memory" in opts:
+        request["memory"] = float(opts.pop("memory")) / 2**20
+    custom = opts.pop("resources", None) or {}
+    if not isinstance(custom, Mapping):
+        raise InvalidOptions(f"ray_options['resources'] must be a dict of custom resources, got {custom!r}")
+    request.update(custom)
+    return check_ray_options(opts), normalize(request)
+
+
 def check_ray_options(ray_options: Mapping | None) -> dict:
-    """Reject unknown keys and resource keys (those belong in `resources`) with a clear message."""
+    """Reject unknown keys (and resource keys: split_ray_options moves those into the request) by name."""
     opts = dict(ray_options or {})
     for key in opts:
         if key in RESOURCE_OPTIONS:
@@ -115,6 +136,12 @@ def check_ray_options(ray_options: Mapping | None) -> dict:
     for key in ("max_restarts", "max_task_retries"):
         if key in opts and (not isinstance(opts[key], int) or opts[key] < -1):
             raise InvalidOptions(f"ray_options[{key!r}] must be an int >= -1, got {opts[key]!r}")
+    strategy = opts.get("scheduling_strategy")
+    if isinstance(strategy, str) and strategy not in ("DEFAULT", "SPREAD"):
+        hint = (" (NODE_AFFINITY needs the node: pass ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy("
+                "node_id=..., soft=...))" if strategy == "NODE_AFFINITY" else "")
+        raise InvalidOptions(f"ray_options['scheduling_strategy'] as a string must be 'DEFAULT' or 'SPREAD', "
+                             f"got {strategy!r}{hint}")
     if "max_concurrency" in opts and (not isinstance(opts["max_concurrency"], int) or opts["max_concurrency"] < 1):
         raise InvalidOptions(f"ray_options['max_concurrency'] must be an int >= 1, got {opts['max_concurrency']!r}")
     return opts

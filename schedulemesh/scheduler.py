@@ -9,6 +9,7 @@ from pathlib import Path
 import ray
 from ray.exceptions import RayTaskError
 
+from schedulemesh.agent import unwrap
 from schedulemesh.dispatch import Dispatcher, check_strategy
 from schedulemesh.errors import AgentNotFound, SchedulemeshError
 from schedulemesh.supervisor import Supervisor
@@ -104,7 +105,8 @@ class Scheduler:
                      ray_options: dict | None = None, actor_args: tuple | list = (), actor_kwargs: dict | None = None,
                      labels: dict[str, str] | None = None) -> AgentRef:
         """Create a supervised agent in a pool; returns once its constructor has finished."""
-        info = self._call("create_agent", name, pool, actor_class, resources, ray_options, tuple(actor_args),
+        actor_class = unwrap(actor_class)  # a @ray.remote class: the scheduler applies the options itself
+        info = self._call("create_agent", name, pool, actor_class, resources, ray_options, tuple(actor_args or ()),
                           actor_kwargs, labels)
         return _ref(info)
 

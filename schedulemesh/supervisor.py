@@ -179,7 +179,7 @@ class Supervisor(SupervisionMixin):
                            ray_options: dict | None = None, actor_args: tuple = (), actor_kwargs: dict | None = None,
                            labels: dict | None = None) -> dict:
         """Reserve -> create the actor -> wait until its constructor finished -> commit; roll back on failure."""
-        opts = R.check_ray_options(ray_options)
+        opts, from_options = R.split_ray_options(ray_options)
         # ray_options["name"] names the Ray actor (what other drivers reconnect to with ray.get_actor);
         # the agent name stays the scheduler's key. Two agents may not claim the same Ray name.
         ray_name = opts.pop("name", None) or name
@@ -192,7 +192,9 @@ class Supervisor(SupervisionMixin):
                 return self.agents[name].info()
             raise AlreadyExists(f"agent {name!r} exists already in pool {self.agents[name].pool!r}")
         p = self._pool(pool)
-        request = R.normalize(resources) if resources is not None else p.default_request()
+        # resources= wins over resource keys given in ray_options, which win over the pool's per-agent spec.
+        base = p.default_request() if resources is None else {}
+        request = R.normalize({**base, **from_options, **R.normalize(resources)})
         self._check_placeable(name, p, request)
         p.reserve(request)  # raises InsufficientCapacity naming the short resource
         try:

@@ -66,12 +66,64 @@ class Evictable(AgentActor):
 
 
 class SelfNamed(AgentActor):
-    """Written as ScheduleMesh's guide writes agents: it assigns its own name and labels in __init__."""
+    """Written as ScheduleMesh's guide writes agents: name, labels, supervisor first (passed by the
+    scheduler), then its own keyword arguments; it assigns self.name / self.labels itself."""
 
-    def __init__(self, name: str, labels: dict[str, str]):
-        super().__init__()
-        self.name = name
-        self.labels = labels
+    def __init__(self, name: str, labels: dict, supervisor=None, *, suffix: str = "", tier: str = ""):
+        super().__init__(name, labels, supervisor)
+        self.name = name + suffix
+        self.labels = {**labels, "tier": tier}
+        self.had_supervisor = supervisor is not None
 
     def identity(self) -> dict:
-        return {"name": self.name, "labels": self.labels, "pid": os.getpid()}
+        return {"name": self.name, "labels": self.labels, "pid": os.getpid(), "supervised": self.had_supervisor}
+
+
+# --- ScheduleMesh's agent-configuration guide, as written there (import path, decorator, signatures) ---
+
+from schedulemesh.core.agent_actor import AgentActor as GuideAgentActor  # noqa: E402
+
+
+@ray.remote
+class ModelServerAgent(GuideAgentActor):
+    """The guide's custom agent: name, labels, supervisor first, then keyword-only settings."""
+
+    def __init__(self, name: str, labels: dict, supervisor=None, *, model_path: str, batch_size: int = 32,
+                 timeout: float = 30.0, enable_cache: bool = True):
+        super().__init__(name, labels, supervisor)
+        self.model_path = model_path
+        self.batch_size = batch_size
+        self.timeout = timeout
+        self.enable_cache = enable_cache
+
+    def settings(self) -> dict:
+        ctx = ray.get_runtime_context()
+        return {"name": self.name, "labels": self.labels, "model_path": self.model_path, "batch_size": self.batch_size,
+                "timeout": self.timeout, "enable_cache": self.enable_cache, "resources": ctx.get_assigned_resources(),
+                "env": {k: os.environ.get(k) for k in ("MODEL_PATH", "OMP_NUM_THREADS")}}
+
+
+@ray.remote
+class CustomAgent(GuideAgentActor):
+    """The guide's positional + keyword example (its listing puts arg1/arg2 after a default; given defaults here)."""
+
+    def __init__(self, name: str, labels: dict, supervisor=None, arg1=None, arg2=None, kwarg1=None, kwarg2=None):
+        super().__init__(name, labels, supervisor)
+        self.args = (arg1, arg2, kwarg1, kwarg2)
+
+    def get_args(self) -> tuple:
+        return self.args
+
+
+@ray.remote
+class CustomModelAgent(GuideAgentActor):
+    """The guide's combined-configuration agent."""
+
+    def __init__(self, name: str, labels: dict, supervisor=None, **settings):
+        super().__init__(name, labels, supervisor)
+        self.settings_ = settings
+
+    def settings(self) -> dict:
+        ctx = ray.get_runtime_context()
+        return {**self.settings_, "resources": ctx.get_assigned_resources(),
+                "env": {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")}}

@@ -114,7 +114,8 @@ def test_ray_options_pass_through_max_restarts_really_restarts(sched):
     assert info["ray_restarts"] == 1 and info["recreations"] == 0  # Ray's restart, not the supervisor's
     with pytest.raises(InvalidOptions, match="unknown ray_options key 'max_restart'"):
         sched.create_agent("bad", "p", Echo, ray_options={"max_restart": 1})
-    with pytest.raises(InvalidOptions, match="resources="):
+    # The guide's num_gpus in ray_options is part of the request, so the ledger and the node check see it.
+    with pytest.raises(InsufficientCapacity, match="gpu short by 1"):
         sched.create_agent("bad", "p", Echo, ray_options={"num_gpus": 1})
 
 
@@ -279,8 +280,9 @@ def test_higher_priority_pool_preempts_a_lower_one_and_tells_the_victim_first(sc
 def test_an_agent_may_assign_its_own_name_and_labels(sched):
     """Regression: the guide's agents do `self.name = name`; that used to fail ('property has no setter')."""
     sched.create_pool("p", {"team": "a"}, {"cpu": 0.25})
-    ref = sched.create_agent("guide-agent", "p", SelfNamed, actor_args=("display-name", {"tier": "gold"}))
-    assert ref.call("identity")["name"] == "display-name" and ref.call("identity")["labels"] == {"tier": "gold"}
+    ref = sched.create_agent("guide-agent", "p", SelfNamed, actor_kwargs={"suffix": "-display", "tier": "gold"})
+    me = ref.call("identity")
+    assert me["name"] == "guide-agent-display" and me["labels"] == {"team": "a", "tier": "gold"} and me["supervised"]
     # The supervisor still knows it by its agent name and heartbeats keep it alive under that name.
     time.sleep(1.0)
     info = sched.agent_info("guide-agent")
