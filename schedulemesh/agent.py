@@ -104,6 +104,13 @@ class AgentActor:
     def on_preempt(self, reason: str) -> None:
         """Called before a higher-priority pool evicts this agent."""
 
+    def on_task_preempted(self, task_id: str, reason: str) -> None:
+        """Called when a queued task of higher priority takes this agent's running task (task-level preemption)."""
+
+    def task_preempted(self, task_id: str) -> bool:
+        """True once the scheduler preempted this task (long tasks check it and stop cooperatively)."""
+        return task_id in self.__dict__.get("_sm_preempted_tasks", set())
+
 
 def takes_identity(actor_class: type) -> bool:
     """True when the class's constructor starts with (name, labels[, supervisor]), as ScheduleMesh's guide writes
@@ -184,6 +191,11 @@ def managed(actor_class: type) -> type:
         finally:
             ray.actor.exit_actor()
 
+    def sm_preempt_task(self, task_id: str, reason: str) -> None:
+        """Record that the scheduler preempted a task of this agent, then run the hook."""
+        self.__dict__.setdefault("_sm_preempted_tasks", set()).add(task_id)
+        self.on_task_preempted(task_id, reason)
+
     def sm_preempt(self, reason: str) -> None:
         """Tell the agent it is about to be evicted (it is killed right after this returns)."""
         self._sm_stopping.set()
@@ -191,6 +203,7 @@ def managed(actor_class: type) -> type:
 
     members = {"__init__": __init__, "_sm_report": _sm_report, "_sm_heartbeat_loop": _sm_heartbeat_loop,
                "sm_ready": sm_ready, "sm_ping": sm_ping, "sm_free_port": sm_free_port, "sm_stop": sm_stop,
+               "sm_preempt_task": sm_preempt_task,
                "sm_preempt": sm_preempt, "__module__": actor_class.__module__,
                "__qualname__": actor_class.__qualname__, "__doc__": actor_class.__doc__}
     return type(actor_class.__name__, bases, members)

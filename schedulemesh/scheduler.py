@@ -51,7 +51,7 @@ class Scheduler:
     def __init__(self, namespace: str = "schedulemesh", *, name: str = SUPERVISOR_NAME,
                  state_path: str | Path | None = None, check_interval_s: float = 1.0, stale_after_s: float = 15.0,
                  ready_timeout_s: float = 120.0, heartbeat_interval_s: float = 1.0, max_recreations: int = 10,
-                 seed: int | None = None):
+                 seed: int | None = None, aging_per_s: float = 0.1):
         if not ray.is_initialized():
             raise SchedulemeshError("Ray is not initialised: call ray.init(...) (or connect to a cluster) first")
         self.namespace = namespace
@@ -59,7 +59,7 @@ class Scheduler:
             name=name, namespace=namespace, lifetime="detached", get_if_exists=True, num_cpus=0,
             max_concurrency=1000, max_restarts=-1,
         ).remote(namespace, str(state_path) if state_path else None, check_interval_s, stale_after_s,
-                 ready_timeout_s, heartbeat_interval_s, max_recreations)
+                 ready_timeout_s, heartbeat_interval_s, max_recreations, aging_per_s)
         self.status = ray.get(self.supervisor.start.remote())
         self.dispatcher = Dispatcher(seed)
 
@@ -158,6 +158,42 @@ class Scheduler:
     def rendezvous(self, name: str) -> tuple[str, int]:
         """(ip, free port) bound on the agent's own node: the master address of a torch.distributed group."""
         return self.get_agent(name).call("sm_free_port")
+
+    # --- task queue and task-level preemption (see schedulemesh.queueing) ---
+
+    def submit_task(self, pool: str, payload=None, *, priority: float = 0.0, labels: dict[str, str] | None = None,
+                    task_id: str | None = None) -> str:
+        """Queue work for a pool at a priority (it ages while it waits); returns the task id."""
+        return self._call("submit_task", pool, payload, priority, labels, task_id)
+
+    def choose_task(self, pool: str, agent: str | None = None) -> dict | None:
+        """The pool's next task by effective priority, now running on `agent`; None when none is queued."""
+        return self._call("choose_task", pool, agent)
+
+    def complete_task(self, task_id: str) -> None:
+        """Report a task finished."""
+        self._call("complete_task", task_id)
+
+    def pending_tasks(self, pool: str) -> list[dict]:
+        """Queued tasks in hand-out order."""
+        return self._call("pending_tasks", pool)
+
+    def running_tasks(self, pool: str | None = None) -> list[dict]:
+        """Tasks handed out and not yet completed."""
+        return self._call("running_tasks", pool)
+
+    def set_preemption_policy(self, min_priority_gap: float = 1.0, protected: dict[str, str] | None = None,
+                              preemptible: dict[str, str] | None = None) -> dict:
+        """Rules of task preemption: the priority gap needed, labels that protect a task or make it preemptible."""
+        return self._call("set_preemption_policy", min_priority_gap, protected, preemptible)
+
+    def evaluate_preemption(self, pool: str) -> dict | None:
+        """{task, victim} when the pool's next task may preempt a running one, else None (nothing is changed)."""
+        return self._call("evaluate_preemption", pool)
+
+    def execute_preemption(self, pool: str, reason: str = "") -> dict | None:
+        """Preempt that victim: its agent is told (on_task_preempted) and the victim is requeued."""
+        return self._call("execute_preemption", pool, reason)
 
     def wait_for_agent(self, name: str, timeout_s: float = 60.0) -> AgentRef:
         """A reference once an agent of that name answers (e.g. while the supervisor recreates it)."""

@@ -31,6 +31,8 @@ from schedulemesh.errors import (
     PoolNotFound,
 )
 from schedulemesh.pool import Pool
+from schedulemesh.queue import PreemptionPolicy, TaskQueue
+from schedulemesh.queueing import QueueingMixin
 from schedulemesh.records import AgentRecord, load_state, save_state
 from schedulemesh.supervision import SupervisionMixin
 
@@ -60,13 +62,15 @@ def _root_cause(exc: BaseException) -> str:
     return lines[-1] if lines else type(exc).__name__
 
 
-class Supervisor(SupervisionMixin):
+class Supervisor(SupervisionMixin, QueueingMixin):
     """Pools, agents and their supervision (created by `Scheduler`; not meant to be used directly)."""
 
     def __init__(self, namespace: str, state_path: str | None = None, check_interval_s: float = 1.0,
                  stale_after_s: float = 15.0, ready_timeout_s: float = 120.0, heartbeat_interval_s: float = 1.0,
-                 max_recreations: int = 10):
+                 max_recreations: int = 10, aging_per_s: float = 0.1):
         self.namespace = namespace
+        self.queue = TaskQueue(aging_per_s)
+        self.policy = PreemptionPolicy()
         self.state_path = state_path
         self.check_interval_s = check_interval_s
         self.stale_after_s = stale_after_s

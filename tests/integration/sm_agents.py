@@ -127,3 +127,25 @@ class CustomModelAgent(GuideAgentActor):
         ctx = ray.get_runtime_context()
         return {**self.settings_, "resources": ctx.get_assigned_resources(),
                 "env": {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")}}
+
+
+class TaskWorker(AgentActor):
+    """Runs queued tasks cooperatively: stops early when the scheduler preempts the task."""
+
+    def __init__(self):
+        self.told: list[tuple[str, str]] = []
+
+    def on_task_preempted(self, task_id: str, reason: str) -> None:
+        self.told.append((task_id, reason))
+
+    def run(self, task_id: str, seconds: float) -> str:
+        with self.busy():
+            deadline = time.time() + seconds
+            while time.time() < deadline:
+                if self.task_preempted(task_id):
+                    return "preempted"
+                time.sleep(0.05)
+        return "done"
+
+    def preempted_told(self) -> list:
+        return self.told

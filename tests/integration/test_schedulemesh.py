@@ -26,7 +26,7 @@ from schedulemesh import (
 )
 
 from .conftest import LOOPBACK_RAY
-from .sm_agents import Broken, Echo, Evictable, Plain, SelfNamed
+from .sm_agents import Broken, Echo, Evictable, Plain, SelfNamed, TaskWorker
 
 _ns = itertools.count()
 
@@ -324,3 +324,28 @@ def test_ray_options_name_names_the_ray_actor_and_the_agent_keeps_its_own(sched)
     assert sched.get_agent("worker-1").call("whoami")["value"] == 7
     sched.delete_agent("worker-1")
     assert sched.get_pool("p")["used"] == {}
+
+
+def test_task_queue_priorities_and_task_preemption_on_real_actors(sched):
+    sched.create_pool("q", {}, {"cpu": 0.25})
+    worker = sched.create_agent("w", "q", TaskWorker, ray_options={"max_concurrency": 4})
+    low = sched.submit_task("q", {"seconds": 30}, priority=1, labels={"kind": "batch"})
+    task = sched.choose_task("q", agent="w")
+    assert task["task_id"] == low and sched.running_tasks("q")[0]["agent"] == "w"
+    running = worker.handle.run.remote(low, 30)
+
+    sched.set_preemption_policy(min_priority_gap=5, protected={"tier": "critical"})
+    sched.submit_task("q", {"seconds": 0}, priority=3, task_id="not-enough")
+    assert sched.evaluate_preemption("q") is None  # 3 - 1 < 5: the batch task keeps running
+    sched.submit_task("q", {"seconds": 0}, priority=10, task_id="urgent")
+    decision = sched.execute_preemption("q")
+    assert decision["victim"]["task_id"] == low and decision["task"]["task_id"] == "urgent"
+    assert ray.get(running, timeout=10) == "preempted"  # the agent stopped its task when told
+    assert worker.call("preempted_told")[0][0] == low
+    # The victim is back in the queue; the urgent task is handed out first, then the rest by priority.
+    assert [t["task_id"] for t in sched.pending_tasks("q")] == ["urgent", "not-enough", low]
+    assert sched.choose_task("q", agent="w")["task_id"] == "urgent"
+    sched.complete_task("urgent")
+    assert "task_preempted" in [e["kind"] for e in sched.events()]
+    with pytest.raises(PoolNotFound):
+        sched.submit_task("no-such-pool", None)

@@ -1,0 +1,68 @@
+"""schedulemesh's task queue and preemption rules, on a fake clock (no Ray)."""
+
+from __future__ import annotations
+
+import pytest
+
+from schedulemesh import InvalidOptions
+from schedulemesh.queue import PreemptionPolicy, TaskQueue
+
+
+class Clock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_priority_order_fifo_among_equals_and_per_pool_queues():
+    clock = Clock()
+    q = TaskQueue(aging_per_s=0.0, clock=clock)
+    for name, prio in (("low", 0), ("high", 5), ("mid", 2), ("high-2", 5)):
+        q.submit("gen", name, priority=prio, task_id=name)
+    q.submit("other", "x", priority=100)
+    assert [t["task_id"] for t in q.pending("gen")] == ["high", "high-2", "mid", "low"]
+    order = [q.choose("gen", agent="a")["task_id"] for _ in range(4)]
+    assert order == ["high", "high-2", "mid", "low"] and q.choose("gen") is None  # "other" never leaks in
+    with pytest.raises(InvalidOptions, match="already running"):
+        q.submit("gen", priority=1, task_id="high")
+
+
+def test_aging_lets_a_waiting_low_priority_task_overtake_new_high_ones():
+    clock = Clock()
+    q = TaskQueue(aging_per_s=0.5, clock=clock)
+    q.submit("gen", priority=0, task_id="old-low")
+    clock.t += 12.0  # waited 12 s: effective priority 6
+    q.submit("gen", priority=5, task_id="new-high")
+    assert [t["task_id"] for t in q.pending("gen")] == ["old-low", "new-high"]
+    assert q.choose("gen")["effective_priority"] == pytest.approx(6.0)
+
+
+def test_requeued_task_keeps_its_age():
+    clock = Clock()
+    q = TaskQueue(aging_per_s=1.0, clock=clock)
+    q.submit("gen", priority=0, task_id="a")
+    q.choose("gen", agent="w1")
+    clock.t += 10
+    q.requeue("a")
+    q.submit("gen", priority=5, task_id="b")
+    assert q.pending("gen")[0]["task_id"] == "a"  # 0 + 10 s of aging beats a fresh 5
+
+
+def test_preemption_needs_the_gap_respects_labels_and_picks_the_cheapest_victim():
+    clock = Clock()
+    q = TaskQueue(aging_per_s=0.0, clock=clock)
+    for tid, prio, labels in (("batch-1", 1, {"kind": "batch"}), ("batch-2", 1, {"kind": "batch"}),
+                              ("critical", 0, {"tier": "critical"})):
+        q.submit("gen", priority=prio, labels=labels, task_id=tid)
+        q.choose("gen", agent=f"agent-{tid}")
+        clock.t += 1
+    policy = PreemptionPolicy(min_priority_gap=3, protected={"tier": "critical"})
+    q.submit("gen", priority=3, task_id="urgent-small")
+    assert policy.victim(q.pending("gen")[0], q.running("gen")) is None  # 3 - 1 < gap; critical is protected
+    q.submit("gen", priority=9, task_id="urgent")
+    victim = policy.victim(q.pending("gen")[0], q.running("gen"))
+    assert victim["task_id"] == "batch-2"  # lowest priority, most recently started (least work lost)
+    only_batch = PreemptionPolicy(min_priority_gap=1, preemptible={"kind": "interactive"})
+    assert only_batch.victim(q.pending("gen")[0], q.running("gen")) is None
