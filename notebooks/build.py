@@ -51,6 +51,22 @@ QUICKSTART = notebook([
              "fig.savefig(Path(checkpoint_root) / f'{run_name}-curves.png', dpi=80)\n"
              "assert all(len(p) == cfg.rounds for p in curves.values()), curves\n"
              "{k: len(v) for k, v in curves.items()}"),
+    ("md", "## The trained actor from the MLflow Model Registry\n\nThe run registered each trained role as a new "
+           "version of `<run_name>-planner` / `<run_name>-actor` (transformers flavour, tagged with the run, round "
+           "and held-out figures). Any MLflow user loads it by URI, here as a transformers text-generation pipeline, "
+           "and prompts it with a real actor prompt saved with the checkpoint."),
+    ("code", "import mlflow\nimport mlflow.transformers\n\n"
+             "mlflow.set_tracking_uri(tracking_uri(cfg))\n"
+             "actor_uri = summary['registered']['actor']\n"
+             "version = client.get_model_version(*actor_uri[len('models:/'):].split('/'))\n"
+             "print(actor_uri, {k: v for k, v in version.tags.items() if k.startswith('heldout/')})\n\n"
+             "pipe = mlflow.transformers.load_model(actor_uri)\n"
+             "prompt = (Path(summary['run_dir']) / 'checkpoints' / f\"round_{version.tags['planact.round'].zfill(5)}\"\n"
+             "          / 'actor' / 'input_example.txt').read_text()\n"
+             "out = pipe(prompt, max_new_tokens=8, min_new_tokens=1, do_sample=False, return_tensors=True)[0]\n"
+             "new_ids = out['generated_token_ids'][len(pipe.tokenizer(prompt)['input_ids']):]\n"
+             "print(repr(prompt), '->', repr(pipe.tokenizer.decode(new_ids)))\n"
+             "assert new_ids, 'the registered actor generated nothing'"),
 ], params="config = 'configs/demo.yaml'   # the embedded defaults\nrounds = 10\nrun_name = 'notebook-quickstart'\n"
           "checkpoint_root = 'runs'\noverrides: list[str] = []")
 

@@ -9,6 +9,7 @@ version is tagged with the source run, round, checkpoint folder and the run's he
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -19,6 +20,27 @@ from mlflow.tracking import MlflowClient
 
 MODELS_URI = re.compile(r"^models:/(?P<name>[^/]+)/(?P<ref>[^/]+)$")
 ROLES = ("planner", "actor")
+
+
+@contextlib.contextmanager
+def tracking(uri: str):
+    """MLflow's fluent API pointed at `uri` for the block, then put back as it was.
+
+    mlflow.set_tracking_uri also exports MLFLOW_TRACKING_URI; left behind, every later flow (and every
+    subprocess, e.g. a notebook kernel) of this process would track into that store instead of its own.
+    """
+    import mlflow
+
+    env, previous = os.environ.get("MLFLOW_TRACKING_URI"), mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    try:
+        yield
+    finally:
+        mlflow.set_tracking_uri(previous)
+        if env is None:
+            os.environ.pop("MLFLOW_TRACKING_URI", None)
+        else:
+            os.environ["MLFLOW_TRACKING_URI"] = env
 
 
 def is_model_uri(value: str | os.PathLike | None) -> bool:
@@ -50,8 +72,7 @@ def register_role(tracking_uri: str, run_id: str, folder: str | Path, role: str,
     src = Path(folder) / role
     model, tokenizer = load_model(src)
     client = MlflowClient(tracking_uri)
-    mlflow.set_tracking_uri(tracking_uri)
-    with mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None):
+    with tracking(tracking_uri), mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None):
         info = mlflow.transformers.log_model(
             {"model": model, "tokenizer": tokenizer}, name=f"{role}-model", task="text-generation",
             input_example=_input_example(src), registered_model_name=name,

@@ -38,12 +38,15 @@ def store(tmp_path_factory):
     folder = root / "checkpoints" / "round_00003"
     materialize_tiny(cfg.actor.tiny, folder / "actor", seed=5)
     (folder / "actor" / "input_example.txt").write_text("12+34=")
-    import mlflow
+    import os
 
-    mlflow.set_tracking_uri(uri)
-    run_id = mlflow.MlflowClient(uri).create_run(mlflow.MlflowClient(uri).create_experiment("reg")).info.run_id
+    from mlflow import MlflowClient
+
+    env = os.environ.get("MLFLOW_TRACKING_URI")
+    run_id = MlflowClient(uri).create_run(MlflowClient(uri).create_experiment("reg")).info.run_id
     first = register_checkpoint(cfg, uri, run_id, folder, 3, {"pass@1": 0.5}, ["actor"])
     again = register_checkpoint(cfg, uri, run_id, folder, 3, {"pass@1": 0.5}, ["actor"])
+    assert os.environ.get("MLFLOW_TRACKING_URI") == env  # registering left the process's tracking URI alone
     return cfg, uri, folder, first, again, root
 
 
