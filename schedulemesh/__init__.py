@@ -9,7 +9,7 @@ No Prefect imports: flows use it through planact.agents.
 """
 
 from schedulemesh.agent import AgentActor, free_port
-from schedulemesh.dispatch import STRATEGIES
+from schedulemesh.dispatch import STRATEGIES, load_strategies, register_strategy
 from schedulemesh.errors import (
     AgentCreationError,
     AgentNotFound,
@@ -22,4 +22,5 @@ from schedulemesh.errors import (
 from schedulemesh.scheduler import AgentRef, Scheduler
 
 __all__ = ["AgentActor", "AgentCreationError", "AgentNotFound", "AgentRef", "AlreadyExists", "InsufficientCapacity",
-           "InvalidOptions", "PoolNotFound", "STRATEGIES", "Scheduler", "SchedulemeshError", "free_port"]
+           "InvalidOptions", "PoolNotFound", "STRATEGIES", "Scheduler", "SchedulemeshError", "free_port",
+           "load_strategies", "register_strategy"]

@@ -1,19 +1,55 @@
-"""Choosing one agent among candidates: round_robin, least_busy, random, power_of_two, label_round_robin."""
+"""Choosing one agent among candidates: round_robin, least_busy, random, power_of_two, label_round_robin,
+plus strategies registered by name (in code, or from a YAML file naming `module:function`)."""
 
 from __future__ import annotations
 
+import importlib
 import random
 from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
 
 from schedulemesh.errors import InvalidOptions
 
 STRATEGIES = ("round_robin", "least_busy", "random", "power_of_two", "label_round_robin")
 
 
+# name -> fn(candidates, rng) -> one candidate; candidates are agent info dicts (name, labels, load, report...).
+CUSTOM: dict[str, Callable[[list[dict], random.Random], dict]] = {}
+
+
+def register_strategy(name: str, fn: Callable[[list[dict], random.Random], dict]) -> None:
+    """Make `fn(candidates, rng) -> candidate` choosable as `strategy=name` (built-in names cannot be replaced)."""
+    if name in STRATEGIES:
+        raise InvalidOptions(f"strategy {name!r} is built in and cannot be replaced")
+    if not callable(fn):
+        raise InvalidOptions(f"strategy {name!r}: {fn!r} is not callable")
+    CUSTOM[name] = fn
+
+
+def load_strategies(path: str | Path) -> list[str]:
+    """Register the strategies a YAML file names: `strategies: {name: "package.module:function", ...}`."""
+    import yaml
+
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    entries = data.get("strategies") if isinstance(data, dict) else None
+    if not isinstance(entries, dict):
+        raise InvalidOptions(f"{path}: expected a mapping 'strategies: {{name: module:function}}'")
+    for name, target in entries.items():
+        module, _, attr = str(target).partition(":")
+        try:
+            fn = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise InvalidOptions(f"{path}: strategies.{name}: cannot load {target!r} ({exc})") from None
+        register_strategy(str(name), fn)
+    return list(entries)
+
+
 def check_strategy(strategy: str) -> None:
     """Refuse an unknown strategy where it is chosen, before any agent is looked up."""
-    if strategy not in STRATEGIES:
-        raise InvalidOptions(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    if strategy not in STRATEGIES and strategy not in CUSTOM:
+        known = ", ".join([*STRATEGIES, *sorted(CUSTOM)])
+        raise InvalidOptions(f"unknown strategy {strategy!r}; choose one of {known}")
 
 
 def infer_label_key(candidates: list[dict]) -> str | None:
@@ -34,6 +70,11 @@ class Dispatcher:
         check_strategy(strategy)
         if not candidates:
             raise InvalidOptions("no candidates to choose from")
+        if strategy in CUSTOM:
+            chosen = CUSTOM[strategy](list(candidates), self.rng)
+            if chosen not in candidates:
+                raise InvalidOptions(f"strategy {strategy!r} returned something that is not one of its candidates")
+            return chosen
         if strategy == "round_robin":
             return self._next(candidates, key)
         if strategy == "least_busy":

@@ -10,7 +10,7 @@ import ray
 from ray.exceptions import RayTaskError
 
 from schedulemesh.agent import unwrap
-from schedulemesh.dispatch import Dispatcher, check_strategy
+from schedulemesh.dispatch import Dispatcher, check_strategy, load_strategies
 from schedulemesh.errors import AgentNotFound, SchedulemeshError
 from schedulemesh.supervisor import Supervisor
 
@@ -51,7 +51,7 @@ class Scheduler:
     def __init__(self, namespace: str = "schedulemesh", *, name: str = SUPERVISOR_NAME,
                  state_path: str | Path | None = None, check_interval_s: float = 1.0, stale_after_s: float = 15.0,
                  ready_timeout_s: float = 120.0, heartbeat_interval_s: float = 1.0, max_recreations: int = 10,
-                 seed: int | None = None, aging_per_s: float = 0.1):
+                 seed: int | None = None, aging_per_s: float = 0.1, strategies: str | Path | None = None):
         if not ray.is_initialized():
             raise SchedulemeshError("Ray is not initialised: call ray.init(...) (or connect to a cluster) first")
         self.namespace = namespace
@@ -62,6 +62,8 @@ class Scheduler:
                  ready_timeout_s, heartbeat_interval_s, max_recreations, aging_per_s)
         self.status = ray.get(self.supervisor.start.remote())
         self.dispatcher = Dispatcher(seed)
+        if strategies:  # a YAML file: strategies: {name: "module:function"}
+            load_strategies(strategies)
 
     def _call(self, method: str, *args, **kwargs):
         try:

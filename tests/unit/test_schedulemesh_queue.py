@@ -66,3 +66,29 @@ def test_preemption_needs_the_gap_respects_labels_and_picks_the_cheapest_victim(
     assert victim["task_id"] == "batch-2"  # lowest priority, most recently started (least work lost)
     only_batch = PreemptionPolicy(min_priority_gap=1, preemptible={"kind": "interactive"})
     assert only_batch.victim(q.pending("gen")[0], q.running("gen")) is None
+
+
+def pick_highest_gpu_memory(candidates, rng):
+    """A custom strategy for the YAML test: the agent reporting the most free GPU memory."""
+    return max(candidates, key=lambda a: a["report"].get("gpu_free_mb", 0))
+
+
+def test_strategies_registered_from_yaml_are_choosable(tmp_path):
+    from schedulemesh.dispatch import CUSTOM, Dispatcher, load_strategies, register_strategy
+
+    spec = tmp_path / "strategies.yaml"
+    spec.write_text("strategies:\n  most_free_gpu: tests.unit.test_schedulemesh_queue:pick_highest_gpu_memory\n")
+    try:
+        assert load_strategies(spec) == ["most_free_gpu"]
+        cands = [{"name": n, "labels": {}, "load": 0.0, "report": {"gpu_free_mb": m}} for n, m in (("a", 10), ("b", 80))]
+        assert Dispatcher(seed=0).pick(cands, "most_free_gpu")["name"] == "b"
+        with pytest.raises(InvalidOptions, match="built in"):
+            register_strategy("round_robin", pick_highest_gpu_memory)
+        spec.write_text("strategies:\n  broken: no.such.module:fn\n")
+        with pytest.raises(InvalidOptions, match="strategies.broken: cannot load"):
+            load_strategies(spec)
+        register_strategy("wrong", lambda candidates, rng: {"name": "stranger"})
+        with pytest.raises(InvalidOptions, match="not one of its candidates"):
+            Dispatcher().pick(cands, "wrong")
+    finally:
+        CUSTOM.clear()
