@@ -4,7 +4,7 @@
       prepare_executor -> bootstrap round 1 (the initial workflow)
       for round r:  aflow_round(r)                  sub-flow on RayTaskRunner
         select -> expand -> validate -> evaluate (shards x repeats, fanned out) -> record
-        -> experience_pool (sub-flow) -> train_policy -> convergence
+        -> experience (one task) -> train_policy -> convergence
       test_best -> artifacts (round folders, best workflow, search tree) -> markdown
 
 Run it: python -m flows.aflow --config configs/aflow-demo.yaml --set search.max_rounds=10
@@ -33,7 +33,6 @@ from aflow_rl.optimizers import accepted
 from aflow_rl.policy import episodes_from_items
 from aflow_rl.search import Search
 from flows import runtime
-from flows.experience import experience_pool
 from planact.experience import PoolRef, pool_actor
 from planact.session import connect_ray
 from planact.storage import atomic_write
@@ -50,6 +49,7 @@ from tasks.aflow import (
     train_policy,
     validate_candidate,
 )
+from tasks.experience import record_experience
 from tasks.plan_act import Payload
 
 DEMO = AFlowConfig()
@@ -90,7 +90,7 @@ def aflow_round(cfg: AFlowConfig, round_idx: int, salt: int, pool: PoolRef) -> d
 
     items = expansion_items(cfg, round_idx, out, meta)
     if items:
-        experience_pool(pool, Payload(items))
+        record_experience(pool, Payload(items))
     if round_idx > 1 and cfg.policy.enabled:
         # Other runs' expansions on this benchmark (the shared pool) are more GiGPO episodes in the group.
         steps, returns = episodes_from_items(pool.call("query", role="aflow", benchmark=cfg.benchmark),

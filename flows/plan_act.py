@@ -4,7 +4,7 @@
       ensure agents -> resume or warm start -> baseline eval
       for round r:  plan_act_round(r)             sub-flow on RayTaskRunner
         sample_tasks -> planner_generate -> barrier -> actor_execute (fan-out)
-        -> score_rewards -> experience_pool (sub-flow) -> train_planner / train_actor
+        -> score_rewards -> experience (one task) -> train_planner / train_actor
       log + checkpoint every k rounds; held-out eval every few rounds
       register the trained roles in the MLflow Model Registry -> finish
 
@@ -22,13 +22,13 @@ from prefect_ray import RayTaskRunner
 from prefect_ray.context import remote_options
 
 from flows import runtime
-from flows.experience import experience_pool
 from planact import agents
 from planact.config import RunConfig, check_runtime, validate_config
 from planact.experience import PoolRef, experience_items
 from planact.envs.base import make_env
 from planact.session import TrainingSession
 from planact.timing import Stopwatch
+from tasks.experience import record_experience
 from tasks.plan_act import (
     Payload,
     actor_execute,
@@ -96,7 +96,7 @@ def plan_act_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | N
         items = [it for r_name, key in (("planner", "planner_samples"), ("actor", "actor_samples"))
                  for it in experience_items(cfg.run_name, round_idx, r_name, result[key])]
         if items:
-            metrics["experience/items"] = float(experience_pool(pool, Payload(items))["items"])
+            metrics["experience/items"] = float(record_experience(pool, Payload(items))["items"])
 
     with clock("train"), remote_options(num_cpus=cfg.ray.task_num_cpus):
         futures = {}

@@ -231,3 +231,13 @@ class PoolRef:
         import ray
 
         return ray.get(getattr(self.handle(), method).remote(*args, **kwargs))
+
+
+def record(pool: PoolRef, items: list[dict], compact_over: int = 1000) -> dict:
+    """Persist a batch durably (acknowledged = on disk), report the pool's statistics, and compact it when
+    `compact_over` superseded copies piled up: one round's experience step."""
+    acked = pool.call("append", items)
+    stats = pool.call("stats")
+    if stats["duplicates"] >= compact_over:
+        stats = {**stats, **pool.call("compact")}
+    return {"acknowledged": acked, **stats}

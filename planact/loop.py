@@ -11,7 +11,7 @@ import time
 from planact import agents
 from planact.config import RunConfig
 from planact.envs.plan_act import PlanActEnv, planner_prompt
-from planact.experience import PoolRef, experience_items
+from planact.experience import PoolRef, experience_items, record
 from planact.rollout import actor_requests, score_round
 from planact.timing import Stopwatch
 
@@ -40,8 +40,7 @@ def run_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup, actor: 
         with clock("experience"):
             items = [it for role, samples in (("planner", scored.planner_samples), ("actor", scored.actor_samples))
                      for it in experience_items(cfg.run_name, round_idx, role, samples)]
-            pool.call("append", items)
-            metrics["experience/items"] = float(pool.call("stats")["items"])
+            metrics["experience/items"] = float(record(pool, items)["items"])
     with clock("train"):
         refs = {}
         for group, samples in ((planner, scored.planner_samples), (actor, scored.actor_samples)):
