@@ -77,6 +77,16 @@ class SupervisionMixin:
         except Exception as exc:
             return exc
 
+    def _discard(self, name: str) -> None:
+        """Kill what is left of an agent's actor and forget its handle and probe."""
+        old = self.handles.pop(name, None)
+        if old is not None:
+            try:
+                ray.kill(old, no_restart=True)
+            except Exception:  # already gone
+                pass
+        self.probes.pop(name, None)
+
     async def _recover(self, rec: AgentRecord, why: str) -> None:
         """Kill what is left of the agent and recreate it from its stored class and arguments."""
         t0 = time.time()
@@ -87,13 +97,7 @@ class SupervisionMixin:
                 # The pool is at its target without this agent: it stays down, and what it held is freed
                 # (its ledger entry and placement bundle), or the pool would refuse new agents for good.
                 rec.status = "stopped"
-                old = self.handles.pop(rec.name, None)
-                if old is not None:
-                    try:
-                        ray.kill(old, no_restart=True)
-                    except Exception:
-                        pass
-                self.probes.pop(rec.name, None)
+                self._discard(rec.name)
                 if pool is not None:
                     pool.release(rec.resources)
                     pool.give_bundle(rec.name)
@@ -105,13 +109,7 @@ class SupervisionMixin:
                 self._event("recovery_failed", rec.name, why=rec.last_error)
                 return
             rec.status = "recovering"
-            old = self.handles.pop(rec.name, None)
-            if old is not None:
-                try:
-                    ray.kill(old, no_restart=True)
-                except Exception:
-                    pass
-            self.probes.pop(rec.name, None)
+            self._discard(rec.name)
             rec.incarnation += 1
             rec.recreations += 1
             try:
