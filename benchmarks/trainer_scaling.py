@@ -1,9 +1,11 @@
-"""Trainer-group scaling: the same GRPO round trained by N = 1, 2 (...) data-parallel ranks.
+"""Trainer-group scaling: the same GRPO round trained by N = 1, 2 (...) ranks, data-parallel and FSDP2-sharded.
 
 Each N runs in fresh processes (torch.multiprocessing, one per rank, a gloo or NCCL group on
 loopback) on the same model and the same round of samples; it prints tokens/s per N, the ratio to
 N = 1 measured in this run, and the largest difference of the updated weights from N = 1's (the
-data-parallel step must equal the single-process one). On 2 shared CPU cores expect little or no
+data-parallel step must equal the single-process one). Every N > 1 runs twice: full copies per rank
+(`dp`) and sharded with FSDP2 (`fsdp`: each rank holds 1/N of the parameters, gradients and AdamW
+state; the gathers and reduce-scatters cost time). On 2 shared CPU cores expect little or no
 speed-up: the ranks compete for the same cores; the figure that matters there is the weight difference.
 
     python benchmarks/trainer_scaling.py                     # CPU, gloo, N = 1 and 2, the demo actor's shape
@@ -26,7 +28,7 @@ import torch  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
 from planact.config import RLConfig, TinyModelSpec  # noqa: E402
-from planact.rl import data_parallel  # noqa: E402
+from planact.rl import data_parallel, fsdp  # noqa: E402
 from planact.rl.data_parallel import DataParallel, backend_for  # noqa: E402
 from planact.rl.trainer import RoleTrainer  # noqa: E402
 
@@ -63,7 +65,7 @@ def make_round(args, vocab: int) -> list[dict]:
     return out
 
 
-def run_rank(rank: int, world: int, port: int, args, out) -> None:
+def run_rank(rank: int, world: int, port: int, args, out, sharded: bool = False) -> None:
     """One rank: build the model, train `steps` rounds, report time, tokens and (rank 0) the weights."""
     torch.set_num_threads(args.threads)
     device = f"cuda:{rank}" if args.device.startswith("cuda") else "cpu"
@@ -71,8 +73,11 @@ def run_rank(rank: int, world: int, port: int, args, out) -> None:
     dp = None
     if world > 1:
         data_parallel.join("127.0.0.1", port, rank, world, backend_for(device), 600)
-        dp = DataParallel(rank, world)
+        dp = DataParallel(rank, world, sharded=sharded)
     model = build_model(args)
+    params = sum(p.numel() for p in model.parameters())
+    if sharded:
+        model = fsdp.shard(model, device)
     trainer = RoleTrainer(model, 0, RLConfig(lr=1e-4, num_minibatches=args.minibatches), temperature=1.0)
     samples = make_round(args, model.config.vocab_size)
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda") else torch.autocast("cpu", enabled=False)
@@ -88,21 +93,21 @@ def run_rank(rank: int, world: int, port: int, args, out) -> None:
         torch.cuda.synchronize()
     dt = time.perf_counter() - t0
     tokens = args.steps * sum(len(s["prompt_ids"]) + len(s["token_ids"]) for s in samples)  # forward+backward over all
-    weights = {k: v.detach().float().cpu().numpy() for k, v in model.state_dict().items()} if rank == 0 else None
-    params = sum(p.numel() for p in model.parameters())
+    state = fsdp.gather_full(model, trainer.optimizer)[0] if sharded else model.state_dict()
+    weights = {k: v.detach().float().cpu().numpy() for k, v in state.items()} if rank == 0 else None
     if dp is not None:
         data_parallel.leave()
     out.put((rank, dt, tokens, params, weights))
 
 
-def measure(world: int, args) -> dict:
+def measure(world: int, args, sharded: bool = False) -> dict:
     """Run one N in fresh processes; wall time is the slowest rank's."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
-    procs = [ctx.Process(target=run_rank, args=(r, world, port, args, out)) for r in range(world)]
+    procs = [ctx.Process(target=run_rank, args=(r, world, port, args, out, sharded)) for r in range(world)]
     for p in procs:
         p.start()
     results = [out.get(timeout=3600) for _ in procs]
@@ -111,7 +116,7 @@ def measure(world: int, args) -> dict:
     dt = max(r[1] for r in results)
     tokens, params = results[0][2], results[0][3]
     weights = next(r[4] for r in results if r[0] == 0)
-    return {"world": world, "seconds": dt, "tokens_per_s": tokens / dt, "params": params, "weights": weights}
+    return {"world": world, "mode": "fsdp" if sharded else "dp", "seconds": dt, "tokens_per_s": tokens / dt, "params": params, "weights": weights}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -124,6 +129,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--steps", type=int, default=3, help="timed rounds per N (after one warm-up round)")
     ap.add_argument("--minibatches", type=int, default=2, help="optimizer steps per round")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per rank")
+    ap.add_argument("--modes", nargs="+", choices=["dp", "fsdp"], default=["dp", "fsdp"],
+                    help="how N > 1 ranks train: full copies (dp) and/or FSDP2 shards (fsdp)")
     ap.add_argument("--tiny", action="store_true", help="seconds-long budget (tests)")
     args = ap.parse_args(argv)
     args.spec = dict(hidden_size=128, num_layers=4, num_heads=4, intermediate_size=384)
@@ -134,21 +141,21 @@ def main(argv: list[str] | None = None) -> None:
         have = torch.cuda.device_count()
         if have == 0 or max(args.ranks) > have:
             raise SystemExit(f"--device cuda: {max(args.ranks)} GPUs asked for, {have} visible")
-    rows = [measure(n, args) for n in args.ranks]
+    rows = [measure(n, args, mode == "fsdp") for n in args.ranks for mode in (args.modes if n > 1 else ["dp"])]
     base = rows[0]
     print(f"trainer scaling on {args.device}: {base['params']:,} parameters, {args.samples} samples of up to "
           f"{2 * args.length} tokens, {args.minibatches} minibatches, {args.steps} timed rounds")
-    print(f"{'N':>3} {'tokens/s':>12} {'ratio to N=' + str(base['world']):>14} {'max |dW| vs N=' + str(base['world']):>18}")
+    print(f"{'N':>3} {'mode':>5} {'tokens/s':>12} {'ratio to N=' + str(base['world']):>14} {'max |dW| vs N=' + str(base['world']):>18}")
     for r in rows:
         diff = max(float(abs(r["weights"][k] - base["weights"][k]).max()) for k in base["weights"])
-        print(f"{r['world']:>3} {r['tokens_per_s']:>12.0f} {r['tokens_per_s'] / base['tokens_per_s']:>14.2f} {diff:>18.2e}")
+        print(f"{r['world']:>3} {r['mode']:>5} {r['tokens_per_s']:>12.0f} {r['tokens_per_s'] / base['tokens_per_s']:>14.2f} {diff:>18.2e}")
     if args.device.startswith("cuda"):
         name = torch.cuda.get_device_name(0)
         peak = next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
         for r in rows:
             flops = 6 * r["params"] * r["tokens_per_s"]  # forward + backward, per token (no attention term)
             mfu = f"{100 * flops / (peak * 1e12 * r['world']):.1f}%" if peak else "unknown peak"
-            print(f"N={r['world']} on {name}: {flops / 1e12:.1f} TFLOP/s achieved, MFU {mfu}")
+            print(f"N={r['world']} {r['mode']} on {name}: {flops / 1e12:.1f} TFLOP/s achieved, MFU {mfu}")
 
 
 if __name__ == "__main__":

@@ -95,7 +95,7 @@ class ResourceConfig(_Strict):
     trainer_workers: int = Field(1, ge=1, le=256, description="Ranks of the role's trainer: rank 0 is the trainer above, ranks 1..N-1 are extra actors; they train data-parallel with torch.distributed (gloo on CPU, NCCL on GPU).")
     trainer_placement: Literal["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"] = Field("PACK", description="Placement group strategy of ranks 1..N-1 (PACK: as few nodes as possible; SPREAD: across nodes).")
     trainer_timeout_s: float = Field(300.0, gt=0.0, description="Deadline of a trainer group's rendezvous and collectives (a dead rank fails the step after at most this long).")
-    fsdp: bool = Field(False, description="Shard the role's model over its trainer ranks with FSDP2 (not built yet: data parallelism with a full copy per rank is).")
+    fsdp: bool = Field(False, description="Shard the role's training replica over its trainer ranks with FSDP2 (parameters, gradients and optimizer state split N ways; bf16 compute on GPU). Needs trainer_workers >= 2. Rank 0 keeps the full model for its engine and checkpoints.")
 
 
 class RoleConfig(_Strict):
@@ -124,9 +124,10 @@ class RoleConfig(_Strict):
     def _trainer_group(self) -> "RoleConfig":
         if self.resources.trainer_workers > 1 and not self.train:
             raise ValueError("resources.trainer_workers > 1 needs train: true (a frozen role has no trainer)")
-        if self.resources.fsdp:
-            raise ValueError("resources.fsdp: FSDP sharding of a trainer group is not built yet (trainer_workers "
-                             "trains data-parallel with a full model copy per rank); set fsdp: false")
+        if self.resources.fsdp and self.resources.trainer_workers < 2:
+            raise ValueError("resources.fsdp: sharding needs a trainer group (resources.trainer_workers >= 2)")
+        if self.resources.fsdp and self.rl.kl_coef > 0:
+            raise ValueError("resources.fsdp: the KL reference model is not sharded; set rl.kl_coef: 0 or fsdp: false")
         return self
 
 

@@ -7,6 +7,10 @@ free port as the rendezvous), pushes its weights and optimizer state to any rank
 differs (a new or recreated rank, or after a warm start or a restore on rank 0), then every rank takes
 the same step (planact.rl.data_parallel). A step that fails (a rank died) is rolled back on rank 0
 and raised; the supervisor recreates the dead rank and the retried step re-forms the group.
+
+With `resources.fsdp` the ranks train a sharded replica instead of full copies (planact.rl.fsdp): the
+state rank 0 pushes is scattered into everyone's shards, and after the step the shards are gathered
+back into rank 0's model, which stays what the engine serves and what checkpoints hold.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import torch
 
 from planact.config import RoleConfig, RunConfig
 from planact.models import load_model
-from planact.rl import data_parallel
+from planact.rl import data_parallel, fsdp
 from planact.rl.data_parallel import DataParallel, backend_for, next_tag
 from planact.rl.trainer import RoleTrainer
 from schedulemesh import AgentActor
@@ -51,13 +55,28 @@ class TrainerRank(AgentActor):
         self.trainer = RoleTrainer(self.model, self.tokenizer.pad_token_id, rc.rl, rc.sampling.temperature)
         self.tag = "fresh"  # never rank 0's tag: a new or recreated rank first receives rank 0's state
         self.dp: DataParallel | None = None
+        self.replica: fsdp.Replica | None = None  # FSDP: this rank's shards (tied to one process group)
 
     def join(self, addr: str, port: int, world: int) -> int:
         """Enter rank 0's process group; returns this rank."""
         data_parallel.join(addr, port, self.rank, world, backend_for(self.rc.resources.device),
                            self.rc.resources.trainer_timeout_s)
-        self.dp = DataParallel(self.rank, world)
+        self.dp = DataParallel(self.rank, world, sharded=self.rc.resources.fsdp)
+        self.replica = None
         return self.rank
+
+    def load_shards(self, tag: str) -> None:
+        """FSDP: shard a model over the current group and receive rank 0's state into it (collective)."""
+        if self.replica is None:
+            model = self.model
+            if model is None:  # a re-formed group: the shape again; the values come from rank 0
+                from planact.workers import initial_model_path
+                model, _ = load_model(initial_model_path(self.cfg, self.role), self.rc.resources.device)
+            self.replica = fsdp.Replica(model, self.trainer, self.rc.resources.device)
+            # Sharded in place: the full copy is gone, this rank holds 1/N of the parameters.
+            self.model, self.trainer = None, self.replica.trainer
+        self.replica.load()
+        self.tag = tag
 
     def state_tag(self) -> str:
         """Which state this rank holds (equal to rank 0's when they are in step)."""
@@ -75,6 +94,8 @@ class TrainerRank(AgentActor):
         if tag != self.tag:
             raise RuntimeError(f"{self.role} rank {self.rank}: holds state {self.tag}, rank 0 steps from {tag}")
         metrics = self.trainer.train_step(samples, self.dp)
+        if self.replica is not None:
+            self.replica.gather()  # rank 0 collects the full state; this rank sends its shards
         self.tag = next_tag(tag, self.trainer.steps)
         return metrics
 
@@ -82,6 +103,7 @@ class TrainerRank(AgentActor):
         """Leave the process group (rank 0 re-forms it after a failure)."""
         data_parallel.leave()
         self.dp = None
+        self.replica = None
 
     def on_stop(self) -> None:
         """Leave the group when the agent is stopped."""
@@ -97,6 +119,7 @@ class GroupLeader:
         self.names = rank_names(cfg, role)
         self.dp: DataParallel | None = None
         self.members: list[str] = []  # pid:incarnation of the ranks in the current process group
+        self.replica: fsdp.Replica | None = None  # FSDP: rank 0's shards of the training replica
         self.tag = uuid.uuid4().hex[:16]
 
     def state_changed(self) -> None:
@@ -125,7 +148,8 @@ class GroupLeader:
         refs = [h.join.remote(addr, port, world) for h in handles]
         data_parallel.join(addr, port, 0, world, backend_for(self.res.device), self.res.trainer_timeout_s)
         ray.get(refs)
-        self.dp = DataParallel(0, world)
+        self.dp = DataParallel(0, world, sharded=self.res.fsdp)
+        self.replica = None
 
     def _sync(self, handles: list) -> int:
         tags = ray.get([h.state_tag.remote() for h in handles])
@@ -136,29 +160,52 @@ class GroupLeader:
             ray.get([h.set_state.remote(state) for h in stale])
         return len(stale)
 
+    def _load_shards(self, handles: list) -> int:
+        # FSDP: the shards are (re)filled from rank 0's canonical state by every rank together.
+        tags = ray.get([h.state_tag.remote() for h in handles])
+        if self.replica is not None and all(t == self.tag for t in tags):
+            return 0
+        refs = [h.load_shards.remote(self.tag) for h in handles]
+        if self.replica is None:
+            self.replica = fsdp.Replica(copy.deepcopy(self.model), self.trainer, self.res.device)
+        self.replica.load(self.model, self.trainer)
+        ray.get(refs, timeout=self.res.trainer_timeout_s)
+        return len(handles)
+
     def train_step(self, samples: list[dict]) -> dict:
         """One data-parallel GRPO step of the whole group; on failure rank 0 rolls back and the error is raised."""
         handles, members = self._handles()
         if self.dp is None or members != self.members:  # first step, or a rank was recreated since
             self._form(handles)
             self.members = members
-        resent = self._sync(handles)
+        sharded = self.res.fsdp
+        resent = self._load_shards(handles) if sharded else self._sync(handles)
         # Host-memory snapshot: a step that dies half way (after some minibatch updates) must not count.
-        snapshot = ({k: v.detach().clone() for k, v in self.model.state_dict().items()},
-                    copy.deepcopy(self.trainer.state_dict()))
+        # (FSDP trains a replica: rank 0's canonical state changes only once every rank has finished.)
+        snapshot = None if sharded else ({k: v.detach().clone() for k, v in self.model.state_dict().items()},
+                                         copy.deepcopy(self.trainer.state_dict()))
         samples_ref = ray.put(samples)
         refs = [h.train.remote(samples_ref, self.tag) for h in handles]
         try:
-            metrics = self.trainer.train_step(samples, self.dp)
+            if sharded:
+                metrics = self.replica.trainer.train_step(samples, self.dp)
+                gathered = self.replica.gather()
+            else:
+                metrics = self.trainer.train_step(samples, self.dp)
             ray.get(refs, timeout=self.res.trainer_timeout_s)
         except Exception as exc:
-            self.model.load_state_dict(snapshot[0])
-            self.trainer.load_state_dict(snapshot[1])
-            self.dp = None
+            if snapshot is not None:
+                self.model.load_state_dict(snapshot[0])
+                self.trainer.load_state_dict(snapshot[1])
+            self.dp, self.replica = None, None
             data_parallel.leave()
             for h in handles:
                 h.leave.remote()  # survivors leave the broken group; the dead one is being recreated
             raise RuntimeError(f"{self.role} trainer group: the step failed on a rank ({type(exc).__name__}: "
                                f"{str(exc)[:300]}); rank 0 rolled back, the group re-forms on the next try") from exc
+        if sharded:
+            self.replica.commit(self.model, self.trainer, gathered)
         self.tag = next_tag(self.tag, self.trainer.steps)
-        return {**metrics, "trainer_workers": float(len(handles) + 1), "ranks_resent": float(resent)}
+        share = self.replica.local_fraction() if sharded else 1.0
+        return {**metrics, "trainer_workers": float(len(handles) + 1), "ranks_resent": float(resent),
+                "param_share": share}

@@ -61,6 +61,8 @@ class DataParallel:
 
     rank: int
     world: int
+    sharded: bool = False
+    """The model is an FSDP2 replica (planact.rl.fsdp): gradients are reduced by FSDP, not here."""
 
     def share(self, chunk: list[dict]) -> list[dict]:
         """This rank's token-balanced part of a minibatch chunk (possibly empty)."""

@@ -47,6 +47,10 @@ class RoleTrainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, _warmup_lambda(rl.warmup_steps))
         self.steps = 0
 
+    def like(self, model: torch.nn.Module) -> "RoleTrainer":
+        """A fresh trainer with this one's settings over another model (a sharded replica)."""
+        return RoleTrainer(model, self.pad_id, self.rl, self.temperature)
+
     def snapshot_reference(self) -> None:
         """Freeze the current weights as the KL reference (after the warm start, or at RL's first step without one)."""
         if self.rl.kl_coef > 0:
@@ -95,13 +99,20 @@ class RoleTrainer:
                 loss, stats, tokens = self._loss(mine)
                 if dp is not None:
                     weight = tokens / chunk_tokens
-                    loss = loss * weight
+                    # FSDP averages gradients over the ranks where the unsharded path sums them.
+                    loss = loss * (weight * dp.world if dp.sharded else weight)
                     stats = {k: v * weight for k, v in stats.items()}
                 loss.backward()
+            elif dp is not None and dp.sharded:
+                # A sharded forward gathers parameters with every rank: one with nothing to train still
+                # takes part, on a sample whose loss counts zero.
+                (self._loss(chunk[:1])[0] * 0.0).backward()
             if dp is not None:  # the same keys on every rank, also one with no samples in this chunk
-                dp.all_reduce_grads(self.model)
+                if not dp.sharded:  # FSDP reduce-scatters the gradients itself during backward
+                    dp.all_reduce_grads(self.model)
                 stats = dict(zip(STEP_STATS, dp.all_reduce_sum([stats.get(k, 0.0) for k in STEP_STATS])))
-            stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), rl.grad_clip))
+            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), rl.grad_clip)
+            stats["grad_norm"] = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
             stats["lr"] = self.scheduler.get_last_lr()[0]
             self.optimizer.step()
             self.scheduler.step()

@@ -1,6 +1,7 @@
 """Trainer groups on real Ray actors: a role trained by 2 gloo ranks matches one process, survives a
-SIGKILL of a rank mid-step (rolled back, rank recreated, group re-formed), syncs its engines; and a
-Plan/Act run with two ranks per role completes and resumes after the driver is killed."""
+SIGKILL of a rank mid-step (rolled back, rank recreated, group re-formed), syncs its engines, with full
+copies per rank and sharded with FSDP2; and a Plan/Act run with two ranks per role (one role sharded)
+completes and resumes after the driver is killed."""
 
 from __future__ import annotations
 
@@ -44,10 +45,13 @@ def local_ray():
 
 
 @pytest.mark.slow
-def test_two_ranks_match_one_process_and_survive_a_killed_rank(local_ray, tmp_path):
+@pytest.mark.parametrize("fsdp", [False, True], ids=["data-parallel", "fsdp2"])
+def test_two_ranks_match_one_process_and_survive_a_killed_rank(local_ray, tmp_path, fsdp):
+    # fsdp2: gloo on CPU shards too (torch 2.13): parameters, gradients and AdamW state split over the
+    # ranks, gathered back into rank 0's model after each step.
     cfg = load_config(SMOKE, [f"checkpoint.root={tmp_path}", "run_name=tg", "actor.resources.trainer_workers=2",
                               "actor.resources.replicas=2", "actor.rl.num_minibatches=4",
-                              "actor.resources.trainer_timeout_s=60"])
+                              "actor.resources.trainer_timeout_s=60", f"actor.resources.fsdp={str(fsdp).lower()}"])
     group = agents.create_role_group(cfg, "actor")
     assert len(group.ranks) == 1 and group.extra_sync == ("tg:actor:1",)
     model, tok = load_model(initial_model_path(cfg, "actor"))
@@ -57,10 +61,18 @@ def test_two_ranks_match_one_process_and_survive_a_killed_rank(local_ray, tmp_pa
     metrics = agents.train_and_sync(group, first, "step-1")
     single.train_step(first)
     assert metrics["trainer_workers"] == 2 and metrics["ranks_resent"] == 1  # the new rank got rank 0's state
+    assert metrics["param_share"] == pytest.approx(0.5 if fsdp else 1.0, abs=0.02)  # rank 0 trained on half
     weights, version = agents.call(group, group.trainer, "get_weights")
     assert version == 1 and _max_diff(weights, model.state_dict()) < 1e-5
     engine_weights, engine_version = agents.call(group, "tg:actor:1", "get_weights")  # synced like today
     assert engine_version == 1 and _max_diff(engine_weights, weights) == 0.0
+    # A second step starts from the optimizer state the first one left (gathered and re-sharded under FSDP).
+    second = _samples(48, 3, 30)
+    metrics = agents.train_and_sync(group, second, "step-1b")
+    single.train_step(second)
+    assert metrics["ranks_resent"] == 0  # in step: nothing re-sent
+    weights, version = agents.call(group, group.trainer, "get_weights")
+    assert version == 2 and _max_diff(weights, model.state_dict()) < 1e-5
 
     # SIGKILL rank 1 in the middle of a long step (several minibatch updates): the step fails cleanly ...
     big = _samples(3000, 2, 60)
@@ -78,7 +90,7 @@ def test_two_ranks_match_one_process_and_survive_a_killed_rank(local_ray, tmp_pa
     assert metrics["ranks_resent"] == 1
     assert ray.get(group.handle(group.ranks[0]).sm_ready.remote())["pid"] != pid
     weights, version = agents.call(group, group.trainer, "get_weights")
-    assert version == 2 and _max_diff(weights, model.state_dict()) < 1e-5
+    assert version == 3 and _max_diff(weights, model.state_dict()) < 1e-5
     agents.delete_role_groups(cfg, [group])
 
 
@@ -86,6 +98,7 @@ def test_two_ranks_match_one_process_and_survive_a_killed_rank(local_ray, tmp_pa
 def test_plan_act_run_with_two_ranks_per_role_resumes_after_sigkill(prefect_api, tmp_path):
     args = ["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", "run_name=tg-run", "--set", "rounds=3",
             "--set", "planner.resources.trainer_workers=2", "--set", "actor.resources.trainer_workers=2",
+            "--set", "actor.resources.fsdp=true",  # the planner's group is data-parallel, the actor's sharded
             "--set", "ray.num_cpus=4", "--set", "tracking.register_models=false"]
     proc = start_cli(args, tmp_path / "first.log")
     deadline = time.time() + 400
@@ -108,6 +121,8 @@ def test_plan_act_run_with_two_ranks_per_role_resumes_after_sigkill(prefect_api,
     for role in ("planner", "actor"):
         ranks = client.get_metric_history(state["mlflow_run_id"], f"{role}/trainer_workers")
         assert ranks and {m.value for m in ranks} == {2.0}
+        share = {round(m.value, 1) for m in client.get_metric_history(state["mlflow_run_id"], f"{role}/param_share")}
+        assert share == ({0.5} if role == "actor" else {1.0})  # the actor's rank 0 held half its parameters
 
 
 def test_trainer_scaling_benchmark_tiny_mode():
@@ -121,6 +136,6 @@ def test_trainer_scaling_benchmark_tiny_mode():
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     rows = [line.split() for line in out.stdout.splitlines() if line.strip()[:1].isdigit()]
-    assert [r[0] for r in rows] == ["1", "2"]
-    assert float(rows[0][2]) == 1.0 and float(rows[1][1]) > 0  # tokens/s and the ratio, measured in the run
-    assert float(rows[1][3]) < 1e-5  # N = 2 updated the weights as N = 1 did
+    assert [r[:2] for r in rows] == [["1", "dp"], ["2", "dp"], ["2", "fsdp"]]
+    assert float(rows[0][3]) == 1.0 and all(float(r[2]) > 0 for r in rows)  # tokens/s and the ratio, measured in the run
+    assert all(float(r[4]) < 1e-5 for r in rows)  # data-parallel and sharded steps equal one process's

@@ -69,6 +69,12 @@ def test_cross_field_rules():
         load_config(None, ["planner.tiny.hidden_size=30", "planner.tiny.num_heads=4"])
     with pytest.raises(ConfigError, match="run_name"):
         load_config(None, ["run_name=../escape"])
+    # FSDP shards a trainer group: it needs one, and its KL reference is not sharded.
+    with pytest.raises(ConfigError, match=r"actor.*trainer_workers >= 2"):
+        load_config(None, ["actor.resources.fsdp=true"])
+    with pytest.raises(ConfigError, match=r"planner.*kl_coef"):
+        load_config(None, ["planner.resources.fsdp=true", "planner.resources.trainer_workers=2", "planner.rl.kl_coef=0.1"])
+    assert load_config(None, ["actor.resources.fsdp=true", "actor.resources.trainer_workers=2"]).actor.resources.fsdp
 
 
 def test_overrides_parse_yaml_scalars_and_nest():
