@@ -25,6 +25,7 @@ from flows import runtime
 from planact import agents
 from planact.config import RunConfig, check_runtime, validate_config
 from planact.experience import PoolRef, experience_items
+from planact.resume import check_resume
 from planact.envs.base import make_env
 from planact.session import TrainingSession
 from planact.timing import Stopwatch
@@ -184,7 +185,13 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: validate the config, then run the training flow with a progress display."""
-    return runtime.cli(argv, plan_act_training)
+    return runtime.cli(argv, plan_act_training, check=_check)
+
+
+def _check(cfg: RunConfig) -> None:
+    # A resume that would change the checkpoint's meaning is refused here, before Prefect or Ray start.
+    check_runtime(cfg)
+    check_resume(cfg.run_dir(), cfg.model_dump())
 
 
 if __name__ == "__main__":

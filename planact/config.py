@@ -224,6 +224,18 @@ class RunConfig(_Strict):
     def _safe_name(cls, v: str) -> str:
         return check_run_name(v)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _role_defaults(cls, data):
+        # A role section that sets some fields keeps that role's own defaults for the others: without
+        # this, `--set actor.resources.replicas=2` silently gave the actor the planner-sized generic model.
+        if isinstance(data, dict):
+            for role in ("planner", "actor"):
+                if isinstance(data.get(role), dict):
+                    own = cls.model_fields[role].default_factory().model_dump(exclude_unset=True)
+                    data = {**data, role: deep_merge(own, data[role])}
+        return data
+
     @model_validator(mode="after")
     def _no_secrets(self) -> "RunConfig":
         from planact.secrets import config_errors

@@ -29,6 +29,7 @@ from planact.config import RunConfig
 from planact.experience import PoolRef, pool_actor
 from planact.orchestrator import get_or_create_orchestrator, orchestrator_state
 from planact.registry import registered_name
+from planact.resume import check_resume
 from planact.secrets import expand_references, redact
 from planact.storage import RunState, atomic_write, checkpoint_dir, prune_checkpoints
 from planact.tracking import Tracker
@@ -75,6 +76,8 @@ class TrainingSession:
         self.run_dir = cfg.run_dir()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.state = RunState(self.run_dir, cfg.agent_role)
+        # Before anything is created or logged: a resume may not change what the checkpoint means.
+        changes = check_resume(self.run_dir, cfg.model_dump()) if self.state.data["mlflow_run_id"] else []
         self.roles = ["planner", "actor"] if cfg.agent_role == "both" else [cfg.agent_role]
         suffix = "" if cfg.agent_role == "both" else f"-{cfg.agent_role}"
         self.tracker = Tracker(cfg, self.state.data["mlflow_run_id"], tags=tags, run_name=cfg.run_name + suffix)
@@ -87,6 +90,9 @@ class TrainingSession:
             self.state.save()
             atomic_write(self.run_dir / "config.resolved.yaml", yaml.safe_dump(redact(cfg.model_dump()), sort_keys=False))
             self.tracker.log_artifact(self.run_dir / "config.resolved.yaml")
+        elif changes:
+            print(f"resuming with changed settings (allowed): {'; '.join(changes)}")
+            self.tracker.set_tags({"planact.resume_changes": "; ".join(changes)[:5000]})
         self._flush_pending()
         self.owns_ray = connect_ray(cfg, env_vars)
         self.pending: list[tuple[int, dict]] = []

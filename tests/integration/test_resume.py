@@ -36,8 +36,15 @@ def test_sigkill_then_resume_without_duplicate_steps(prefect_api, tmp_path):
     assert 2 <= k < 6
     run_id = state["mlflow_run_id"]
 
-    rc, out = run_cli(args, tmp_path / "second.log")
+    # Resume guard: a changed model spec is refused before any work, naming the field; nothing moves.
+    rc, out = run_cli(args + ["--set", "planner.tiny.num_layers=3"], tmp_path / "refused.log")
+    assert rc == 2 and "planner.tiny.num_layers: 2 -> 3" in out and "Traceback" not in out, out[-2000:]
+    assert read_state(tmp_path / "resume") == state
+
+    # A safe change (evaluation cadence) is allowed and reported.
+    rc, out = run_cli(args + ["--set", "tracking.eval_every=2"], tmp_path / "second.log")
     assert rc == 0, out[-3000:]
+    assert "resuming with changed settings (allowed): tracking.eval_every: 1 -> 2" in out
     m = re.search(r"resuming run 'resume' after round (\d+)", out)
     assert m and int(m.group(1)) == k
     assert f"round {k + 1}/6" in out and f"round {k}/6" not in out  # resumes at k+1, completed rounds not re-run

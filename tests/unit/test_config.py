@@ -77,6 +77,15 @@ def test_cross_field_rules():
     assert load_config(None, ["actor.resources.fsdp=true", "actor.resources.trainer_workers=2"]).actor.resources.fsdp
 
 
+def test_a_partial_role_section_keeps_that_roles_defaults():
+    # Setting one field of a role must not swap the role's other defaults for another role's.
+    base = load_config(None, [])
+    one = load_config(None, ["actor.resources.replicas=2", "planner.resources.torch_threads=2"])
+    assert one.actor.tiny == base.actor.tiny and one.actor.group_size == base.actor.group_size
+    assert one.planner.group_size == base.planner.group_size and one.planner.rl.lr == base.planner.rl.lr
+    assert one.actor.resources.replicas == 2 and one.planner.resources.torch_threads == 2
+
+
 def test_overrides_parse_yaml_scalars_and_nest():
     cfg = load_config(ROOT / "configs" / "demo.yaml", ["rounds=4", "planner.rl.lr=1e-5", "ray.address=auto",
                                                        "barrier.fallback_on_timeout=false"])

@@ -1,0 +1,47 @@
+"""The resume guard: fields that shape a run's checkpoint or data may not change on resume; the rest may."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from planact.config import ConfigError, load_config
+from planact.resume import ResumeRefused, check_resume, config_changes, shapes_run
+
+
+def _stored(tmp_path, overrides=()):
+    cfg = load_config(None, list(overrides))
+    (tmp_path / "config.resolved.yaml").write_text(yaml.safe_dump(cfg.model_dump(), sort_keys=False))
+    return cfg
+
+
+def test_shaping_fields_are_refused_by_name(tmp_path):
+    _stored(tmp_path)
+    changed = load_config(None, ["actor.tiny.hidden_size=128", "env.max_len=9", "planner.rl.lr=1e-3", "seed=7",
+                                 "actor.train=false"])
+    with pytest.raises(ResumeRefused) as err:
+        check_resume(tmp_path, changed.model_dump())
+    msg = str(err.value)
+    for field in ("actor.tiny.hidden_size: 64 -> 128", "env.max_len: 7 -> 9", "planner.rl.lr", "seed: 0 -> 7",
+                  "actor.train: True -> False"):
+        assert field in msg
+    assert isinstance(err.value, ConfigError)  # the CLI prints it as a config error, exit 2
+
+
+def test_safe_changes_are_allowed_and_listed(tmp_path):
+    _stored(tmp_path)
+    more = load_config(None, ["rounds=99", "tracking.eval_every=3", "actor.resources.replicas=2",
+                              "tracking.tracking_uri=http://127.0.0.1:5999"])
+    allowed = check_resume(tmp_path, more.model_dump())
+    assert any(a.startswith("rounds:") for a in allowed) and any("eval_every" in a for a in allowed)
+    assert any("actor.resources.replicas: 1 -> 2" == a for a in allowed)
+    assert check_resume(tmp_path, load_config(None, []).model_dump()) == []  # unchanged: nothing to say
+    assert check_resume(tmp_path / "fresh", more.model_dump()) == []  # no stored config: a new run
+
+
+def test_prefix_matching_is_by_whole_segment():
+    assert shapes_run("planner.train") and shapes_run("actor.rl.lr") and shapes_run("env.repair.corpus")
+    assert not shapes_run("planner.resources.trainer_workers") and not shapes_run("seeds_note")
+    assert not shapes_run("planner.warm_start.steps")  # already ran: changing it changes nothing
+    refused, allowed = config_changes({"a": {"b": 1}, "seed": 1}, {"a": {"b": 2}, "seed": 1})
+    assert refused == [] and allowed == ["a.b: 1 -> 2"]
