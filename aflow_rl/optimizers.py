@@ -148,7 +148,8 @@ class LLMOptimizer:
             logs="\n".join(json.dumps(x)[:600] for x in sample) or "- none recorded",
             hint=f"\nSuggested direction: {hint}\n" if hint else "", max_calls=self.max_calls)
 
-    def repair(self, answer: str, parent_prompt: str) -> tuple[str | None, str | None, str | None, list[str]]:
+    @staticmethod
+    def repair(answer: str, parent_prompt: str) -> tuple[str | None, str | None, str | None, list[str]]:
         """Pull modification/graph/prompt out of an answer, fixing what can be fixed; list what cannot."""
         problems = []
         modification = tag(answer, "modification")

@@ -310,12 +310,21 @@ def _format_error(err: ValidationError) -> str:
 def set_path(data: dict, dotted: str, value: Any) -> None:
     """Set `a.b.c` inside nested dicts, creating levels as needed."""
     keys = dotted.split(".")
+    if not all(k.strip() for k in keys):
+        raise ConfigError(f"override {dotted!r}: empty name in the key path (expected e.g. planner.rl.lr)")
     node = data
     for k in keys[:-1]:
         node = node.setdefault(k, {})
         if not isinstance(node, dict):
             raise ConfigError(f"override {dotted!r}: {k!r} is not a section")
     node[keys[-1]] = value
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    """A YAML error in one line: what is wrong and where."""
+    mark = getattr(err, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"{getattr(err, 'problem', None) or type(err).__name__}{where}"
 
 
 def parse_overrides(overrides: list[str] | None) -> dict:
@@ -325,7 +334,12 @@ def parse_overrides(overrides: list[str] | None) -> dict:
         if "=" not in item:
             raise ConfigError(f"override {item!r} must look like key.path=value")
         key, raw = item.split("=", 1)
-        set_path(out, key.strip(), yaml.safe_load(raw) if raw != "" else None)
+        try:
+            value = yaml.safe_load(raw) if raw != "" else None
+        except yaml.YAMLError as err:
+            raise ConfigError(f"override {item!r}: the value is not valid YAML ({_yaml_problem(err)}); "
+                              "quote it, e.g. key=\"'text'\"") from None
+        set_path(out, key.strip(), value)
     return out
 
 
@@ -352,7 +366,10 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
         p = Path(path)
         if not p.is_file():
             raise ConfigError(f"config file not found: {p}")
-        data = yaml.safe_load(p.read_text()) or {}
+        try:
+            data = yaml.safe_load(p.read_text()) or {}
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{p}: not valid YAML: {_yaml_problem(err)}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{p}: top level must be a mapping")
     return (validate or validate_config)(deep_merge(data, parse_overrides(overrides)))
