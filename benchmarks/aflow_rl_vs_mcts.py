@@ -1,4 +1,4 @@
-"""Policy-guided AFlow search vs plain AFlow MCTS at the same round budget, over 3 seeds.
+"""Policy-guided AFlow search vs plain AFlow MCTS at the same round budget, over paired seeds.
 
 Offline: the synthetic Plan/Act benchmark, the local planner+actor executor (warm-started once and
 cached), the structured-edit optimizer, in one process (no Prefect/Ray: the search itself is measured).
@@ -15,6 +15,7 @@ Prints per seed and on average: best validation score, the round that first reac
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import tempfile
@@ -33,6 +34,14 @@ def best_and_round(history: list[dict]) -> tuple[float, int]:
     """Best score and the first round that reached it."""
     best = max(h["score"] for h in history)
     return best, next(h["round"] for h in history if h["score"] == best)
+
+
+def sign_test(better: int, worse: int) -> float:
+    """Two-sided exact sign test over the seeds that differ (ties dropped): how often chance splits this unevenly."""
+    n, k = better + worse, min(better, worse)
+    if n == 0:
+        return 1.0
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n)
 
 
 def main() -> int:
@@ -79,8 +88,9 @@ def main() -> int:
     for arm in ("policy", "policy+pool"):  # paired by seed: the same split, executor and round budget
         diffs = [b - m for (b, _, _), (m, _, _) in zip(results[arm], results["mcts"])]
         spread = statistics.stdev(diffs) if len(diffs) > 1 else 0.0
+        better, worse = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
         print(f"paired {arm} - mcts: mean {statistics.fmean(diffs):+.3f} (sd {spread:.3f}; "
-              f"{sum(d > 0 for d in diffs)} of {len(diffs)} seeds better)")
+              f"{better} of {len(diffs)} seeds better, {worse} worse; sign test p = {sign_test(better, worse):.3f})")
     return 0
 
 

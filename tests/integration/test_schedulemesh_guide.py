@@ -190,3 +190,42 @@ def test_combined_configuration(scheduler):
     assert got["resources"]["CPU"] == 8.0 and got["resources"]["GPU"] == 2.0 and got["resources"]["tpu"] == 1.0
     assert got["env"]["OMP_NUM_THREADS"] == "8"
     assert scheduler.get_pool("premium-pool")["free"] == {}  # the pool's whole spec is held by this agent
+
+
+def test_the_original_dict_facade(scheduler):
+    """`schedulemesh.core.RayScheduler` answers as the original does: {"success": ..., "pool"/"agent"/...}, failures
+    in the result (never raised), over the same supervisor, pools and queues as planact's Scheduler."""
+    from schedulemesh.core import RayScheduler
+
+    rs = RayScheduler(namespace="sm-guide")
+    made = rs.create_pool("facade-pool", {"role": "facade"}, {"cpu": 1.0, "memory": 256.0}, target_agents=2)
+    assert made["success"] and made["pool"]["name"] == "facade-pool"
+    again = rs.create_pool("facade-pool", {"role": "facade"}, {"cpu": 1.0})
+    assert again["success"] is False and "facade-pool" in again["error"]
+    missing = rs.get_pool("no-such-pool")
+    assert set(missing) == {"success", "error"} and not missing["success"] and "no-such-pool" in missing["error"]
+
+    for i in (0, 1):
+        out = rs.create_agent(f"facade-{i}", "facade-pool", AgentActor, resources={"cpu": 1.0, "memory": 256.0})
+        assert out["success"] and out["agent"]["name"] == f"facade-{i}" and out["agent"]["status"] == "alive"
+    full = rs.create_agent("facade-2", "facade-pool", AgentActor, resources={"cpu": 1.0, "memory": 256.0})
+    assert full["success"] is False and "capacity" in full["error"].lower()
+    listed = rs.list_agents("facade-pool", include_handle=True)
+    assert listed["success"] and sorted(a["name"] for a in listed["agents"]) == ["facade-0", "facade-1"]
+    assert all(a["handle"] is not None for a in listed["agents"])
+
+    # The priority queue: the higher priority goes first, each handed to an agent of the pool.
+    low = rs.submit_task("facade-pool", {"job": "batch"}, priority=1.0)
+    high = rs.submit_task("facade-pool", {"job": "urgent"}, priority=5.0, strategy="least_busy")
+    assert low["success"] and high["queue_length"] == 2 and high["strategy"] == "least_busy"
+    first, second = rs.choose_task("facade-pool"), rs.choose_task("facade-pool")
+    assert first["success"] and first["task"] == {"job": "urgent"} and first["task_id"] == high["task_id"]
+    assert first["agent"]["name"] in ("facade-0", "facade-1") and first["queue_length"] == 1
+    assert second["task"] == {"job": "batch"} and second["queue_length"] == 0
+    assert rs.choose_task("facade-pool") == {"success": False, "queue_length": 0}
+
+    for i in (0, 1):
+        assert rs.delete_agent(f"facade-{i}", force=True) == {"success": True}
+    assert rs.delete_agent("facade-0")["success"] is False  # gone
+    assert not any(rs.get_pool("facade-pool")["pool"]["used"].values())  # the ledger is empty again
+    rs.shutdown()

@@ -1,0 +1,1 @@
+"""ScheduleMesh's controller import path (`schedulemesh.core.controllers.ray_scheduler`)."""
