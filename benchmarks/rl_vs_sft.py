@@ -9,6 +9,7 @@ start and both arms, and the differences in points.
 
     python benchmarks/rl_vs_sft.py                       # warm-starts first (~3 min)
     python benchmarks/rl_vs_sft.py --from runs/demo/checkpoints/warm_start
+    python benchmarks/rl_vs_sft.py --seeds 0 1 2         # independent warm starts: mean, sd, per seed
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import copy
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -31,6 +33,9 @@ from planact.envs.synthetic import SyntheticEnv  # noqa: E402
 from planact.rl.trainer import sft_continuation  # noqa: E402
 from planact.rollout import actor_requests, evaluate, score_round  # noqa: E402
 from planact.workers import RoleWorker  # noqa: E402
+
+
+KEYS = ("pass@1", "greedy/success", "greedy/success_but_first")
 
 
 def heldout(workers, env, cfg) -> dict:
@@ -68,17 +73,10 @@ def sft_arm(workers, env, cfg, seconds: float, seed: int) -> int:
     return sft_continuation(workers, demos, cfg, seconds, seed, chunk=20)
 
 
-def main() -> None:
-    """Run both arms from one warm start and print the comparison."""
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--config", default="configs/demo.yaml")
-    ap.add_argument("--rounds", type=int, default=None, help="RL rounds (default: the config's)")
-    ap.add_argument("--from", dest="ckpt", default=None, help="a warm-start checkpoint folder to start from")
-    ap.add_argument("--set", dest="overrides", action="append", default=[])
-    args = ap.parse_args()
+def one_seed(args, seed: int) -> dict[str, dict]:
+    """Warm start (or load), then both arms, for one seed; prints that seed's table."""
     root = tempfile.mkdtemp(prefix="planact-rlsft-")
-    cfg = load_config(args.config, args.overrides + [f"checkpoint.root={root}", "run_name=rlsft"])
-    torch.set_num_threads(1)
+    cfg = load_config(args.config, args.overrides + [f"checkpoint.root={root}", "run_name=rlsft", f"seed={seed}"])
     env = PlanActEnv(cfg.env, cfg.seed)
     base = (RoleWorker(cfg, "planner"), RoleWorker(cfg, "actor"))
     t0 = time.perf_counter()
@@ -88,7 +86,7 @@ def main() -> None:
     else:
         for w in base:
             w.warm_start(cfg.seed)
-    print(f"warm start ready in {time.perf_counter() - t0:.0f} s")
+    print(f"seed {seed}: warm start ready in {time.perf_counter() - t0:.0f} s", flush=True)
     rl = tuple(copy.deepcopy(w) for w in base)
     sf = tuple(copy.deepcopy(w) for w in base)
     for w in rl:
@@ -101,15 +99,45 @@ def main() -> None:
     steps = sft_arm(sf, env, cfg, rl_s, cfg.seed)
     m_sft = heldout(sf, env, cfg)
 
-    print(f"\nRL: {rounds} GRPO rounds in {rl_s:.0f} s; SFT continuation: {steps} steps in the same time "
-          f"(teacher order error {cfg.env.teacher_order_error})")
+    print(f"\nseed {seed}. RL: {rounds} GRPO rounds in {rl_s:.0f} s; SFT continuation: {steps} steps in the same "
+          f"time (teacher order error {cfg.env.teacher_order_error})")
     print(f"{'held-out metric':28s} {'warm start':>10s} {'RL':>8s} {'SFT':>8s} {'RL-ws':>8s} {'SFT-ws':>8s} {'RL-SFT':>8s}")
-    for key in ("pass@1", "greedy/success", "greedy/success_but_first"):
+    for key in KEYS:
         a, b, c = m0[key], m_rl[key], m_sft[key]
         print(f"{key:28s} {a:10.3f} {b:8.3f} {c:8.3f} {100 * (b - a):+8.1f} {100 * (c - a):+8.1f} {100 * (b - c):+8.1f}")
     n = len(env.heldout)
     print(f"(differences in percentage points; {n} held-out tasks: about +-{100 * (0.25 / n) ** 0.5:.1f} points "
-          "of sampling noise per figure at most)")
+          "of sampling noise per figure at most)", flush=True)
+    return {"warm": m0, "rl": m_rl, "sft": m_sft}
+
+
+def main() -> None:
+    """Run both arms from one warm start per seed and print the comparison, then mean and spread over seeds."""
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--config", default="configs/demo.yaml")
+    ap.add_argument("--rounds", type=int, default=None, help="RL rounds (default: the config's)")
+    ap.add_argument("--from", dest="ckpt", default=None, help="a warm-start checkpoint folder to start from (one seed)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=None,
+                    help="independent warm starts (default: the config's seed); mean and spread are printed")
+    ap.add_argument("--set", dest="overrides", action="append", default=[])
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    seeds = args.seeds or [load_config(args.config, args.overrides).seed]
+    if args.ckpt and len(seeds) > 1:
+        raise SystemExit("--from gives one warm start; independent seeds need their own (drop --from)")
+    runs = [one_seed(args, s) for s in seeds]
+    if len(runs) < 2:
+        return
+    print(f"\nover {len(runs)} seeds ({' '.join(map(str, seeds))}): mean (sd) and per seed")
+    for key in KEYS:
+        for arm in ("warm", "rl", "sft"):
+            vals = [r[arm][key] for r in runs]
+            print(f"{key:28s} {arm:5s} {statistics.fmean(vals):.3f} ({statistics.stdev(vals):.3f})   "
+                  + " ".join(f"{v:.3f}" for v in vals))
+        for a, b in (("rl", "warm"), ("sft", "warm"), ("rl", "sft")):
+            diffs = [100 * (r[a][key] - r[b][key]) for r in runs]
+            print(f"{key:28s} {a}-{b:5s} {statistics.fmean(diffs):+.1f} points (sd {statistics.stdev(diffs):.1f})   "
+                  + " ".join(f"{d:+.1f}" for d in diffs))
 
 
 if __name__ == "__main__":

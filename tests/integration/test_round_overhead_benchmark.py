@@ -1,5 +1,5 @@
-"""benchmarks/round_overhead.py in its tiny mode, so the benchmark cannot rot (it broke once when the
-experience pool joined the round and nothing ran it)."""
+"""Benchmarks in their tiny modes, so they cannot rot: round_overhead.py (it broke once when the experience
+pool joined the round and nothing ran it) and rl_vs_sft.py over seeds."""
 
 from __future__ import annotations
 
@@ -23,3 +23,15 @@ def test_round_overhead_benchmark_tiny_mode(prefect_api):
     for side in ("loop", "flow"):
         stages = re.search(rf"^{side} stages \(median s\): (.*)$", out.stdout, re.M).group(1)
         assert all(s in stages for s in ("planner_generate", "actor_execute", "experience", "train")), stages
+
+
+def test_rl_vs_sft_benchmark_over_seeds_tiny():
+    """benchmarks/rl_vs_sft.py with two independent warm starts on the smoke config: per-seed tables, then
+    mean, sd and per-seed figures for every arm and paired difference."""
+    out = subprocess.run([sys.executable, "benchmarks/rl_vs_sft.py", "--config", "configs/smoke.yaml", "--seeds", "0", "1",
+                          "--rounds", "1"], cwd=REPO, capture_output=True, text=True, timeout=600, env=cli_env())
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    assert "seed 0. RL: 1 GRPO rounds" in out.stdout and "seed 1. RL: 1 GRPO rounds" in out.stdout
+    assert "over 2 seeds (0 1): mean (sd) and per seed" in out.stdout
+    for arm in ("warm", "rl", "sft", "rl-warm", "rl-sft"):
+        assert re.search(rf"^pass@1\s+{arm}\s", out.stdout, re.M), arm
