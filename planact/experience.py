@@ -167,6 +167,9 @@ class ExperiencePoolActor:
 
     def append(self, items: list[dict]) -> int:
         """Acknowledged count, returned only after the items are on disk."""
+        from planact import faults
+
+        faults.point("pool.mid_append")
         return self.store.append(items)
 
     def query(self, **filters) -> list[dict]:

@@ -23,7 +23,7 @@ from pathlib import Path
 import ray
 import yaml
 
-from planact import agents
+from planact import agents, faults
 from planact.envs.base import HEADLINE_KEYS
 from planact.config import RunConfig
 from planact.experience import PoolRef, pool_actor
@@ -168,6 +168,7 @@ class TrainingSession:
     def record_round(self, round_idx: int, out: dict) -> None:
         """Keep a finished round's metrics until its checkpoint makes it durable."""
         self.pending.append((round_idx, out["metrics"]))
+        faults.point("flow.round_recorded")  # the round ran (experience acknowledged), its checkpoint not yet
         if out.get("workers"):
             self.state.data["workers"] = out["workers"]
         if out.get("rollouts"):
@@ -187,6 +188,7 @@ class TrainingSession:
 
     def commit(self, round_idx: int, folder: str) -> None:
         """Mark rounds up to `round_idx` completed (checkpoint is on disk), then log their metrics."""
+        faults.point("flow.mid_checkpoint")  # the checkpoint is on disk, the state does not name it yet
         for r, m in self.pending:
             self.state.data["table"].append({"round": r, **{k: m.get(k) for k in TABLE_KEYS}})
         self.state.data.update(last_completed_round=round_idx, checkpoint=folder,

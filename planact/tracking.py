@@ -12,6 +12,7 @@ from pathlib import Path
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
+from planact import faults
 from planact.config import flatten
 from planact.secrets import redact
 
@@ -90,6 +91,7 @@ class Tracker:
         rows = [Metric(k.replace("@", "_at_"), float(v), ts, step) for k, v in metrics.items() if v is not None]
         for i in range(0, len(rows), 500):
             self.client.log_batch(self.run_id, metrics=rows[i : i + 500])
+            faults.point("flow.mid_metrics")  # some of the step's metrics logged, not all
 
     def logged_steps(self, key: str) -> list[int]:
         """Steps already logged for a metric (used to prove resume adds no duplicates)."""

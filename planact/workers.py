@@ -18,6 +18,7 @@ import torch
 from transformers import AutoTokenizer
 
 from planact.config import API_ENGINES, RoleConfig, RunConfig
+from planact import faults
 from planact.engines.base import Completion, SamplingParams
 from planact.engines.factory import make_engine, needs_local_model
 from planact.envs.base import RoundEnv, make_env
@@ -85,6 +86,7 @@ class RoleWorker(AgentActor):
         params = SamplingParams(temperature=s.temperature if temperature is None else temperature, top_p=s.top_p,
                                 max_new_tokens=s.max_new_tokens, n=n or self.rc.group_size, seed=seed)
         with self.busy():
+            faults.point("engine.mid_generate")
             return self.engine.generate(prompts, params)
 
     def choose(self, requests: list[tuple[str, list[str]]], temperature: float | None = None, n: int | None = None,
@@ -144,6 +146,7 @@ class RoleWorker(AgentActor):
             return dict(done[1])  # a retried task: this step was applied already
         trainer = self._require_trainer()
         metrics = self.leader.train_step(samples) if self.leader else trainer.train_step(samples)
+        faults.point("trainer.mid_train")  # trained, not yet published or acknowledged
         if samples:  # a real prompt of this role, saved with checkpoints as the registry's input example
             self._input_example = self.tokenizer.decode(samples[0]["prompt_ids"], skip_special_tokens=True)
         metrics["weight_version"] = float(self._publish(self.engine.weight_version + 1))
@@ -152,6 +155,7 @@ class RoleWorker(AgentActor):
 
     def _publish(self, version: int) -> int:
         """Make the trained model's weights the engine's: in-process for hf, through a shared folder for sglang."""
+        faults.point("trainer.mid_sync")
         if self.rc.engine == "sglang":
             return self.engine.update_weights_from_disk(self._export(version), version)
         return self.engine.update_weights(None, version)
@@ -161,6 +165,7 @@ class RoleWorker(AgentActor):
         root = Path(self.rc.sglang.weights_dir) if self.rc.sglang.weights_dir else self.cfg.run_dir() / "weights"
         out = root / self.role / f"v{version:06d}"
         self.model.save_pretrained(out)
+        faults.point("trainer.mid_checkpoint")  # weights written, optimizer state and meta not yet
         self.tokenizer.save_pretrained(out)
         self._exported = (str(out), version)
         return str(out)

@@ -1,0 +1,195 @@
+"""The kill-point matrix: a Plan/Act run SIGKILLed at each point where a real run dies, then checked.
+
+Each cell runs the smoke config (4 rounds) through the CLI with `PLANACT_FAULT=<point>:<n>`
+(planact.faults): the process that reaches the point for the n-th time kills itself with SIGKILL, once.
+Points in the flow process kill the driver (the run must resume when re-run); points in Ray actors
+kill a trainer, an engine or the experience pool (the run must survive: supervision recreates the
+actor and the Prefect task retries). After the run (and the resume, if the driver died) the cell
+checks what a user relies on:
+  * rounds 1..4 completed, each once in the round table;
+  * no MLflow metric step logged twice or missing (success, losses, rewards);
+  * every round's experience of both roles in the pool, no torn lines (acknowledged means kept);
+  * every round trained both roles (no loss missing after a recreated trainer);
+  * no Ray process left behind.
+It prints one line per cell: point x outcome ("completed", "resumed, nothing lost", or what broke).
+
+    python benchmarks/fault_matrix.py            # 8 cells, ~10 minutes on 2 cores
+    python benchmarks/fault_matrix.py --tiny     # one cell of 2 rounds (what the test runs)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from planact.experience import ExperienceStore  # noqa: E402
+
+# (point, n): the n-th pass of the point in one process, chosen to land in round 2 of the smoke run.
+CELLS = [
+    ("flow.round_recorded", 2),    # driver: round 2 ran, its checkpoint not taken yet
+    ("flow.mid_checkpoint", 3),    # driver: round 2's checkpoint on disk, state not pointing at it
+    ("flow.mid_metrics", 3),       # driver: some metrics logged to MLflow, the rest pending
+    ("trainer.mid_train", 2),      # a trainer actor: gradient step taken, not published
+    ("trainer.mid_sync", 3),       # a trainer actor: weights about to reach the engine
+    ("trainer.mid_checkpoint", 2),  # a trainer actor: weights written, optimizer state not yet
+    ("engine.mid_generate", 4),    # an engine actor: mid-generation
+    ("pool.mid_append", 3),        # the experience pool actor: items sent, not on disk
+]
+KEYS = ("success", "planner/loss", "actor/loss", "planner/reward_mean", "actor/reward_mean")
+
+
+def free_port() -> int:
+    """A loopback TCP port free now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ray_processes() -> set[int]:
+    """PIDs of Ray's daemons and workers on this machine."""
+    out = set()
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if "raylet" in cmd or "gcs_server" in cmd or cmd.startswith("ray::"):
+            out.add(p.info["pid"])
+    return out
+
+
+def start_prefect(home: Path) -> tuple[subprocess.Popen, str]:
+    """One Prefect server for every cell (a run without one starts a temporary server each time)."""
+    port = free_port()
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+           "PREFECT_UI_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "prefect"), "server", "start", "--host", "127.0.0.1",
+                             "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}/api"
+    for _ in range(180):
+        try:
+            urllib.request.urlopen(url + "/health", timeout=2)
+            return proc, url
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise SystemExit("the Prefect server did not start")
+
+
+def run_cli(root: Path, rounds: int, env: dict, log: Path) -> int:
+    """One training CLI run to its end; its whole process tree is gone afterwards."""
+    args = [sys.executable, "-m", "flows.plan_act", "--config", "configs/smoke.yaml", "--set", f"checkpoint.root={root}",
+            "--set", "run_name=fm", "--set", f"rounds={rounds}", "--set", "tracking.register_models=false"]
+    with open(log, "a") as fh:
+        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            proc.wait(timeout=600)
+        finally:
+            for p in _tree(proc.pid):
+                p.kill()
+    return proc.returncode
+
+
+def _tree(pid: int) -> list:
+    try:
+        root = psutil.Process(pid)
+        return root.children(recursive=True) + [root]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def check(root: Path, rounds: int) -> list[str]:
+    """What is wrong with the finished run (empty: nothing)."""
+    from mlflow.tracking import MlflowClient
+
+    problems = []
+    state = json.loads((root / "fm" / "state.json").read_text())
+    want = list(range(1, rounds + 1))
+    if state["last_completed_round"] != rounds or [r["round"] for r in state["table"]] != want:
+        problems.append(f"rounds {[r['round'] for r in state['table']]}")
+    if any(r.get("planner/loss") is None or r.get("actor/loss") is None for r in state["table"]):
+        problems.append("a round without a loss")
+    client = MlflowClient(f"sqlite:///{root / 'mlflow.db'}")
+    for key in KEYS:
+        steps = sorted(m.step for m in client.get_metric_history(state["mlflow_run_id"], key))
+        if steps != want:
+            problems.append(f"{key} steps {steps}")
+    pool = ExperienceStore(root / "fm" / "experience")
+    missing = [(r, role) for r in want for role in ("planner", "actor") if not pool.query(run="fm", round=r, role=role)]
+    if missing:
+        problems.append(f"experience missing {missing}")
+    if pool.stats()["torn_lines"]:
+        problems.append("torn experience lines")
+    return problems
+
+
+def cell(point: str, nth: int, rounds: int, work: Path, api: str) -> str:
+    """Run one cell; returns its outcome."""
+    root = work / f"{point}-{nth}"
+    root.mkdir(parents=True)
+    env = {**os.environ, "PREFECT_API_URL": api, "PLANACT_FAULT": f"{point}:{nth}", "PLANACT_FAULT_DIR": str(root),
+           "TOKENIZERS_PARALLELISM": "false", "RAY_USAGE_STATS_ENABLED": "0"}
+    before = ray_processes()
+    log = root / "cli.log"
+    rc = run_cli(root, rounds, env, log)
+    fired = (root / f"planact-fault-{point}-{nth}").exists()
+    resumed = False
+    if rc != 0:
+        resumed = True
+        rc = run_cli(root, rounds, env, log)
+    time.sleep(3)  # Ray's daemons exit a moment after their driver
+    orphans = ray_processes() - before
+    for pid in orphans:
+        try:
+            psutil.Process(pid).kill()
+        except psutil.NoSuchProcess:
+            pass
+    if not fired:
+        return "fault never fired (point not reached)"
+    if rc != 0:
+        return f"FAILED: exit {rc} after resume (see {log})"
+    problems = check(root, rounds) + ([f"{len(orphans)} Ray processes left"] if orphans else [])
+    if problems:
+        return "FAILED: " + "; ".join(problems)
+    return "resumed, nothing lost" if resumed else "completed"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the cells and print the matrix."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tiny", action="store_true", help="one cell, 2 rounds (tests)")
+    ap.add_argument("--points", nargs="+", default=None, help="run only these points")
+    args = ap.parse_args(argv)
+    cells = [("trainer.mid_train", 2)] if args.tiny else [c for c in CELLS if not args.points or c[0] in args.points]
+    rounds = 2 if args.tiny else 4
+    work = Path(tempfile.mkdtemp(prefix="planact-faults-"))
+    server, api = start_prefect(work / "prefect")
+    failed = 0
+    try:
+        print(f"{'kill point':26s} outcome")
+        for point, nth in cells:
+            t0 = time.perf_counter()
+            outcome = cell(point, nth, rounds, work, api)
+            failed += outcome.startswith(("FAILED", "fault never"))
+            print(f"{point + ':' + str(nth):26s} {outcome}  ({time.perf_counter() - t0:.0f} s)", flush=True)
+    finally:
+        for p in _tree(server.pid):
+            p.kill()
+    print(f"{len(cells) - failed} of {len(cells)} cells completed or resumed with nothing lost")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
