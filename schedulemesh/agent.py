@@ -34,6 +34,9 @@ class AgentActor:
     """
 
     heartbeat_interval_s: float = 1.0
+    max_pending_reports: int = 4
+    """Heartbeat reports sent and not yet taken by the supervisor, at most (a restarting supervisor must not
+    find a backlog of stale load figures; beats over the bound are dropped and counted)."""
 
     def __init__(self, name: str | None = None, labels: dict[str, str] | None = None, supervisor=None):
         # The scheduler binds these before __init__; explicit arguments only fill what it did not.
@@ -139,6 +142,8 @@ def managed(actor_class: type) -> type:
         self._sm_incarnation = _sm_ctx["incarnation"]
         self._sm_interval = float(_sm_ctx.get("heartbeat_interval_s") or self.heartbeat_interval_s)
         self._sm_inflight = 0
+        self._sm_pending: list = []  # ObjectRefs of reports the supervisor has not taken yet
+        self._sm_dropped = 0
         self._sm_stopping = threading.Event()
         if identity:  # the guide's convention: name, labels, supervisor first
             params = list(inspect.signature(actor_class.__init__).parameters)[1:]
@@ -158,16 +163,29 @@ def managed(actor_class: type) -> type:
             extra = dict(self.metrics())
         except Exception as exc:  # a broken metrics() must not silence the heartbeat
             extra = {"metrics_error": repr(exc)}
-        return {"pid": os.getpid(), "load": self.load(), "time": time.time(), **extra}
+        return {"pid": os.getpid(), "load": self.load(), "time": time.time(), "dropped_reports": self._sm_dropped,
+                **extra}
 
     def _sm_heartbeat_loop(self) -> None:
         while not self._sm_stopping.is_set():
             if self._sm_supervisor is not None:
                 try:
-                    self._sm_supervisor.heartbeat.remote(self._sm_name, self._sm_incarnation, self._sm_report())
+                    if self._sm_pending:
+                        _, self._sm_pending = ray.wait(self._sm_pending, num_returns=len(self._sm_pending), timeout=0)
+                    if len(self._sm_pending) >= self.max_pending_reports:
+                        self._sm_dropped += 1  # the supervisor is not taking reports: do not pile them up
+                    else:
+                        self._sm_pending.append(self._sm_supervisor.heartbeat.remote(
+                            self._sm_name, self._sm_incarnation, self._sm_report()))
                 except Exception:  # supervisor restarting; the next beat tries again
                     pass
             self._sm_stopping.wait(self._sm_interval)
+
+    def sm_pending_reports(self) -> dict:
+        """Reports in flight to the supervisor and beats dropped because too many were (bounded backlog)."""
+        if self._sm_pending:
+            _, self._sm_pending = ray.wait(self._sm_pending, num_returns=len(self._sm_pending), timeout=0)
+        return {"pending": len(self._sm_pending), "dropped": self._sm_dropped}
 
     def sm_ready(self) -> dict:
         """Where the agent runs: pid, node id and ip (answered once the constructor has finished)."""
@@ -202,6 +220,7 @@ def managed(actor_class: type) -> type:
         self.on_preempt(reason)
 
     members = {"__init__": __init__, "_sm_report": _sm_report, "_sm_heartbeat_loop": _sm_heartbeat_loop,
+               "sm_pending_reports": sm_pending_reports,
                "sm_ready": sm_ready, "sm_ping": sm_ping, "sm_free_port": sm_free_port, "sm_stop": sm_stop,
                "sm_preempt_task": sm_preempt_task,
                "sm_preempt": sm_preempt, "__module__": actor_class.__module__,

@@ -1,7 +1,7 @@
 """Same seed, same machine: a Plan/Act run repeated gives bit-identical metric histories.
 
 Two runs of the smoke config (two actor engine replicas, so generation fans out over Ray) in separate
-folders; every metric except wall-clock timings must match exactly, step by step, and so must the
+folders, at the same time; every metric except wall-clock timings must match exactly, step by step, and so must the
 rollouts each round logged."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from .conftest import SMOKE, cli_env, read_state, run_cli
+from .conftest import SMOKE, cli_env, kill_tree, read_state, start_cli
 
 def _timing(key: str) -> bool:
     """Wall-clock figures (seconds, rates) differ run to run by nature."""
@@ -31,14 +31,18 @@ def _history(root, run_name: str) -> tuple[dict, list]:
 
 @pytest.mark.slow
 def test_same_seed_twice_gives_identical_metric_histories(prefect_api, tmp_path):
-    histories = []
-    for k in (1, 2):
-        root = tmp_path / f"run{k}"
-        rc, out = run_cli(["--config", SMOKE, "--set", f"checkpoint.root={root}", "--set", "run_name=det",
+    # Side by side (each run mostly waits on its start-up): also shows two runs do not disturb each other.
+    procs = {k: start_cli(["--config", SMOKE, "--set", f"checkpoint.root={tmp_path / f'run{k}'}", "--set", "run_name=det",
                            "--set", "actor.resources.replicas=2", "--set", "tracking.register_models=false"],
-                          tmp_path / f"run{k}.log", env=cli_env())
-        assert rc == 0, out[-3000:]
-        histories.append(_history(root, "det"))
+                          tmp_path / f"run{k}.log", env=cli_env()) for k in (1, 2)}
+    histories = []
+    for k, proc in procs.items():
+        try:
+            rc = proc.wait(timeout=600)
+        finally:
+            kill_tree(proc.pid)
+        assert rc == 0, (tmp_path / f"run{k}.log").read_text()[-3000:]
+        histories.append(_history(tmp_path / f"run{k}", "det"))
     (m1, r1), (m2, r2) = histories
     assert len(m1) >= 30 and "heldout/pass_at_1" in m1 and "actor/loss" in m1  # losses, rewards, held-out figures
     assert m1 == m2, sorted(k for k in m1 if m1[k] != m2.get(k))

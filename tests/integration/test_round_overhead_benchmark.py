@@ -1,5 +1,5 @@
 """Benchmarks in their tiny modes, so they cannot rot: round_overhead.py (it broke once when the experience
-pool joined the round and nothing ran it) and rl_vs_sft.py over seeds."""
+pool joined the round and nothing ran it), rl_vs_sft.py over seeds, and one cell of fault_matrix.py."""
 
 from __future__ import annotations
 
@@ -35,3 +35,14 @@ def test_rl_vs_sft_benchmark_over_seeds_tiny():
     assert "over 2 seeds (0 1): mean (sd) and per seed" in out.stdout
     for arm in ("warm", "rl", "sft", "rl-warm", "rl-sft"):
         assert re.search(rf"^pass@1\s+{arm}\s", out.stdout, re.M), arm
+
+
+@pytest.mark.slow
+def test_fault_matrix_tiny_mode():
+    """benchmarks/fault_matrix.py with one cell: a trainer actor SIGKILLs itself mid-train; the run completes
+    with every round, metric step and experience item once, and no Ray process left behind."""
+    out = subprocess.run([sys.executable, "benchmarks/fault_matrix.py", "--tiny"], cwd=REPO, capture_output=True,
+                         text=True, timeout=900, env=cli_env())
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    assert re.search(r"^trainer\.mid_train:2\s+completed", out.stdout, re.M), out.stdout
+    assert "1 of 1 cells completed or resumed with nothing lost" in out.stdout

@@ -349,3 +349,26 @@ def test_task_queue_priorities_and_task_preemption_on_real_actors(sched):
     assert "task_preempted" in [e["kind"] for e in sched.events()]
     with pytest.raises(PoolNotFound):
         sched.submit_task("no-such-pool", None)
+
+
+def test_heartbeat_reports_stay_bounded_while_the_supervisor_stalls(sched):
+    """A stalled scheduler head (SIGSTOP: alive, answering nothing) must not pile up an agent's load reports:
+    at most `max_pending_reports` wait, the rest are dropped and counted; once it resumes they drain."""
+    sched.create_pool("hb", {}, {"cpu": 0.25}, target_agents=1)
+    ref = sched.create_agent("beater", "hb", Echo)
+    sup_pid = ray.get(sched.supervisor.__ray_call__.remote(lambda self: os.getpid()))
+    os.kill(sup_pid, signal.SIGSTOP)
+    try:
+        time.sleep(0.2 * (Echo.max_pending_reports + 6))  # heartbeat_interval_s=0.2: ten beats
+        stalled = ref.call("sm_pending_reports")
+    finally:
+        os.kill(sup_pid, signal.SIGCONT)
+    assert stalled["pending"] == Echo.max_pending_reports and stalled["dropped"] >= 3
+    deadline = time.time() + 10
+    while ref.call("sm_pending_reports")["pending"] > 1 and time.time() < deadline:
+        time.sleep(0.1)
+    assert ref.call("sm_pending_reports")["pending"] <= 1  # drained: the head took the backlog
+    while sched.agent_info("beater")["report"].get("dropped_reports", 0) < 3 and time.time() < deadline:
+        time.sleep(0.1)  # the next fresh beat tells the head how many were dropped
+    assert sched.agent_info("beater")["report"]["dropped_reports"] >= 3
+    assert sched.agent_info("beater")["status"] == "alive"  # a stalled head did not condemn a healthy agent
