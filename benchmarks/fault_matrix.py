@@ -9,7 +9,8 @@ checks what a user relies on:
   * rounds 1..4 completed, each once in the round table;
   * no MLflow metric step logged twice or missing (success, losses, rewards);
   * every round's experience of both roles in the pool, no torn lines (acknowledged means kept);
-  * every round trained both roles (no loss missing after a recreated trainer);
+  * every round trained both roles (no loss missing after a recreated trainer), and each update counts
+    once in the final checkpoint (its weight version is the warm start's plus one per round);
   * no Ray process left behind.
 It prints one line per cell: point x outcome ("completed", "resumed, nothing lost", or what broke).
 
@@ -121,6 +122,11 @@ def check(root: Path, rounds: int) -> list[str]:
         problems.append(f"rounds {[r['round'] for r in state['table']]}")
     if any(r.get("planner/loss") is None or r.get("actor/loss") is None for r in state["table"]):
         problems.append("a round without a loss")
+    for role in ("planner", "actor"):  # warm start publishes version 1, every round's update one more
+        meta = json.loads((Path(state["checkpoint"]) / role / "meta.json").read_text())
+        if meta["weight_version"] != rounds + 1:
+            problems.append(f"{role} weight_version {meta['weight_version']} (expected {rounds + 1}: an update lost "
+                            "or applied twice)")
     client = MlflowClient(f"sqlite:///{root / 'mlflow.db'}")
     for key in KEYS:
         steps = sorted(m.step for m in client.get_metric_history(state["mlflow_run_id"], key))
