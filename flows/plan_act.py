@@ -165,7 +165,7 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
             session.record_round(r, out)
             print(session.progress_line(r))
             if session.checkpoint_due(r):
-                session.commit(r, checkpoint(trained, session.checkpoint_folder(r)))
+                session.commit(r, checkpoint(trained, session.checkpoint_folder(r), session.weight_versions))
             if session.eval_due(r) and planner is not None and actor is not None:
                 session.log_eval(r, evaluate_heldout(cfg, planner, actor))
             if cfg.aflow.every_rounds and r % cfg.aflow.every_rounds == 0:

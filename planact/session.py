@@ -28,6 +28,7 @@ from planact.envs.base import HEADLINE_KEYS
 from planact.config import RunConfig
 from planact.experience import PoolRef, pool_actor
 from planact.orchestrator import get_or_create_orchestrator, orchestrator_state
+from planact.reaper import reap_descendants_on_death
 from planact.registry import registered_name
 from planact.resume import check_resume
 from planact.secrets import expand_references, redact
@@ -55,6 +56,8 @@ def connect_ray(cfg, env_vars: dict[str, str] | None = None, namespace: str | No
         # workers are killed after 1 s and every round would pay their multi-second start-up again.
         kwargs.update(address="local", include_dashboard=False, num_cpus=cfg.ray.num_cpus,
                       _system_config={"num_workers_soft_limit": 16})
+        # Ray's agents and workers can outlive a SIGKILLed driver; a watchdog process removes them.
+        reap_descendants_on_death()
     else:
         kwargs["address"] = cfg.ray.address
     ray.init(**kwargs)
@@ -100,6 +103,7 @@ class TrainingSession:
         self.evals: dict[int, dict] = {int(k): v for k, v in self.state.data.get("evals", {}).items()}
         self.role_groups: list[agents.RoleGroup] = []
         self.registered: dict[str, str] = {}  # role -> models:/<name>/<version> once registered
+        self.weight_versions: dict[str, int] = {}  # role -> weight version its last training step published
         # One incarnation per flow run: a round it re-runs supersedes an earlier incarnation's payload.
         self.incarnation = uuid.uuid4().hex
         self._beating = threading.Event()
@@ -168,6 +172,9 @@ class TrainingSession:
     def record_round(self, round_idx: int, out: dict) -> None:
         """Keep a finished round's metrics until its checkpoint makes it durable."""
         self.pending.append((round_idx, out["metrics"]))
+        for role in self.roles:  # what each trained role's weights must be at the next checkpoint
+            if out["metrics"].get(f"{role}/weight_version") is not None:
+                self.weight_versions[role] = int(out["metrics"][f"{role}/weight_version"])
         faults.point("flow.round_recorded")  # the round ran (experience acknowledged), its checkpoint not yet
         if out.get("workers"):
             self.state.data["workers"] = out["workers"]

@@ -165,7 +165,6 @@ class RoleWorker(AgentActor):
         root = Path(self.rc.sglang.weights_dir) if self.rc.sglang.weights_dir else self.cfg.run_dir() / "weights"
         out = root / self.role / f"v{version:06d}"
         self.model.save_pretrained(out)
-        faults.point("trainer.mid_checkpoint")  # weights written, optimizer state and meta not yet
         self.tokenizer.save_pretrained(out)
         self._exported = (str(out), version)
         return str(out)
@@ -191,11 +190,19 @@ class RoleWorker(AgentActor):
 
     # --- checkpoints ---
 
-    def save_checkpoint(self, folder: str) -> str:
-        """Weights (save_pretrained), optimizer, RNG and weight version into folder/<role>."""
+    def save_checkpoint(self, folder: str, expect_version: int | None = None) -> str:
+        """Weights (save_pretrained), optimizer, RNG and weight version into folder/<role>.
+
+        `expect_version` is the version the run's last round left: a trainer recreated since (it restored
+        the last checkpoint) holds less, and saving it would silently drop updates the run counts."""
+        if expect_version is not None and self.engine.weight_version != expect_version:
+            raise RuntimeError(f"{self.role}: the trainer holds weight version {self.engine.weight_version}, the run "
+                               f"reached {expect_version}: it was recreated and lost updates since the last checkpoint; "
+                               "resume the run to re-run the rounds after it")
         out = Path(folder) / self.role
         out.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(out)
+        faults.point("trainer.mid_checkpoint")  # weights written, optimizer state and meta not yet
         self.tokenizer.save_pretrained(out)
         state = {"weight_version": self.engine.weight_version, "torch_rng": torch.get_rng_state(),
                  "trainer": self.trainer.state_dict() if self.trainer else None}

@@ -139,10 +139,11 @@ def evaluate_heldout(cfg: RunConfig, planner: agents.RoleGroup, actor: agents.Ro
 
 
 @task(name="checkpoint", **AGENT_TASK_OPTS)
-def checkpoint(groups: list[agents.RoleGroup], folder: str) -> str:
-    """Save every trained role's weights, optimizer, RNG and weight version into `folder`."""
+def checkpoint(groups: list[agents.RoleGroup], folder: str, versions: dict[str, int] | None = None) -> str:
+    """Save every trained role's weights, optimizer, RNG and weight version into `folder` (refused when a role's
+    trainer holds another version than `versions` says the run reached)."""
     for g in groups:
-        agents.call(g, g.trainer or g.engines[0], "save_checkpoint", folder)
+        agents.call(g, g.trainer or g.engines[0], "save_checkpoint", folder, (versions or {}).get(g.role))
     return folder
 
 
