@@ -15,7 +15,7 @@ checks what a user relies on:
 It prints one line per cell: point x outcome ("completed", "resumed, nothing lost", or what broke).
 
     python benchmarks/fault_matrix.py            # 8 cells, ~10 minutes on 2 cores
-    python benchmarks/fault_matrix.py --tiny     # one cell of 2 rounds: the driver dies (what the test runs)
+    python benchmarks/fault_matrix.py --tiny     # one cell of 2 rounds: a trainer dies (what the test runs)
 """
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tiny", action="store_true", help="one cell, 2 rounds (tests)")
     ap.add_argument("--points", nargs="+", default=None, help="run only these points")
     args = ap.parse_args(argv)
-    cells = [("flow.round_recorded", 1)] if args.tiny else [c for c in CELLS if not args.points or c[0] in args.points]
+    cells = [("trainer.mid_train", 2)] if args.tiny else [c for c in CELLS if not args.points or c[0] in args.points]
     rounds = 2 if args.tiny else 4
     work = Path(tempfile.mkdtemp(prefix="planact-faults-"))
     server, api = start_prefect(work / "prefect")

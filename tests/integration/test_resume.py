@@ -6,15 +6,18 @@ skipped by training and stays frozen across a resume.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import time
 
+import psutil
 import pytest
 from mlflow.tracking import MlflowClient
 
 from planact.experience import ExperienceStore
 
-from .conftest import SMOKE, kill_tree, read_state, run_cli, start_cli
+from .conftest import SMOKE, read_state, run_cli, start_cli
 
 
 @pytest.mark.slow
@@ -30,7 +33,16 @@ def test_sigkill_then_resume_without_duplicate_steps(prefect_api, tmp_path):
             break
         time.sleep(0.2)
     assert proc.poll() is None, "the run finished before it could be killed: " + (tmp_path / "first.log").read_text()[-2000:]
-    kill_tree(proc.pid)  # SIGKILL: no cleanup handlers run
+    # SIGKILL of the driver alone (as the OOM killer does): no cleanup handlers run, and what it started must
+    # not outlive it: Ray's daemons share its fate, its agents and workers are removed by planact.reaper.
+    started = {p.pid for p in psutil.Process(proc.pid).children(recursive=True)}
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.time() + 20
+    while (left := [pid for pid in started if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]) \
+            and time.time() < deadline:
+        time.sleep(0.5)
+    assert not left, [" ".join(psutil.Process(pid).cmdline())[:60] for pid in left if psutil.pid_exists(pid)]
     state = read_state(tmp_path / "resume")
     k = state["last_completed_round"]
     assert 2 <= k < 6
