@@ -163,8 +163,8 @@ def managed(actor_class: type) -> type:
             extra = dict(self.metrics())
         except Exception as exc:  # a broken metrics() must not silence the heartbeat
             extra = {"metrics_error": repr(exc)}
-        return {"pid": os.getpid(), "load": self.load(), "time": time.time(), "dropped_reports": self._sm_dropped,
-                **extra}
+        return {"pid": os.getpid(), "incarnation": self._sm_incarnation, "load": self.load(), "time": time.time(),
+                "dropped_reports": self._sm_dropped, **extra}
 
     def _sm_heartbeat_loop(self) -> None:
         while not self._sm_stopping.is_set():

@@ -6,7 +6,7 @@ Pure bookkeeping (no Ray): the supervisor holds one TaskQueue, so every driver s
 
 from __future__ import annotations
 
-import itertools
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -51,12 +51,12 @@ class TaskQueue:
         self.aging_per_s = aging_per_s
         self.clock = clock
         self.tasks: dict[str, Task] = {}
-        self._seq = itertools.count()
+        self._next_seq = 0
 
     def submit(self, pool: str, payload: object = None, priority: float = 0.0, labels: dict | None = None,
                task_id: str | None = None) -> str:
         """Queue a task for a pool; returns its id (a given id that is still queued or running is refused)."""
-        seq = next(self._seq)
+        seq, self._next_seq = self._next_seq, self._next_seq + 1
         task_id = task_id or f"{pool}:{seq}"
         if task_id in self.tasks and self.tasks[task_id].status != "done":
             raise InvalidOptions(f"task {task_id!r} is already {self.tasks[task_id].status}")
@@ -94,6 +94,16 @@ class TaskQueue:
         now = self.clock()
         return [t.info(now, self.aging_per_s) for t in self.tasks.values()
                 if t.status == "running" and (pool is None or t.pool == pool)]
+
+    def snapshot(self) -> dict:
+        """Queued and running tasks as plain data, for the supervisor's state file (done ones are dropped)."""
+        return {"next_seq": self._next_seq,
+                "tasks": [dataclasses.asdict(t) for t in self.tasks.values() if t.status != "done"]}
+
+    def restore(self, snapshot: dict) -> None:
+        """Take back what `snapshot` saved (a restarted supervisor keeps its queues and their ages)."""
+        self.tasks = {d["task_id"]: Task(**d) for d in snapshot.get("tasks", [])}
+        self._next_seq = int(snapshot.get("next_seq", 0))
 
     def _get(self, task_id: str) -> Task:
         if task_id not in self.tasks:

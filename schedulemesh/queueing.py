@@ -21,15 +21,21 @@ class QueueingMixin:
                           task_id: str | None = None) -> str:
         """Queue a task for a pool; returns its id."""
         self._pool(pool)  # an unknown pool is an error here, not a task nobody will take
-        return self.queue.submit(pool, payload, priority, labels, task_id)
+        task_id = self.queue.submit(pool, payload, priority, labels, task_id)
+        self._persist()  # queues survive a restart of the supervisor (with a state file)
+        return task_id
 
     async def choose_task(self, pool: str, agent: str | None = None) -> dict | None:
         """Hand the pool's next task (highest effective priority) to `agent`; None when the queue is empty."""
-        return self.queue.choose(pool, agent)
+        task = self.queue.choose(pool, agent)
+        if task is not None:
+            self._persist()
+        return task
 
     async def complete_task(self, task_id: str) -> None:
         """A running task finished."""
         self.queue.complete(task_id)
+        self._persist()
 
     async def pending_tasks(self, pool: str) -> list[dict]:
         """Queued tasks in the order they would be handed out now."""
@@ -43,6 +49,7 @@ class QueueingMixin:
                                     preemptible: dict | None = None) -> dict:
         """Replace the task preemption rules."""
         self.policy = PreemptionPolicy(min_priority_gap, dict(protected or {}), dict(preemptible or {}))
+        self._persist()
         return vars(self.policy)
 
     async def evaluate_preemption(self, pool: str) -> dict | None:
@@ -68,5 +75,6 @@ class QueueingMixin:
             except Exception:  # a dead agent cannot be told; its task is requeued all the same
                 pass
         self.queue.requeue(victim["task_id"])
+        self._persist()
         self._event("task_preempted", victim["agent"] or "", task=victim["task_id"], why=why)
         return {**decision, "reason": why}

@@ -36,6 +36,7 @@ class AgentRecord:
     created_at: float = field(default_factory=time.time)
     last_heartbeat: float = 0.0
     report: dict = field(default_factory=dict)
+    pushed: dict = field(default_factory=dict)  # metrics given by update_agent_metrics; they overlay `report`
     last_recovery_s: float | None = None
     last_error: str | None = None
 
@@ -50,11 +51,11 @@ class AgentRecord:
                 "last_recovery_s": self.last_recovery_s, "last_error": self.last_error}
 
 
-def save_state(path: str | Path, pools: dict, agents: dict[str, AgentRecord]) -> None:
-    """Atomically write pools and agent records (classes by reference where importable)."""
+def save_state(path: str | Path, pools: dict, agents: dict[str, AgentRecord], queue: dict | None = None) -> None:
+    """Atomically write pools, agent records (classes by reference where importable) and the task queue."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    blob = cloudpickle.dumps({"version": 1, "pools": pools, "agents": agents})
+    blob = cloudpickle.dumps({"version": 2, "pools": pools, "agents": agents, "queue": queue or {}})
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
     with os.fdopen(fd, "wb") as f:
         f.write(blob)
@@ -63,10 +64,12 @@ def save_state(path: str | Path, pools: dict, agents: dict[str, AgentRecord]) ->
     os.replace(tmp, path)
 
 
-def load_state(path: str | Path) -> tuple[dict, dict[str, AgentRecord]]:
-    """Pools and agent records from a state file ({} and {} when there is none)."""
+def load_state(path: str | Path) -> tuple[dict, dict[str, AgentRecord], dict]:
+    """Pools, agent records and the task queue's snapshot from a state file (all empty when there is none)."""
     path = Path(path)
     if not path.exists():
-        return {}, {}
+        return {}, {}, {}
     data = cloudpickle.loads(path.read_bytes())
-    return data["pools"], data["agents"]
+    for rec in data["agents"].values():
+        rec.__dict__.setdefault("pushed", {})  # records written before pushed metrics existed
+    return data["pools"], data["agents"], data.get("queue") or {}  # version 1 files had no queue

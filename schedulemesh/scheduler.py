@@ -133,8 +133,16 @@ class Scheduler:
         return self._call("wait_alive", name, min_incarnation, timeout_s)
 
     def events(self, since: float = 0.0) -> list[dict]:
-        """Supervision events (recreated, ray_restart, deleted, recovery_failed)."""
+        """Supervision events (recreated, ray_restart, deleted, recovery_failed, head_restart, reattached...)."""
         return self._call("events_since", since)
+
+    def reconcile(self, stale_after_s: float | None = None, recreate: bool = True) -> dict:
+        """Health-check every alive agent now; {checked, stale, recreated} (see Supervisor.reconcile)."""
+        return self._call("reconcile", stale_after_s, recreate)
+
+    def update_agent_metrics(self, name: str, metrics: dict) -> dict:
+        """Push metrics for an agent (a `load` entry steers least_busy / power_of_two); returns its record."""
+        return self._call("update_agent_metrics", name, metrics)
 
     # --- calling agents ---
 

@@ -34,6 +34,7 @@ from schedulemesh.pool import Pool
 from schedulemesh.queue import PreemptionPolicy, TaskQueue
 from schedulemesh.queueing import QueueingMixin
 from schedulemesh.records import AgentRecord, load_state, save_state
+from schedulemesh.recovery import RecoveryMixin
 from schedulemesh.supervision import SupervisionMixin
 
 log = logging.getLogger("schedulemesh")
@@ -62,7 +63,7 @@ def _root_cause(exc: BaseException) -> str:
     return lines[-1] if lines else type(exc).__name__
 
 
-class Supervisor(SupervisionMixin, QueueingMixin):
+class Supervisor(SupervisionMixin, RecoveryMixin, QueueingMixin):
     """Pools, agents and their supervision (created by `Scheduler`; not meant to be used directly)."""
 
     def __init__(self, namespace: str, state_path: str | None = None, check_interval_s: float = 1.0,
@@ -84,33 +85,22 @@ class Supervisor(SupervisionMixin, QueueingMixin):
         self.recovering: set[str] = set()
         self.events: list[dict] = []
         self._monitor: asyncio.Task | None = None
-        self._restored = False
+        self._starting: asyncio.Future | None = None
         if state_path:
-            self.pools, self.agents = load_state(state_path)
+            self.pools, self.agents, saved = load_state(state_path)
+            self.queue.restore(saved.get("tasks", {}))
+            self.policy = PreemptionPolicy(**saved.get("policy", {}))
+        try:  # after a crash Ray restarts this actor and nobody else would call start(): ask ourselves
+            ray.get_runtime_context().current_actor.start.remote()
+        except Exception:  # constructed outside an actor (tests of the bookkeeping)
+            pass
 
-    # --- start-up and persistence ---
-
-    async def start(self) -> dict:
-        """Re-attach to (or recreate) agents from persisted state once, then start the monitor loop."""
-        if not self._restored:
-            self._restored = True
-            for rec in list(self.agents.values()):
-                if rec.status in ("stopped", "preempted"):
-                    continue
-                try:
-                    self.handles[rec.name] = ray.get_actor(rec.ray_name or rec.name, namespace=rec.namespace)
-                    await asyncio.wait_for(self.handles[rec.name].sm_ready.remote(), 10)
-                    rec.last_heartbeat = time.time()
-                    rec.status = "alive"
-                except Exception:
-                    await self._recover(rec, "not found after supervisor restart")
-        if self._monitor is None:
-            self._monitor = asyncio.get_running_loop().create_task(self._monitor_loop())
-        return {"pools": len(self.pools), "agents": len(self.agents), "state_path": self.state_path}
+    # --- persistence (start-up and recovery: schedulemesh.recovery) ---
 
     def _persist(self) -> None:
         if self.state_path:
-            save_state(self.state_path, self.pools, self.agents)
+            save_state(self.state_path, self.pools, self.agents,
+                       {"tasks": self.queue.snapshot(), "policy": vars(self.policy)})
 
     def _event(self, kind: str, agent: str, **detail) -> None:
         self.events.append({"time": time.time(), "kind": kind, "agent": agent, **detail})

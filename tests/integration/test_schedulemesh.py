@@ -372,3 +372,50 @@ def test_heartbeat_reports_stay_bounded_while_the_supervisor_stalls(sched):
         time.sleep(0.1)  # the next fresh beat tells the head how many were dropped
     assert sched.agent_info("beater")["report"]["dropped_reports"] >= 3
     assert sched.agent_info("beater")["status"] == "alive"  # a stalled head did not condemn a healthy agent
+
+
+def test_a_crashed_head_recovers_on_its_own_reattaches_survivors_and_keeps_its_queue(local_ray, tmp_path):
+    """SIGKILL of the scheduler head (the supervisor's process; Ray restarts the actor): with no driver call,
+    the restarted head re-attaches to the agent that outlived it (ray_options lifetime detached: same
+    process, fresh metrics), recreates the one that died with it, requeues the task that agent was running
+    and keeps the queue's order; dispatch and health checks work on the result.
+    Before the fix the restarted head reloaded its state file and then did nothing: the dead agent stayed
+    `alive` in its records and nothing was recreated until some driver built a new Scheduler."""
+    s = _scheduler(state_path=tmp_path / "head.pkl", check_interval_s=0.2, heartbeat_interval_s=0.2)
+    s.create_pool("p", {"role": "w"}, {"cpu": 0.25}, target_agents=2)
+    try:
+        s.create_agent("owned", "p", Echo, actor_args=(1,))
+        s.create_agent("kept", "p", Echo, actor_args=(2,), ray_options={"lifetime": "detached"})
+        pids = {a["name"]: a["pid"] for a in s.list_agents()}
+        s.submit_task("p", "low", priority=1, task_id="low")
+        s.submit_task("p", "high", priority=5, task_id="high")
+        assert s.choose_task("p", "owned")["task_id"] == "high"
+        s.submit_task("p", "mid", priority=3, task_id="mid")
+        head = ray.get(s.supervisor.__ray_call__.remote(lambda self: os.getpid()))
+        killed = time.time()
+        os.kill(head, signal.SIGKILL)
+        time.sleep(5.0)  # no call reaches the head meanwhile: it must start itself
+        events = s.events(killed)
+        first_call = time.time()
+        kinds = {(e["kind"], e["agent"]) for e in events}
+        assert {("reattached", "kept"), ("recreated", "owned"), ("task_requeued", "owned")} <= kinds
+        assert all(e["time"] < first_call for e in events)
+        agents = {a["name"]: a for a in s.list_agents()}
+        assert agents["kept"]["pid"] == pids["kept"] and agents["kept"]["incarnation"] == 0
+        assert agents["owned"]["pid"] != pids["owned"] and agents["owned"]["incarnation"] == 1
+        assert agents["kept"]["report"]["time"] > killed  # metrics flow to the restarted head
+        assert s.get_agent("owned").call("whoami")["value"] == 1
+        assert [t["task_id"] for t in s.pending_tasks("p")] == ["high", "mid", "low"]  # nothing lost, same order
+        assert s.get_pool("p")["used"] == {"cpu": 0.5}
+        # Metrics-driven dispatch on the recovered pool: pushed load steers least_busy.
+        s.update_agent_metrics("owned", {"load": 9})
+        assert s.choose("p", strategy="least_busy").name == "kept"
+        # A health check on demand finds an agent killed after the restart, before the monitor would.
+        os.kill(agents["kept"]["pid"], signal.SIGKILL)
+        time.sleep(0.5)
+        checked = s.reconcile(stale_after_s=60)
+        assert "kept" in checked["stale"] or s.agent_info("kept")["incarnation"] == 1
+        assert s.wait_alive("kept", min_incarnation=1, timeout_s=30)["pid"] != pids["kept"]
+    finally:
+        s.delete_pool("p", force=True)
+        ray.kill(s.supervisor)

@@ -224,6 +224,15 @@ def test_the_original_dict_facade(scheduler):
     assert second["task"] == {"job": "batch"} and second["queue_length"] == 0
     assert rs.choose_task("facade-pool") == {"success": False, "queue_length": 0}
 
+    # Pushed metrics steer least_busy; a health check on demand finds nobody stale.
+    pushed = rs.update_agent_metrics("facade-0", {"load": 7, "gpu_util": 0.9})
+    assert pushed["success"] and pushed["agent"]["report"]["gpu_util"] == 0.9
+    least = rs.submit_task("facade-pool", {"job": "light"}, strategy="least_busy")
+    assert rs.choose_task("facade-pool")["agent"]["name"] == "facade-1" and least["success"]
+    assert rs.update_agent_metrics("nobody", {"load": 1})["success"] is False
+    health = rs.reconcile_agents(timeout=60)
+    assert health["success"] and health["stale"] == [] and sorted(health["checked"]) == ["facade-0", "facade-1"]
+
     for i in (0, 1):
         assert rs.delete_agent(f"facade-{i}", force=True) == {"success": True}
     assert rs.delete_agent("facade-0")["success"] is False  # gone

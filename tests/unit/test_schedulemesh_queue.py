@@ -50,6 +50,22 @@ def test_requeued_task_keeps_its_age():
     assert q.pending("gen")[0]["task_id"] == "a"  # 0 + 10 s of aging beats a fresh 5
 
 
+def test_a_snapshot_restores_order_ages_and_ids():
+    clock = Clock()
+    q = TaskQueue(aging_per_s=1.0, clock=clock)
+    q.submit("gen", "a", priority=0, task_id="a")
+    q.submit("gen", "b", priority=3)
+    q.submit("gen", "c", priority=9, task_id="c")
+    q.choose("gen", agent="w")  # c runs
+    q.complete(q.choose("gen", agent="w")["task_id"])  # b done: not kept
+    clock.t += 5
+    again = TaskQueue(aging_per_s=1.0, clock=clock)
+    again.restore(q.snapshot())
+    assert [t["task_id"] for t in again.running()] == ["c"]
+    assert [(t["task_id"], t["effective_priority"]) for t in again.pending("gen")] == [("a", 5.0)]
+    assert again.submit("gen") == "gen:3"  # ids continue where the saved queue stopped
+
+
 def test_preemption_needs_the_gap_respects_labels_and_picks_the_cheapest_victim():
     clock = Clock()
     q = TaskQueue(aging_per_s=0.0, clock=clock)

@@ -8,9 +8,9 @@ priority queue); the agent for a chosen task is picked among the pool's agents m
 labels with the strategy given at submission.
 
 Not on this facade (planact's `Scheduler` has its own forms of some): placement-group pools
-(`pg_pool_config`, `configure_pg_pool`), agent-reported metrics (`update_agent_metrics`), the
-original's preemption and state-handler calls, `ensure_agent_health`. Calling one raises
-AttributeError; `pg_pool_config` with `enable` is refused as `{"success": False, "error": ...}`.
+(`pg_pool_config`, `configure_pg_pool`), the original's preemption and state-handler calls,
+`ensure_agent_health`. Calling one raises AttributeError; `pg_pool_config` with `enable` is refused
+as `{"success": False, "error": ...}`.
 """
 
 from __future__ import annotations
@@ -124,6 +124,16 @@ class RayScheduler:
         self._strategies.pop(task["task_id"], None)
         return {"success": True, "task": task["payload"], "task_id": task["task_id"], "priority": task["priority"],
                 "agent": self.scheduler.agent_info(agent.name), "queue_length": len(pending) - 1, "strategy": strategy}
+
+    @_dict_result
+    def update_agent_metrics(self, name: str, metrics: dict[str, Any]) -> dict:
+        """{"success", "agent"}: metrics pushed for an agent (`load` steers least_busy / power_of_two)."""
+        return {"agent": self.scheduler.update_agent_metrics(name, metrics)}
+
+    @_dict_result
+    def reconcile_agents(self, timeout: float = 120.0, recreate: bool = True) -> dict:
+        """{"success", "stale", "recreated", "checked"}: agents silent for `timeout` s (or dead) recreated now."""
+        return self.scheduler.reconcile(timeout, recreate)
 
     def shutdown(self) -> None:
         """Nothing to stop here: planact's supervisor is detached and shared; delete pools to free them."""
