@@ -4,7 +4,8 @@ Each cell runs the smoke config (4 rounds) through the CLI with `PLANACT_FAULT=<
 (planact.faults): the process that reaches the point for the n-th time kills itself with SIGKILL, once.
 Points in the flow process kill the driver (the run must resume when re-run); points in Ray actors
 kill a trainer, an engine or the experience pool (the run must survive: supervision recreates the
-actor and the Prefect task retries). After the run (and the resume, if the driver died) the cell
+actor and the Prefect task retries); `<point>@supervisor` kills the schedulemesh supervisor at that
+point instead (Ray restarts it, it recreates the agents that died with it from its state file). After the run (and the resume, if the driver died) the cell
 checks what a user relies on:
   * rounds 1..4 completed, each once in the round table;
   * no MLflow metric step logged twice or missing (success, losses, rewards);
@@ -14,7 +15,7 @@ checks what a user relies on:
   * no Ray process left behind.
 It prints one line per cell: point x outcome ("completed", "resumed, nothing lost", or what broke).
 
-    python benchmarks/fault_matrix.py            # 8 cells, ~10 minutes on 2 cores
+    python benchmarks/fault_matrix.py            # 12 cells, ~16 minutes on 2 cores
     python benchmarks/fault_matrix.py --tiny     # one cell of 2 rounds: a trainer dies (what the test runs)
 """
 
@@ -27,6 +28,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -48,6 +50,10 @@ CELLS = [
     ("trainer.mid_checkpoint", 2),  # a trainer actor: weights written, optimizer state not yet
     ("engine.mid_generate", 4),    # an engine actor: mid-generation
     ("pool.mid_append", 3),        # the experience pool actor: items sent, not on disk
+    ("engine.mid_generate@supervisor", 4),  # the scheduler head mid-generation: its agents die with it
+    ("trainer.mid_train@supervisor", 2),    # the scheduler head while a trainer steps
+    ("outage.mlflow", 30),         # the MLflow tracking server down for 30 s from the end of round 1
+    ("outage.prefect", 30),        # the Prefect API server down for 30 s from the end of round 1
 ]
 KEYS = ("success", "planner/loss", "actor/loss", "planner/reward_mean", "actor/reward_mean")
 
@@ -76,30 +82,79 @@ def _name(pid: int) -> str:
         return "?"
 
 
-def start_prefect(home: Path) -> tuple[subprocess.Popen, str]:
-    """One Prefect server for every cell (a run without one starts a temporary server each time)."""
-    port = free_port()
-    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-           "PREFECT_UI_ENABLED": "false"}
-    env.pop("PREFECT_API_URL", None)
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "prefect"), "server", "start", "--host", "127.0.0.1",
-                             "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    url = f"http://127.0.0.1:{port}/api"
+def _serve(args: list[str], env: dict, health: str, log: Path | None = None) -> subprocess.Popen:
+    """Start a server process in its own session and wait for its health URL."""
+    out = open(log, "a") if log else subprocess.DEVNULL
+    proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     for _ in range(180):
         try:
-            urllib.request.urlopen(url + "/health", timeout=2)
-            return proc, url
+            urllib.request.urlopen(health, timeout=2)
+            return proc
         except OSError:
             time.sleep(0.5)
     proc.kill()
-    raise SystemExit("the Prefect server did not start")
+    raise SystemExit(f"{args[0]} did not start ({health})")
 
 
-def run_cli(root: Path, rounds: int, env: dict, log: Path) -> int:
+def start_prefect(home: Path, port: int | None = None) -> tuple[subprocess.Popen, str]:
+    """One Prefect server for every cell (a run without one starts a temporary server each time)."""
+    port = port or free_port()
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+           "PREFECT_UI_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)
+    url = f"http://127.0.0.1:{port}/api"
+    proc = _serve([str(Path(sys.executable).parent / "prefect"), "server", "start", "--host", "127.0.0.1",
+                   "--port", str(port)], env, url + "/health")
+    return proc, url
+
+
+def start_mlflow(root: Path, port: int) -> subprocess.Popen:
+    """An MLflow tracking server over the cell's own SQLite store (what `check` reads afterwards)."""
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    return _serve([str(Path(sys.executable).parent / "mlflow"), "server", "--backend-store-uri",
+                   f"sqlite:///{root / 'mlflow.db'}", "--artifacts-destination", str(root / "mlartifacts"),
+                   "--host", "127.0.0.1", "--port", str(port), "--workers", "1"], env,
+                  f"http://127.0.0.1:{port}/health", root / "mlflow-server.log")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Kill a server and everything it started."""
+    for p in _tree(proc.pid):
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    proc.wait()
+
+
+class Outage(threading.Thread):
+    """Takes a server down for `seconds` once the run has completed round 1, then brings it back."""
+
+    def __init__(self, root: Path, down, up, seconds: float = 30.0):
+        super().__init__(daemon=True)
+        self.root, self.down, self.up, self.seconds = root, down, up, seconds
+        self.happened = threading.Event()
+
+    def run(self) -> None:
+        state = self.root / "fm" / "state.json"
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            try:
+                if json.loads(state.read_text())["last_completed_round"] >= 1:
+                    break
+            except (OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.2)
+        self.down()
+        time.sleep(self.seconds)
+        self.up()
+        self.happened.set()
+
+
+def run_cli(root: Path, rounds: int, env: dict, log: Path, extra: tuple[str, ...] = ()) -> int:
     """One training CLI run to its end; its whole process tree is gone afterwards."""
     args = [sys.executable, "-m", "flows.plan_act", "--config", "configs/smoke.yaml", "--set", f"checkpoint.root={root}",
-            "--set", "run_name=fm", "--set", f"rounds={rounds}", "--set", "tracking.register_models=false"]
+            "--set", "run_name=fm", "--set", f"rounds={rounds}", "--set", "tracking.register_models=false", *extra]
     with open(log, "a") as fh:
         proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
         try:
@@ -148,20 +203,43 @@ def check(root: Path, rounds: int) -> list[str]:
     return problems
 
 
-def cell(point: str, nth: int, rounds: int, work: Path, api: str) -> str:
-    """Run one cell; returns its outcome."""
-    root = work / f"{point}-{nth}"
+def cell(point: str, nth: int, rounds: int, work: Path, prefect: dict) -> str:
+    """Run one cell; returns its outcome. `point` may name a victim (`<point>@supervisor`); the
+    `outage.mlflow` / `outage.prefect` cells take that server down for `nth` seconds after round 1."""
+    point, _, victim = point.partition("@")
+    root = work / f"{point}-{nth}{'-' + victim if victim else ''}"
     root.mkdir(parents=True)
-    env = {**os.environ, "PREFECT_API_URL": api, "PLANACT_FAULT": f"{point}:{nth}", "PLANACT_FAULT_DIR": str(root),
+    env = {**os.environ, "PREFECT_API_URL": prefect["url"], "PLANACT_FAULT_DIR": str(root),
            "TOKENIZERS_PARALLELISM": "false", "RAY_USAGE_STATS_ENABLED": "0"}
+    extra: tuple[str, ...] = ()
+    outage = mlflow = None
+    if point == "outage.mlflow":
+        port = free_port()
+        mlflow = {"proc": start_mlflow(root, port)}
+        extra = ("--set", f"tracking.tracking_uri=http://127.0.0.1:{port}")
+        outage = Outage(root, lambda: stop(mlflow["proc"]),
+                        lambda: mlflow.update(proc=start_mlflow(root, port)), seconds=nth)
+    elif point == "outage.prefect":
+        outage = Outage(root, lambda: stop(prefect["proc"]),
+                        lambda: prefect.update(proc=start_prefect(prefect["home"], prefect["port"])[0]), seconds=nth)
+    else:
+        env["PLANACT_FAULT"] = f"{point}:{nth}" + (f"@{victim}" if victim else "")
     before = ray_processes()
     log = root / "cli.log"
-    rc = run_cli(root, rounds, env, log)
-    fired = (root / f"planact-fault-{point}-{nth}").exists()
-    resumed = False
-    if rc != 0:
-        resumed = True
-        rc = run_cli(root, rounds, env, log)
+    if outage:
+        outage.start()
+    try:
+        rc = run_cli(root, rounds, env, log, extra)
+        if outage:
+            outage.join()  # the server is back before any resume
+        fired = outage.happened.is_set() if outage else (root / f"planact-fault-{point}-{nth}").exists()
+        resumed = False
+        if rc != 0:
+            resumed = True
+            rc = run_cli(root, rounds, env, log, extra)
+    finally:
+        if mlflow:
+            stop(mlflow["proc"])
     deadline = time.time() + 20  # Ray's daemons notice a dead driver within seconds (its reaper process)
     while (orphans := ray_processes() - before) and time.time() < deadline:
         time.sleep(0.5)
@@ -191,18 +269,18 @@ def main(argv: list[str] | None = None) -> int:
     cells = [("trainer.mid_train", 2)] if args.tiny else [c for c in CELLS if not args.points or c[0] in args.points]
     rounds = 2 if args.tiny else 4
     work = Path(tempfile.mkdtemp(prefix="planact-faults-"))
-    server, api = start_prefect(work / "prefect")
+    prefect = {"home": work / "prefect", "port": free_port()}
+    prefect["proc"], prefect["url"] = start_prefect(prefect["home"], prefect["port"])
     failed = 0
     try:
         print(f"{'kill point':26s} outcome")
         for point, nth in cells:
             t0 = time.perf_counter()
-            outcome = cell(point, nth, rounds, work, api)
+            outcome = cell(point, nth, rounds, work, prefect)
             failed += outcome.startswith(("FAILED", "fault never"))
             print(f"{point + ':' + str(nth):26s} {outcome}  ({time.perf_counter() - t0:.0f} s)", flush=True)
     finally:
-        for p in _tree(server.pid):
-            p.kill()
+        stop(prefect["proc"])
     print(f"{len(cells) - failed} of {len(cells)} cells completed or resumed with nothing lost")
     return 1 if failed else 0
 

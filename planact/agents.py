@@ -81,8 +81,13 @@ def _agent_count(cfg: RunConfig, role: str) -> int:
 def scheduler_for(cfg: RunConfig) -> Scheduler:
     """The schedulemesh scheduler of the run's namespace (state persisted beside the runs on a real cluster)."""
     local = cfg.ray.address in (None, "", "local")
-    # A private local Ray dies with the driver: a state file would only resurrect a finished run's agents.
-    state = None if local else Path(cfg.checkpoint.root) / ".schedulemesh" / f"{cfg.barrier.namespace}.pkl"
+    if local:
+        # A private local Ray dies with the driver, so its state file lives in that Ray session's own folder:
+        # it lets a crashed supervisor recreate the run's agents, and can never resurrect a finished run's.
+        ctx = ray.get_runtime_context()
+        state = Path(ctx.get_temp_dir()) / ctx.get_session_name() / f"schedulemesh-{cfg.barrier.namespace}.pkl"
+    else:
+        state = Path(cfg.checkpoint.root) / ".schedulemesh" / f"{cfg.barrier.namespace}.pkl"
     return Scheduler(namespace=cfg.barrier.namespace, state_path=state)
 
 

@@ -2,7 +2,9 @@
 
 `PLANACT_FAULT=<point>:<n>` makes the process that reaches the named point for the n-th time SIGKILL
 itself, at once, with no cleanup: the same death a crash, the OOM killer or a lost node gives, but at
-a chosen moment instead of a lucky one. It fires once per run: a marker file in `PLANACT_FAULT_DIR`
+a chosen moment instead of a lucky one. `PLANACT_FAULT=<point>:<n>@supervisor` kills the schedulemesh
+supervisor (the scheduler head, found by its Ray process title on this machine) at that moment instead,
+and the process at the point goes on. It fires once per run: a marker file in `PLANACT_FAULT_DIR`
 (default: the temp dir) is created atomically first, so a recreated actor or a resumed flow passing the
 same point again lives. Unset (the default), a point is one dictionary lookup.
 
@@ -28,6 +30,7 @@ def point(name: str) -> None:
     spec = os.environ.get("PLANACT_FAULT")
     if not spec:
         return
+    spec, _, victim = spec.partition("@")
     want, _, nth = spec.partition(":")
     if want != name:
         return
@@ -39,4 +42,21 @@ def point(name: str) -> None:
         os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except FileExistsError:
         return  # fired already in this run: the recreated process goes on
-    os.kill(os.getpid(), signal.SIGKILL)
+    for pid in _victims(victim or "self"):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _victims(victim: str) -> list[int]:
+    """PIDs to kill: this process, or the supervisor's (Ray titles an actor's process `ray::<Class>`)."""
+    if victim == "self":
+        return [os.getpid()]
+    if victim != "supervisor":
+        raise ValueError(f"PLANACT_FAULT: unknown victim {victim!r} (self or supervisor)")
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().startswith(b"ray::Supervisor"):
+                found.append(int(entry.name))
+        except OSError:  # gone meanwhile
+            continue
+    return found

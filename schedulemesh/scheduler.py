@@ -57,7 +57,7 @@ class Scheduler:
         self.namespace = namespace
         self.supervisor = ray.remote(Supervisor).options(
             name=name, namespace=namespace, lifetime="detached", get_if_exists=True, num_cpus=0,
-            max_concurrency=1000, max_restarts=-1,
+            max_concurrency=1000, max_restarts=-1, max_task_retries=-1,
         ).remote(namespace, str(state_path) if state_path else None, check_interval_s, stale_after_s,
                  ready_timeout_s, heartbeat_interval_s, max_recreations, aging_per_s)
         self.status = ray.get(self.supervisor.start.remote())
