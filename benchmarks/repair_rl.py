@@ -69,7 +69,7 @@ def one_seed(args, seed: int) -> dict:
     ws_s = time.perf_counter() - t0
     rl = tuple(copy.deepcopy(w) for w in base)
     sf = tuple(copy.deepcopy(w) for w in base)
-    out = {"seed": seed, "warm_start_s": ws_s, "warm_start_loss": {r: c[-1]["loss"] for r, c in curves.items()}}
+    out = {"seed": seed, "warm_start_s": ws_s, "warm_start_loss": {r: [p for p in c if "loss" in p][-1]["loss"] for r, c in curves.items()}}
     out["warm"] = env.evaluate(*base)
     _progress(seed, f"warm start {ws_s:.0f} s", out["warm"])
     out["rl_s"], out["rl_log"] = rl_arm(rl, env, args.rounds or cfg.rounds)

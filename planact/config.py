@@ -79,6 +79,10 @@ class WarmStartConfig(_Strict):
     lr: float = Field(3e-3, gt=0.0, lt=1.0, description="Peak learning rate.")
     final_lr_ratio: float = Field(0.1, ge=0.0, le=1.0, description="Cosine-anneal to this fraction of lr (an annealed start is what RL must beat).")
     warmup_steps: int = Field(20, ge=0, description="Linear warmup steps.")
+    patience: int = Field(0, ge=0, description="Stop once the held-out demonstration loss has not improved for this many evaluations in a row and keep the best weights (`steps` is then the most it may run); 0 = run exactly `steps`.")
+    eval_every: int = Field(100, ge=1, description="Steps between held-out loss evaluations (with patience > 0).")
+    heldout: int = Field(256, ge=8, description="Demonstrations kept out of training to measure the held-out loss (with patience > 0).")
+    min_delta: float = Field(0.01, ge=0.0, lt=1.0, description="Relative improvement of the held-out loss that counts as progress (0.01 = 1%).")
 
 
 class ResourceConfig(_Strict):

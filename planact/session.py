@@ -161,10 +161,12 @@ class TrainingSession:
         return self.state.data["last_completed_round"]
 
     def record_warm_start(self, curves: dict[str, list[dict]]) -> None:
-        """Log warm-start loss curves (step = warm-start step, metric warm_start/<role>_loss)."""
+        """Log warm-start loss curves (step = warm-start step): warm_start/<role>_loss, and with patience
+        <role>_heldout_loss at each evaluation and <role>_best_heldout_loss where it stopped."""
         for role, curve in curves.items():
             for point in curve:
-                self.tracker.log_metrics({f"warm_start/{role}_loss": point["loss"]}, step=point["step"])
+                self.tracker.log_metrics({f"warm_start/{role}_{k}": v for k, v in point.items() if k.endswith("loss")},
+                                         step=point["step"])
         self.state.data["warm_start_curves"] = curves
 
     # --- rounds ---

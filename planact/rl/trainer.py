@@ -173,14 +173,21 @@ def sft(
 ) -> list[dict[str, float]]:
     """Cross-entropy on (prompt_ids, target_ids) demonstrations with a cosine-annealed AdamW.
 
-    Returns the loss curve (every `log_every` steps) so a caller can show the plateau.
+    With `cfg.patience`, the last `cfg.heldout` demonstrations are kept out, their loss is measured
+    every `cfg.eval_every` steps, and training stops at the plateau (no relative improvement of
+    `cfg.min_delta` for `patience` evaluations), restoring the best weights. Returns the loss curve
+    (every `log_every` steps; held-out evaluations carry `heldout_loss`) so a caller can show the plateau.
     """
     steps = cfg.steps if steps is None else steps
+    heldout: list = []
+    if cfg.patience and len(demos) > 2 * cfg.heldout:
+        demos, heldout = demos[: -cfg.heldout], demos[-cfg.heldout:]
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _cosine_lambda(steps, cfg.warmup_steps, cfg.final_lr_ratio))
     rng = random.Random(seed)
     curve: list[dict[str, float]] = []
     running = 0.0
+    best, best_state, bad = float("inf"), None, 0
     model.train()
     for step in range(steps):
         batch_demos = [demos[rng.randrange(len(demos))] for _ in range(cfg.batch_size)]
@@ -197,7 +204,33 @@ def sft(
             n = (step % log_every) + 1
             curve.append({"step": step + 1, "loss": running / n, "lr": sched.get_last_lr()[0]})
             running = 0.0
+        if heldout and ((step + 1) % cfg.eval_every == 0 or step + 1 == steps):
+            held = demo_loss(model, pad_id, heldout, cfg.batch_size)
+            curve.append({"step": step + 1, "heldout_loss": held})
+            if held < best * (1.0 - cfg.min_delta):
+                best, bad = held, 0
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            else:
+                bad += 1
+                if bad >= cfg.patience:
+                    break  # the plateau: more steps at this schedule no longer pay
+    if best_state is not None:
+        model.load_state_dict(best_state)
+        curve.append({"step": curve[-1]["step"], "best_heldout_loss": best})
     return curve
+
+
+@torch.no_grad()
+def demo_loss(model: torch.nn.Module, pad_id: int, demos: list[tuple[list[int], list[int]]], batch_size: int) -> float:
+    """Mean per-token cross-entropy of the model on demonstrations (no gradient)."""
+    total, tokens = 0.0, 0.0
+    for i in range(0, len(demos), batch_size):
+        chunk = demos[i: i + batch_size]
+        batch = pad_batch([d[0] for d in chunk], [d[1] for d in chunk], pad_id)
+        logp, _ = token_logprobs(model, batch)
+        total += float(-(logp * batch["resp_mask"]).sum())
+        tokens += float(batch["resp_mask"].sum())
+    return total / max(tokens, 1.0)
 
 
 def sft_continuation(workers, demos: dict[str, list], cfg, seconds: float, seed: int, chunk: int = 20) -> int:

@@ -2,6 +2,7 @@
 
 import copy
 
+import pytest
 import torch
 
 from planact.config import RLConfig, WarmStartConfig
@@ -51,6 +52,28 @@ def test_warm_start_learns_demonstrations(tiny_model_dir):
     curve = sft(model, tok.pad_token_id, demos, WarmStartConfig(steps=60, batch_size=16, warmup_steps=5), log_every=20)
     assert curve[-1]["loss"] < curve[0]["loss"] * 0.5
     assert curve[-1]["lr"] < WarmStartConfig().lr  # annealed
+
+
+def test_warm_start_stops_at_its_plateau_and_keeps_the_best_weights(tiny_model_dir):
+    """With patience, the warm start measures held-out demonstrations, stops once they stop improving (well
+    before `steps`), and the weights it returns are the best it measured, not the last."""
+    from planact.rl.trainer import demo_loss
+
+    model, tok = load_model(tiny_model_dir)
+    demos = [([tok.bos_token_id] + tok.encode(f"{d} {e} =", add_special_tokens=False),
+              tok.encode(str((d + e) % 10), add_special_tokens=False) + [tok.eos_token_id])
+             for d in range(10) for e in range(10)] * 2
+    cfg = WarmStartConfig(steps=5000, batch_size=16, warmup_steps=5, lr=1e-2, patience=2, eval_every=10, heldout=32,
+                          min_delta=0.05)
+    curve = sft(model, tok.pad_token_id, demos, cfg, log_every=10)
+    held = [p["heldout_loss"] for p in curve if "heldout_loss" in p]
+    last_step = curve[-1]["step"]
+    assert last_step < 5000 and len(held) >= 3  # stopped at the plateau, not at `steps`
+    best = curve[-1]["best_heldout_loss"]
+    assert best in held and min(held) >= best * (1 - cfg.min_delta)  # later evaluations never beat it by 5%
+    assert demo_loss(model, tok.pad_token_id, demos[-32:], 16) == pytest.approx(best, rel=1e-5)  # best weights kept
+    with pytest.raises(ValueError):
+        WarmStartConfig(heldout=2)
 
 
 def test_trainer_state_round_trip(tiny_model_dir):
