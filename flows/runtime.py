@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from planact.envs.base import HEADLINE_KEYS
+from tasks import QUIET_ENV, quiet_state_lines
 from planact.config import ConfigError, check_runtime, load_config
 
 # The embedded default of every flow's `config` parameter (and of the deployments' UI form).
@@ -66,7 +67,7 @@ def load_api_secrets(cfg) -> list[str]:
 
 def worker_env() -> dict[str, str]:
     """Variables Ray workers must share with the driver."""
-    keys = ("PREFECT_API_URL", "PREFECT_SERVER_ANALYTICS_ENABLED", "MLFLOW_TRACKING_URI", "PREFECT_HOME")
+    keys = ("PREFECT_API_URL", "PREFECT_SERVER_ANALYTICS_ENABLED", "MLFLOW_TRACKING_URI", "PREFECT_HOME", QUIET_ENV)
     return {k: os.environ[k] for k in keys if os.environ.get(k)}
 
 
@@ -102,6 +103,9 @@ def cli(argv: list[str] | None, flow_fn, load=None, check=None, default_config: 
                         help="override a config field, e.g. --set rounds=4 --set planner.rl.lr=1e-4")
     parser.add_argument("--param", dest="params", action="append", default=[], metavar="NAME=VALUE",
                         help="another parameter of the flow, e.g. --param actor_model=models:/demo-actor/1")
+    parser.add_argument("--prefect-state-lines", action="store_true",
+                        help="print Prefect's per-run state lines ('Finished in state Completed()', 'Created task "
+                             "run ...') on the console too (they always reach the Prefect UI)")
     args = parser.parse_args(argv)
     known = set(inspect.signature(flow_fn.fn).parameters) - {"config"}
     params = dict(p.split("=", 1) for p in args.params if "=" in p)
@@ -117,6 +121,9 @@ def cli(argv: list[str] | None, flow_fn, load=None, check=None, default_config: 
         print(f"error: {err}", file=sys.stderr)
         return 2
     ensure_prefect_api()
+    if not args.prefect_state_lines:
+        os.environ[QUIET_ENV] = "1"  # Ray workers running tasks read it when tasks/ is imported there
+        quiet_state_lines()
     t0 = time.perf_counter()
     result = flow_fn(cfg, **params)
     (summary or print_summary)(cfg.run_name, result, time.perf_counter() - t0)

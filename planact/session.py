@@ -101,6 +101,7 @@ class TrainingSession:
         self.pending: list[tuple[int, dict]] = []
         self.rollouts: list[dict] = []
         self.evals: dict[int, dict] = {int(k): v for k, v in self.state.data.get("evals", {}).items()}
+        self._round_s: list[float] = []  # this process's round times, for the progress line's ETA
         self.role_groups: list[agents.RoleGroup] = []
         self.registered: dict[str, str] = {}  # role -> models:/<name>/<version> once registered
         self.weight_versions: dict[str, int] = {}  # role -> weight version its last training step published
@@ -300,11 +301,22 @@ class TrainingSession:
                 f"| round | {' | '.join(keys)} |\n|---|{'---|' * len(keys)}\n{evals}")
 
     def progress_line(self, round_idx: int) -> str:
-        """One human line about the latest round."""
+        """One human line about the latest round: a progress bar, its figures, the last held-out headline, ETA."""
         m = self.pending[-1][1] if self.pending else (self.state.data["table"][-1] if self.state.data["table"] else {})
-        return (f"round {round_idx}/{self.cfg.rounds}: success {_fmt(m.get('success'))} "
-                f"planner reward {_fmt(m.get('planner/reward_mean'))} actor reward {_fmt(m.get('actor/reward_mean'))} "
-                f"({_fmt(m.get('time/round_s'))} s)")
+        total = max(self.cfg.rounds, 1)
+        filled = round(20 * min(round_idx, total) / total)
+        if m.get("time/round_s") is not None:
+            self._round_s.append(float(m["time/round_s"]))
+        eta = (total - round_idx) * sum(self._round_s) / len(self._round_s) if self._round_s else None
+        held = ""
+        if self.evals:
+            last = max(self.evals)
+            key = next((k for k in HEADLINE_KEYS if k in self.evals[last]), None)
+            held = f" | held-out {key} {_fmt(self.evals[last][key])} (round {last})" if key else ""
+        return (f"[{'#' * filled}{'.' * (20 - filled)}] round {round_idx}/{self.cfg.rounds}: "
+                f"success {_fmt(m.get('success'))} planner reward {_fmt(m.get('planner/reward_mean'))} "
+                f"actor reward {_fmt(m.get('actor/reward_mean'))} ({_fmt(m.get('time/round_s'))} s){held}"
+                + (f" | ETA {eta / 60:.1f} min" if eta is not None else ""))
 
 
 def _fmt(v) -> str:
