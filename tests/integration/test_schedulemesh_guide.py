@@ -230,8 +230,9 @@ def test_the_original_dict_facade(scheduler):
     least = rs.submit_task("facade-pool", {"job": "light"}, strategy="least_busy")
     assert rs.choose_task("facade-pool")["agent"]["name"] == "facade-1" and least["success"]
     assert rs.update_agent_metrics("nobody", {"load": 1})["success"] is False
-    health = rs.reconcile_agents(timeout=60)
-    assert health["success"] and health["stale"] == [] and sorted(health["checked"]) == ["facade-0", "facade-1"]
+    health = rs.reconcile_agents(timeout=60)  # every agent of the supervisor: other tests' too
+    mine = {"facade-0", "facade-1"}
+    assert health["success"] and mine <= set(health["checked"]) and not mine & set(health["stale"])
 
     for i in (0, 1):
         assert rs.delete_agent(f"facade-{i}", force=True) == {"success": True}
