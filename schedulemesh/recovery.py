@@ -56,9 +56,17 @@ class RecoveryMixin:
 
     async def _reattach(self, rec) -> bool:
         """True when the agent of rec's incarnation still runs (now re-attached); else it is recreated."""
+        since = time.time()
         try:
             handle = ray.get_actor(rec.ray_name or rec.name, namespace=rec.namespace)
-            report = await asyncio.wait_for(handle.sm_ping.remote(), REATTACH_TIMEOUT_S)
+            try:
+                report = await asyncio.wait_for(handle.sm_ping.remote(), REATTACH_TIMEOUT_S)
+            except asyncio.TimeoutError:
+                # A busy agent (one call at a time) cannot answer a ping, but its heartbeat thread reaches the
+                # new head: a beat of this incarnation since we asked means it is alive.
+                if rec.last_heartbeat < since:
+                    raise
+                report = dict(rec.report)
             if report.get("incarnation", rec.incarnation) != rec.incarnation:
                 raise RuntimeError("an older incarnation answered")
         except Exception:
@@ -66,7 +74,7 @@ class RecoveryMixin:
             await self._recover(rec, "gone after a supervisor restart")
             return False
         self.handles[rec.name] = handle
-        rec.pid, rec.status, rec.last_heartbeat = report["pid"], "alive", time.time()
+        rec.pid, rec.status, rec.last_heartbeat = report.get("pid", rec.pid), "alive", time.time()
         rec.report = {**report, **rec.pushed}
         self._event("reattached", rec.name, pid=rec.pid)
         return True
