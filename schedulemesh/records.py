@@ -40,6 +40,10 @@ class AgentRecord:
     last_recovery_s: float | None = None
     last_error: str | None = None
 
+    def take_report(self, report: dict) -> None:
+        """A fresh report from the agent; metrics pushed from outside stay on top of it."""
+        self.report = {**report, **self.pushed}
+
     def info(self) -> dict:
         """A plain-dict view for callers."""
         return {"name": self.name, "ray_name": self.ray_name or self.name, "pool": self.pool, "class": self.actor_class.__name__, "labels": dict(self.labels),

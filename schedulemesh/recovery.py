@@ -75,7 +75,7 @@ class RecoveryMixin:
             return False
         self.handles[rec.name] = handle
         rec.pid, rec.status, rec.last_heartbeat = report.get("pid", rec.pid), "alive", time.time()
-        rec.report = {**report, **rec.pushed}
+        rec.take_report(report)
         self._event("reattached", rec.name, pid=rec.pid)
         return True
 
@@ -94,7 +94,8 @@ class RecoveryMixin:
         for name, answer in zip(names, pings):
             rec = self.agents[name]
             if isinstance(answer, dict):
-                rec.report, rec.last_heartbeat = {**answer, **rec.pushed}, now
+                rec.take_report(answer)
+                rec.last_heartbeat = now
             elif answer is None or isinstance(answer, ActorDiedError) or now - rec.last_heartbeat > limit:
                 stale.append(name)
         recreated = []
@@ -112,8 +113,8 @@ class RecoveryMixin:
         if handle is None:
             return None  # no actor to ask: as dead as one that died
         try:
-            return await asyncio.wait_for(handle.sm_ping.remote(), timeout_s)
-        except Exception as exc:  # dead, restarting, or busy past the timeout: the caller decides
+            return await asyncio.wait_for(self._probe(handle), timeout_s)  # dead or restarting: the error
+        except asyncio.TimeoutError as exc:  # busy past the timeout: the heartbeat's age decides
             return exc
 
     async def update_agent_metrics(self, name: str, metrics: dict) -> dict:
@@ -125,5 +126,5 @@ class RecoveryMixin:
         if rec is None:
             raise AgentNotFound(f"no agent named {name!r}")
         rec.pushed = {**rec.pushed, **dict(metrics)}
-        rec.report = {**rec.report, **rec.pushed}
+        rec.take_report(rec.report)
         return rec.info()

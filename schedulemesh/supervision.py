@@ -33,7 +33,7 @@ class SupervisionMixin:
             self._event("ray_restart", name, old_pid=rec.pid, pid=report["pid"])
             rec.pid = report["pid"]
         rec.last_heartbeat = time.time()
-        rec.report = {**report, **rec.pushed}
+        rec.take_report(report)
 
     async def _monitor_loop(self) -> None:
         while True:
