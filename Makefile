@@ -8,11 +8,15 @@ export TOKENIZERS_PARALLELISM := false
 .PHONY: install demo aflow repair repair-train test test-fast bench clean
 
 # torch 2.13.0 first: it resolves to the local CPU build; any other spec would pull GBs of CUDA wheels.
-# bubblewrap is the sandbox for model-written code (README, "Sandbox"); installed when missing and apt is usable.
+# bubblewrap is the sandbox for model-written code (README, "Sandbox"); chromium renders the Prefect and MLflow UI
+# pages in a test; both installed when missing and apt is usable.
 $(VENV)/.installed: pyproject.toml
 	command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; } || \
 		echo "bubblewrap missing: sandboxed code will raise SandboxUnavailable (README, Sandbox)"
+	command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+		echo "chromium missing: the UI test (tests/integration/test_ui_pages.py) will fail"
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0

@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 
 from aflow_rl import benchmarks, operators
-from aflow_rl.llm import LLMHandle
+from aflow_rl.llm import LLMHandle, sample_scope
 from aflow_rl.workflow import load_workflow_class
 
 ERROR_RETRIES = 5  # AFlow retries a problem up to 5 times when the workflow raises
@@ -54,11 +54,13 @@ async def _solve(workflow, benchmark: str, problem: dict, code_limits: dict) -> 
 
 
 async def _evaluate(graph_src: str, prompt_src: str, problems: list[dict], benchmark: str, llm: LLMHandle,
-                    concurrency: int, code_limits: dict) -> tuple[list[dict], dict]:
+                    concurrency: int, code_limits: dict, sample_key: str | None) -> tuple[list[dict], dict]:
     workflow = load_workflow_class(graph_src, prompt_src)(name=benchmark, llm_config=llm, dataset=benchmark.upper())
     sem = asyncio.Semaphore(concurrency)
 
     async def one(p: dict) -> dict:
+        if sample_key is not None:  # this task's context only: each problem draws from its own seeds
+            sample_scope.set(f"{sample_key}:{p['id']}")
         async with sem:
             return await _solve(workflow, benchmark, p, code_limits)
 
@@ -68,13 +70,17 @@ async def _evaluate(graph_src: str, prompt_src: str, problems: list[dict], bench
 
 
 def evaluate_rows(graph_src: str, prompt_src: str, problems: list[dict], benchmark: str, llm: LLMHandle,
-                  concurrency: int = 50, code_limits: dict | None = None) -> dict:
-    """Score a workflow on these problems; {'rows', 'usage', 'parse_failures', 'seconds'}."""
+                  concurrency: int = 50, code_limits: dict | None = None, sample_key: str | None = None) -> dict:
+    """Score a workflow on these problems; {'rows', 'usage', 'parse_failures', 'seconds'}.
+
+    sample_key names this evaluation (run, round, repeat): with it every problem's model calls are
+    seeded from the key, the problem and the prompt, so the rows do not depend on batching or sharding.
+    """
     limits = code_limits or {}
     operators.CODE_LIMITS = dataclasses.replace(operators.CODE_LIMITS, **limits)
     before = dict(operators.PARSE_FAILURES)
     t0 = time.perf_counter()
-    rows, usage = run_sync(_evaluate(graph_src, prompt_src, problems, benchmark, llm, concurrency, limits))
+    rows, usage = run_sync(_evaluate(graph_src, prompt_src, problems, benchmark, llm, concurrency, limits, sample_key))
     fails = {k: v - before.get(k, 0) for k, v in operators.PARSE_FAILURES.items() if v - before.get(k, 0)}
     return {"rows": rows, "usage": usage, "parse_failures": fails, "seconds": time.perf_counter() - t0}
 
@@ -123,7 +129,9 @@ def write_round_evaluation(round_dir: str | Path, round_idx: int, problems: list
 
 
 def evaluate_local(graph_src: str, prompt_src: str, problems: list[dict], benchmark: str, llm: LLMHandle,
-                   repeats: int, concurrency: int = 50, code_limits: dict | None = None) -> list[list[dict]]:
+                   repeats: int, concurrency: int = 50, code_limits: dict | None = None,
+                   sample_key: str | None = None) -> list[list[dict]]:
     """All repeats in this process, one shard each (benchmarks and tests without Ray)."""
-    return [[evaluate_rows(graph_src, prompt_src, problems, benchmark, llm, concurrency, code_limits)]
-            for _ in range(repeats)]
+    return [[evaluate_rows(graph_src, prompt_src, problems, benchmark, llm, concurrency, code_limits,
+                           None if sample_key is None else f"{sample_key}:rep{i}")]
+            for i in range(repeats)]

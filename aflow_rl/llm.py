@@ -5,11 +5,18 @@
 once however many workflows it evaluates. Local engines are fed in micro-batches: concurrent
 operator calls from many problems become one batched generate, which is what makes offline
 evaluation on CPU fast enough to search.
+
+Which requests share a batch depends on timing, so sampling is seeded per request, not per batch:
+an evaluation names each problem's scope (`sample_scope`), and a call's seed is a hash of that scope,
+the prompt, the temperature and how many times this LLM was asked that prompt there before. The same
+workflow on the same problems then draws the same samples however the calls were batched or sharded.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import hashlib
 import re
 import threading
 from dataclasses import dataclass, field
@@ -19,6 +26,16 @@ from planact.engines.base import SamplingParams
 
 # The local Plan/Act pair understands exactly two prompt shapes (planact.envs.plan_act).
 ACTOR_PROMPT_RE = re.compile(r":\s*\d+\s*=\s*$")
+
+# Set by the evaluator per problem (a string naming run, round, repeat and problem); asyncio tasks
+# an operator starts inherit it. None = no per-request seeds (the engine's own call-count seeds).
+sample_scope: contextvars.ContextVar[str | None] = contextvars.ContextVar("aflow_sample_scope", default=None)
+
+
+def request_seed(scope: str, prompt: str, temperature: float, occurrence: int) -> int:
+    """A 63-bit seed from a request's identity (stable across processes, unlike hash())."""
+    digest = hashlib.blake2b(f"{scope}\x00{temperature!r}\x00{occurrence}\x00{prompt}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
 
 
 @dataclass
@@ -46,10 +63,11 @@ class _Batcher:
         self._pending: dict[int, list[tuple[str, float, asyncio.Future]]] = {}
         self._flushers: dict[int, asyncio.Task] = {}
 
-    async def generate(self, prompt: str, temperature: float) -> tuple[str, dict]:
+    async def generate(self, prompt: str, temperature: float, seed: int | None = None) -> tuple[str, dict]:
+        """Queue one request for the next batch and wait for its completion."""
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
-        self._pending.setdefault(id(loop), []).append((prompt, temperature, fut))
+        self._pending.setdefault(id(loop), []).append((prompt, temperature, seed, fut))
         flusher = self._flushers.get(id(loop))
         if flusher is None or flusher.done():
             self._flushers[id(loop)] = asyncio.create_task(self._flush_soon(id(loop)))
@@ -65,19 +83,21 @@ class _Batcher:
             for item in batch:
                 by_temp.setdefault(item[1], []).append(item)
             for temp, items in by_temp.items():
+                seeds = [seed for _, _, seed, _ in items]
                 try:
-                    outs = await asyncio.to_thread(self._run, [p for p, _, _ in items], temp)
+                    outs = await asyncio.to_thread(self._run, [p for p, _, _, _ in items], temp,
+                                                   None if None in seeds else seeds)
                 except Exception as err:  # every waiter learns the engine's error; none hangs
-                    for _, _, fut in items:
+                    for *_, fut in items:
                         if not fut.done():
                             fut.set_exception(err)
                     continue
-                for (_, _, fut), out in zip(items, outs):
+                for (*_, fut), out in zip(items, outs):
                     if not fut.done():
                         fut.set_result(out)
 
-    def _run(self, prompts: list[str], temperature: float) -> list[tuple[str, dict]]:
-        params = SamplingParams(temperature=temperature, max_new_tokens=self.max_new_tokens, n=1)
+    def _run(self, prompts: list[str], temperature: float, seeds: list[int] | None) -> list[tuple[str, dict]]:
+        params = SamplingParams(temperature=temperature, max_new_tokens=self.max_new_tokens, n=1, row_seeds=seeds)
         with self._lock:
             groups = self.engine.generate(prompts, params)
         out = []
@@ -96,9 +116,9 @@ class Backend:
         self.engines, self.route, self.prices = engines, route, prices
         self.follows_instructions = follows_instructions
 
-    async def complete(self, prompt: str, temperature: float) -> tuple[str, dict]:
+    async def complete(self, prompt: str, temperature: float, seed: int | None = None) -> tuple[str, dict]:
         """Answer one prompt through the engine the route picks."""
-        return await self.engines[self.route(prompt)].generate(prompt, temperature)
+        return await self.engines[self.route(prompt)].generate(prompt, temperature, seed)
 
 
 class LLM:
@@ -107,6 +127,7 @@ class LLM:
     def __init__(self, backend: Backend, temperature: float):
         self.backend, self.temperature = backend, temperature
         self.usage = Usage()
+        self._asked: dict[tuple, int] = {}  # (scope, prompt, temperature) -> times asked, for request seeds
 
     @property
     def follows_instructions(self) -> bool:
@@ -114,7 +135,13 @@ class LLM:
         return self.backend.follows_instructions
 
     async def __call__(self, prompt: str, temperature: float | None = None) -> str:
-        text, u = await self.backend.complete(prompt, self.temperature if temperature is None else temperature)
+        temp = self.temperature if temperature is None else temperature
+        scope, seed = sample_scope.get(), None
+        if scope is not None:  # counted before any await: program order, not completion order, numbers the calls
+            key = (scope, prompt, temp)
+            k = self._asked[key] = self._asked.get(key, -1) + 1
+            seed = request_seed(scope, prompt, temp, k)
+        text, u = await self.backend.complete(prompt, temp, seed)
         self.usage.calls += 1
         self.usage.prompt_tokens += int(u.get("prompt_tokens") or 0)
         self.usage.completion_tokens += int(u.get("completion_tokens") or 0)

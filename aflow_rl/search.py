@@ -192,11 +192,16 @@ class Search:
 
     # --- evaluate, record ---
 
+    def sample_key(self, split_name: str, r: int) -> str:
+        """What seeds round r's model calls on a split: the same samples locally and sharded over Ray."""
+        return f"{self.cfg.seed}:{split_name}:{r}"
+
     def evaluate_here(self, r: int, problems: list[dict] | None = None) -> list[list[dict]]:
         """All validation repeats of round r in this process."""
         graph, prompt = read_round(self.ws.round_dir(r))
         return evaluate_local(graph, prompt, problems or self.validation, self.cfg.benchmark, self.llm,
-                              self.cfg.search.validation_repeats, self.cfg.concurrency, self.code_limits)
+                              self.cfg.search.validation_repeats, self.cfg.concurrency, self.code_limits,
+                              self.sample_key("validation", r))
 
     def record(self, r: int, repeats: list[list[dict]], seconds: float) -> dict:
         """Write CSVs, log.json, results rows and (after round 1) the experience; return the round's figures."""
@@ -269,7 +274,7 @@ class Search:
     def test_score(self, r: int, repeats: int = 1) -> float:
         """Held-out test score of round r (the 4/5 of the problems never used for selection)."""
         reps = evaluate_local(*read_round(self.ws.round_dir(r)), self.test, self.cfg.benchmark, self.llm, repeats,
-                              self.cfg.concurrency, self.code_limits)
+                              self.cfg.concurrency, self.code_limits, self.sample_key("test", r))
         return summarise(reps)["score"]
 
 

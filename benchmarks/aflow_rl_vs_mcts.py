@@ -10,6 +10,7 @@ Prints per seed and on average: best validation score, the round that first reac
 
     python benchmarks/aflow_rl_vs_mcts.py                 # 10 rounds, seeds 0 1 2 (~3 min after the executor)
     python benchmarks/aflow_rl_vs_mcts.py --rounds 15 --seeds 0 1 2 3 4
+    python benchmarks/aflow_rl_vs_mcts.py --tiny          # seconds after the executor (the suite runs it)
 """
 
 from __future__ import annotations
@@ -49,8 +50,15 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--root", default="runs", help="where the executor models are cached (runs/aflow-executor)")
+    ap.add_argument("--executor", default=None, help="an executor checkpoint folder to use instead of building one")
+    ap.add_argument("--limit", type=int, default=None, help="validation problems per evaluation (default: the config's)")
+    ap.add_argument("--tiny", action="store_true", help="2 rounds, seeds 0 1, 20 problems (tests: the benchmark cannot rot)")
     args = ap.parse_args()
+    if args.tiny:
+        args.rounds, args.seeds, args.limit = 2, [0, 1], args.limit or 20
     torch.set_num_threads(1)
+    extra = {**({"executor": {"checkpoint": args.executor}} if args.executor else {}),
+             **({"limit": args.limit} if args.limit else {})}
     work = Path(tempfile.mkdtemp(prefix="aflow-bench-"))
     results: dict[str, list[tuple[float, int, float]]] = {"mcts": [], "policy": [], "policy+pool": []}
     pool_steps: list[dict] = []
@@ -60,7 +68,7 @@ def main() -> int:
         for arm in results:
             cfg = AFlowConfig(run_name=f"{arm.replace('+', '-')}-s{seed}", root=args.root, seed=seed,
                               workspace=str(work / arm / str(seed) / "workflows"),
-                              policy={"enabled": arm != "mcts"}, search={"max_rounds": args.rounds})
+                              policy={"enabled": arm != "mcts"}, search={"max_rounds": args.rounds}, **extra)
             # Each arm keeps its policy under its own run name; remove a stale one from an earlier invocation.
             (cfg.run_dir() / "policy.pt").unlink(missing_ok=True)
             shared = arm == "policy+pool"

@@ -6,6 +6,7 @@ up to and including EOS. Prints tokens/s of each and the ratio, measured in this
     python benchmarks/engine_throughput.py                                  # tiny planner, CPU
     python benchmarks/engine_throughput.py --from runs/demo/checkpoints/warm_start/planner
     python benchmarks/engine_throughput.py --device cuda --prompts 512      # on a GPU machine
+    python benchmarks/engine_throughput.py --tiny                           # seconds (the suite runs it)
 """
 
 from __future__ import annotations
@@ -53,7 +54,10 @@ def main() -> None:
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (a Ray actor's default is 1)")
+    ap.add_argument("--tiny", action="store_true", help="16 prompts, 8 new tokens (tests: the benchmark cannot rot)")
     args = ap.parse_args()
+    if args.tiny:
+        args.prompts, args.max_new_tokens = 16, 8
     torch.set_num_threads(args.threads)
     cfg = load_config("configs/demo.yaml")
     path = args.path or materialize_tiny(cfg.planner.tiny, Path(tempfile.mkdtemp()) / "planner", seed=0)

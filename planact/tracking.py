@@ -16,6 +16,23 @@ from planact import faults
 from planact.config import flatten
 from planact.secrets import redact
 
+# MLflow 3 shows an experiment as GenAI or model training by this tag; ours train models.
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+NOTE_TAG = "mlflow.note.content"  # the run page's Description
+
+
+def flow_run_link(tags: dict[str, str]) -> str | None:
+    """A markdown link to the Prefect flow run named by the tags (its UI lives beside $PREFECT_API_URL)."""
+    run_id = tags.get("prefect.flow_run_id")
+    if not run_id or run_id == "None":
+        return None
+    name = tags.get("prefect.flow_run_name") or run_id
+    api = os.environ.get("PREFECT_API_URL", "").rstrip("/")
+    if not api:
+        return f"Prefect flow run `{name}` ({run_id})"
+    return f"Prefect flow run [{name}]({api.removesuffix('/api')}/runs/flow-run/{run_id})"
+
+
 def tracking_uri(cfg) -> str:
     """Config URI, else $MLFLOW_TRACKING_URI, else a SQLite store under the run root (any config with .tracking)."""
     if cfg.tracking.tracking_uri:
@@ -64,11 +81,17 @@ class Tracker:
                 artifact_location = None
                 if self.uri.startswith("sqlite:///"):
                     artifact_location = (Path(self.uri[len("sqlite:///"):]).parent / "mlartifacts").as_uri()
-                exp_id = self.client.create_experiment(cfg.tracking.experiment, artifact_location=artifact_location)
+                exp_id = self.client.create_experiment(cfg.tracking.experiment, artifact_location=artifact_location,
+                                                       tags=dict([EXPERIMENT_KIND]))
             else:
                 exp_id = exp.experiment_id
+                if EXPERIMENT_KIND[0] not in exp.tags:  # an experiment MLflow guessed a kind for, or an older one
+                    self.client.set_experiment_tag(exp_id, *EXPERIMENT_KIND)
+        link = flow_run_link(tags or {})
         if run_id is None:
             tags = {**(tags or {}), **({"mlflow.parentRunId": parent_run_id} if parent_run_id else {})}  # nesting
+            if link and NOTE_TAG not in tags:
+                tags[NOTE_TAG] = f"planact run `{run_name or cfg.run_name}`, started by {link}."
             run = self.client.create_run(exp_id, run_name=run_name or cfg.run_name, tags=tags)
             self.run_id = run.info.run_id
             params = [Param(k, v) for k, v in safe_params(cfg).items()]
@@ -77,6 +100,10 @@ class Tracker:
         else:
             self.run_id = run_id
             self.client.update_run(run_id, status="RUNNING")
+            tags = dict(tags or {})
+            if link:  # keep the history of flow runs that worked on this run
+                note = self.client.get_run(run_id).data.tags.get(NOTE_TAG, "")
+                tags[NOTE_TAG] = f"{note}\n\nResumed by {link}.".strip()
             if tags:
                 self.set_tags(tags)
         self.experiment_id = exp_id

@@ -128,8 +128,9 @@ class RoleWorker(AgentActor):
         """Supervised warm start on the environment's teacher demonstrations; returns the loss curve."""
         trainer = self._require_trainer()
         ws = self.rc.warm_start
-        # Enough distinct demonstrations that the warm start plateaus on the task, not on memorising them.
-        n = min(20000, max(2000, (steps if steps is not None else ws.steps) * ws.batch_size // 4))
+        # Enough distinct demonstrations that the warm start plateaus on the task, not on memorising them:
+        # each is seen ~4 times. (A fixed 20k let one seed generalise and another memorise at 6000 steps.)
+        n = min(200_000, max(2000, (steps if steps is not None else ws.steps) * ws.batch_size // 4))
         demos = self.demonstrations(make_env(self.cfg), n, random.Random(f"{seed}:demos:{self.role}"))
         torch.manual_seed(seed)
         curve = sft(self.model, self.tokenizer.pad_token_id, demos, ws, seed=seed, steps=steps)

@@ -57,7 +57,8 @@ def evaluate_shard(cfg: AFlowConfig, round_idx: int, shard: int, repeat: int) ->
     s = Search(cfg)
     graph, prompt = read_round(s.ws.round_dir(round_idx))
     problems = s.validation[shard :: cfg.shards]
-    out = evaluate_rows(graph, prompt, problems, cfg.benchmark, s.llm, cfg.concurrency, s.code_limits)
+    out = evaluate_rows(graph, prompt, problems, cfg.benchmark, s.llm, cfg.concurrency, s.code_limits,
+                        f"{s.sample_key('validation', round_idx)}:rep{repeat}")
     return {**out, "shard": shard, "repeat": repeat}
 
 

@@ -15,6 +15,9 @@ class SamplingParams:
     max_new_tokens: int = 24
     n: int = 1  # samples per prompt (a GRPO group)
     seed: int | None = None
+    # One seed per prompt: each row samples from its own generator, so what a prompt draws does not
+    # depend on which other prompts share its batch (the AFlow executor batches concurrent calls by timing).
+    row_seeds: list[int] | None = None
 
 
 @dataclass

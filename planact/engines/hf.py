@@ -34,15 +34,23 @@ class HFEngine:
         """Sample `params.n` completions per prompt, batched up to max_batch rows."""
         rows = [self.encode(p) for p in prompts for _ in range(params.n)]
         self._calls += 1
-        seed = params.seed if params.seed is not None else (self.weight_version * 1_000_003 + self._calls)
-        gen = torch.Generator(device="cpu").manual_seed(int(seed))
+        if params.row_seeds is not None:
+            if len(params.row_seeds) != len(prompts):
+                raise ValueError(f"row_seeds: {len(params.row_seeds)} seeds for {len(prompts)} prompts")
+            gens = [torch.Generator(device="cpu").manual_seed((int(s) + j) % 2**63)
+                    for s in params.row_seeds for j in range(params.n)]
+        else:
+            seed = params.seed if params.seed is not None else (self.weight_version * 1_000_003 + self._calls)
+            gens = [torch.Generator(device="cpu").manual_seed(int(seed))]
         flat: list[Completion] = []
         for start in range(0, len(rows), self.max_batch):
-            flat.extend(self._generate_batch(rows[start : start + self.max_batch], params, gen))
+            chunk = gens if len(gens) == 1 else gens[start : start + self.max_batch]
+            flat.extend(self._generate_batch(rows[start : start + self.max_batch], params, chunk))
         return [flat[i * params.n : (i + 1) * params.n] for i in range(len(prompts))]
 
     @torch.no_grad()
-    def _generate_batch(self, rows: list[list[int]], params: SamplingParams, gen: torch.Generator) -> list[Completion]:
+    def _generate_batch(self, rows: list[list[int]], params: SamplingParams, gens: list[torch.Generator]) -> list[Completion]:
+        """Decode one batch; one generator for the batch, or one per row (row_seeds)."""
         model = self.model
         was_training = model.training
         model.eval()
@@ -72,7 +80,10 @@ class HFEngine:
                 probs = logp.exp()
                 if params.top_p < 1.0:
                     probs = _top_p_filter(probs, params.top_p)
-                tok = torch.multinomial(probs, 1, generator=gen).squeeze(-1)
+                if len(gens) == 1:
+                    tok = torch.multinomial(probs, 1, generator=gens[0]).squeeze(-1)
+                else:
+                    tok = torch.cat([torch.multinomial(probs[i : i + 1], 1, generator=g) for i, g in enumerate(gens)]).squeeze(-1)
             else:
                 logp = F.log_softmax(logits, dim=-1)
                 tok = logits.argmax(-1)

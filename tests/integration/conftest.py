@@ -95,13 +95,14 @@ def prefect_api(tmp_path_factory):
     """A real Prefect server; yields its API URL and exports it for this process and its children."""
     home = tmp_path_factory.mktemp("prefect_home")
     port = free_port()
+    url = f"http://127.0.0.1:{port}/api"
+    # The UI is on: a test opens a finished flow run's page in a real browser (test_flow_end_to_end.py).
     env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-           "PREFECT_UI_ENABLED": "false"}
+           "PREFECT_UI_ENABLED": "true", "PREFECT_UI_API_URL": url}
     env.pop("PREFECT_API_URL", None)
     log = open(home / "server.log", "w")
     proc = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
                             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}/api"
     old = {k: os.environ.get(k) for k in ("PREFECT_API_URL", "PREFECT_HOME")}
     try:
         wait_http(url + "/health", 90, proc)

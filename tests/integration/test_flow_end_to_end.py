@@ -8,6 +8,7 @@ from mlflow.tracking import MlflowClient
 
 from planact.experience import ExperienceStore
 
+from .browser import page_text
 from .conftest import SMOKE, cli_env, read_state, run_cli
 
 
@@ -53,7 +54,8 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
 
     # The Prefect side: the flow run completed and carries a markdown artifact linking the MLflow run.
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+    from prefect.client.schemas.filters import (ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter,
+                                                FlowRunFilterParentFlowRunId)
 
     with get_client(sync_client=True) as client_p:
         fr = client_p.read_flow_run(flow_run_id)
@@ -67,6 +69,26 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
         assert any(m.startswith("Finished in state Completed") for m in messages)
         assert "Finished in state" not in out and "Created task run" not in out
         assert "[####################] round 3/3: success" in out and "| held-out pass@1 " in out
+        rounds = client_p.read_flow_runs(flow_run_filter=FlowRunFilter(
+            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[fr.id])))
+        round_1 = next(r for r in rounds if r.parameters.get("round_idx") == 1)
+
+    # What a person sees in a real browser (headless Chromium), with screenshots kept under the run folder.
+    ui = run_dir / "ui"
+    ui.mkdir()
+    prefect_ui = prefect_api.removesuffix("/api")
+    page = page_text(f"{prefect_ui}/runs/flow-run/{flow_run_id}", ui / "prefect-flow-run.png")
+    assert fr.name in page and "Completed" in page and "plan-act-training" in page, page[:3000]
+    page = page_text(f"{prefect_ui}/runs/flow-run/{round_1.id}", ui / "prefect-round-1.png")
+    assert round_1.name in page and "Completed" in page, page[:3000]
+    for stage in ("planner_generate", "barrier", "actor_execute", "train_role"):  # the round's task runs, in its logs
+        assert stage in page, (stage, page[:3000])
+    page = page_text(f"{mlflow_server}/#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}",
+                     ui / "mlflow-run.png")
+    assert "e2e" in page and "Finished" in page, page[:3000]
+    assert fr.name in page  # the Description links the Prefect flow run
+    for key in ("planner/reward_mean", "actor/reward_mean", "planner/loss", "actor/loss", "heldout/pass_at_1", "success"):
+        assert key in page, (key, page[:3000])
 
     # The evaluate flow (the `evaluate` deployment) re-scores the last checkpoint in its own agents and MLflow run:
     # same weights, same seeds -> the same held-out figures the training run logged after round 3.

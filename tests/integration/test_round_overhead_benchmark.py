@@ -1,5 +1,7 @@
 """Benchmarks in their tiny modes, so they cannot rot: round_overhead.py (it broke once when the experience
-pool joined the round and nothing ran it), rl_vs_sft.py over seeds, and one cell of fault_matrix.py."""
+pool joined the round and nothing ran it), rl_vs_sft.py over seeds, one cell of fault_matrix.py,
+engine_throughput.py. (aflow_rl_vs_mcts.py runs in test_search_offline.py, beside the executor it needs;
+trainer_scaling.py, repair_throughput.py and repair_rl.py beside their own features.)"""
 
 from __future__ import annotations
 
@@ -47,3 +49,12 @@ def test_fault_matrix_tiny_mode():
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     assert re.search(r"^trainer\.mid_train:2\s+completed", out.stdout, re.M), out.stdout
     assert "1 of 1 cells completed or resumed with nothing lost" in out.stdout
+
+
+def test_engine_throughput_benchmark_tiny_mode():
+    out = subprocess.run([sys.executable, "benchmarks/engine_throughput.py", "--tiny"], cwd=REPO, capture_output=True,
+                         text=True, timeout=300, env=cli_env())
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    assert "16 prompts, max_new_tokens 8" in out.stdout
+    ratio = re.search(r"ratio batched / naive: ([0-9.]+)x", out.stdout)
+    assert ratio and float(ratio.group(1)) > 0, out.stdout

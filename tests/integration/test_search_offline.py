@@ -6,12 +6,17 @@ The executor is a real warm-started planner+actor pair (session fixture `aflow_e
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 
 from aflow_rl import space, tree
 from aflow_rl.config import AFlowConfig
 from aflow_rl.evaluator import evaluate_local, summarise
 from aflow_rl.search import Search, run_local
 from aflow_rl.workspace import Workspace
+
+from .conftest import REPO, cli_env
 
 
 def _cfg(tmp_path, executor: str, **kw) -> AFlowConfig:
@@ -38,6 +43,10 @@ def test_search_writes_aflow_files_and_resumes_an_interrupted_round(tmp_path, af
     cfg = _cfg(tmp_path, aflow_executor)
     history = run_local(cfg)
     assert [h["round"] for h in history] == [1, 2, 3]
+    # Same seed, other batching (3 problems at a time instead of all 30): the same search, sample for sample.
+    again = run_local(_cfg(tmp_path / "again", aflow_executor, concurrency=3))
+    keys = ("round", "score", "std", "parent", "modification", "best")
+    assert [{k: h.get(k) for k in keys} for h in again] == [{k: h.get(k) for k in keys} for h in history]
     ws = Workspace(cfg.workspace_dir())
     # AFlow's layout and shapes, read back by a fresh reader.
     rows = json.loads((ws.root / "results.json").read_text())
@@ -63,3 +72,14 @@ def test_search_writes_aflow_files_and_resumes_an_interrupted_round(tmp_path, af
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
     assert len(list((ws.root / "round_3").glob("*.csv"))) == 2  # the half-done evaluation's files were replaced
     assert sorted({r["round"] for r in json.loads((ws.root / "results.json").read_text())}) == [1, 2, 3, 4]
+
+
+def test_aflow_rl_vs_mcts_benchmark_tiny_mode(tmp_path, aflow_executor):
+    """benchmarks/aflow_rl_vs_mcts.py in its tiny mode on the session's executor, so the benchmark cannot rot."""
+    out = subprocess.run([sys.executable, "benchmarks/aflow_rl_vs_mcts.py", "--tiny", "--executor", aflow_executor,
+                          "--root", str(tmp_path)],
+                         cwd=REPO, capture_output=True, text=True, timeout=600, env=cli_env())
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    assert "2 seeds x 2 rounds per arm" in out.stdout
+    for arm in ("policy", "policy+pool"):
+        assert re.search(rf"^paired {re.escape(arm)} - mcts: mean [+-][0-9.]+ \(sd", out.stdout, re.M), out.stdout

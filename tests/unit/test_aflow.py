@@ -169,3 +169,41 @@ def test_a_workspace_in_aflows_shipped_form_opens_and_resumes(tmp_path):
     assert not ws.finished(1)  # round 1 is there but not evaluated: a search starts by evaluating it
     ws.append_results([{"round": 1, "score": 0.4, "avg_cost": 0.0, "total_cost": 0.0, "time": 1.0}])
     assert Workspace(root).results()[0]["score"] == 0.4 and Workspace(root).finished(1)
+
+
+def test_executor_samples_do_not_depend_on_how_calls_are_batched():
+    """The same problems draw the same samples whether their calls share one batch or arrive one by one."""
+    import asyncio
+    import random
+
+    import torch
+
+    from aflow_rl.llm import LLM, Backend, _Batcher, sample_scope
+    from planact.config import RunConfig
+    from planact.engines.hf import HFEngine
+    from planact.models import build_tiny_model, build_tokenizer
+
+    tok = build_tokenizer()
+    torch.manual_seed(0)
+    engine = HFEngine(build_tiny_model(RunConfig().actor.tiny, len(tok), 0, tok), tok, name="t")  # untrained: noisy
+    rng = random.Random(0)
+    prompts = [f"inc>rev:{rng.randrange(10**5)}=" for _ in range(12)]
+
+    async def ask_all(window_s: float, order: list[int]) -> dict:
+        llm = LLM(Backend({"a": _Batcher(engine, 8, window_s=window_s)}, lambda _p: "a"), temperature=1.0)
+
+        async def problem(i: int) -> list[str]:
+            sample_scope.set(f"key:{i}")
+            twice = await asyncio.gather(llm(prompts[i]), llm(prompts[i]))  # one prompt asked twice
+            return [*twice, await llm(prompts[(i + 1) % len(prompts)])]
+
+        got = await asyncio.gather(*(problem(i) for i in order))
+        return dict(zip(order, got))
+
+    batched = asyncio.run(ask_all(0.05, list(range(12))))  # everything lands in one batch
+    shuffled = list(range(12))
+    random.Random(1).shuffle(shuffled)
+    alone = asyncio.run(ask_all(0.0, shuffled))  # other order, smaller batches
+    assert batched == alone
+    # Asking twice in one problem draws two samples, not one repeated; other keys draw otherwise.
+    assert sum(v[0] != v[1] for v in batched.values()) >= 6
