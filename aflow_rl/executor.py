@@ -36,7 +36,8 @@ def _warm_start(folder: Path, role: str, steps: int, seed: int) -> None:
     demos = [(encode_prompt(tok, p), tok.encode(t, add_special_tokens=False) + [tok.eos_token_id]) for p, t in pairs]
     torch.manual_seed(seed)
     if steps:
-        sft(model, tok.pad_token_id, demos, rc.warm_start, seed=seed, steps=steps)
+        # A fixed step count (no held-out stop): the cached executor is the same models on every machine.
+        sft(model, tok.pad_token_id, demos, rc.warm_start.model_copy(update={"patience": 0}), seed=seed, steps=steps)
     model.save_pretrained(folder / role)
     tok.save_pretrained(folder / role)
 

@@ -213,7 +213,8 @@ class RunConfig(_Strict):
     actor: RoleConfig = Field(
         default_factory=lambda: RoleConfig(
             tiny=TinyModelSpec(hidden_size=64, num_layers=3, num_heads=4, intermediate_size=192), group_size=2,
-            sampling=SamplingConfig(max_new_tokens=12), warm_start=WarmStartConfig(steps=3000)),
+            sampling=SamplingConfig(max_new_tokens=12),
+            warm_start=WarmStartConfig(steps=6000, patience=3, eval_every=250)),
         description="The actor role (smaller model).",
     )
     credit: CreditConfig = Field(default_factory=CreditConfig, description="Reward credit per role.")

@@ -144,5 +144,7 @@ class Tracker:
     def run_url(self) -> str:
         """A link to the run in the MLflow UI (when tracking a server) or its URI."""
         if self.uri.startswith("http"):
-            return f"{self.uri.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
+            # MLflow 3's UI opens in its GenAI view unless told otherwise; these runs train models.
+            return (f"{self.uri.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
+                    "?workflowType=machine_learning")
         return f"{self.uri} (run {self.run_id}; open with `mlflow ui --backend-store-uri {self.uri}`)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -83,9 +84,11 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
     assert round_1.name in page and "Completed" in page, page[:3000]
     for stage in ("planner_generate", "barrier", "actor_execute", "train_role"):  # the round's task runs, in its logs
         assert stage in page, (stage, page[:3000])
-    page = page_text(f"{mlflow_server}/#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}",
-                     ui / "mlflow-run.png")
+    (url,) = re.findall(r"^mlflow_url: (\S+)", out, re.M)  # the link the CLI printed, as a user would open it
+    assert url.startswith(mlflow_server) and run.info.run_id in url
+    page = page_text(url, ui / "mlflow-run.png")
     assert "e2e" in page and "Finished" in page, page[:3000]
+    assert "Model registry" in page and "Judges" not in page  # the model-training view, not the GenAI one
     assert fr.name in page  # the Description links the Prefect flow run
     for key in ("planner/reward_mean", "actor/reward_mean", "planner/loss", "actor/loss", "heldout/pass_at_1", "success"):
         assert key in page, (key, page[:3000])
