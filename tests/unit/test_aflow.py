@@ -207,3 +207,32 @@ def test_executor_samples_do_not_depend_on_how_calls_are_batched():
     assert batched == alone
     # Asking twice in one problem draws two samples, not one repeated; other keys draw otherwise.
     assert sum(v[0] != v[1] for v in batched.values()) >= 6
+
+
+def test_optimizer_edit_lines_round_trip_and_junk_is_none():
+    from aflow_rl.env import edit_text, parse_edit
+
+    for fam in ("planact", "qa", "code"):
+        for e in space.catalogue(fam):
+            assert parse_edit(f"  {edit_text(e)}  \nwhatever follows", fam) == e
+    for junk in ("", "add", "add plan now", "votes act", "template ACT_PROMPT x", "delete everything", "\n\n", "🙂"):
+        assert parse_edit(junk, "planact") is None
+
+
+def test_gigpo_groups_transitions_of_parallel_searches_by_shared_parent():
+    """Two searches of one benchmark expand the same parent (round 1) first: step-level credit compares those
+    two expansions with each other; unshared parents get none; the better search gets the episode credit."""
+    from aflow_rl.env import step_advantages
+
+    tr = [{"search": "s0", "benchmark": "planact", "t": 1, "reward": 0.30, "anchor": "initial"},
+          {"search": "s0", "benchmark": "planact", "t": 2, "reward": 0.05, "anchor": "plan-added"},
+          {"search": "s1", "benchmark": "planact", "t": 1, "reward": -0.10, "anchor": "initial"},
+          {"search": "s1", "benchmark": "planact", "t": 2, "reward": 0.00, "anchor": "votes-3"},
+          {"search": "h0", "benchmark": "humaneval", "t": 1, "reward": 0.20, "anchor": "initial"}]
+    adv = step_advantages(tr, gamma=0.0, step_weight=1.0)
+    ep = step_advantages(tr, gamma=0.0, step_weight=0.0)  # episode part alone
+    step = [a - e for a, e in zip(adv, ep)]
+    assert step[0] > 0 > step[2] and step[0] == pytest.approx(-step[2])  # the shared parent: compared
+    assert step[1] == step[3] == 0.0  # parents seen in one search only: no step-level credit
+    assert ep[0] == ep[1] > 0 > ep[2] == ep[3]  # s0 (return 0.35) beat s1 (-0.10) on the same benchmark
+    assert step[4] == 0.0 and ep[4] == pytest.approx(0.20)  # another benchmark is another group (alone: raw return)
