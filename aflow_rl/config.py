@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from planact.config import ConfigError, RayConfig, _format_error, _Strict, check_run_name, load_config
+from planact.config import (ConfigError, RayConfig, RLConfig, TinyModelSpec, _format_error, _Strict, check_run_name,
+                            load_config)
 from planact.engine_config import AnthropicConfig, OpenAIConfig
 
 BENCHMARKS = ("planact", "gsm8k", "math", "humaneval", "mbpp", "hotpotqa", "drop")
@@ -66,6 +67,22 @@ class TrackingConfig(_Strict):
     experiment: str = Field("planact-aflow", description="MLflow experiment name.")
 
 
+class OptimizerRLConfig(_Strict):
+    """Training the optimizer model itself on WorkflowEnv (aflow_rl.optimizer_rl): parallel searches, GiGPO."""
+
+    searches: int = Field(4, ge=1, description="Searches per benchmark per iteration (GiGPO's episode group), each with a fresh seed.")
+    iterations: int = Field(10, ge=1, description="Training iterations: the searches run to their end, then one update.")
+    tiny: TinyModelSpec = Field(
+        default_factory=lambda: TinyModelSpec(hidden_size=64, num_layers=2, num_heads=4, intermediate_size=128,
+                                              max_positions=512, tokenizer="bpe", vocab_size=600),
+        description="The tiny optimizer model (its BPE tokenizer is trained here on rendered observations).")
+    rl: RLConfig = Field(default_factory=lambda: RLConfig(lr=1e-3, warmup_steps=0, num_minibatches=1),
+                         description="GRPO settings of the optimizer's updates (advantages come from GiGPO).")
+    temperature: float = Field(1.0, gt=0.0, le=2.0, description="Sampling temperature over the open edits.")
+    gamma: float = Field(0.95, ge=0.0, le=1.0, description="Discount of step returns inside a search.")
+    step_weight: float = Field(1.0, ge=0.0, description="w in A = A_episode + w * A_step.")
+
+
 class AFlowConfig(_Strict):
     """An AFlow optimisation: benchmark, executor, search, policy, where to write."""
 
@@ -80,6 +97,7 @@ class AFlowConfig(_Strict):
     executor: LLMConfig = Field(default_factory=LLMConfig, description="The model the workflows call.")
     search: SearchConfig = Field(default_factory=SearchConfig, description="MCTS settings.")
     policy: PolicyConfig = Field(default_factory=PolicyConfig, description="RL guidance (GiGPO).")
+    optimizer_rl: OptimizerRLConfig = Field(default_factory=OptimizerRLConfig, description="Training the optimizer model itself (aflow_rl.optimizer_rl).")
     concurrency: int = Field(50, ge=1, description="Problems in flight at once per evaluation shard (AFlow: 50).")
     shards: int = Field(2, ge=1, description="Ray tasks each evaluation is fanned out over.")
     task_runner: Literal["ray", "threads"] = Field("ray", description="Where a round's tasks run: 'ray' (RayTaskRunner, fanned out over the cluster) or 'threads' (the flow's own process; small searches inside a training run whose CPUs its agents hold).")

@@ -44,3 +44,25 @@ def test_an_episode_scores_edits_counts_invalid_answers_and_leaves_aflows_layout
         assert set(exp) == {"father node", "modification", "before", "after", "succeed"}
         assert (ws.round_dir(r) / "graph.py").is_file() and list(ws.round_dir(r).glob("*.csv"))
     assert sorted({row["round"] for row in json.loads((ws.root / "results.json").read_text())}) == ws.rounds_on_disk()
+
+
+def test_the_optimizer_model_trains_on_parallel_searches_and_checkpoints(tmp_path, aflow_executor):
+    """Two iterations of two searches each: GiGPO advantages over their transitions move the tiny optimizer's
+    weights, every search ends with its outcome, and each iteration leaves an HF checkpoint."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from aflow_rl.optimizer_rl import OptimizerModel, train_iteration
+
+    cfg = AFlowConfig(run_name="opt", root=str(tmp_path), limit=20, executor={"checkpoint": aflow_executor},
+                      search={"max_rounds": 3, "validation_repeats": 1}, optimizer_rl={"iterations": 2, "searches": 2})
+    opt = OptimizerModel(cfg.optimizer_rl, cfg.benchmark, cfg.seed)
+    before = {k: v.clone() for k, v in opt.model.state_dict().items()}
+    figures = train_iteration(cfg, opt, 1)
+    assert figures["transitions"] >= 4 and figures["optimizer/n_samples"] == figures["transitions"]
+    assert 0.0 <= figures["best"] <= 1.0 and figures["adv_std"] > 0  # the two searches did not tie everywhere
+    assert any(not torch.equal(before[k], v) for k, v in opt.model.state_dict().items())
+    assert opt.engine.weight_version == 1
+    opt.save(tmp_path / "ckpt")
+    again = AutoModelForCausalLM.from_pretrained(tmp_path / "ckpt")
+    assert all(torch.equal(again.state_dict()[k], v) for k, v in opt.model.state_dict().items())

@@ -1,0 +1,132 @@
+"""Train AFlow's optimizer model itself with RL: many searches at once, GiGPO over their transitions, GRPO.
+
+One iteration (`train_iteration`):
+
+    reset `searches` WorkflowEnvs of the benchmark, each with a fresh seed
+    -> step them together until every one has ended: the optimizer model reads each
+       Observation.text() and samples one of the edits open there (decoding constrained to that set:
+       the model's own distribution over it, with the token log-probabilities GRPO needs)
+    -> GiGPO advantages over all the iteration's transitions (episode group: the benchmark's searches;
+       anchor: the identical parent workflow met in several searches)
+    -> one GRPO update of the optimizer model (planact's RoleTrainer), weights synced to its engine
+
+A tiny optimizer is a locally built Llama with a BPE tokenizer trained on rendered observations, so a
+CPU can train it; constrained decoding means it never writes an edit that does not apply (real models
+answering in AFlow's free format go through WorkflowEnv's validation instead, their invalid answers
+scored 0). The untrained model is the baseline a trained one must beat (`run_searches` with either).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import statistics
+from pathlib import Path
+
+import torch
+
+from aflow_rl import space
+from aflow_rl.config import AFlowConfig, OptimizerRLConfig
+from aflow_rl.env import Observation, WorkflowEnv, edit_text, step_advantages
+from planact.engines.base import Completion, SamplingParams
+from planact.engines.hf import HFEngine
+from planact.models import build_bpe_tokenizer, build_tiny_model
+from planact.rl.trainer import RoleTrainer
+
+
+def observation_corpus(benchmark: str, n: int = 400, seed: int = 0) -> list[str]:
+    """Texts the optimizer's tokenizer is trained on: observations along random walks through the edit space."""
+    rng = random.Random(f"{seed}:optimizer-corpus:{benchmark}")
+    family = space.FAMILIES[benchmark]
+    edits = space.catalogue(family)
+    texts = [edit_text(e) for e in edits]
+    for _ in range(n):
+        spec = space.initial_spec(benchmark)
+        for _ in range(rng.randrange(5)):
+            spec = space.apply(spec, rng.choice(edits)) or spec
+        graph, prompt = space.render(spec)
+        open_ = [edit_text(e) for e in edits if space.apply(spec, e) is not None]
+        tried = [f"{rng.uniform(-0.3, 0.3):+.4f} {e.describe()}" for e in rng.sample(edits, rng.randrange(3))]
+        texts.append(Observation(benchmark, 2, 1, rng.random(), graph, prompt, tried,
+                                 rng.sample(open_, rng.randrange(1, len(open_) + 1))).text())
+    return texts
+
+
+class OptimizerModel:
+    """The optimizer as a trainable tiny model: an engine that chooses among open edits, and its trainer."""
+
+    def __init__(self, cfg: OptimizerRLConfig, benchmark: str, seed: int):
+        self.cfg = cfg
+        tok = build_bpe_tokenizer(observation_corpus(benchmark, seed=seed), cfg.tiny.vocab_size)
+        self.model = build_tiny_model(cfg.tiny, len(tok), seed, tok)
+        self.engine = HFEngine(self.model, tok, name="aflow-optimizer")
+        self.trainer = RoleTrainer(self.model, tok.pad_token_id, cfg.rl, cfg.temperature)
+
+    def act(self, observations: list[Observation], seed: int) -> list[Completion]:
+        """One open edit per observation, sampled from the model's distribution over the open edits."""
+        params = SamplingParams(temperature=self.cfg.temperature, n=1, seed=seed)
+        return [c[0] for c in self.engine.choose([(o.text(), o.allowed) for o in observations], params)]
+
+    def update(self, transitions: list[dict], advantages: list[float]) -> dict[str, float]:
+        """One GRPO step over the transitions' choices with their GiGPO advantages; the engine sees it at once."""
+        samples = [{"prompt_ids": tr["completion"].prompt_ids, "token_ids": tr["completion"].token_ids,
+                    "logprobs": tr["completion"].logprobs, "advantage": a} for tr, a in zip(transitions, advantages)]
+        metrics = self.trainer.train_step(samples)
+        self.engine.update_weights()  # the trainer updated the engine's own model in place
+        return metrics
+
+    def save(self, folder: str | Path) -> None:
+        """An HF folder (weights + tokenizer), like every planact checkpoint."""
+        self.model.save_pretrained(folder)
+        self.engine.tokenizer.save_pretrained(folder)
+
+
+def _seed(*parts) -> int:
+    return int.from_bytes(hashlib.blake2b(":".join(map(str, parts)).encode(), digest_size=8).digest(), "big") >> 1
+
+
+def run_searches(cfg: AFlowConfig, optimizer: OptimizerModel, seeds: list[int], tag: str) -> list[dict]:
+    """Run one search per seed to its end, all stepped together; returns every transition in order."""
+    envs = {s: WorkflowEnv(cfg.model_copy(update={"run_name": f"{cfg.run_name}-{tag}"})) for s in seeds}
+    obs = {s: env.reset(cfg.benchmark, s) for s, env in envs.items()}
+    transitions: list[dict] = []
+    t = 0
+    while active := [s for s, env in envs.items() if not env.done]:
+        t += 1
+        picks = optimizer.act([obs[s] for s in active], seed=_seed(tag, t))
+        for s, pick in zip(active, picks):
+            before = obs[s]
+            obs[s], reward, _done, info = envs[s].step(pick.text)
+            transitions.append({"search": f"{cfg.benchmark}-s{s}", "benchmark": cfg.benchmark, "t": t,
+                                "reward": reward, "anchor": before.anchor, "completion": pick,
+                                "invalid": info["invalid"], "best": info.get("best"), "outcome": info.get("outcome")})
+    return transitions
+
+
+def train_iteration(cfg: AFlowConfig, optimizer: OptimizerModel, iteration: int) -> dict[str, float]:
+    """Searches with fresh seeds, GiGPO advantages over their transitions, one update; returns the figures."""
+    rl = cfg.optimizer_rl
+    seeds = [_seed(cfg.seed, "train", iteration, j) % 10**9 for j in range(rl.searches)]
+    trans = run_searches(cfg, optimizer, seeds, f"it{iteration}")
+    adv = step_advantages(trans, rl.gamma, rl.step_weight)
+    metrics = optimizer.update(trans, adv)
+    ends = [tr for tr in trans if tr["outcome"] is not None]
+    return {"best": statistics.fmean(tr["best"] for tr in ends), "outcome": statistics.fmean(tr["outcome"] for tr in ends),
+            "reward": statistics.fmean(tr["reward"] for tr in trans), "invalid": sum(tr["invalid"] for tr in trans),
+            "transitions": float(len(trans)), "adv_mean": statistics.fmean(adv),
+            "adv_std": statistics.pstdev(adv) if len(adv) > 1 else 0.0,
+            **{f"optimizer/{k}": float(v) for k, v in metrics.items()}}
+
+
+def train_local(cfg: AFlowConfig, log=print) -> tuple[OptimizerModel, list[dict]]:
+    """All iterations in this process (tests, benchmarks); checkpoints the optimizer after each."""
+    torch.manual_seed(cfg.seed)
+    optimizer = OptimizerModel(cfg.optimizer_rl, cfg.benchmark, cfg.seed)
+    history = []
+    for it in range(1, cfg.optimizer_rl.iterations + 1):
+        figures = train_iteration(cfg, optimizer, it)
+        optimizer.save(cfg.run_dir() / "optimizer" / f"iteration_{it:04d}")
+        history.append({"iteration": it, **figures})
+        log(f"iteration {it}: mean best {figures['best']:.3f} outcome {figures['outcome']:+.3f} "
+            f"({int(figures['transitions'])} steps, {int(figures['invalid'])} invalid)")
+    return optimizer, history
