@@ -16,7 +16,6 @@ Prints per seed and on average: best validation score, the round that first reac
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
 import tempfile
@@ -29,20 +28,13 @@ import torch  # noqa: E402
 
 from aflow_rl.config import AFlowConfig  # noqa: E402
 from aflow_rl.search import Search, run_local  # noqa: E402
+from planact.stats import sign_test  # noqa: E402
 
 
 def best_and_round(history: list[dict]) -> tuple[float, int]:
     """Best score and the first round that reached it."""
     best = max(h["score"] for h in history)
     return best, next(h["round"] for h in history if h["score"] == best)
-
-
-def sign_test(better: int, worse: int) -> float:
-    """Two-sided exact sign test over the seeds that differ (ties dropped): how often chance splits this unevenly."""
-    n, k = better + worse, min(better, worse)
-    if n == 0:
-        return 1.0
-    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n)
 
 
 def main() -> int:

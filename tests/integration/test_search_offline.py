@@ -83,3 +83,15 @@ def test_aflow_rl_vs_mcts_benchmark_tiny_mode(tmp_path, aflow_executor):
     assert "2 seeds x 2 rounds per arm" in out.stdout
     for arm in ("policy", "policy+pool"):
         assert re.search(rf"^paired {re.escape(arm)} - mcts: mean [+-][0-9.]+ \(sd", out.stdout, re.M), out.stdout
+
+
+def test_aflow_optimizer_rl_benchmark_tiny_mode(tmp_path, aflow_executor):
+    """benchmarks/aflow_optimizer_rl.py in its tiny mode: trains, then all four arms on paired held-out seeds."""
+    out = subprocess.run([sys.executable, "benchmarks/aflow_optimizer_rl.py", "--tiny", "--executor", aflow_executor,
+                          "--root", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=600, env=cli_env())
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    assert "2 held-out seeds x 3 rounds per arm" in out.stdout
+    for arm in ("trained", "untrained", "policy", "mcts"):
+        assert re.search(rf"^{arm}\s+[0-9.]+\s+[0-9.]+ ", out.stdout, re.M), out.stdout
+    for base in ("untrained", "mcts"):
+        assert re.search(rf"^paired trained - {base}: mean [+-][0-9.]+ ", out.stdout, re.M), out.stdout
