@@ -28,9 +28,9 @@ import torch
 from aflow_rl import space
 from aflow_rl.config import AFlowConfig, OptimizerRLConfig
 from aflow_rl.env import Observation, WorkflowEnv, edit_text, step_advantages
-from planact.engines.base import Completion, SamplingParams
+from planact.engines.base import SamplingParams
 from planact.engines.hf import HFEngine
-from planact.models import build_bpe_tokenizer, build_tiny_model
+from planact.models import build_bpe_tokenizer, build_tiny_model, load_model
 from planact.rl.trainer import RoleTrainer
 
 
@@ -55,30 +55,47 @@ def observation_corpus(benchmark: str, n: int = 400, seed: int = 0) -> list[str]
 class OptimizerModel:
     """The optimizer as a trainable tiny model: an engine that chooses among open edits, and its trainer."""
 
-    def __init__(self, cfg: OptimizerRLConfig, benchmark: str, seed: int):
+    def __init__(self, cfg: OptimizerRLConfig, benchmark: str, seed: int, folder: str | Path | None = None):
         self.cfg = cfg
-        tok = build_bpe_tokenizer(observation_corpus(benchmark, seed=seed), cfg.tiny.vocab_size)
-        self.model = build_tiny_model(cfg.tiny, len(tok), seed, tok)
+        if folder is None:  # a fresh model: tokenizer trained here, weights from the seed
+            tok = build_bpe_tokenizer(observation_corpus(benchmark, seed=seed), cfg.tiny.vocab_size)
+            self.model = build_tiny_model(cfg.tiny, len(tok), seed, tok)
+        else:
+            self.model, tok = load_model(folder)
         self.engine = HFEngine(self.model, tok, name="aflow-optimizer")
         self.trainer = RoleTrainer(self.model, tok.pad_token_id, cfg.rl, cfg.temperature)
+        if folder is not None and (Path(folder) / "trainer.pt").is_file():  # AdamW moments and schedule
+            self.trainer.load_state_dict(torch.load(Path(folder) / "trainer.pt", weights_only=False))
+            self.engine.weight_version = self.trainer.steps
 
-    def act(self, observations: list[Observation], seed: int) -> list[Completion]:
+    def act(self, observations: list[Observation], seed: int) -> list[dict]:
         """One open edit per observation, sampled from the model's distribution over the open edits."""
         params = SamplingParams(temperature=self.cfg.temperature, n=1, seed=seed)
-        return [c[0] for c in self.engine.choose([(o.text(), o.allowed) for o in observations], params)]
+        picks = [c[0] for c in self.engine.choose([(o.text(), o.allowed) for o in observations], params)]
+        return [{"text": c.text, "prompt_ids": c.prompt_ids, "token_ids": c.token_ids, "logprobs": c.logprobs,
+                 "weight_version": c.weight_version} for c in picks]
 
     def update(self, transitions: list[dict], advantages: list[float]) -> dict[str, float]:
         """One GRPO step over the transitions' choices with their GiGPO advantages; the engine sees it at once."""
-        samples = [{"prompt_ids": tr["completion"].prompt_ids, "token_ids": tr["completion"].token_ids,
-                    "logprobs": tr["completion"].logprobs, "advantage": a} for tr, a in zip(transitions, advantages)]
+        samples = [{**{k: tr["completion"][k] for k in ("prompt_ids", "token_ids", "logprobs")}, "advantage": a}
+                   for tr, a in zip(transitions, advantages)]
         metrics = self.trainer.train_step(samples)
         self.engine.update_weights()  # the trainer updated the engine's own model in place
         return metrics
 
-    def save(self, folder: str | Path) -> None:
-        """An HF folder (weights + tokenizer), like every planact checkpoint."""
-        self.model.save_pretrained(folder)
-        self.engine.tokenizer.save_pretrained(folder)
+    def save(self, folder: str | Path) -> Path:
+        """An HF folder (weights + tokenizer + trainer state), written whole before it appears under its name."""
+        folder = Path(folder)
+        tmp = folder.with_name(f".{folder.name}.tmp")
+        self.model.save_pretrained(tmp)
+        self.engine.tokenizer.save_pretrained(tmp)
+        torch.save(self.trainer.state_dict(), tmp / "trainer.pt")
+        if folder.exists():  # a re-run iteration replaces its own earlier, unrecorded checkpoint
+            import shutil
+
+            shutil.rmtree(folder)
+        tmp.rename(folder)
+        return folder
 
 
 def _seed(*parts) -> int:
@@ -96,19 +113,24 @@ def run_searches(cfg: AFlowConfig, optimizer: OptimizerModel, seeds: list[int], 
         picks = optimizer.act([obs[s] for s in active], seed=_seed(tag, t))
         for s, pick in zip(active, picks):
             before = obs[s]
-            obs[s], reward, _done, info = envs[s].step(pick.text)
+            obs[s], reward, _done, info = envs[s].step(pick["text"])
             transitions.append({"search": f"{cfg.benchmark}-s{s}", "benchmark": cfg.benchmark, "t": t,
                                 "reward": reward, "anchor": before.anchor, "completion": pick,
                                 "invalid": info["invalid"], "best": info.get("best"), "outcome": info.get("outcome")})
     return transitions
 
 
-def train_iteration(cfg: AFlowConfig, optimizer: OptimizerModel, iteration: int) -> dict[str, float]:
-    """Searches with fresh seeds, GiGPO advantages over their transitions, one update; returns the figures."""
+def training_seeds(cfg: AFlowConfig, iteration: int) -> list[int]:
+    """The fresh search seeds of one iteration (a hash of run seed, iteration and search index)."""
+    return [_seed(cfg.seed, "train", iteration, j) % 10**9 for j in range(cfg.optimizer_rl.searches)]
+
+
+def learn(cfg: AFlowConfig, optimizer: OptimizerModel, trans: list[dict]) -> dict[str, float]:
+    """GiGPO advantages over one iteration's transitions, one update; returns the iteration's figures."""
     rl = cfg.optimizer_rl
-    seeds = [_seed(cfg.seed, "train", iteration, j) % 10**9 for j in range(rl.searches)]
-    trans = run_searches(cfg, optimizer, seeds, f"it{iteration}")
     adv = step_advantages(trans, rl.gamma, rl.step_weight)
+    for tr, a in zip(trans, adv):
+        tr["advantage"] = a
     metrics = optimizer.update(trans, adv)
     ends = [tr for tr in trans if tr["outcome"] is not None]
     return {"best": statistics.fmean(tr["best"] for tr in ends), "outcome": statistics.fmean(tr["outcome"] for tr in ends),
@@ -116,6 +138,20 @@ def train_iteration(cfg: AFlowConfig, optimizer: OptimizerModel, iteration: int)
             "transitions": float(len(trans)), "adv_mean": statistics.fmean(adv),
             "adv_std": statistics.pstdev(adv) if len(adv) > 1 else 0.0,
             **{f"optimizer/{k}": float(v) for k, v in metrics.items()}}
+
+
+def train_iteration(cfg: AFlowConfig, optimizer: OptimizerModel, iteration: int) -> dict[str, float]:
+    """Searches with fresh seeds run to their end in this process, then `learn`."""
+    return learn(cfg, optimizer, run_searches(cfg, optimizer, training_seeds(cfg, iteration), f"it{iteration}"))
+
+
+def transition_items(run: str, iteration: int, trans: list[dict]) -> list[dict]:
+    """Experience-pool items, one per transition (anchor: the parent workflow; role 'aflow-optimizer')."""
+    return [{"id": f"{run}/{iteration}/{tr['search']}/{tr['t']}", "run": run, "round": iteration,
+             "role": "aflow-optimizer", "anchor": tr["anchor"], "benchmark": tr["benchmark"],
+             "priority": 1.0 + abs(tr.get("advantage", 0.0)),
+             "data": {k: tr[k] for k in ("search", "t", "reward", "invalid", "best", "outcome", "completion")}
+             | {"advantage": tr.get("advantage")}} for tr in trans]
 
 
 def train_local(cfg: AFlowConfig, log=print) -> tuple[OptimizerModel, list[dict]]:

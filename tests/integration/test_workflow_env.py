@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import json
+import signal
+
+import pytest
+from mlflow.tracking import MlflowClient
 
 from aflow_rl.config import AFlowConfig
 from aflow_rl.env import WorkflowEnv
 from aflow_rl.workspace import Workspace
+from planact.experience import ExperienceStore
+
+from .conftest import REPO, cli_env, run_cli
 
 
 def _env(tmp_path, executor: str, **search) -> WorkflowEnv:
@@ -66,3 +73,33 @@ def test_the_optimizer_model_trains_on_parallel_searches_and_checkpoints(tmp_pat
     opt.save(tmp_path / "ckpt")
     again = AutoModelForCausalLM.from_pretrained(tmp_path / "ckpt")
     assert all(torch.equal(again.state_dict()[k], v) for k, v in opt.model.state_dict().items())
+
+
+@pytest.mark.slow
+def test_aflow_train_flow_resumes_after_sigkill_in_the_same_mlflow_run(prefect_api, tmp_path, aflow_executor):
+    """configs/aflow-train.yaml cut down: the driver SIGKILLs itself in iteration 2 after training (before the
+    commit); the same command resumes at iteration 2 in the same MLflow run, every step logged once."""
+    args = ["--config", str(REPO / "configs" / "aflow-train.yaml"), "--set", f"root={tmp_path}",
+            "--set", f"executor.checkpoint={aflow_executor}", "--set", "optimizer_rl.iterations=3",
+            "--set", "optimizer_rl.searches=2", "--set", "search.max_rounds=3", "--set", "limit=20",
+            "--set", "ray.num_cpus=2"]
+    rc, out = run_cli(args, tmp_path / "first.log", module="flows.aflow_train",
+                      env=cli_env(PLANACT_FAULT="aflow_train.before_commit:2", PLANACT_FAULT_DIR=str(tmp_path)))
+    assert rc == -signal.SIGKILL and "iteration 1/3" in out and "iteration 2/3" not in out, out[-3000:]
+    state = json.loads((tmp_path / "aflow-train" / "optimizer_state.json").read_text())
+    assert state["iteration"] == 1 and state["checkpoint"].endswith("iteration_0001")
+
+    rc, out = run_cli(args, tmp_path / "second.log", module="flows.aflow_train")
+    assert rc == 0, out[-3000:]
+    assert "resuming run 'aflow-train' after iteration 1" in out and "iteration 1/3" not in out
+    assert "iteration 3/3" in out and "finished in" in out
+    state2 = json.loads((tmp_path / "aflow-train" / "optimizer_state.json").read_text())
+    assert state2["mlflow_run_id"] == state["mlflow_run_id"] and state2["iteration"] == 3
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    for key in ("planact/best", "planact/outcome", "planact/invalid", "optimizer/loss", "planact/adv_std"):
+        assert sorted(m.step for m in client.get_metric_history(state["mlflow_run_id"], key)) == [1, 2, 3], key
+    assert client.get_run(state["mlflow_run_id"]).info.status == "FINISHED"
+    pool = ExperienceStore(tmp_path / "aflow-train" / "experience")
+    for i in (1, 2, 3):
+        items = pool.query(run="aflow-train", round=i, role="aflow-optimizer")
+        assert items and all("advantage" in it["data"] and it["data"]["completion"]["token_ids"] for it in items)

@@ -1,0 +1,34 @@
+"""Prefect tasks of optimizer training: a search run to its end (fanned out on Ray) and the update.
+
+Both rebuild the optimizer from the iteration's checkpoint folder, so a search task on any Ray worker
+samples from exactly the weights the iteration started with (on-policy), and the update is a function
+of that folder and the transitions (a retried task redoes it from the same inputs).
+"""
+
+from __future__ import annotations
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from aflow_rl.config import AFlowConfig
+from aflow_rl.optimizer_rl import OptimizerModel, learn, run_searches
+
+OPTS = {"cache_policy": NO_CACHE, "persist_result": False}
+
+
+@task(name="search", retries=1, **OPTS)
+def run_search(cfg: AFlowConfig, checkpoint: str, seed: int, tag: str) -> list[dict]:
+    """One search with this seed, stepped by the checkpoint's optimizer until it ends; its transitions."""
+    import torch
+
+    torch.set_num_threads(1)  # many searches share the machine's cores
+    return run_searches(cfg, OptimizerModel(cfg.optimizer_rl, cfg.benchmark, cfg.seed, checkpoint), [seed], tag)
+
+
+@task(name="train_optimizer", **OPTS)
+def train_optimizer(cfg: AFlowConfig, checkpoint: str, transitions: list[dict], out: str) -> dict:
+    """GiGPO advantages over the iteration's transitions, one GRPO update, the new checkpoint written whole."""
+    model = OptimizerModel(cfg.optimizer_rl, cfg.benchmark, cfg.seed, checkpoint)
+    figures = learn(cfg, model, transitions)
+    model.save(out)
+    return {"figures": figures, "transitions": transitions}
