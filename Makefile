@@ -5,7 +5,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo aflow repair repair-train test test-fast bench clean
+.PHONY: install demo aflow aflow-train repair repair-train test test-fast bench clean
 
 # torch 2.13.0 first: it resolves to the local CPU build; any other spec would pull GBs of CUDA wheels.
 # bubblewrap is the sandbox for model-written code (README, "Sandbox"); chromium renders the Prefect and MLflow UI
@@ -31,6 +31,10 @@ demo: install
 aflow: install
 	$(PY) -m flows.aflow --config configs/aflow-demo.yaml
 
+# Train AFlow's optimizer model itself with RL (parallel searches on Ray, GiGPO, GRPO).
+aflow-train: install
+	$(PY) -m flows.aflow_train --config configs/aflow-train.yaml
+
 # Build the shipped code-repair corpus (sdists fetched once, then cached) and run the rule agent on its held-out split.
 repair: install
 	$(PY) -m graph_planner.cli corpus --config configs/repair-corpus.yaml --out runs/corpus
@@ -53,6 +57,7 @@ bench: install
 	$(PY) benchmarks/engine_throughput.py
 	$(PY) benchmarks/rl_vs_sft.py
 	$(PY) benchmarks/aflow_rl_vs_mcts.py
+	$(PY) benchmarks/aflow_optimizer_rl.py
 	$(PY) benchmarks/repair_throughput.py
 	$(PY) benchmarks/repair_rl.py --seeds 0 1 2
 
