@@ -140,6 +140,21 @@ def test_optimizer_answers_are_repaired_or_listed_as_problems(answer):
         assert modification and graph is not None
 
 
+# --- the AFlow optimizer model's edit lines (WorkflowEnv) ---
+
+edit_words = st.sampled_from([w for e in space.catalogue("planact") + space.catalogue("qa") + space.catalogue("code")
+                              for w in str(e.key).split(":")] + ["", " ", "\n", "votes", "add", "7", "-1", "None"])
+
+
+@MANY
+@given(st.one_of(noise, st.lists(edit_words, max_size=5).map(" ".join)), st.sampled_from(["planact", "qa", "code"]))
+def test_optimizer_edit_lines_parse_to_a_catalogue_edit_or_none(text, family):
+    from aflow_rl.env import edit_text, parse_edit
+
+    edit = parse_edit(text, family)
+    assert edit is None or (edit in space.catalogue(family) and text.strip().startswith(edit_text(edit).split()[0]))
+
+
 # --- benchmark answer extraction ---
 
 PROBLEMS = {"gsm8k": {"question": "q", "answer": "#### 42"}, "math": {"question": "q", "answer": "\\boxed{\\frac{1}{2}}"},
