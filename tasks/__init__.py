@@ -20,11 +20,19 @@ class StateLineFilter(logging.Filter):
     ROUTINE = ("Finished in state Completed", "Created task run", "Created subflow run", "Beginning subflow run",
                "Executing '")
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._linked = False  # the first "View at <url>" (the training flow run's page) is kept, not the rounds'
+
     def filter(self, record: logging.LogRecord) -> bool:
         """Keep everything but routine state lines of Prefect's flow and task run loggers."""
         if record.levelno > logging.INFO or not record.name.startswith(("prefect.task_runs", "prefect.flow_runs")):
             return True
-        return not record.getMessage().startswith(self.ROUTINE)
+        message = record.getMessage()
+        if message.startswith("View at "):
+            first, self._linked = not self._linked, True
+            return first
+        return not message.startswith(self.ROUTINE)
 
 
 def quiet_state_lines() -> None:

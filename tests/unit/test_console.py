@@ -21,3 +21,6 @@ def test_routine_state_lines_are_dropped_and_everything_else_passes():
     assert f.filter(_record("prefect.task_runs", logging.INFO, "Task run failed with exception: X - Retry 1/2"))
     assert f.filter(_record("prefect.flow_runs", logging.INFO, "round 3/60: success 0.5"))
     assert f.filter(_record("planact", logging.INFO, "Finished in state Completed()"))
+    # The flow run's own link is printed; the sub-flows' links (one per round) are not.
+    assert f.filter(_record("prefect.flow_runs", logging.INFO, "View at http://127.0.0.1:4200/runs/flow-run/1"))
+    assert not f.filter(_record("prefect.flow_runs", logging.INFO, "View at http://127.0.0.1:4200/runs/flow-run/2"))
