@@ -15,7 +15,7 @@ checks what a user relies on:
   * no Ray process left behind.
 It prints one line per cell: point x outcome ("completed", "resumed, nothing lost", or what broke).
 
-    python benchmarks/fault_matrix.py            # 12 cells, ~16 minutes on 2 cores
+    python benchmarks/fault_matrix.py            # 13 cells, ~20 minutes on 2 cores
     python benchmarks/fault_matrix.py --tiny     # one cell of 2 rounds: a trainer dies (what the test runs)
 """
 
@@ -50,6 +50,7 @@ CELLS = [
     ("trainer.mid_checkpoint", 2),  # a trainer actor: weights written, optimizer state not yet
     ("engine.mid_generate", 4),    # an engine actor: mid-generation
     ("pool.mid_append", 3),        # the experience pool actor: items sent, not on disk
+    ("orchestrator.mid_arrive", 3),  # the barrier's orchestrator actor: an arrival recorded, not released
     ("engine.mid_generate@supervisor", 4),  # the scheduler head mid-generation: its agents die with it
     ("trainer.mid_train@supervisor", 2),    # the scheduler head while a trainer steps
     ("outage.mlflow", 30),         # the MLflow tracking server down for 30 s from the end of round 1

@@ -15,6 +15,7 @@ import pickle
 import time
 from pathlib import Path
 
+from planact import faults
 from planact.storage import atomic_write
 
 ORCHESTRATOR_NAME = "PlanActOrchestrator"
@@ -67,6 +68,7 @@ class PlanActOrchestrator:
         if b["status"] is None:
             b["arrived"][role] = payload
             b["incarnations"][role] = incarnation
+            faults.point("orchestrator.mid_arrive")  # an arrival recorded in memory, the barrier not released
             if set(expected) <= set(b["arrived"]):
                 self._release(b, "complete", key)
             else:

@@ -79,7 +79,9 @@ def planner_generate(cfg: RunConfig, planner: agents.RoleGroup, batch: list[dict
     return Payload(make_env(cfg).plan(batch, agents.RolePolicy(planner), _seed(cfg, round_idx, "plan")))
 
 
-@task(name="barrier", **TASK_OPTS)
+# A barrier whose orchestrator died is retried: the next arrival finds (or creates) a live one, restored from
+# its state file, and both roles arrive again.
+@task(name="barrier", **AGENT_TASK_OPTS)
 def barrier(cfg: RunConfig, round_idx: int, role: str, payload: Payload | None = None, phase: str = "plans",
             incarnation: str | None = None) -> Payload:
     """Arrive at the PlanActOrchestrator barrier for this round; returns its release outcome."""
