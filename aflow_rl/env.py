@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from aflow_rl import space
 from aflow_rl.config import AFlowConfig
-from aflow_rl.optimizers import Candidate, LLMOptimizer, StructuredOptimizer, open_edits
+from aflow_rl.optimizers import Candidate, LLMOptimizer, open_edits
 from aflow_rl.search import Search
 from aflow_rl.workflow import read_round, validate
 
@@ -85,6 +85,7 @@ class WorkflowEnv:
         self.base = cfg
         # Invalid answers spend steps without writing rounds: bounded so that an episode always ends.
         self.max_steps = max_steps or 2 * cfg.search.max_rounds
+        self.free_form = cfg.search.optimizer == "llm"  # AFlow's <modification>/<graph>/<prompt> answers
         self.search: Search | None = None
         self.obs: Observation | None = None
         self.steps = self.invalid = 0
@@ -99,7 +100,9 @@ class WorkflowEnv:
         cfg = self.base.model_copy(update={
             "benchmark": benchmark, "seed": seed, "run_name": name,
             "workspace": str(self.base.run_dir() / "searches" / f"{benchmark}-s{seed}" / "workflows"),
-            "policy": self.base.policy.model_copy(update={"enabled": False})})  # the optimizer is the policy here
+            "policy": self.base.policy.model_copy(update={"enabled": False}),  # the optimizer is the policy here
+            # The answers come from outside: the search never calls an optimizer model of its own.
+            "search": self.base.search.model_copy(update={"optimizer": "structured"})})
         self.search = Search(AFlowConfig.model_validate(cfg.model_dump()))
         r = self.search.bootstrap()
         if r == 1:
@@ -155,7 +158,7 @@ class WorkflowEnv:
         """The child the answer describes, or the reasons it is not one."""
         s = self.search
         tried = s.ws.tried_modifications(obs.parent)
-        if isinstance(s.optimizer, StructuredOptimizer):
+        if not self.free_form:
             edit = parse_edit(answer, s.family)
             if edit is None:
                 return None, [f"not an edit line: {str(answer)[:80]!r}"]
@@ -180,7 +183,7 @@ class WorkflowEnv:
         """AFlow's parent selection for the next round, and what the optimizer is shown of that parent."""
         s = self.search
         r = s.next_round()
-        structured = isinstance(s.optimizer, StructuredOptimizer)
+        structured = not self.free_form
         pick, exclude, allowed = None, set(), []
         while (sel := s.select(r, exclude, salt=self.steps)) is not None:
             if not structured:
