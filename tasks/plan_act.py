@@ -79,9 +79,16 @@ def planner_generate(cfg: RunConfig, planner: agents.RoleGroup, batch: list[dict
     return Payload(make_env(cfg).plan(batch, agents.RolePolicy(planner), _seed(cfg, round_idx, "plan")))
 
 
+def _orchestrator_died(task, task_run, state) -> bool:
+    """Retry a barrier only when its orchestrator actor died; a timeout or a refusal is the barrier's answer."""
+    from ray.exceptions import RayActorError
+
+    return isinstance(state.data, RayActorError)
+
+
 # A barrier whose orchestrator died is retried: the next arrival finds (or creates) a live one, restored from
 # its state file, and both roles arrive again.
-@task(name="barrier", **AGENT_TASK_OPTS)
+@task(name="barrier", retry_condition_fn=_orchestrator_died, **AGENT_TASK_OPTS)
 def barrier(cfg: RunConfig, round_idx: int, role: str, payload: Payload | None = None, phase: str = "plans",
             incarnation: str | None = None) -> Payload:
     """Arrive at the PlanActOrchestrator barrier for this round; returns its release outcome."""
