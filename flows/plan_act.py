@@ -176,7 +176,8 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
                                                       *session.final_checkpoint(), [g.role for g in trained]))
         runtime.publish_markdown(session.markdown(), f"planact-{cfg.run_name}-{cfg.agent_role}")
         summary = session.finish()
-        return {**summary, "mlflow_run_id": session.tracker.run_id, "mlflow_url": session.tracker.run_url(),
+        return {**summary, "prefect_flow_run": runtime.flow_run_url(flow_run.get_id()),
+                "mlflow_run_id": session.tracker.run_id, "mlflow_url": session.tracker.run_url(),
                 "run_dir": str(session.run_dir), "registered": session.registered}
     except BaseException:
         session.abort()

@@ -43,6 +43,11 @@ def ensure_prefect_api() -> str:
     return url
 
 
+def flow_run_url(flow_run_id) -> str:
+    """The Prefect UI page of a flow run (the UI is served beside the API)."""
+    return f"{os.environ.get('PREFECT_API_URL', '').rstrip('/').removesuffix('/api')}/runs/flow-run/{flow_run_id}"
+
+
 def load_api_secrets(cfg) -> list[str]:
     """Put the keys named by `<role>.<engine>.api_key_secret` (Prefect Secret blocks) into their env vars.
 
@@ -149,7 +154,7 @@ def print_summary(run_name: str, summary: dict, seconds: float) -> None:
         if f"final/{split}/team/solve_at_1" in summary:
             print(f"held-out solve rate ({words}, budget 1): warm start {summary[f'warm_start/{split}/team/solve_at_1']:.3f}"
                   f" -> RL {summary[f'final/{split}/team/solve_at_1']:.3f}")
-    for k in ("mlflow_run_id", "mlflow_url", "run_dir"):
+    for k in ("prefect_flow_run", "mlflow_run_id", "mlflow_url", "run_dir"):
         if k in summary:
             print(f"{k}: {summary[k]}")
     for role, uri in (summary.get("registered") or {}).items():

@@ -78,6 +78,7 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
     ui = run_dir / "ui"
     ui.mkdir()
     prefect_ui = prefect_api.removesuffix("/api")
+    assert f"prefect_flow_run: {prefect_ui}/runs/flow-run/{flow_run_id}" in out  # the CLI names the run's page
     page = page_text(f"{prefect_ui}/runs/flow-run/{flow_run_id}", ui / "prefect-flow-run.png")
     assert fr.name in page and "Completed" in page and "plan-act-training" in page, page[:3000]
     page = page_text(f"{prefect_ui}/runs/flow-run/{round_1.id}", ui / "prefect-round-1.png")
