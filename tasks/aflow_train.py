@@ -19,8 +19,14 @@ OPTS = {"cache_policy": NO_CACHE, "persist_result": False}
 @task(name="search", retries=1, **OPTS)
 def run_search(cfg: AFlowConfig, checkpoint: str, seed: int, tag: str) -> list[dict]:
     """One search with this seed, stepped by the checkpoint's optimizer until it ends; its transitions."""
+    import os
+
     import torch
 
+    from tasks import QUIET_ENV, quiet_state_lines
+
+    if os.environ.get(QUIET_ENV) == "1":  # this worker's Prefect console handlers were (re)made after import
+        quiet_state_lines()
     torch.set_num_threads(1)  # many searches share the machine's cores
     return run_searches(cfg, OptimizerModel(cfg.optimizer_rl, cfg.benchmark, cfg.seed, checkpoint), [seed], tag)
 
