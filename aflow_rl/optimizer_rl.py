@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import shutil
 import statistics
 from pathlib import Path
 
@@ -91,8 +92,6 @@ class OptimizerModel:
         self.engine.tokenizer.save_pretrained(tmp)
         torch.save(self.trainer.state_dict(), tmp / "trainer.pt")
         if folder.exists():  # a re-run iteration replaces its own earlier, unrecorded checkpoint
-            import shutil
-
             shutil.rmtree(folder)
         tmp.rename(folder)
         return folder

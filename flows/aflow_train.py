@@ -102,7 +102,9 @@ def aflow_train(config: AFlowConfig = DEMO) -> dict:
 def _log_pending(tracker: Tracker, state: dict, state_path) -> None:
     """Log a committed iteration's metrics once (a run killed between commit and logging logs them on resume)."""
     pending = state.pop("pending", None)
-    if pending and pending["step"] not in tracker.logged_steps(next(iter(pending["metrics"]))):
+    if pending is None:
+        return
+    if pending["step"] not in tracker.logged_steps(next(iter(pending["metrics"]))):
         tracker.log_metrics(pending["metrics"], step=pending["step"])
     atomic_write(state_path, json.dumps(state))
 
