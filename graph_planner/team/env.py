@@ -174,6 +174,10 @@ class RepairTeamEnv:
             res.planner_samples = [sample_record(c, r, a, "planner", tid, tid) for (c, r, tid), a in zip(plan_samples, adv)]
             m["planner/reward_mean"] = _mean(plan_rewards)
             m["planner/target_correct"] = _mean(correct)
+            # A planner imitating its teacher to certainty names one target per task and RL has nothing to
+            # compare: the share of tasks whose G episodes disagree is what the planner's GiGPO learns from.
+            m["planner/groups_with_choice"] = _mean([float(len({p["target"] for p in plans[ti]}) > 1)
+                                                     for ti in range(len(batch))])
             m["planner/steps_per_episode"] = len(steps) / max(1, len(returns))
             m["planner/malformed"] = 0.0  # constrained choice: every pick is a valid action
         m["success"] = m["actor/reward_mean"] = _mean(outcomes)

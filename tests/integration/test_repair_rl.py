@@ -49,7 +49,8 @@ def test_repair_rounds_train_both_roles_log_per_round_and_resume_in_the_same_mlf
     metrics = client.get_run(run_id).data.metrics
     # per round and per role: sandbox work, planner localisation, both roles' rewards and losses
     for key in ("sandbox/test_runs", "sandbox/cache_hit_rate", "time/sandbox_s", "planner/target_correct",
-                "planner/steps_per_episode", "actor/reward_mean", "planner/loss", "actor/loss", "actor/malformed"):
+                "planner/steps_per_episode", "planner/groups_with_choice", "actor/reward_mean", "planner/loss",
+                "actor/loss", "actor/malformed"):
         assert [x.step for x in client.get_metric_history(run_id, key)] == [1, 2], key
     assert 1.0 <= metrics["planner/steps_per_episode"] <= 2.0  # one read turn, then the Repair plan
     # held-out evaluation: the team and both baselines at budgets 1 and 2, on both splits
