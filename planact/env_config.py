@@ -24,6 +24,8 @@ class RepairEnvConfig(_Strict):
     planner_nodes: int = Field(4, ge=1, le=10, description="Functions the planner may read or target (the localisation ranking's top, traceback frames first).")
     planner_reads: int = Field(2, ge=1, le=4, description="Explore(read) turns before the planner must name its Repair target.")
     decoding: Literal["candidates", "free"] = Field("candidates", description="'candidates': both roles choose among the options the environment enumerates, sampled from the model's own distribution over them (tiny models); 'free': the models write actions and unified diffs (real models; not built yet).")
+    teacher: Literal["top", "traced_edit"] = Field("top", description="The planner's warm-start teacher: 'top' targets the top-ranked function; 'traced_edit' targets the first function with a candidate edit on a traceback line (the rule agent's localisation; needs mark_editable_trace).")
+    mark_editable_trace: bool = Field(False, description="Mark offered functions with a candidate edit on a traceback line `(trace+edit)` in the planner's observation (what the rule agent ranks by).")
     gigpo_step_weight: float = Field(1.0, ge=0.0, description="GiGPO weight of the step-level (anchor-state) advantage of the planner's turns.")
     gigpo_gamma: float = Field(0.95, gt=0.0, le=1.0, description="Discount of the planner's turn returns.")
     workers: int = Field(2, ge=1, le=32, description="Sandbox slots that run tests in parallel when scoring a round.")
@@ -32,6 +34,13 @@ class RepairEnvConfig(_Strict):
     eval_unseen_packages: int = Field(60, ge=1, description="Held-out tasks from packages never trained on per evaluation (at most).")
     eval_budget: int = Field(2, ge=1, le=8, description="Submits per task at evaluation; solve rates are reported at every budget up to it.")
     sft_extra_sources: int = Field(40, ge=0, description="Standard-library modules mutated (unvalidated) for extra warm-start data of the actor.")
+
+    @model_validator(mode="after")
+    def _teacher_sees(self) -> "RepairEnvConfig":
+        # The planner imitates its teacher from the observation alone: it must show what the teacher uses.
+        if self.teacher == "traced_edit" and not self.mark_editable_trace:
+            raise ValueError("teacher 'traced_edit' needs mark_editable_trace: true (the planner must see the marks it imitates)")
+        return self
 
 
 class EnvConfig(_Strict):

@@ -66,6 +66,7 @@ class RepairTeamEnv:
         if not self.split["train"]:
             raise ValueError(f"env.repair: the corpus at {self.corpus} has no training tasks of kinds {r.kinds}")
         self._sandbox: Sandbox | None = None
+        self._editable: dict[str, list[bool] | None] = {}
 
     @property
     def sandbox(self) -> Sandbox:
@@ -97,7 +98,8 @@ class RepairTeamEnv:
                 ctx = self.ctx[e["task_id"]]
                 left = min(self.r.planner_reads - len(e["read"]), len(ctx.nodes) - len(e["read"]))
                 options = prompts.planner_options(ctx, e["read"], left)
-                reqs.append((prompts.planner_observation(ctx, e["read"]), [o[0] for o in options]))
+                reqs.append((prompts.planner_observation(ctx, e["read"], self.editable(e["task_id"])),
+                             [o[0] for o in options]))
                 opts.append(options)
             if turn == 0:  # every episode of a task starts from the same observation: one request, G picks
                 picks = planner.choose(reqs[::G], temperature=temp, n=G, seed=seed)
@@ -112,6 +114,17 @@ class RepairTeamEnv:
                 else:
                     e["target"] = node
         return eps
+
+    def editable(self, task_id: str) -> list[bool] | None:
+        """Per offered function: a candidate edit on a traceback line (None unless mark_editable_trace)."""
+        if not self.r.mark_editable_trace:
+            return None
+        if task_id not in self._editable:  # candidates parse the function: computed once per task
+            self._editable[task_id] = [prompts.editable_trace(v) for v in self.ctx[task_id].nodes]
+        return self._editable[task_id]
+
+    def _teacher(self, ctx) -> list[tuple[str, str]]:
+        return prompts.teacher_trajectory(ctx, self.r.teacher, self.editable(ctx.instance_id))
 
     def _view(self, task_id: str, target: str):
         ctx = self.ctx[task_id]
@@ -219,7 +232,7 @@ class RepairTeamEnv:
         (repeated 4x) plus unvalidated token-level mutants of the training packages and the standard library."""
         train = [self.ctx[i] for i in self.split["train"]]
         if role == "planner":
-            return [pair for ctx in train for pair in prompts.teacher_trajectory(ctx)]
+            return [pair for ctx in train for pair in self._teacher(ctx)]
         validated = []
         for ctx in train:
             texts = self._fixed_file(self.tasks[ctx.instance_id])
@@ -254,7 +267,7 @@ class RepairTeamEnv:
         """The training packages' code, the standard-library modules of the warm start, and teacher prompts."""
         texts = [t for _, _, t in self._sft_sources()] + [t for _, t in prompts.stdlib_files(self.r.sft_extra_sources)]
         train = [self.ctx[i] for i in self.split["train"]]
-        return texts + [p + t for ctx in train for p, t in prompts.teacher_trajectory(ctx)]
+        return texts + [p + t for ctx in train for p, t in self._teacher(ctx)]
 
 
 def _mean(xs) -> float:

@@ -31,14 +31,25 @@ def _node_line(view: NodeView) -> str:
     return " | ".join([lines[0].strip()[:80]] + [f"> {t[:80]}" for t in traced[-1:]])
 
 
-def planner_observation(ctx: TaskContext, read: list[str]) -> str:
+def editable_trace(view: NodeView) -> bool:
+    """Whether a candidate edit of this function sits on a traceback line (what the rule agent tries first)."""
+    return any(c.line in view.trace_lines for c in view.candidates())
+
+
+def _mark(view: NodeView, editable: bool) -> str:
+    return " (trace+edit)" if editable else " (trace)" if view.trace_lines else ""
+
+
+def planner_observation(ctx: TaskContext, read: list[str], editable: list[bool] | None = None) -> str:
     """The planner's observation after reading the functions in `read` (also its GiGPO anchor state).
 
     Functions are numbered in the localisation's order (traceback frames innermost first); actions
     name them by number, so every option has the same length and the choice is about which, not
-    about copying a name."""
+    about copying a name. With `editable` (one flag per offered function, env.repair.mark_editable_trace)
+    a traced function with a candidate edit on a traced line is marked `(trace+edit)`."""
     test = ctx.failing[0].split("::")[-1] if ctx.failing else "?"
-    offered = " ; ".join(f"{i} {short(v.node)}{' (trace)' if v.trace_lines else ''}" for i, v in enumerate(ctx.nodes, 1))
+    flags = editable or [False] * len(ctx.nodes)
+    offered = " ; ".join(f"{i} {short(v.node)}{_mark(v, e)}" for i, (v, e) in enumerate(zip(ctx.nodes, flags), 1))
     seen = "".join(f"\nread {i}: {_node_line(v)}" for i, v in enumerate(ctx.nodes, 1) if v.node in read)
     return f"fail: {test}\nerr: {ctx.error[:120]}\nfunctions: {offered}{seen}\nact:"
 
@@ -71,10 +82,18 @@ def actor_options(view: NodeView) -> tuple[list[str], list]:
     return [edit_text(view.first_line, c) for c in cands], cands
 
 
-def teacher_trajectory(ctx: TaskContext) -> list[tuple[str, str]]:
-    """The imperfect teacher: read the top-ranked function (innermost traceback frame), then target it."""
-    first = ctx.nodes[0].node
-    return [(planner_observation(ctx, []), " read 1"), (planner_observation(ctx, [first]), " repair 1")]
+def teacher_trajectory(ctx: TaskContext, teacher: str = "top",
+                       editable: list[bool] | None = None) -> list[tuple[str, str]]:
+    """An imperfect teacher's episode: read one function, then target it.
+
+    'top': the top-ranked function. 'traced_edit': the rule agent's localisation, the first function
+    with a candidate edit on a traceback line (else the top-ranked one); needs `editable`."""
+    k = 0
+    if teacher == "traced_edit":
+        k = next((i for i, e in enumerate(editable or []) if e), 0)
+    node = ctx.nodes[k].node
+    return [(planner_observation(ctx, [], editable), f" read {k + 1}"),
+            (planner_observation(ctx, [node], editable), f" repair {k + 1}")]
 
 
 def true_edit(ctx: TaskContext, buggy: str, fixed: str) -> tuple[str, str] | None:
