@@ -66,7 +66,7 @@ class RepairTeamEnv:
         if not self.split["train"]:
             raise ValueError(f"env.repair: the corpus at {self.corpus} has no training tasks of kinds {r.kinds}")
         self._sandbox: Sandbox | None = None
-        self._editable: dict[str, list[bool] | None] = {}
+        self._levels: dict[str, list[int]] = {}
 
     @property
     def sandbox(self) -> Sandbox:
@@ -98,7 +98,7 @@ class RepairTeamEnv:
                 ctx = self.ctx[e["task_id"]]
                 left = min(self.r.planner_reads - len(e["read"]), len(ctx.nodes) - len(e["read"]))
                 options = prompts.planner_options(ctx, e["read"], left)
-                reqs.append((prompts.planner_observation(ctx, e["read"], self.editable(e["task_id"])),
+                reqs.append((prompts.planner_observation(ctx, e["read"], self.edit_levels(e["task_id"])),
                              [o[0] for o in options]))
                 opts.append(options)
             if turn == 0:  # every episode of a task starts from the same observation: one request, G picks
@@ -115,16 +115,16 @@ class RepairTeamEnv:
                     e["target"] = node
         return eps
 
-    def editable(self, task_id: str) -> list[bool] | None:
-        """Per offered function: a candidate edit on a traceback line (None unless mark_editable_trace)."""
+    def edit_levels(self, task_id: str) -> list[int] | None:
+        """prompts.edit_level of every offered function (None unless mark_editable_trace)."""
         if not self.r.mark_editable_trace:
             return None
-        if task_id not in self._editable:  # candidates parse the function: computed once per task
-            self._editable[task_id] = [prompts.editable_trace(v) for v in self.ctx[task_id].nodes]
-        return self._editable[task_id]
+        if task_id not in self._levels:  # candidates parse the function: computed once per task
+            self._levels[task_id] = [prompts.edit_level(v) for v in self.ctx[task_id].nodes]
+        return self._levels[task_id]
 
     def _teacher(self, ctx) -> list[tuple[str, str]]:
-        return prompts.teacher_trajectory(ctx, self.r.teacher, self.editable(ctx.instance_id))
+        return prompts.teacher_trajectory(ctx, self.r.teacher, self.edit_levels(ctx.instance_id))
 
     def _view(self, task_id: str, target: str):
         ctx = self.ctx[task_id]

@@ -31,25 +31,30 @@ def _node_line(view: NodeView) -> str:
     return " | ".join([lines[0].strip()[:80]] + [f"> {t[:80]}" for t in traced[-1:]])
 
 
-def editable_trace(view: NodeView) -> bool:
-    """Whether a candidate edit of this function sits on a traceback line (what the rule agent tries first)."""
-    return any(c.line in view.trace_lines for c in view.candidates())
+def edit_level(view: NodeView) -> int:
+    """2: a candidate edit sits on a traceback line; 1: the function has candidate edits; 0: none."""
+    cands = view.candidates()
+    return 2 if any(c.line in view.trace_lines for c in cands) else 1 if cands else 0
 
 
-def _mark(view: NodeView, editable: bool) -> str:
-    return " (trace+edit)" if editable else " (trace)" if view.trace_lines else ""
+def _mark(view: NodeView, level: int | None) -> str:
+    traced = bool(view.trace_lines)
+    if level is None:
+        return " (trace)" if traced else ""
+    return {2: " (trace+edit)", 1: " (trace)" if traced else "", 0: " (trace, no edit)" if traced else " (no edit)"}[level]
 
 
-def planner_observation(ctx: TaskContext, read: list[str], editable: list[bool] | None = None) -> str:
+def planner_observation(ctx: TaskContext, read: list[str], levels: list[int] | None = None) -> str:
     """The planner's observation after reading the functions in `read` (also its GiGPO anchor state).
 
     Functions are numbered in the localisation's order (traceback frames innermost first); actions
     name them by number, so every option has the same length and the choice is about which, not
-    about copying a name. With `editable` (one flag per offered function, env.repair.mark_editable_trace)
-    a traced function with a candidate edit on a traced line is marked `(trace+edit)`."""
+    about copying a name. With `levels` (edit_level per offered function, env.repair.mark_editable_trace)
+    a function with a candidate edit on a traced line is marked `(trace+edit)`, one without any
+    candidate edit `(no edit)`."""
     test = ctx.failing[0].split("::")[-1] if ctx.failing else "?"
-    flags = editable or [False] * len(ctx.nodes)
-    offered = " ; ".join(f"{i} {short(v.node)}{_mark(v, e)}" for i, (v, e) in enumerate(zip(ctx.nodes, flags), 1))
+    marks = levels or [None] * len(ctx.nodes)
+    offered = " ; ".join(f"{i} {short(v.node)}{_mark(v, m)}" for i, (v, m) in enumerate(zip(ctx.nodes, marks), 1))
     seen = "".join(f"\nread {i}: {_node_line(v)}" for i, v in enumerate(ctx.nodes, 1) if v.node in read)
     return f"fail: {test}\nerr: {ctx.error[:120]}\nfunctions: {offered}{seen}\nact:"
 
@@ -82,18 +87,18 @@ def actor_options(view: NodeView) -> tuple[list[str], list]:
     return [edit_text(view.first_line, c) for c in cands], cands
 
 
-def teacher_trajectory(ctx: TaskContext, teacher: str = "top",
-                       editable: list[bool] | None = None) -> list[tuple[str, str]]:
+def teacher_trajectory(ctx: TaskContext, teacher: str = "top", levels: list[int] | None = None) -> list[tuple[str, str]]:
     """An imperfect teacher's episode: read one function, then target it.
 
     'top': the top-ranked function. 'traced_edit': the rule agent's localisation, the first function
-    with a candidate edit on a traceback line (else the top-ranked one); needs `editable`."""
+    with a candidate edit on a traceback line, else the first with any candidate edit, else the
+    top-ranked one; needs `levels`."""
     k = 0
-    if teacher == "traced_edit":
-        k = next((i for i, e in enumerate(editable or []) if e), 0)
+    if teacher == "traced_edit" and levels:
+        k = next((i for i, lv in enumerate(levels) if lv == 2), next((i for i, lv in enumerate(levels) if lv), 0))
     node = ctx.nodes[k].node
-    return [(planner_observation(ctx, [], editable), f" read {k + 1}"),
-            (planner_observation(ctx, [node], editable), f" repair {k + 1}")]
+    return [(planner_observation(ctx, [], levels), f" read {k + 1}"),
+            (planner_observation(ctx, [node], levels), f" repair {k + 1}")]
 
 
 def true_edit(ctx: TaskContext, buggy: str, fixed: str) -> tuple[str, str] | None:

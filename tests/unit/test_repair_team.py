@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from graph_planner.team.context import NodeView, TaskContext
-from graph_planner.team.prompts import (actor_options, actor_prompt, editable_trace, planner_observation, planner_options,
+from graph_planner.team.prompts import (actor_options, actor_prompt, edit_level, planner_observation, planner_options,
                                         teacher_trajectory)
 from planact.config import ConfigError, RunConfig, check_runtime, validate_config
 from planact.engines.base import SamplingParams
@@ -54,17 +54,20 @@ def test_prompts_mark_traceback_lines_and_candidates_are_numbered_within_the_fun
     assert all(c.edit["old"] == SRC_A for c in cands)
 
 
-def test_traced_edit_teacher_targets_the_first_function_with_a_candidate_on_a_traceback_line():
+def test_traced_edit_teacher_localises_like_the_rule_agent():
     # Function 1 is on the traceback, but its traced line has nothing a token-level edit can change;
     # function 2's traced line has a comparison: the rule agent tries it first, and so does this teacher.
     plain = NodeView("m.py::ident", "m.py", 1, "def ident(x):\n    return x\n", [2])
     ctx = TaskContext("t2", "train", "m.py::lo", ["tests/test_m.py::test_lo"], "AssertionError", [plain, *_ctx().nodes])
-    flags = [editable_trace(v) for v in ctx.nodes]
-    assert flags == [False, True, False]
-    assert "functions: 1 ident (trace) ; 2 lo (trace+edit) ; 3 hi\n" in planner_observation(ctx, [], flags)
-    assert [a for _, a in teacher_trajectory(ctx, "traced_edit", flags)] == [" read 2", " repair 2"]
+    levels = [edit_level(v) for v in ctx.nodes]
+    assert levels == [0, 2, 1]
+    assert "functions: 1 ident (trace, no edit) ; 2 lo (trace+edit) ; 3 hi\n" in planner_observation(ctx, [], levels)
+    assert "functions: 1 ident (trace) ; 2 lo (trace) ; 3 hi\n" in planner_observation(ctx, [])  # marks off
+    assert [a for _, a in teacher_trajectory(ctx, "traced_edit", levels)] == [" read 2", " repair 2"]
     assert [a for _, a in teacher_trajectory(ctx)] == [" read 1", " repair 1"]  # the default teacher
-    assert [a for _, a in teacher_trajectory(ctx, "traced_edit", [False] * 3)] == [" read 1", " repair 1"]
+    # no candidate on any traced line: the first function that has a candidate at all
+    assert [a for _, a in teacher_trajectory(ctx, "traced_edit", [0, 1, 1])] == [" read 2", " repair 2"]
+    assert [a for _, a in teacher_trajectory(ctx, "traced_edit", [0, 0, 0])] == [" read 1", " repair 1"]
 
 
 @pytest.fixture(scope="module")
