@@ -46,8 +46,14 @@ repair-train: install
 	$(PY) -m graph_planner.cli corpus --config configs/repair-rl-corpus.yaml --out runs/rl-corpus
 	$(PY) -m flows.plan_act --config configs/repair-demo.yaml
 
+# Two phases: everything that tolerates a neighbour on 2 pytest-xdist workers (one file per worker at a time:
+# much of a test is waiting on services and single-threaded start-up), then the `serial` tests alone.
+# Both phases always run; the target fails if either did.
 test: install
-	$(PY) -m pytest tests -v -rA --durations=15
+	@rc=0; \
+	$(PY) -m pytest tests -n 2 --dist loadfile -m "not serial" -v -rA --durations=20 || rc=1; \
+	$(PY) -m pytest tests -m serial -v -rA --durations=5 || rc=1; \
+	exit $$rc
 
 test-fast: install
 	$(PY) -m pytest tests/unit -q

@@ -167,6 +167,14 @@ def cli_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def token_env() -> dict[str, str]:
+    """cli_env for drivers that join a `ray start` cluster by ip:port (Ray 2.60 requires token auth there).
+
+    Built when called, never at import: the prefect_api fixture exports the API URL only when it starts.
+    """
+    return cli_env(RAY_AUTH_MODE="token")
+
+
 def start_cli(args: list[str], log_path: Path, env: dict | None = None, cwd: Path | None = None,
               module: str = "flows.plan_act") -> subprocess.Popen:
     """Start `python -m <module> ARGS` (the training CLI by default) in its own session, output to log_path."""
@@ -200,6 +208,14 @@ def read_state(run_dir: Path, role: str = "both") -> dict:
 SMOKE = str(REPO / "configs" / "smoke.yaml")
 
 
+def shared_tmp(tmp_path_factory, name: str) -> Path:
+    """A folder shared by all pytest-xdist workers of this run (the worker's own temp folder without xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
 @pytest.fixture(scope="session")
 def aflow_executor(tmp_path_factory) -> str:
     """A planner+actor checkpoint for the offline AFlow benchmark, warm-started once per test session (~65 s).
@@ -208,8 +224,13 @@ def aflow_executor(tmp_path_factory) -> str:
     plan still score apart, which is what the AFlow tests need. (Building it in the background while
     other tests ran was measured slower: those tests are CPU-bound on 2 cores.)
     """
+    from filelock import FileLock
+
     from aflow_rl.config import LLMConfig
     from aflow_rl.executor import ensure_planact_checkpoint
 
-    return str(ensure_planact_checkpoint(LLMConfig(planner_steps=200, actor_steps=1000),
-                                         tmp_path_factory.mktemp("aflow-executor")))
+    # Under pytest-xdist every worker has its own session: build in the folder the workers share, under a
+    # lock, so the second worker reuses the first one's build instead of spending another minute of CPU.
+    root = shared_tmp(tmp_path_factory, "aflow-executor")
+    with FileLock(str(root / ".lock")):
+        return str(ensure_planact_checkpoint(LLMConfig(planner_steps=200, actor_steps=1000), root))

@@ -3,6 +3,8 @@ and the evaluation goes on (real subprocesses with rlimits; HumanEval problems f
 
 from __future__ import annotations
 
+import pytest
+
 import time
 
 import psutil
@@ -30,6 +32,7 @@ ANSWERS = {answers!r}
 '''
 
 
+@pytest.mark.serial  # asserts a wall-clock limit: run with the machine to itself
 def test_runaway_code_is_stopped_scored_zero_and_the_evaluation_goes_on():
     problems = load_problems("humaneval")[:4]
     answers = {p["entry_point"]: BAD[kind].format(e=p["entry_point"]) for p, kind in zip(problems, BAD)}

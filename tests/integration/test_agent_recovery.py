@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from .conftest import PY, REPO, SMOKE, cli_env, kill_tree, read_state, start_cli
+from .conftest import PY, REPO, SMOKE, token_env, kill_tree, read_state, start_cli
 
 NS = "recovery-test"
 KILLER = """
@@ -37,7 +37,7 @@ print("RESULT " + json.dumps({"before": before["pid"], "after": after["pid"], "r
 
 @pytest.mark.slow
 def test_run_survives_sigkill_of_its_actor_engine(prefect_api, ray_head, tmp_path):
-    env = cli_env(RAY_AUTH_MODE="token")
+    env = token_env()
     args = ["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", "run_name=kill", "--set", "rounds=6",
             "--set", f"ray.address={ray_head}", "--set", f"barrier.namespace={NS}",
             "--set", "env.tasks_per_round=32"]  # rounds long enough that the kill lands inside one

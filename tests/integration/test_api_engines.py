@@ -93,6 +93,7 @@ def test_retries_give_up_with_the_last_error():
     assert len(srv.requests) == 4
 
 
+@pytest.mark.serial  # asserts a wall-clock limit: run with the machine to itself
 def test_timeouts_are_retried_then_reported():
     with openai_server(delay_s=3.0) as srv:
         eng = _openai(srv, timeout_s=0.3, max_retries=1)

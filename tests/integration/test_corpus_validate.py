@@ -81,6 +81,7 @@ def test_a_mutant_is_kept_only_when_a_baseline_test_fails(repo):
         ["tests/test_core.py::test_high"]
 
 
+@pytest.mark.serial  # asserts a wall-clock limit: run with the machine to itself
 def test_a_hanging_test_run_is_a_timeout_not_a_task(repo):
     hang = "def clamp(x, lo, hi):\n    while True:\n        pass\n"
     run = run_tests(repo, suite=Suite(timeout_s=3), overrides={"mini/core.py": hang})

@@ -18,6 +18,9 @@ from planact.sandbox import _UID_RANGE
 
 from .repair_fixture import build_minilib
 
+# Counts every process in the sandbox UID range machine-wide: run after the parallel phase, alone.
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):

@@ -12,10 +12,9 @@ import subprocess
 import pytest
 from mlflow.tracking import MlflowClient
 
-from .conftest import BIN, REPO, cli_env, kill_tree, read_state, run_cli, start_cli
+from .conftest import BIN, REPO, token_env, kill_tree, read_state, run_cli, start_cli
 
 SMOKE = str(REPO / "configs" / "repair-smoke.yaml")
-ENV = cli_env(RAY_AUTH_MODE="token")
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +72,7 @@ def test_repair_rounds_train_both_roles_log_per_round_and_resume_in_the_same_mlf
 def test_repair_two_job_mode_planner_and_actor_meet_at_the_orchestrator(corpus, ray_head, tmp_path):
     common = ("rounds=1", f"ray.address={ray_head}", "tracking.eval_every=5", "barrier.timeout_s=300")
     procs = {role: start_cli(_args(tmp_path, corpus, "rr2", f"agent_role={role}", *common), tmp_path / f"{role}.log",
-                             env=ENV) for role in ("planner", "actor")}
+                             env=token_env()) for role in ("planner", "actor")}
     try:
         codes = {role: p.wait(timeout=600) for role, p in procs.items()}
     finally:

@@ -24,6 +24,8 @@ from planact import sandbox
 
 PY = [sys.executable, "-I", "-c"]
 QUICK = sandbox.Limits(timeout_s=4.0, memory_mb=256)
+# Wall-clock limits and machine-wide process scans: these run after the parallel phase, alone.
+pytestmark = pytest.mark.serial
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import ray
 
 from schedulemesh import Scheduler
 
-from .conftest import LOOPBACK_RAY, PY, REPO, cli_env
+from .conftest import LOOPBACK_RAY, PY, REPO, token_env
 from .sm_agents import Echo
 
 DRIVER = """
@@ -37,7 +37,7 @@ print("RESULT " + json.dumps(out))
 
 
 def _driver(address: str, mode: str) -> dict:
-    env = cli_env(RAY_AUTH_MODE="token")
+    env = token_env()
     out = subprocess.run([PY, "-c", DRIVER, address, mode], cwd=REPO, env=env, capture_output=True, text=True,
                          timeout=180)
     assert out.returncode == 0, out.stderr[-3000:]

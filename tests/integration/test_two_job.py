@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import SMOKE, cli_env, kill_tree, read_state, start_cli
+from .conftest import SMOKE, token_env, kill_tree, read_state, start_cli
 
-# Clusters from `ray start` (Ray 2.60) require token auth from drivers that connect by ip:port.
-ENV = cli_env(RAY_AUTH_MODE="token")
 
 
 def _args(tmp_path, ray_head, run, role, *extra):
@@ -29,7 +27,7 @@ def test_absent_partner_times_out_into_fallback_or_failure(prefect_api, ray_head
         "alone-p": _args(tmp_path, ray_head, "alone-p", "planner", "barrier.timeout_s=2"),
         "alone-f": _args(tmp_path, ray_head, "alone-f", "actor", "barrier.timeout_s=2", "barrier.fallback_on_timeout=false"),
     }
-    procs = {run: start_cli(args, tmp_path / f"{run}.log", env=ENV) for run, args in jobs.items()}
+    procs = {run: start_cli(args, tmp_path / f"{run}.log", env=token_env()) for run, args in jobs.items()}
     try:
         codes = {run: p.wait(timeout=480) for run, p in procs.items()}
     finally:
