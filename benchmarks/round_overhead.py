@@ -18,11 +18,27 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from prefect import flow  # noqa: E402
+
 from flows import runtime  # noqa: E402
-from flows.plan_act import plan_act_round  # noqa: E402
+from flows.rounds import play_round  # noqa: E402
 from planact.config import load_config  # noqa: E402
 from planact.loop import run_round  # noqa: E402
 from planact.session import TrainingSession  # noqa: E402
+
+
+# The training flow's shape: rounds as named task runs of one flow run on the session's Ray. Module level, so
+# that task runs submitted to Ray carry a flow they can import rather than a closure over the session.
+@flow(name="round-overhead-bench", task_runner=runtime.SessionRayTaskRunner())
+def bench_flow(cfg, planner, actor, pool, incarnation, n: int, first: int) -> tuple[list[float], list[dict]]:
+    """n rounds through the flow; returns each round's wall time and its stage timings."""
+    times, stages = [], []
+    for r in range(first, first + n):
+        t0 = time.perf_counter()
+        out = play_round(cfg, r, planner, actor, pool, incarnation)
+        times.append(time.perf_counter() - t0)
+        stages.append({k: v for k, v in out["metrics"].items() if k.startswith("time/")})
+    return times, stages
 
 
 def main() -> None:
@@ -43,10 +59,6 @@ def main() -> None:
     cfg = load_config(args.config, args.overrides + [f"checkpoint.root={root}", "run_name=bench",
                                                      "planner.warm_start.enabled=false", "actor.warm_start.enabled=false"])
     runtime.ensure_prefect_api()
-    from prefect import flow
-    from prefect.settings import temporary_settings
-    from prefect_ray import RayTaskRunner
-
     session = TrainingSession(cfg, env_vars=runtime.worker_env())
     planner, actor = session.ensure_agents()
     if args.ckpt:
@@ -54,20 +66,6 @@ def main() -> None:
 
         for g in (planner, actor):
             restore_group(g, str(Path(args.ckpt).resolve()))
-    round_flow = plan_act_round.with_options(task_runner=RayTaskRunner())
-
-    @flow(name="round-overhead-bench")
-    def bench_flow(n: int, first: int) -> list[float]:
-        times = []
-        for r in range(first, first + n):
-            t0 = time.perf_counter()
-            with temporary_settings(updates={"flows.heartbeat_frequency": None}):
-                out = round_flow(cfg, r, planner, actor, session.experience, session.incarnation)
-            times.append(time.perf_counter() - t0)
-            stages.append({k: v for k, v in out["metrics"].items() if k.startswith("time/")})
-        return times
-
-    stages: list[dict] = []
 
     loop_times, loop_stages = [], []
     for r in range(args.warmup + args.rounds):
@@ -75,13 +73,14 @@ def main() -> None:
         m = run_round(cfg, r, planner, actor, pool=session.experience)
         loop_times.append(time.perf_counter() - t0)
         loop_stages.append({k: v for k, v in m.items() if k.startswith("time/") and k != "time/round_s"})
-    flow_times = bench_flow(args.warmup + args.rounds, 1000)
+    flow_times, stages = bench_flow(cfg, planner, actor, session.experience, session.incarnation,
+                                    args.warmup + args.rounds, 1000)
     loop_t = statistics.median(loop_times[args.warmup:])
     flow_t = statistics.median(flow_times[args.warmup:])
     print(f"rounds timed: {args.rounds} (after {args.warmup} warm-up rounds each), "
           f"{cfg.env.tasks_per_round} tasks x {cfg.planner.group_size} plans x {cfg.actor.group_size} answers")
     print(f"plain loop : {loop_t:.3f} s/round (median)")
-    print(f"prefect flow (round sub-flow on RayTaskRunner): {flow_t:.3f} s/round (median)")
+    print(f"prefect flow (rounds as task runs on Ray): {flow_t:.3f} s/round (median)")
     print(f"orchestration overhead: {flow_t - loop_t:+.3f} s/round = {100 * (flow_t - loop_t) / flow_t:.1f}% of a flow round")
     print(f"ratio flow/loop: {flow_t / loop_t:.2f}")
     for name, rows in (("loop", loop_stages), ("flow", stages)):

@@ -11,6 +11,9 @@ import time
 
 from pathlib import Path
 
+from prefect.task_runners import TaskRunner
+from prefect_ray import RayTaskRunner
+
 from planact.envs.base import HEADLINE_KEYS
 from tasks import QUIET_ENV, quiet_state_lines
 from planact.config import ConfigError, check_runtime, load_config
@@ -41,6 +44,30 @@ def ensure_prefect_api() -> str:
         url = server.api_url
     os.environ["PREFECT_API_URL"] = url
     return url
+
+
+class SessionRayTaskRunner(RayTaskRunner):
+    """A RayTaskRunner on the Ray that the run's session joined (config.ray.address), never one of its own.
+
+    RayTaskRunner starts Ray when the flow run begins, before the flow has read its config; this one leaves
+    starting and stopping Ray to the training session (which joins `ray.address` with the run's namespace and
+    worker environment) and submits task runs to the Ray that session initialised.
+    """
+
+    def __enter__(self):
+        TaskRunner.__enter__(self)
+        return self
+
+    def __exit__(self, *exc_info):
+        TaskRunner.__exit__(self, *exc_info)
+
+    def submit(self, task, parameters, wait_for=None, dependencies=None):
+        """Submit to the session's Ray; a submission before the session started Ray is a clear error."""
+        import ray
+
+        if not ray.is_initialized():
+            raise RuntimeError(f"task {task.name!r} submitted before the training session started Ray")
+        return super().submit(task, parameters, wait_for, dependencies)
 
 
 def flow_run_url(flow_run_id) -> str:

@@ -56,7 +56,7 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
     # The Prefect side: the flow run completed and carries a markdown artifact linking the MLflow run.
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter,
-                                                FlowRunFilterParentFlowRunId)
+                                                FlowRunFilterId, FlowRunFilterParentFlowRunId)
 
     with get_client(sync_client=True) as client_p:
         fr = client_p.read_flow_run(flow_run_id)
@@ -70,9 +70,18 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
         assert any(m.startswith("Finished in state Completed") for m in messages)
         assert "Finished in state" not in out and "Created task run" not in out
         assert "[####################] round 3/3: success" in out and "| held-out pass@1 " in out
-        rounds = client_p.read_flow_runs(flow_run_filter=FlowRunFilter(
+        # One flow run per training run: its rounds are named task runs in it, not a sub-flow each; the only
+        # sub-flow is the AFlow search (aflow.every_rounds=3), which does work of its own.
+        subflows = client_p.read_flow_runs(flow_run_filter=FlowRunFilter(
             parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[fr.id])))
-        round_1 = next(r for r in rounds if r.parameters.get("round_idx") == 1)
+        assert len(subflows) == 1 and subflows[0].parameters["config"]["run_name"] == "e2e-aflow-r3"
+        task_runs = client_p.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[fr.id])))
+        names = {t.name for t in task_runs}
+        for r in (1, 2, 3):
+            assert {f"round-{r}/{stage}" for stage in ("sample-tasks", "planner-generate", "barrier", "actor-execute-0",
+                                                        "score", "experience", "train-planner", "train-actor")} <= names
+        assert {"round-0/warm-start-planner", "round-0/warm-start-actor", "round-0/evaluate", "round-3/checkpoint"} <= names
+        assert all(t.state.is_completed() for t in task_runs if t.name.startswith("round-"))
 
     # What a person sees in a real browser (headless Chromium), with screenshots kept under the run folder.
     ui = run_dir / "ui"
@@ -81,10 +90,9 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
     assert f"prefect_flow_run: {prefect_ui}/runs/flow-run/{flow_run_id}" in out  # the CLI names the run's page
     page = page_text(f"{prefect_ui}/runs/flow-run/{flow_run_id}", ui / "prefect-flow-run.png")
     assert fr.name in page and "Completed" in page and "plan-act-training" in page, page[:3000]
-    page = page_text(f"{prefect_ui}/runs/flow-run/{round_1.id}", ui / "prefect-round-1.png")
-    assert round_1.name in page and "Completed" in page, page[:3000]
-    for stage in ("planner_generate", "barrier", "actor_execute", "train_role"):  # the round's task runs, in its logs
-        assert stage in page, (stage, page[:3000])
+    page = page_text(f"{prefect_ui}/runs/flow-run/{flow_run_id}?tab=Task+Runs", ui / "prefect-task-runs.png")
+    for stage in ("train-planner", "train-actor", "planner-generate"):  # the rounds' task runs, by round and stage
+        assert f"round-3/{stage}" in page, (stage, page[:3000])
     (url,) = re.findall(r"^mlflow_url: (\S+)", out, re.M)  # the link the CLI printed, as a user would open it
     assert url.startswith(mlflow_server) and run.info.run_id in url
     page = page_text(url, ui / "mlflow-run.png")

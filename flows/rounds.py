@@ -1,0 +1,172 @@
+"""A Plan/Act round as named task runs of the training flow: the stages, and the three compositions of them.
+
+    one job   : sample -> planner-generate -> barrier -> actor-execute (fan-out) -> score -> experience -> train-*
+    planner job (two-job mode): sample -> planner-generate -> barrier -> feedback (wait) -> experience -> train-planner
+    actor job   (two-job mode): sample -> barrier -> actor-execute -> score -> feedback (hand over) -> experience -> train-actor
+
+Every stage is a task run named `round-<r>/<stage>` in the training flow run (no sub-flow per round): the
+Prefect UI lists a run's rounds and stages on one page, and a round costs no flow-run start and exit.
+Bulk data (plans, answers, samples) travels in `Payload` boxes (see tasks/plan_act.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from prefect_ray.context import remote_options
+
+from planact import agents
+from planact.config import RunConfig
+from planact.envs.base import make_env
+from planact.experience import PoolRef, experience_items
+from planact.timing import Stopwatch
+from tasks.experience import record_experience
+from tasks.plan_act import Payload, actor_execute, barrier, planner_generate, sample_tasks, score_rewards, train_role
+
+
+def named(task, round_idx: int, stage: str):
+    """`task` as this round's named stage: its task run is `round-<r>/<stage>` in the UI and the logs."""
+    return task.with_options(task_run_name=f"round-{round_idx}/{stage}")
+
+
+@dataclass
+class Round:
+    """What one round's stages share: the run's config and agents, and the figures the round gathers."""
+
+    cfg: RunConfig
+    idx: int
+    planner: agents.RoleGroup | None
+    actor: agents.RoleGroup | None
+    pool: PoolRef
+    incarnation: str | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    env_metrics: dict[str, float] = field(default_factory=dict)  # the scorer's figures (rewards, success)
+    rollouts: list = field(default_factory=list)
+    workers: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.clock = Stopwatch(self.timings)
+
+    # -- stages -------------------------------------------------------------------------------------------
+    def sample(self) -> list[dict]:
+        """The round's tasks (deterministic in seed and round: both jobs of two-job mode draw the same)."""
+        with self.clock("sample"):
+            return named(sample_tasks, self.idx, "sample-tasks")(self.cfg, self.idx)
+
+    def plan(self, batch: list[dict]) -> list:
+        """G plans (or graph-planner episodes) per task from the planner's engines."""
+        with self.clock("planner_generate"):
+            return named(planner_generate, self.idx, "planner-generate")(self.cfg, self.planner, batch, self.idx).data
+
+    def meet(self, plans: list | None) -> list | None:
+        """The plans barrier: returns the plans the actor executes (None when the round fell back)."""
+        with self.clock("barrier"):
+            ready = named(barrier, self.idx, "barrier")(self.cfg, self.idx, self.cfg.agent_role, Payload(plans),
+                                                        "plans", self.incarnation).data
+        fallback = ready["status"] == "fallback"
+        self.metrics.update({"barrier_wait_s": ready["wait_s"], "fallback": float(fallback)})
+        return None if fallback else ready["payloads"].get("planner")
+
+    def execute(self, batch: list[dict], plans: list | None):
+        """K answers per request, one task run per actor engine replica (the fan-out, on Ray), then scored."""
+        env = make_env(self.cfg)
+        prompts = env.actor_requests(batch, plans)
+        with self.clock("actor_execute"), remote_options(num_cpus=self.cfg.ray.task_num_cpus):
+            shards = agents.shard(prompts, len(self.actor.engines))
+            futures = [named(actor_execute, self.idx, f"actor-execute-{i}").submit(
+                self.cfg, self.actor, name, Payload(s), self.idx, i, env.actor_method)
+                for i, (name, s) in enumerate(zip(self.actor.engines, shards))]
+            results = [f.result() for f in futures]
+        self.workers = [res.where for res in results if res.where]
+        answers = [a for res in results for a in res.data]
+        with self.clock("score"):
+            scored = named(score_rewards, self.idx, "score")(self.cfg, batch, Payload(plans), Payload(answers)).data
+        self.env_metrics = scored.metrics
+        self.rollouts = scored.rollouts
+        return scored
+
+    def hand_feedback(self, planner_samples: list) -> None:
+        """Two-job mode, actor side: give the planner job its credited samples."""
+        with self.clock("feedback"):
+            named(barrier, self.idx, "feedback")(self.cfg, self.idx, self.cfg.agent_role, Payload(planner_samples),
+                                                 "feedback", self.incarnation)
+
+    def await_feedback(self) -> list:
+        """Two-job mode, planner side: the actor job's credit for this round's plans ([] when it never came)."""
+        with self.clock("feedback"):
+            fb = named(barrier, self.idx, "feedback")(self.cfg, self.idx, self.cfg.agent_role, None, "feedback",
+                                                      self.incarnation).data
+        samples = fb["payloads"].get("actor") if fb["status"] == "complete" else None
+        self.metrics["fallback"] = float(samples is None)
+        return samples or []
+
+    def record(self, samples: dict[str, list]) -> None:
+        """Persist the round's experience, every role's samples, through the pool actor (one task run)."""
+        with self.clock("experience"):
+            items = [it for role, s in samples.items() for it in experience_items(self.cfg.run_name, self.idx, role, s)]
+            if items:
+                out = named(record_experience, self.idx, "experience")(self.pool, Payload(items))
+                self.metrics["experience/items"] = float(out["items"])
+
+    def train(self, samples: dict[str, list]) -> None:
+        """One RL update per local trained role, the roles in parallel on Ray, each followed by its weight sync."""
+        with self.clock("train"), remote_options(num_cpus=self.cfg.ray.task_num_cpus):
+            futures = {}
+            for group in (self.planner, self.actor):
+                if group is None:
+                    continue
+                if group.trainer is None:
+                    print(f"{group.role} is frozen (train: false): skipping its training this round")
+                elif samples.get(group.role):
+                    futures[group.role] = named(train_role, self.idx, f"train-{group.role}").submit(
+                        group, Payload(samples[group.role]), self.idx)
+            for role, fut in futures.items():
+                self.metrics.update({f"{role}/{k}": v for k, v in fut.result().items()})
+
+    def result(self) -> dict:
+        """The round's metrics (stage timings included), rollout rows and the workers that executed it."""
+        return {"metrics": {**self.metrics, **self.env_metrics, **{f"time/{k}_s": v for k, v in self.timings.items()}},
+                "rollouts": self.rollouts, "workers": self.workers}
+
+
+# -- compositions ---------------------------------------------------------------------------------------------
+def one_job(rnd: Round) -> dict:
+    """Both roles in this flow run: plan, meet, execute, score, record, train both."""
+    batch = rnd.sample()
+    plans = rnd.meet(rnd.plan(batch))
+    scored = rnd.execute(batch, plans)
+    samples = {"planner": scored.planner_samples, "actor": scored.actor_samples}
+    rnd.record(samples)
+    rnd.train(samples)
+    return rnd.result()
+
+
+def planner_job(rnd: Round) -> dict:
+    """Two-job mode, the planner's flow run: plan, meet, wait for the actor's credit, record, train the planner."""
+    batch = rnd.sample()
+    rnd.meet(rnd.plan(batch))
+    samples = {"planner": rnd.await_feedback()}
+    rnd.record(samples)
+    rnd.train(samples)
+    return rnd.result()
+
+
+def actor_job(rnd: Round) -> dict:
+    """Two-job mode, the actor's flow run: meet the planner's plans, execute, score, hand back credit, train."""
+    batch = rnd.sample()
+    scored = rnd.execute(batch, rnd.meet(None))
+    rnd.hand_feedback(scored.planner_samples)
+    samples = {"actor": scored.actor_samples}
+    rnd.record(samples)
+    rnd.train(samples)
+    return rnd.result()
+
+
+COMPOSITIONS = {"both": one_job, "planner": planner_job, "actor": actor_job}
+
+
+def play_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | None, actor: agents.RoleGroup | None,
+               pool: PoolRef, incarnation: str | None = None) -> dict:
+    """Run round `round_idx` as named task runs of the calling flow, composed for this job's role."""
+    return COMPOSITIONS[cfg.agent_role](Round(cfg, round_idx, planner, actor, pool, incarnation))
