@@ -2,9 +2,9 @@
 
     plan_act_training(config)                     flow on the session's Ray (SessionRayTaskRunner); one MLflow run
       ensure agents -> resume or warm start -> baseline eval
-      for round r:  play_round(r)                  task runs round-<r>/<stage> (flows/rounds.py)
+      for round r:  Rounds.play(r)                 task runs round-<r>/<stage> (flows/rounds.py)
         sample-tasks -> planner-generate -> barrier -> actor-execute-<i> (fan-out)
-        -> score -> experience -> train-planner / train-actor
+        -> score -> experience -> train-planner / train-actor   (pipelined: overlapping round r+1's generation)
       log + checkpoint every k rounds; held-out eval every few rounds
       register the trained roles in the MLflow Model Registry -> finish
 
@@ -13,14 +13,12 @@ Run it: python -m flows.plan_act --config configs/demo.yaml --set rounds=4
 
 from __future__ import annotations
 
-import time
-
 from prefect import flow
 from prefect.runtime import flow_run
 from prefect_ray.context import remote_options
 
 from flows import runtime
-from flows.rounds import named, play_round
+from flows.rounds import Rounds, named
 from planact.config import RunConfig, check_runtime, validate_config
 from planact.resume import check_resume
 from planact.session import TrainingSession
@@ -70,10 +68,8 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
         else:
             print(f"resuming run {cfg.run_name!r} after round {session.restore(planner, actor)}")
 
-        for r in range(session.state.next_round, cfg.rounds + 1):
-            t0 = time.perf_counter()
-            out = play_round(cfg, r, planner, actor, session.experience, session.incarnation)
-            out["metrics"]["time/round_s"] = time.perf_counter() - t0
+        def finish(out: dict) -> None:  # a round whose training is done: log, checkpoint, evaluate
+            r = out["round"]
             session.record_round(r, out)
             print(session.progress_line(r))
             if session.checkpoint_due(r):
@@ -83,6 +79,13 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
                 session.log_eval(r, named(evaluate_heldout, r, "evaluate")(cfg, planner, actor))
             if cfg.aflow.every_rounds and r % cfg.aflow.every_rounds == 0:
                 optimise_workflow(cfg, r, session)
+
+        rounds = Rounds(cfg, planner, actor, session.experience, session.incarnation)
+        for r in range(session.state.next_round, cfg.rounds + 1):
+            for out in rounds.play(r):  # pipelined: round r's generation finishes round r-1
+                finish(out)
+        for out in rounds.drain():  # pipelined: the last round's training
+            finish(out)
 
         if cfg.tracking.register_models and trained:
             session.record_registered(register_models(cfg, session.tracker.uri, session.tracker.run_id,

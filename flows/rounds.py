@@ -7,10 +7,16 @@
 Every stage is a task run named `round-<r>/<stage>` in the training flow run (no sub-flow per round): the
 Prefect UI lists a run's rounds and stages on one page, and a round costs no flow-run start and exit.
 Bulk data (plans, answers, samples) travels in `Payload` boxes (see tasks/plan_act.py).
+
+A composition is a round's generation side; `Rounds` adds the training: right after it (synchronous) or
+overlapping the next round's generation (`pipeline.max_staleness: 1`, then a `sync-<role>` stage hands
+the engines the new weights once that generation is done).
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from prefect_ray.context import remote_options
@@ -21,7 +27,8 @@ from planact.envs.base import make_env
 from planact.experience import PoolRef, experience_items
 from planact.timing import Stopwatch
 from tasks.experience import record_experience
-from tasks.plan_act import Payload, actor_execute, barrier, planner_generate, sample_tasks, score_rewards, train_role
+from tasks.plan_act import (Payload, actor_execute, barrier, planner_generate, sample_tasks, score_rewards, sync_role,
+                            train_role)
 
 
 def named(task, round_idx: int, stage: str):
@@ -109,10 +116,15 @@ class Round:
                 out = named(record_experience, self.idx, "experience")(self.pool, Payload(items))
                 self.metrics["experience/items"] = float(out["items"])
 
-    def train(self, samples: dict[str, list]) -> None:
-        """One RL update per local trained role, the roles in parallel on Ray, each followed by its weight sync."""
-        with self.clock("train"), remote_options(num_cpus=self.cfg.ray.task_num_cpus):
-            futures = {}
+    def train(self, samples: dict[str, list], sync: bool = True) -> None:
+        """One RL update per local trained role, the roles in parallel on Ray, each followed by its weight sync
+        (pipelined rounds: `sync=False`, the engines get the weights in `sync_engines` once they are idle)."""
+        self.collect(self.start_training(samples, sync))
+
+    def start_training(self, samples: dict[str, list], sync: bool = True) -> dict:
+        """Submit the round's training task runs (one per trained role, on Ray); returns their futures."""
+        futures = {}
+        with remote_options(num_cpus=self.cfg.ray.task_num_cpus):
             for group in (self.planner, self.actor):
                 if group is None:
                     continue
@@ -120,9 +132,22 @@ class Round:
                     print(f"{group.role} is frozen (train: false): skipping its training this round")
                 elif samples.get(group.role):
                     futures[group.role] = named(train_role, self.idx, f"train-{group.role}").submit(
-                        group, Payload(samples[group.role]), self.idx)
-            for role, fut in futures.items():
-                self.metrics.update({f"{role}/{k}": v for k, v in fut.result().items()})
+                        group, Payload(samples[group.role]), self.idx, sync)
+        self._train_started = time.perf_counter()
+        return futures
+
+    def collect(self, futures: dict) -> None:
+        """Wait for the round's training task runs and keep their metrics."""
+        for role, fut in futures.items():
+            self.metrics.update({f"{role}/{k}": v for k, v in fut.result().items()})
+        self.timings["train"] = time.perf_counter() - getattr(self, "_train_started", time.perf_counter())
+
+    def sync_engines(self) -> None:
+        """Pipelined rounds: push each trained role's new weights to its engines (which are idle now)."""
+        with self.clock("sync"):
+            for group in (self.planner, self.actor):
+                if group is not None and group.trainer is not None:
+                    self.metrics[f"{group.role}/sync_time_s"] = named(sync_role, self.idx, f"sync-{group.role}")(group)
 
     def result(self) -> dict:
         """The round's metrics (stage timings included), rollout rows and the workers that executed it."""
@@ -130,37 +155,34 @@ class Round:
                 "rollouts": self.rollouts, "workers": self.workers}
 
 
-# -- compositions ---------------------------------------------------------------------------------------------
-def one_job(rnd: Round) -> dict:
-    """Both roles in this flow run: plan, meet, execute, score, record, train both."""
+# -- compositions: a round's generation side, up to its recorded experience; training is the driver's ----------
+def one_job(rnd: Round) -> dict[str, list]:
+    """Both roles in this flow run: plan, meet, execute, score, record; returns both roles' samples."""
     batch = rnd.sample()
     plans = rnd.meet(rnd.plan(batch))
     scored = rnd.execute(batch, plans)
     samples = {"planner": scored.planner_samples, "actor": scored.actor_samples}
     rnd.record(samples)
-    rnd.train(samples)
-    return rnd.result()
+    return samples
 
 
-def planner_job(rnd: Round) -> dict:
-    """Two-job mode, the planner's flow run: plan, meet, wait for the actor's credit, record, train the planner."""
+def planner_job(rnd: Round) -> dict[str, list]:
+    """Two-job mode, the planner's flow run: plan, meet, wait for the actor's credit, record."""
     batch = rnd.sample()
     rnd.meet(rnd.plan(batch))
     samples = {"planner": rnd.await_feedback()}
     rnd.record(samples)
-    rnd.train(samples)
-    return rnd.result()
+    return samples
 
 
-def actor_job(rnd: Round) -> dict:
-    """Two-job mode, the actor's flow run: meet the planner's plans, execute, score, hand back credit, train."""
+def actor_job(rnd: Round) -> dict[str, list]:
+    """Two-job mode, the actor's flow run: meet the planner's plans, execute, score, hand back credit, record."""
     batch = rnd.sample()
     scored = rnd.execute(batch, rnd.meet(None))
     rnd.hand_feedback(scored.planner_samples)
     samples = {"actor": scored.actor_samples}
     rnd.record(samples)
-    rnd.train(samples)
-    return rnd.result()
+    return samples
 
 
 COMPOSITIONS = {"both": one_job, "planner": planner_job, "actor": actor_job}
@@ -168,5 +190,54 @@ COMPOSITIONS = {"both": one_job, "planner": planner_job, "actor": actor_job}
 
 def play_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | None, actor: agents.RoleGroup | None,
                pool: PoolRef, incarnation: str | None = None) -> dict:
-    """Run round `round_idx` as named task runs of the calling flow, composed for this job's role."""
-    return COMPOSITIONS[cfg.agent_role](Round(cfg, round_idx, planner, actor, pool, incarnation))
+    """Run round `round_idx` synchronously as named task runs of the calling flow: generate, then train."""
+    rnd = Round(cfg, round_idx, planner, actor, pool, incarnation)
+    rnd.train(COMPOSITIONS[cfg.agent_role](rnd))
+    return rnd.result()
+
+
+class Rounds:
+    """Drives a run's rounds: synchronous (`pipeline.max_staleness` 0), or pipelined (1): round t+1
+    generates with the weights of round t-1 while round t trains, and round t's weights reach the
+    engines once round t+1's generation is done. The staleness is therefore exactly one version from the
+    second round on, the same on every run (the loss corrects for it; README, "Pipelined rounds").
+
+    `play(r)` yields the rounds it finished as result dicts, while no training is in flight, so the
+    caller's checkpoint and held-out evaluation see the trainer and the engines at the finished round.
+    """
+
+    def __init__(self, cfg: RunConfig, planner: agents.RoleGroup | None, actor: agents.RoleGroup | None,
+                 pool: PoolRef, incarnation: str | None = None):
+        self.cfg, self.planner, self.actor, self.pool, self.incarnation = cfg, planner, actor, pool, incarnation
+        self.training: tuple[Round, dict] | None = None  # the round whose training is in flight, its futures
+        self._last_done = time.perf_counter()
+
+    def play(self, round_idx: int) -> Iterator[dict]:
+        """Generate round `round_idx`; yield every round this finishes (the one in training, or this one)."""
+        rnd = Round(self.cfg, round_idx, self.planner, self.actor, self.pool, self.incarnation)
+        samples = COMPOSITIONS[self.cfg.agent_role](rnd)
+        yield from self.drain()
+        if self.cfg.pipeline.max_staleness == 0:
+            rnd.train(samples)
+            yield self._finished(rnd)
+        else:
+            self.training = (rnd, rnd.start_training(samples, sync=False))
+
+    def drain(self) -> Iterator[dict]:
+        """Finish the round in training, if any: wait for it, sync its weights to the engines, yield it."""
+        if self.training is not None:
+            rnd, futures = self.training
+            self.training = None
+            rnd.collect(futures)
+            rnd.sync_engines()
+            yield self._finished(rnd)
+
+    def _finished(self, rnd: Round) -> dict:
+        out = rnd.result()
+        # Pipelined, a round's own stages overlap the next one's: its wall time is the time between two
+        # finished rounds (what rounds/hour counts).
+        now = time.perf_counter()
+        out["metrics"]["time/round_s"] = now - self._last_done
+        out["round"] = rnd.idx
+        self._last_done = now
+        return out

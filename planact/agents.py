@@ -191,15 +191,17 @@ def sync_weights(group: RoleGroup) -> None:
         ray.get([group.handle(n).update_weights.remote(ref, version) for n in group.extra_sync])
 
 
-def train_and_sync(group: RoleGroup, samples: list[dict], step_id: str | None = None) -> dict:
-    """Train the role on its samples, then sync the new weights to its engines.
+def train_and_sync(group: RoleGroup, samples: list[dict], step_id: str | None = None, sync: bool = True) -> dict:
+    """Train the role on its samples, then (unless `sync` is False: pipelined rounds sync later) sync the
+    new weights to its engines.
 
     With a step_id a retried call (after an engine died during the sync) does not train twice.
     """
     t0 = time.perf_counter()
     metrics = call(group, group.trainer, "train", samples, step_id)
-    sync_weights(group)
-    metrics["sync_time_s"] = time.perf_counter() - t0 - metrics.get("train_time_s", 0.0)
+    if sync:
+        sync_weights(group)
+        metrics["sync_time_s"] = time.perf_counter() - t0 - metrics.get("train_time_s", 0.0)
     return metrics
 
 

@@ -68,6 +68,7 @@ class RLConfig(_Strict):
     std_normalize: bool = Field(True, description="Divide group-centred rewards by the group std (+1e-6).")
     grad_clip: float = Field(1.0, gt=0.0, description="Global gradient-norm clip.")
     num_minibatches: int = Field(2, ge=1, description="Optimizer steps per round (the round's samples split evenly).")
+    stale_weight_cap: float = Field(5.0, gt=1.0, description="Pipelined rounds: cap on a stale sample's per-token importance weight pi_prox/pi_behav (decoupled PPO; the clip is taken around the trainer's current policy, not the stale one).")
 
 
 class WarmStartConfig(_Strict):
@@ -199,6 +200,12 @@ class AFlowHookConfig(_Strict):
     policy: bool = Field(True, description="Guide the search with the GiGPO edit policy (False = plain MCTS).")
 
 
+class PipelineConfig(_Strict):
+    """Overlap of rounds: generation of the next round while this one trains (README, "Pipelined rounds")."""
+
+    max_staleness: Literal[0, 1, 2] = Field(0, description="0 = synchronous rounds; 1 = round t+1 generates (with the weights of round t-1) while round t trains, the loss correcting for the stale policy. Needs every trained role's trainer in its own actor (resources.colocate_trainer: false). 2 is not built yet.")
+
+
 class RunConfig(_Strict):
     """A Plan/Act training run."""
 
@@ -223,6 +230,7 @@ class RunConfig(_Strict):
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig, description="Checkpoints and resume.")
     ray: RayConfig = Field(default_factory=RayConfig, description="Ray connection.")
     aflow: AFlowHookConfig = Field(default_factory=AFlowHookConfig, description="AFlow search around the current models every N rounds.")
+    pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="Synchronous or pipelined rounds.")
 
     @field_validator("run_name")
     @classmethod
@@ -256,6 +264,21 @@ class RunConfig(_Strict):
             raise ValueError("aflow.every_rounds must be a multiple of checkpoint.every (it searches around a checkpoint)")
         if self.aflow.every_rounds and self.agent_role != "both":
             raise ValueError("aflow.every_rounds needs agent_role 'both' (the search executes planner and actor together)")
+        return self
+
+    @model_validator(mode="after")
+    def _pipelined(self) -> "RunConfig":
+        if self.pipeline.max_staleness == 2:
+            raise NotImplementedError(
+                "pipeline.max_staleness: 2 is not built: a trainer two versions ahead of its engines needs "
+                "versioned weight and optimizer snapshots to checkpoint and sync from; use 0 or 1")
+        if self.pipeline.max_staleness:
+            for role in ("planner", "actor"):
+                rc = getattr(self, role)
+                if rc.train and rc.resources.colocate_trainer:
+                    raise ValueError(f"pipeline.max_staleness 1 trains while the engines generate: "
+                                     f"{role}.resources.colocate_trainer must be false (a colocated trainer "
+                                     "shares the engine's weights and would change them mid-generation)")
         return self
 
     @model_validator(mode="after")

@@ -146,6 +146,9 @@ class RoleWorker(AgentActor):
         if step_id is not None and done[0] == step_id:
             return dict(done[1])  # a retried task: this step was applied already
         trainer = self._require_trainer()
+        # How many versions behind these weights each sample was drawn (pipelined rounds: 1; else 0).
+        version = self.engine.weight_version
+        samples = [{**s, "staleness": max(0, version - s.get("weight_version", version))} for s in samples]
         metrics = self.leader.train_step(samples) if self.leader else trainer.train_step(samples)
         faults.point("trainer.mid_train")  # trained, not yet published or acknowledged
         if samples:  # a real prompt of this role, saved with checkpoints as the registry's input example

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import zlib
 
 from prefect import task
@@ -129,10 +130,19 @@ def score_rewards(cfg: RunConfig, batch: list[dict], plans: Payload, answers: Pa
 
 
 @task(name="train_role", **AGENT_TASK_OPTS)
-def train_role(group: agents.RoleGroup, samples: list[dict], round_idx: int | None = None) -> dict:
-    """One GRPO update on the role's trainer, then weight sync to its engines (applied once per round)."""
+def train_role(group: agents.RoleGroup, samples: list[dict], round_idx: int | None = None, sync: bool = True) -> dict:
+    """One GRPO update on the role's trainer, then (unless pipelined) weight sync to its engines (applied once
+    per round)."""
     step_id = None if round_idx is None else f"round-{round_idx}"
-    return agents.train_and_sync(group, _open(samples), step_id)
+    return agents.train_and_sync(group, _open(samples), step_id, sync)
+
+
+@task(name="sync_weights", **AGENT_TASK_OPTS)
+def sync_role(group: agents.RoleGroup) -> float:
+    """Pipelined rounds: push the trainer's weights to the role's engines once they are idle; returns seconds."""
+    t0 = time.perf_counter()
+    agents.sync_weights(group)
+    return time.perf_counter() - t0
 
 
 @task(name="warm_start", **AGENT_TASK_OPTS)
@@ -164,4 +174,4 @@ def register_models(cfg: RunConfig, tracking_uri: str, run_id: str, folder: str,
 
 
 __all__ = ["actor_execute", "barrier", "checkpoint", "evaluate_heldout", "register_models",
-           "Payload", "planner_generate", "sample_tasks", "score_rewards", "train_role", "warm_start"]
+           "Payload", "planner_generate", "sample_tasks", "score_rewards", "sync_role", "train_role", "warm_start"]

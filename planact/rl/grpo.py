@@ -50,10 +50,14 @@ def grpo_loss(
     kl_estimator: str = "k3",
     entropy: torch.Tensor | None = None,
     entropy_coef: float = 0.0,
+    behav_weight: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Token-level clipped surrogate, averaged over every unmasked token in the batch.
 
-    Shapes: logp/old_logp/mask/ref_logp/entropy [B, T]; advantages [B] (one per sequence).
+    Shapes: logp/old_logp/mask/ref_logp/entropy/behav_weight [B, T]; advantages [B] (one per sequence).
+    With `behav_weight` (decoupled PPO, for samples drawn by an older policy): `old_logp` is the proximal
+    policy (the trainer's weights before this update), the clip is taken around it, and each token's
+    term is multiplied by pi_prox / pi_behav (capped by the caller), which corrects for the stale sampler.
     """
     eps_high = eps_clip if eps_clip_high is None else eps_clip_high
     adv = advantages.unsqueeze(-1)
@@ -63,6 +67,8 @@ def grpo_loss(
     pg = -torch.minimum(surr1, surr2)
     # Dual-clip (verl clip_ratio_c): with A < 0 a huge ratio would make one token's loss unbounded.
     pg = torch.where(adv < 0, torch.minimum(pg, -adv * clip_ratio_c), pg)
+    if behav_weight is not None:
+        pg = pg * behav_weight
     n_tok = mask.sum().clamp(min=1.0)
 
     def tok_mean(x: torch.Tensor) -> torch.Tensor:

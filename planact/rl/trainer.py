@@ -79,10 +79,13 @@ class RoleTrainer:
             used = [s for s in samples if s["advantage"] != 0.0]
         else:
             used = list(samples)
-        metrics = {"n_samples": float(len(samples)), "frac_zero_adv": 1.0 - len(used) / max(1, len(samples))}
+        metrics = {"n_samples": float(len(samples)), "frac_zero_adv": 1.0 - len(used) / max(1, len(samples)),
+                   **staleness_stats(samples)}
         if not used:
             return {**metrics, "loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clip_frac": 0.0,
                     "grad_norm": 0.0, "tokens_per_s": 0.0, "lr": self.scheduler.get_last_lr()[0], "skipped": 1.0}
+        used, stale_stats = self._with_proximal(used)
+        metrics.update(stale_stats)
         random.Random(self.steps).shuffle(used)
         n_mb = min(rl.num_minibatches, len(used))
         chunks = [used[i::n_mb] for i in range(n_mb)]
@@ -124,15 +127,51 @@ class RoleTrainer:
         dt = time.perf_counter() - t0
         return {**metrics, **agg, "tokens_per_s": n_tokens / dt, "train_time_s": dt, "skipped": 0.0}
 
+    @torch.no_grad()
+    def _with_proximal(self, samples: list[dict]) -> tuple[list[dict], dict[str, float]]:
+        """Stale samples (drawn by older weights than the trainer's) get the current policy's logprobs.
+
+        Decoupled PPO (as AReaL): the clip is taken around this proximal policy, the weights before this
+        update, and pi_prox / pi_behav re-weights each token for the sampler's staleness. Fresh samples
+        are left as they are: their engine logprobs are the proximal policy (measured equal to 2.4e-6)."""
+        stale = [i for i, s in enumerate(samples) if s.get("staleness", 0) > 0]
+        if not stale:
+            return samples, {}
+        out = list(samples)
+        weights: list[torch.Tensor] = []
+        was_training = self.model.training
+        self.model.eval()
+        for k in range(0, len(stale), 64):  # bounded forward batches
+            idx = stale[k : k + 64]
+            rows = [samples[i] for i in idx]
+            batch = pad_batch([s["prompt_ids"] for s in rows], [s["token_ids"] for s in rows], self.pad_id)
+            lp, _ = token_logprobs(self.model, batch, self.temperature)
+            for j, (i, s) in enumerate(zip(idx, rows)):
+                n = len(s["prompt_ids"])
+                prox = lp[j, n : n + len(s["token_ids"])]
+                out[i] = {**s, "prox_logprobs": prox.tolist()}
+                weights.append((prox - torch.tensor(s["logprobs"])).exp())
+        self.model.train(was_training)
+        w = torch.cat(weights) if weights else torch.ones(1)
+        return out, {"stale_weight_mean": float(w.clamp(max=self.rl.stale_weight_cap).mean()),
+                     "stale_weight_capped": float((w >= self.rl.stale_weight_cap).float().mean())}
+
     def _loss(self, chunk: list[dict]) -> tuple[torch.Tensor, dict[str, float], int]:
         """GRPO loss (token mean) of a list of samples, its statistics, and its response-token count."""
         rl = self.rl
         batch = pad_batch([s["prompt_ids"] for s in chunk], [s["token_ids"] for s in chunk], self.pad_id)
         mask = batch["resp_mask"]
         old = torch.zeros_like(mask)
+        behav_w = None
         for i, s in enumerate(chunk):
             start = len(s["prompt_ids"])
-            old[i, start : start + len(s["logprobs"])] = torch.tensor(s["logprobs"])
+            span = slice(start, start + len(s["logprobs"]))
+            old[i, span] = torch.tensor(s.get("prox_logprobs", s["logprobs"]))
+            if "prox_logprobs" in s:
+                if behav_w is None:
+                    behav_w = torch.ones_like(mask)
+                w = (torch.tensor(s["prox_logprobs"]) - torch.tensor(s["logprobs"])).exp()
+                behav_w[i, span] = w.clamp(max=rl.stale_weight_cap)
         adv = torch.tensor([s["advantage"] for s in chunk], dtype=torch.float32)
         logp, ent = token_logprobs(self.model, batch, self.temperature, with_entropy=True)
         ref_lp = None
@@ -142,7 +181,7 @@ class RoleTrainer:
         loss, stats = grpo_loss(logp, old, adv, mask, eps_clip=rl.eps_clip, eps_clip_high=rl.eps_clip_high,
                                 clip_ratio_c=rl.clip_ratio_c, ref_logp=ref_lp, kl_coef=rl.kl_coef,
                                 kl_estimator=rl.kl_estimator, entropy=ent.detach() if rl.entropy_coef == 0 else ent,
-                                entropy_coef=rl.entropy_coef)
+                                entropy_coef=rl.entropy_coef, behav_weight=behav_w)
         return loss, stats, int(mask.sum())
 
     def state_dict(self) -> dict:
@@ -160,6 +199,12 @@ class RoleTrainer:
             self.ref_model.load_state_dict(state["ref_model"])
             for p in self.ref_model.parameters():
                 p.requires_grad_(False)
+
+
+def staleness_stats(samples: list[dict]) -> dict[str, float]:
+    """How many weight versions behind the trainer the round's samples were drawn (0 = synchronous)."""
+    seen = [s.get("staleness", 0) for s in samples] or [0]
+    return {"staleness_mean": sum(seen) / len(seen), "staleness_max": float(max(seen))}
 
 
 def sft(

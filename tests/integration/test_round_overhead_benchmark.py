@@ -1,6 +1,6 @@
 """Benchmarks in their tiny modes, so they cannot rot: round_overhead.py (it broke once when the experience
 pool joined the round and nothing ran it), rl_vs_sft.py over seeds, one cell of fault_matrix.py,
-engine_throughput.py. (aflow_rl_vs_mcts.py runs in test_search_offline.py, beside the executor it needs;
+engine_throughput.py, async_rounds.py (which is also the pipelined flow's end-to-end test). (aflow_rl_vs_mcts.py runs in test_search_offline.py, beside the executor it needs;
 trainer_scaling.py, repair_throughput.py and repair_rl.py beside their own features.)"""
 
 from __future__ import annotations
@@ -59,3 +59,19 @@ def test_engine_throughput_benchmark_tiny_mode():
     assert "16 prompts, max_new_tokens 8" in out.stdout
     ratio = re.search(r"ratio batched / naive: ([0-9.]+)x", out.stdout)
     assert ratio and float(ratio.group(1)) > 0, out.stdout
+
+
+@pytest.mark.slow
+def test_async_rounds_benchmark_quick_runs_the_pipelined_flow(prefect_api):
+    """benchmarks/async_rounds.py --quick: the training flow synchronous and with pipeline.max_staleness 1
+    (separate trainer actors), 2 rounds each. The pipelined run's second round was generated one weight
+    version behind its trainer (what the loss corrected for); the synchronous run never was."""
+    out = subprocess.run([sys.executable, "benchmarks/async_rounds.py", "--quick"], cwd=REPO, capture_output=True,
+                         text=True, timeout=900, env=cli_env())
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    sync = re.search(r"^sync\s+\d+\s+([0-9.]+)\s+([0-9.]+)\s+[0-9.]+\s+planner (\d), actor (\d)$", out.stdout, re.M)
+    stale = re.search(r"^staleness-1\s+\d+\s+([0-9.]+)\s+([0-9.]+)\s+[0-9.]+\s+planner (\d), actor (\d)$",
+                      out.stdout, re.M)
+    assert sync and stale, out.stdout
+    assert sync.group(3, 4) == ("0", "0") and stale.group(3, 4) == ("1", "1"), out.stdout
+    assert re.search(r"^speedup [0-9.]+x; held-out pass@1 sync [0-9.]+, staleness-1 [0-9.]+$", out.stdout, re.M)

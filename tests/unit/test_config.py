@@ -75,6 +75,15 @@ def test_cross_field_rules():
     with pytest.raises(ConfigError, match=r"planner.*kl_coef"):
         load_config(None, ["planner.resources.fsdp=true", "planner.resources.trainer_workers=2", "planner.rl.kl_coef=0.1"])
     assert load_config(None, ["actor.resources.fsdp=true", "actor.resources.trainer_workers=2"]).actor.resources.fsdp
+    # Pipelined rounds train while the engines generate: a trainer sharing an engine's weights is refused.
+    with pytest.raises(ConfigError, match=r"planner.resources.colocate_trainer must be false"):
+        load_config(None, ["pipeline.max_staleness=1"])
+    with pytest.raises(NotImplementedError, match="max_staleness: 2 is not built"):
+        load_config(None, ["pipeline.max_staleness=2"])
+    with pytest.raises(ConfigError, match="pipeline.max_staleness"):
+        load_config(None, ["pipeline.max_staleness=3"])
+    apart = ["planner.resources.colocate_trainer=false", "actor.resources.colocate_trainer=false"]
+    assert load_config(None, ["pipeline.max_staleness=1", *apart]).pipeline.max_staleness == 1
 
 
 def test_a_partial_role_section_keeps_that_roles_defaults():

@@ -53,3 +53,16 @@ def test_kl_and_entropy_terms():
                             entropy=ent, entropy_coef=0.01)
     assert math.isclose(float(loss), 0.1 * k3 - 0.01 * 0.7, rel_tol=1e-5)
     assert math.isclose(stats["entropy"], 0.7, rel_tol=1e-6)
+
+
+def test_decoupled_loss_weights_each_token_by_prox_over_behaviour():
+    # Pipelined rounds: old_logp is the proximal policy (clip around it); behav_weight re-weights tokens.
+    logp = torch.log(torch.tensor([[0.5, 0.5]]))
+    prox = torch.log(torch.tensor([[0.25, 0.5]]))
+    mask = torch.ones(1, 2)
+    w = torch.tensor([[2.0, 0.5]])
+    loss, _ = grpo_loss(logp, prox, torch.tensor([1.0]), mask, eps_clip=0.2, behav_weight=w)
+    # ratios vs prox [2.0 -> clipped 1.2, 1.0]; weighted: 2.0 * -1.2 and 0.5 * -1.0
+    assert math.isclose(float(loss), (2.0 * -1.2 + 0.5 * -1.0) / 2, rel_tol=1e-6)
+    plain, _ = grpo_loss(logp, prox, torch.tensor([1.0]), mask, eps_clip=0.2, behav_weight=torch.ones(1, 2))
+    assert math.isclose(float(plain), float(grpo_loss(logp, prox, torch.tensor([1.0]), mask, eps_clip=0.2)[0]))

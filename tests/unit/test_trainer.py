@@ -94,3 +94,29 @@ def test_trainer_state_round_trip(tiny_model_dir):
     assert t2.scheduler.get_last_lr() == t.scheduler.get_last_lr()
     for a, b in zip(t.ref_model.state_dict().values(), t2.ref_model.state_dict().values()):
         assert torch.equal(a, b)
+
+
+def test_stale_samples_are_corrected_against_the_current_policy(tiny_model_dir):
+    """A sample one weight version old (pipelined rounds): its clip is taken around the trainer's current
+    policy and pi_prox/pi_behav weights its tokens; fresh samples train exactly as before."""
+    model, tok = load_model(tiny_model_dir)
+    engine = HFEngine(model, tok)
+    comps = engine.generate(["sort the digits ="], SamplingParams(temperature=1.0, max_new_tokens=6, n=2, seed=3))[0]
+    fresh = [{"prompt_ids": c.prompt_ids, "token_ids": c.token_ids, "logprobs": c.logprobs, "advantage": a}
+             for c, a in zip(comps, (1.0, -1.0))]
+    rl = RLConfig(lr=1e-2, warmup_steps=0, num_minibatches=1, stale_weight_cap=5.0)
+    # The same samples marked stale but drawn by these very weights: pi_prox == pi_behav, so the update is
+    # the fresh one (up to the engine-vs-trainer logprob difference, ~1e-6).
+    base = copy.deepcopy(model)
+    twin = copy.deepcopy(model)
+    m_fresh = RoleTrainer(model, tok.pad_token_id, rl, 1.0).train_step(fresh)
+    m_stale = RoleTrainer(twin, tok.pad_token_id, rl, 1.0).train_step([{**s, "staleness": 1} for s in fresh])
+    assert m_fresh["staleness_max"] == 0.0 and "stale_weight_mean" not in m_fresh
+    assert m_stale["staleness_mean"] == 1.0 and abs(m_stale["stale_weight_mean"] - 1.0) < 1e-4
+    assert abs(m_fresh["loss"] - m_stale["loss"]) < 1e-4
+    # Drawn by older weights (here: logprobs 1 nat lower than the current policy's): weights e^1, capped.
+    old = [{**s, "staleness": 1, "logprobs": [lp - 1.0 for lp in s["logprobs"]]} for s in fresh]
+    m_old = RoleTrainer(base, tok.pad_token_id, RLConfig(lr=1e-2, warmup_steps=0, num_minibatches=1,
+                                                                       stale_weight_cap=2.0), 1.0).train_step(old)
+    assert m_old["stale_weight_capped"] == 1.0 and abs(m_old["stale_weight_mean"] - 2.0) < 1e-5
+    assert m_old["clip_frac"] == 0.0  # the clip is around the current policy, not the stale one

@@ -1,0 +1,113 @@
+"""Pipelined rounds: the demo synchronous and with staleness 1, from one warm start, in one run.
+
+Both arms are the real training flow (`python -m flows.plan_act`, one CLI run each, same seed) starting
+from the same warm-start weights, with the same number of rounds and one held-out evaluation at the
+end. The synchronous arm is the default layout (trainer colocated in engine replica 0, which spares the
+weight copy); the staleness-1 arm gives each trained role its own trainer actor (pipelining needs that),
+so that round t+1 generates while round t trains. Prints rounds/hour (from the rounds' wall time, the
+warm start and final evaluation excluded), held-out pass@1 and greedy success of both, the staleness the
+pipelined trainers saw, and a last line `speedup X.XXx; held-out pass@1 sync A, staleness-1 B`.
+
+    python benchmarks/async_rounds.py --from runs/demo/checkpoints/warm_start     # the demo's 60 rounds
+    python benchmarks/async_rounds.py                                              # warm-starts first (~8 min)
+    python benchmarks/async_rounds.py --quick                                      # smoke config, 2 rounds (the test)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+# The pipelined arm: separate trainer actors, and 0.4 CPU per actor so that four actors leave Ray room for
+# the flow's tasks on a 2-CPU machine (the synchronous arm's two actors reserve 0.5 each).
+PIPELINED = ["pipeline.max_staleness=1", "planner.resources.colocate_trainer=false",
+             "actor.resources.colocate_trainer=false", "planner.resources.num_cpus=0.4", "actor.resources.num_cpus=0.4"]
+
+
+def run_flow(config: str, overrides: list[str], log: Path) -> float:
+    """One training-flow CLI run; returns its wall seconds (its console goes to `log`)."""
+    args = [sys.executable, "-m", "flows.plan_act", "--config", config]
+    for o in overrides:
+        args += ["--set", o]
+    t0 = time.perf_counter()
+    with open(log, "w") as f:
+        rc = subprocess.run(args, cwd=REPO, stdout=f, stderr=subprocess.STDOUT).returncode
+    if rc != 0:
+        raise SystemExit(f"{' '.join(args)} failed ({rc}); its output: {log}\n{log.read_text()[-3000:]}")
+    return time.perf_counter() - t0
+
+
+def arm_figures(run_dir: Path, tracking_uri: str) -> dict:
+    """Rounds/hour, held-out figures and the staleness the trainers saw, from the run's folder and MLflow."""
+    import mlflow
+
+    state = json.loads((run_dir / "state.json").read_text())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    seconds = sum(row["time/round_s"] for row in state["table"] if row.get("time/round_s") is not None)
+    rounds = len(state["table"])
+    client = mlflow.MlflowClient(tracking_uri)
+    run = client.search_runs([client.get_experiment_by_name("async-rounds").experiment_id],
+                             f"tags.mlflow.runName = '{run_dir.name}'")[0]
+    seen = {}
+    for role in ("planner", "actor"):
+        hist = client.get_metric_history(run.info.run_id, f"{role}/staleness_max")
+        seen[role] = max((m.value for m in hist), default=0.0)
+    return {"rounds": rounds, "seconds": seconds, "rounds_per_hour": 3600.0 * rounds / seconds,
+            "pass@1": summary.get("final/pass@1"), "greedy": summary.get("final/greedy/success"),
+            "warm_pass@1": summary.get("warm_start/pass@1"), "staleness_max": seen}
+
+
+def main() -> None:
+    """Run both arms, print their figures and the speedup line."""
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--config", default="configs/demo.yaml")
+    ap.add_argument("--rounds", type=int, default=None, help="rounds per arm (default: the config's)")
+    ap.add_argument("--from", dest="ckpt", default=None,
+                    help="warm-start checkpoint folder (holding planner/ and actor/); without it one is trained first")
+    ap.add_argument("--set", dest="overrides", action="append", default=[])
+    ap.add_argument("--quick", action="store_true", help="smoke config, 2 rounds per arm, each arm its own seconds-long warm start")
+    args = ap.parse_args()
+    if args.quick:
+        args.config, args.rounds = "configs/smoke.yaml", args.rounds or 2
+    root = Path(tempfile.mkdtemp(prefix="planact-async-"))
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    common = [f"checkpoint.root={root}", f"tracking.tracking_uri={uri}", "tracking.experiment=async-rounds",
+              "tracking.register_models=false", *args.overrides]
+    from planact.config import load_config
+
+    rounds = args.rounds if args.rounds is not None else load_config(args.config, args.overrides).rounds
+    start = [f"rounds={rounds}", f"tracking.eval_every={rounds}"]  # one held-out evaluation, at the end
+    ckpt = Path(args.ckpt).resolve() if args.ckpt else None
+    if ckpt is None and not args.quick:
+        t = run_flow(args.config, [*common, "run_name=warm", "rounds=0"], root / "warm.log")
+        ckpt = root / "warm" / "checkpoints" / "warm_start"
+        print(f"warm start trained in {t:.0f} s: {ckpt}")
+    if ckpt is not None:
+        start += [f"planner.model_path={ckpt / 'planner'}", f"actor.model_path={ckpt / 'actor'}",
+                  "planner.warm_start.enabled=false", "actor.warm_start.enabled=false"]
+    # (--quick: each arm runs the smoke config's seconds-long warm start itself; same seed, same weights.)
+    figures = {}
+    for name, extra in (("sync", []), ("staleness-1", PIPELINED)):
+        run_flow(args.config, [*common, *start, *extra, f"run_name={name}"], root / f"{name}.log")
+        figures[name] = arm_figures(root / name, uri)
+    print(f"{rounds} rounds per arm from one warm start ({ckpt or 'the same seed'}); config {args.config}")
+    print(f"{'arm':<12} {'rounds/h':>9} {'s/round':>8} {'pass@1':>7} {'greedy':>7}  staleness seen (max)")
+    for name, f in figures.items():
+        print(f"{name:<12} {f['rounds_per_hour']:>9.0f} {f['seconds'] / f['rounds']:>8.2f} {f['pass@1']:>7.3f} "
+              f"{f['greedy']:>7.3f}  planner {f['staleness_max']['planner']:.0f}, actor {f['staleness_max']['actor']:.0f}")
+    sync, stale = figures["sync"], figures["staleness-1"]
+    print(f"warm start held-out pass@1 (both arms): {sync['warm_pass@1']:.3f}")
+    print(f"speedup {stale['rounds_per_hour'] / sync['rounds_per_hour']:.2f}x; "
+          f"held-out pass@1 sync {sync['pass@1']:.3f}, staleness-1 {stale['pass@1']:.3f}")
+    print(f"runs, logs and MLflow db under {root}")
+
+
+if __name__ == "__main__":
+    main()
