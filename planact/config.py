@@ -273,7 +273,7 @@ class RunConfig(_Strict):
                 "pipeline.max_staleness: 2 is not built: a trainer two versions ahead of its engines needs "
                 "versioned weight and optimizer snapshots to checkpoint and sync from; use 0 or 1")
         if self.pipeline.max_staleness:
-            for role in ("planner", "actor"):
+            for role in (("planner", "actor") if self.agent_role == "both" else (self.agent_role,)):
                 rc = getattr(self, role)
                 if rc.train and rc.resources.colocate_trainer:
                     raise ValueError(f"pipeline.max_staleness 1 trains while the engines generate: "

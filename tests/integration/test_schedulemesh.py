@@ -196,7 +196,10 @@ def test_plain_class_is_supervised_and_graceful_stop_runs_on_stop(sched, tmp_pat
     sched.create_pool("p", {}, {"cpu": 1})
     plain = sched.create_agent("plain", "p", Plain, actor_kwargs={"x": 5})
     assert plain.call("get") == 5
-    assert sched.agent_info("plain")["report"]["pid"] == sched.agent_info("plain")["pid"]  # it heartbeats
+    deadline = time.time() + 30  # it heartbeats (every 0.2 s; the first may be late on a loaded machine)
+    while "pid" not in sched.agent_info("plain")["report"] and time.time() < deadline:
+        time.sleep(0.2)
+    assert sched.agent_info("plain")["report"]["pid"] == sched.agent_info("plain")["pid"]
     marker = tmp_path / "stopped"
     sched.create_agent("stoppable", "p", Echo, actor_kwargs={"marker": str(marker)})
     sched.delete_agent("stoppable")

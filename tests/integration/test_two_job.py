@@ -23,7 +23,9 @@ def test_absent_partner_times_out_into_fallback_or_failure(prefect_api, ray_head
     # actor alone with fallback executes without a plan and tags the rounds; planner alone with fallback
     # tags the rounds and stays untrained; with fallback off the round fails with a barrier timeout.
     jobs = {
-        "alone-a": _args(tmp_path, ray_head, "alone-a", "actor", "barrier.timeout_s=2"),
+        # (pipelined: the actor job's fallback rounds overlap its training too)
+        "alone-a": _args(tmp_path, ray_head, "alone-a", "actor", "barrier.timeout_s=2", "pipeline.max_staleness=1",
+                         "actor.resources.colocate_trainer=false"),
         "alone-p": _args(tmp_path, ray_head, "alone-p", "planner", "barrier.timeout_s=2"),
         "alone-f": _args(tmp_path, ray_head, "alone-f", "actor", "barrier.timeout_s=2", "barrier.fallback_on_timeout=false"),
     }
