@@ -17,6 +17,7 @@ It prints one line per cell: point x outcome ("completed", "resumed, nothing los
 
     python benchmarks/fault_matrix.py            # 13 cells, ~20 minutes on 2 cores
     python benchmarks/fault_matrix.py --tiny     # one cell of 2 rounds: a trainer dies (what the test runs)
+    python benchmarks/fault_matrix.py --pipelined --points flow.round_recorded trainer.mid_train   # pipelined rounds
 """
 
 from __future__ import annotations
@@ -204,7 +205,12 @@ def check(root: Path, rounds: int) -> list[str]:
     return problems
 
 
-def cell(point: str, nth: int, rounds: int, work: Path, prefect: dict) -> str:
+PIPELINED = ("--set", "pipeline.max_staleness=1", "--set", "planner.resources.colocate_trainer=false",
+             "--set", "actor.resources.colocate_trainer=false", "--set", "planner.resources.num_cpus=0.4",
+             "--set", "actor.resources.num_cpus=0.4")
+
+
+def cell(point: str, nth: int, rounds: int, work: Path, prefect: dict, base: tuple[str, ...] = ()) -> str:
     """Run one cell; returns its outcome. `point` may name a victim (`<point>@supervisor`); the
     `outage.mlflow` / `outage.prefect` cells take that server down for `nth` seconds after round 1."""
     point, _, victim = point.partition("@")
@@ -212,12 +218,12 @@ def cell(point: str, nth: int, rounds: int, work: Path, prefect: dict) -> str:
     root.mkdir(parents=True)
     env = {**os.environ, "PREFECT_API_URL": prefect["url"], "PLANACT_FAULT_DIR": str(root),
            "TOKENIZERS_PARALLELISM": "false", "RAY_USAGE_STATS_ENABLED": "0"}
-    extra: tuple[str, ...] = ()
+    extra: tuple[str, ...] = base
     outage = mlflow = None
     if point == "outage.mlflow":
         port = free_port()
         mlflow = {"proc": start_mlflow(root, port)}
-        extra = ("--set", f"tracking.tracking_uri=http://127.0.0.1:{port}")
+        extra = (*base, "--set", f"tracking.tracking_uri=http://127.0.0.1:{port}")
         outage = Outage(root, lambda: stop(mlflow["proc"]),
                         lambda: mlflow.update(proc=start_mlflow(root, port)), seconds=nth)
     elif point == "outage.prefect":
@@ -266,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tiny", action="store_true", help="one cell, 2 rounds (tests)")
     ap.add_argument("--points", nargs="+", default=None, help="run only these points")
+    ap.add_argument("--pipelined", action="store_true",
+                    help="every cell with pipeline.max_staleness 1 (separate trainer actors, rounds overlapping)")
     args = ap.parse_args(argv)
     cells = [("trainer.mid_train", 2)] if args.tiny else [c for c in CELLS if not args.points or c[0] in args.points]
     rounds = 2 if args.tiny else 4
@@ -277,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'kill point':26s} outcome")
         for point, nth in cells:
             t0 = time.perf_counter()
-            outcome = cell(point, nth, rounds, work, prefect)
+            outcome = cell(point, nth, rounds, work, prefect, PIPELINED if args.pipelined else ())
             failed += outcome.startswith(("FAILED", "fault never"))
             print(f"{point + ':' + str(nth):26s} {outcome}  ({time.perf_counter() - t0:.0f} s)", flush=True)
     finally:
