@@ -16,7 +16,14 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from mlflow.tracking import MlflowClient
+
+def _client(tracking_uri: str | None):
+    # mlflow is imported on first use: Ray processes that only unpickle planact's classes (the schedulemesh
+    # supervisor, Prefect task workers) would otherwise pay its ~1.4 s import at every start.
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri)
+
 
 MODELS_URI = re.compile(r"^models:/(?P<name>[^/]+)/(?P<ref>[^/]+)$")
 ROLES = ("planner", "actor")
@@ -71,7 +78,7 @@ def register_role(tracking_uri: str, run_id: str, folder: str | Path, role: str,
 
     src = Path(folder) / role
     model, tokenizer = load_model(src)
-    client = MlflowClient(tracking_uri)
+    client = _client(tracking_uri)
     with tracking(tracking_uri), mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None):
         info = mlflow.transformers.log_model(
             {"model": model, "tokenizer": tokenizer}, name=f"{role}-model", task="text-generation",
@@ -86,7 +93,7 @@ def register_role(tracking_uri: str, run_id: str, folder: str | Path, role: str,
 
 def registered_versions(tracking_uri: str, name: str, run_id: str) -> dict[str, int]:
     """Checkpoint folder -> version for the versions of `name` this run registered already."""
-    client = MlflowClient(tracking_uri)
+    client = _client(tracking_uri)
     try:
         versions = client.search_model_versions(f"name = '{name}'")
     except Exception:  # noqa: BLE001 - no such model yet
@@ -116,7 +123,7 @@ def register_checkpoint(cfg, tracking_uri: str, run_id: str, folder: str | Path,
     return out
 
 
-def _version(client: MlflowClient, name: str, ref: str) -> str:
+def _version(client, name: str, ref: str) -> str:
     if ref.isdigit():
         return client.get_model_version(name, ref).version
     if ref.lower() == "latest":
@@ -132,7 +139,7 @@ def model_version(uri: str, tracking_uri: str | None = None) -> tuple[str, str]:
     m = MODELS_URI.match(str(uri))
     if not m:
         raise ValueError(f"{uri}: expected models:/<name>/<version-or-alias>")
-    return m["name"], _version(MlflowClient(tracking_uri), m["name"], m["ref"])
+    return m["name"], _version(_client(tracking_uri), m["name"], m["ref"])
 
 
 def resolve_model(path: str | os.PathLike, tracking_uri: str | None = None, cache_root: str | Path | None = None) -> Path:
@@ -144,7 +151,7 @@ def resolve_model(path: str | os.PathLike, tracking_uri: str | None = None, cach
 
     name, version = model_version(str(path), tracking_uri)
     # Keyed by the version's source run too: another tracking server may hold a different "<name>" v1.
-    run_id = MlflowClient(tracking_uri).get_model_version(name, version).run_id or "norun"
+    run_id = _client(tracking_uri).get_model_version(name, version).run_id or "norun"
     root = Path(cache_root or os.environ.get("PLANACT_MODEL_CACHE") or Path.home() / ".cache" / "planact" / "registry")
     out = root / name / f"v{version}-{run_id[:12]}"
     if (out / "config.json").is_file():
@@ -153,7 +160,7 @@ def resolve_model(path: str | os.PathLike, tracking_uri: str | None = None, cach
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
         # The version's own artifact URI: a models:/ URI would be looked up in the process's global
         # registry, which is not this tracking server's in a Ray worker.
-        source = MlflowClient(tracking_uri).get_model_version_download_uri(name, version)
+        source = _client(tracking_uri).get_model_version_download_uri(name, version)
         local = Path(mlflow.artifacts.download_artifacts(artifact_uri=source, dst_path=tmp, tracking_uri=tracking_uri))
         staged = Path(tmp) / "hf"
         # The transformers flavour keeps weights in model/ and the tokenizer in components/tokenizer/;

@@ -9,9 +9,6 @@ import os
 import time
 from pathlib import Path
 
-from mlflow.entities import Metric, Param, RunTag
-from mlflow.tracking import MlflowClient
-
 from planact import faults
 from planact.config import flatten
 from planact.secrets import redact
@@ -72,6 +69,9 @@ class Tracker:
 
     def __init__(self, cfg, run_id: str | None = None, tags: dict[str, str] | None = None,
                  run_name: str | None = None, parent_run_id: str | None = None):
+        from mlflow.entities import Param  # imported on use: processes that only need tracking_uri stay light
+        from mlflow.tracking import MlflowClient
+
         self.uri = tracking_uri(cfg)
         with _sqlite_create_lock(self.uri):
             self.client = MlflowClient(self.uri)
@@ -110,10 +110,14 @@ class Tracker:
 
     def set_tags(self, tags: dict[str, str]) -> None:
         """Set tags on the run."""
+        from mlflow.entities import RunTag
+
         self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         """Log a dict of scalars at `step` (the round)."""
+        from mlflow.entities import Metric
+
         ts = int(time.time() * 1000)
         rows = [Metric(k.replace("@", "_at_"), float(v), ts, step) for k, v in metrics.items() if v is not None]
         for i in range(0, len(rows), 500):

@@ -19,17 +19,23 @@ import copy
 import time
 import uuid
 
+from typing import TYPE_CHECKING
+
 import ray
-import torch
 
 from planact.config import RoleConfig, RunConfig
-from planact.models import load_model
-from planact.rl import data_parallel, fsdp
-from planact.rl.data_parallel import DataParallel, backend_for, next_tag
-from planact.rl.trainer import RoleTrainer
 from schedulemesh import AgentActor
 from schedulemesh.agent import free_port
 from schedulemesh.scheduler import SUPERVISOR_NAME
+
+# torch and the training modules are imported where they are used: the schedulemesh supervisor and
+# Prefect task workers import this module (to unpickle TrainerRank, or for rank_names) and never train.
+if TYPE_CHECKING:
+    import torch
+
+    from planact.rl import fsdp
+    from planact.rl.data_parallel import DataParallel
+    from planact.rl.trainer import RoleTrainer
 
 
 def rank_names(cfg: RunConfig, role: str) -> list[str]:
@@ -46,6 +52,10 @@ class TrainerRank(AgentActor):
     """Rank k > 0 of a role's trainer group: a model copy and its optimizer, stepping with rank 0."""
 
     def __init__(self, cfg: RunConfig, role: str, rank: int):
+        import torch
+
+        from planact.models import load_model
+        from planact.rl.trainer import RoleTrainer
         from planact.workers import initial_model_path
 
         rc: RoleConfig = getattr(cfg, role)
@@ -59,17 +69,20 @@ class TrainerRank(AgentActor):
 
     def join(self, addr: str, port: int, world: int) -> int:
         """Enter rank 0's process group; returns this rank."""
-        data_parallel.join(addr, port, self.rank, world, backend_for(self.rc.resources.device),
+        from planact.rl import data_parallel
+        data_parallel.join(addr, port, self.rank, world, data_parallel.backend_for(self.rc.resources.device),
                            self.rc.resources.trainer_timeout_s)
-        self.dp = DataParallel(self.rank, world, sharded=self.rc.resources.fsdp)
+        self.dp = data_parallel.DataParallel(self.rank, world, sharded=self.rc.resources.fsdp)
         self.replica = None
         return self.rank
 
     def load_shards(self, tag: str) -> None:
         """FSDP: shard a model over the current group and receive rank 0's state into it (collective)."""
+        from planact.rl import fsdp
         if self.replica is None:
             model = self.model
             if model is None:  # a re-formed group: the shape again; the values come from rank 0
+                from planact.models import load_model
                 from planact.workers import initial_model_path
                 model, _ = load_model(initial_model_path(self.cfg, self.role), self.rc.resources.device)
             self.replica = fsdp.Replica(model, self.trainer, self.rc.resources.device)
@@ -91,6 +104,7 @@ class TrainerRank(AgentActor):
 
     def train(self, samples: list[dict], tag: str) -> dict:
         """This rank's part of one data-parallel step."""
+        from planact.rl.data_parallel import next_tag
         if tag != self.tag:
             raise RuntimeError(f"{self.role} rank {self.rank}: holds state {self.tag}, rank 0 steps from {tag}")
         metrics = self.trainer.train_step(samples, self.dp)
@@ -101,12 +115,14 @@ class TrainerRank(AgentActor):
 
     def leave(self) -> None:
         """Leave the process group (rank 0 re-forms it after a failure)."""
+        from planact.rl import data_parallel
         data_parallel.leave()
         self.dp = None
         self.replica = None
 
     def on_stop(self) -> None:
         """Leave the group when the agent is stopped."""
+        from planact.rl import data_parallel
         data_parallel.leave()
 
 
@@ -143,12 +159,13 @@ class GroupLeader:
                 time.sleep(0.5)
 
     def _form(self, handles: list) -> None:
+        from planact.rl import data_parallel
         # The rendezvous is rank 0's own node and a port free there.
         addr, port, world = ray.util.get_node_ip_address(), free_port(), len(handles) + 1
         refs = [h.join.remote(addr, port, world) for h in handles]
-        data_parallel.join(addr, port, 0, world, backend_for(self.res.device), self.res.trainer_timeout_s)
+        data_parallel.join(addr, port, 0, world, data_parallel.backend_for(self.res.device), self.res.trainer_timeout_s)
         ray.get(refs)
-        self.dp = DataParallel(0, world, sharded=self.res.fsdp)
+        self.dp = data_parallel.DataParallel(0, world, sharded=self.res.fsdp)
         self.replica = None
 
     def _sync(self, handles: list) -> int:
@@ -162,6 +179,7 @@ class GroupLeader:
 
     def _load_shards(self, handles: list) -> int:
         # FSDP: the shards are (re)filled from rank 0's canonical state by every rank together.
+        from planact.rl import fsdp
         tags = ray.get([h.state_tag.remote() for h in handles])
         if self.replica is not None and all(t == self.tag for t in tags):
             return 0
@@ -174,6 +192,7 @@ class GroupLeader:
 
     def train_step(self, samples: list[dict]) -> dict:
         """One data-parallel GRPO step of the whole group; on failure rank 0 rolls back and the error is raised."""
+        from planact.rl import data_parallel
         handles, members = self._handles()
         if self.dp is None or members != self.members:  # first step, or a rank was recreated since
             self._form(handles)
@@ -205,7 +224,7 @@ class GroupLeader:
                                f"{str(exc)[:300]}); rank 0 rolled back, the group re-forms on the next try") from exc
         if sharded:
             self.replica.commit(self.model, self.trainer, gathered)
-        self.tag = next_tag(self.tag, self.trainer.steps)
+        self.tag = data_parallel.next_tag(self.tag, self.trainer.steps)
         share = self.replica.local_fraction() if sharded else 1.0
         return {**metrics, "trainer_workers": float(len(handles) + 1), "ranks_resent": float(resent),
                 "param_share": share}

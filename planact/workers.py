@@ -12,24 +12,24 @@ import json
 import os
 import random
 from pathlib import Path
-
-import torch
-
-from transformers import AutoTokenizer
+from typing import TYPE_CHECKING
 
 from planact.config import API_ENGINES, RoleConfig, RunConfig
 from planact import faults
 from planact.engines.base import Completion, SamplingParams
 from planact.engines.factory import make_engine, needs_local_model
 from planact.envs.base import RoundEnv, make_env
-from planact.models import load_model, materialize_tiny, param_count
-from planact.rl.trainer import RoleTrainer, sft
 from planact.registry import resolve_model
 from planact.storage import fsync_tree
 from planact.storage import RunState
 from planact.tracking import tracking_uri
-from planact.trainer_group import GroupLeader
 from schedulemesh import AgentActor
+
+# torch, transformers and the modules built on them are imported where they are used: the schedulemesh
+# supervisor and Prefect task workers import this module to unpickle RoleWorker, never to run it, and
+# those imports cost ~5 s of CPU in every such process (measured on 2 cores).
+if TYPE_CHECKING:
+    from planact.rl.trainer import RoleTrainer
 
 
 def initial_model_path(cfg: RunConfig, role: str) -> Path:
@@ -37,6 +37,8 @@ def initial_model_path(cfg: RunConfig, role: str) -> Path:
     rc: RoleConfig = getattr(cfg, role)
     if rc.model_path:  # a folder, a hub id, or a registered model (downloaded once per machine)
         return resolve_model(rc.model_path, tracking_uri(cfg))
+    from planact.models import materialize_tiny
+
     seed = cfg.seed * 1000 + (1 if role == "planner" else 2)
     return materialize_tiny(rc.tiny, cfg.run_dir() / "models" / f"{role}-init", seed,
                             texts=lambda: make_env(cfg).tokenizer_texts())
@@ -51,6 +53,13 @@ class RoleWorker(AgentActor):
 
     def __init__(self, cfg: RunConfig, role: str, replica: int = 0, with_trainer: bool = True,
                  model_path: str | None = None):
+        import torch
+        from transformers import AutoTokenizer
+
+        from planact.models import load_model
+        from planact.rl.trainer import RoleTrainer
+        from planact.trainer_group import GroupLeader
+
         rc: RoleConfig = getattr(cfg, role)
         torch.set_num_threads(rc.resources.torch_threads)
         self.cfg, self.role, self.rc, self.replica = cfg, role, rc, replica
@@ -105,6 +114,8 @@ class RoleWorker(AgentActor):
 
     def health(self) -> dict:
         """Engine identity, weight version, process id."""
+        from planact.models import param_count
+
         params = param_count(self.model) if self.model is not None else None
         return {**self.engine.health(), "role": self.role, "pid": os.getpid(), "params": params,
                 "has_trainer": self.trainer is not None}
@@ -126,6 +137,10 @@ class RoleWorker(AgentActor):
 
     def warm_start(self, seed: int, steps: int | None = None) -> list[dict]:
         """Supervised warm start on the environment's teacher demonstrations; returns the loss curve."""
+        import torch
+
+        from planact.rl.trainer import sft
+
         trainer = self._require_trainer()
         ws = self.rc.warm_start
         # Enough distinct demonstrations that the warm start plateaus on the task, not on memorising them:
@@ -199,6 +214,8 @@ class RoleWorker(AgentActor):
 
         `expect_version` is the version the run's last round left: a trainer recreated since (it restored
         the last checkpoint) holds less, and saving it would silently drop updates the run counts."""
+        import torch
+
         if expect_version is not None and self.engine.weight_version != expect_version:
             raise RuntimeError(f"{self.role}: the trainer holds weight version {self.engine.weight_version}, the run "
                                f"reached {expect_version}: it was recreated and lost updates since the last checkpoint; "
@@ -219,6 +236,10 @@ class RoleWorker(AgentActor):
 
     def load_checkpoint(self, folder: str) -> int:
         """Restore what save_checkpoint wrote; returns the weight version."""
+        import torch
+
+        from planact.models import load_model
+
         src = Path(folder) / self.role
         model, _ = load_model(src, self.rc.resources.device)
         self.model.load_state_dict(model.state_dict())
