@@ -235,6 +235,13 @@ class Sandbox:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not time out in practice
             pass
+        if self.uid is not None:
+            # SIGKILLed processes linger while the kernel tears them down, and a fork bomb may fork between
+            # two kills: return only once the uid runs nothing (a caller counting processes sees none).
+            deadline = time.monotonic() + 10
+            while _count_user_processes(self.uid) and time.monotonic() < deadline:
+                _kill_uid(self.uid)
+                time.sleep(0.02)
 
     def close(self) -> None:
         """Kill the tree and remove a working directory the sandbox created."""
