@@ -83,6 +83,8 @@ def main() -> None:
     print(f"prefect flow (rounds as task runs on Ray): {flow_t:.3f} s/round (median)")
     print(f"orchestration overhead: {flow_t - loop_t:+.3f} s/round = {100 * (flow_t - loop_t) / flow_t:.1f}% of a flow round")
     print(f"ratio flow/loop: {flow_t / loop_t:.2f}")
+    for name, times in (("loop", loop_times), ("flow", flow_times)):
+        print(f"{name} rounds (s): " + " ".join(f"{t:.2f}" for t in times[args.warmup:]))
     for name, rows in (("loop", loop_stages), ("flow", stages)):
         print(f"{name} stages (median s): " + ", ".join(
             f"{k[5:-2]} {statistics.median(s[k] for s in rows[args.warmup:] if k in s):.3f}" for k in rows[-1]))

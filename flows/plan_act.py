@@ -58,8 +58,8 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
         trained = [g for g in groups if g.trainer is not None]
 
         if session.needs_warm_start:
-            with remote_options(num_cpus=cfg.ray.task_num_cpus):  # both roles at once, on Ray
-                curves = {g.role: named(warm_start, 0, f"warm-start-{g.role}").submit(g, cfg.seed)
+            with remote_options(num_cpus=cfg.ray.task_num_cpus):  # both roles at once
+                curves = {g.role: runtime.agent_stage(named(warm_start, 0, f"warm-start-{g.role}"), cfg).submit(g, cfg.seed)
                           for g in trained if getattr(cfg, g.role).warm_start.enabled}
                 session.record_warm_start({role: f.result() for role, f in curves.items()})
             session.commit(0, named(checkpoint, 0, "checkpoint")(trained, session.checkpoint_folder(0)))

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from prefect_ray.context import remote_options
 
+from flows.runtime import agent_stage
 from planact import agents
 from planact.config import RunConfig
 from planact.envs.base import make_env
@@ -76,12 +77,12 @@ class Round:
         return None if fallback else ready["payloads"].get("planner")
 
     def execute(self, batch: list[dict], plans: list | None):
-        """K answers per request, one task run per actor engine replica (the fan-out, on Ray), then scored."""
+        """K answers per request, one task run per actor engine replica (the fan-out), then scored."""
         env = make_env(self.cfg)
         prompts = env.actor_requests(batch, plans)
         with self.clock("actor_execute"), remote_options(num_cpus=self.cfg.ray.task_num_cpus):
             shards = agents.shard(prompts, len(self.actor.engines))
-            futures = [named(actor_execute, self.idx, f"actor-execute-{i}").submit(
+            futures = [agent_stage(named(actor_execute, self.idx, f"actor-execute-{i}"), self.cfg).submit(
                 self.cfg, self.actor, name, Payload(s), self.idx, i, env.actor_method)
                 for i, (name, s) in enumerate(zip(self.actor.engines, shards))]
             results = [f.result() for f in futures]
@@ -117,12 +118,12 @@ class Round:
                 self.metrics["experience/items"] = float(out["items"])
 
     def train(self, samples: dict[str, list], sync: bool = True) -> None:
-        """One RL update per local trained role, the roles in parallel on Ray, each followed by its weight sync
+        """One RL update per local trained role, the roles in parallel, each followed by its weight sync
         (pipelined rounds: `sync=False`, the engines get the weights in `sync_engines` once they are idle)."""
         self.collect(self.start_training(samples, sync))
 
     def start_training(self, samples: dict[str, list], sync: bool = True) -> dict:
-        """Submit the round's training task runs (one per trained role, on Ray); returns their futures."""
+        """Submit the round's training task runs (one per trained role, in parallel); returns their futures."""
         futures = {}
         with remote_options(num_cpus=self.cfg.ray.task_num_cpus):
             for group in (self.planner, self.actor):
@@ -131,7 +132,7 @@ class Round:
                 if group.trainer is None:
                     print(f"{group.role} is frozen (train: false): skipping its training this round")
                 elif samples.get(group.role):
-                    futures[group.role] = named(train_role, self.idx, f"train-{group.role}").submit(
+                    futures[group.role] = agent_stage(named(train_role, self.idx, f"train-{group.role}"), self.cfg).submit(
                         group, Payload(samples[group.role]), self.idx, sync)
         self._train_started = time.perf_counter()
         return futures

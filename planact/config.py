@@ -73,7 +73,8 @@ class RayConfig(_Strict):
     address: str | None = Field(None, description="Ray cluster address ('auto', 'ray://...'); empty = start a local Ray.")
     num_cpus: int | None = Field(None, ge=1, description="Logical CPUs for a locally started Ray (None = detect).")
     runtime_env: dict[str, Any] = Field(default_factory=dict, description="Ray runtime_env for workers (pip, env_vars, working_dir...).")
-    task_num_cpus: float = Field(0.1, gt=0.0, description="CPUs reserved by each Prefect task on Ray (fractional so actors leave room, STACK_NOTES).")
+    task_num_cpus: float = Field(0.1, gt=0.0, description="CPUs reserved by each Prefect task on Ray (fractional so actors leave room).")
+    agent_stages: Literal["threads", "ray"] = Field("threads", description="Where the stages whose work is a call to the agents run (actor-execute, train-<role>, warm-start): 'threads' = threads of the flow process (their work runs in the agents on Ray either way; saves a Ray task hop and a task-run start in a Ray worker, ~0.6 s a round), 'ray' = Ray task workers, like every other task of the flow.")
 
 
 class AFlowHookConfig(_Strict):

@@ -50,7 +50,7 @@ def safe_params(cfg) -> dict[str, str]:
 
 @contextlib.contextmanager
 def _sqlite_create_lock(uri: str):
-    """Serialise first use of a SQLite store: two processes migrating a fresh database race (STACK_NOTES)."""
+    """Serialise first use of a SQLite store: two processes migrating a fresh database race each other."""
     if not uri.startswith("sqlite:///"):
         yield
         return

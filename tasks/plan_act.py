@@ -99,12 +99,16 @@ def barrier(cfg: RunConfig, round_idx: int, role: str, payload: Payload | None =
     orch = get_or_create_orchestrator(cfg.barrier.namespace, str(orchestrator_state(cfg)))
     roles = ("planner", "actor") if role == "both" else (role,)
     key = barrier_key(cfg.run_name, round_idx, phase)
-    # In one-flow mode both roles arrive from here (concurrently) and the barrier releases at once.
-    refs = [orch.arrive.remote(key, r, payload if r == _payload_role(phase) else None, ("planner", "actor"),
+    # In one-flow mode both roles arrive from here (concurrently) and the barrier releases at once; the
+    # payload stays in this process (no other job reads it) instead of travelling to the actor and back.
+    sent = None if role == "both" else payload
+    refs = [orch.arrive.remote(key, r, sent if r == _payload_role(phase) else None, ("planner", "actor"),
                                cfg.barrier.timeout_s, cfg.barrier.fallback_on_timeout, incarnation,
                                cfg.barrier.liveness_s) for r in roles]
-    result = ray.get(refs)[-1]
-    return Payload(resolve_barrier(result))
+    result = resolve_barrier(ray.get(refs)[-1])
+    if role == "both" and result["status"] == "complete":
+        result["payloads"][_payload_role(phase)] = payload
+    return Payload(result)
 
 
 def _payload_role(phase: str) -> str:
