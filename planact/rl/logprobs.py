@@ -6,8 +6,9 @@ import torch
 import torch.nn.functional as F
 
 
-def pad_batch(prompts: list[list[int]], responses: list[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
-    """Right-pad prompt+response rows; mark response tokens in `resp_mask`.
+def pad_batch(prompts: list[list[int]], responses: list[list[int]], pad_id: int,
+              device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
+    """Right-pad prompt+response rows on `device`; mark response tokens in `resp_mask`.
 
     Position ids are explicit (0..n-1 per row) so that they match the engine's
     left-padded sampling pass exactly (same padding, mask and position ids in both passes).
@@ -24,7 +25,9 @@ def pad_batch(prompts: list[list[int]], responses: list[list[int]], pad_id: int)
         attn[i, : len(seq)] = 1
         resp_mask[i, len(p) : len(seq)] = 1.0
     positions = (attn.cumsum(-1) - 1).clamp(min=0)
-    return {"input_ids": input_ids, "attention_mask": attn, "position_ids": positions, "resp_mask": resp_mask}
+    batch = {"input_ids": input_ids, "attention_mask": attn, "position_ids": positions, "resp_mask": resp_mask}
+    # Built on the CPU, moved once: the losses combine resp_mask with logprobs on the model's device.
+    return {k: v.to(device) for k, v in batch.items()}
 
 
 def token_logprobs(

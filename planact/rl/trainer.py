@@ -146,6 +146,7 @@ class RoleTrainer:
             rows = [samples[i] for i in idx]
             batch = pad_batch([s["prompt_ids"] for s in rows], [s["token_ids"] for s in rows], self.pad_id)
             lp, _ = token_logprobs(self.model, batch, self.temperature)
+            lp = lp.cpu()  # compared with the engine's logprobs, which are CPU floats
             for j, (i, s) in enumerate(zip(idx, rows)):
                 n = len(s["prompt_ids"])
                 prox = lp[j, n : n + len(s["token_ids"])]
@@ -159,9 +160,10 @@ class RoleTrainer:
     def _loss(self, chunk: list[dict]) -> tuple[torch.Tensor, dict[str, float], int]:
         """GRPO loss (token mean) of a list of samples, its statistics, and its response-token count."""
         rl = self.rl
-        batch = pad_batch([s["prompt_ids"] for s in chunk], [s["token_ids"] for s in chunk], self.pad_id)
+        device = next(self.model.parameters()).device
+        batch = pad_batch([s["prompt_ids"] for s in chunk], [s["token_ids"] for s in chunk], self.pad_id, device)
         mask = batch["resp_mask"]
-        old = torch.zeros_like(mask)
+        old = torch.zeros(mask.shape)
         behav_w = None
         for i, s in enumerate(chunk):
             start = len(s["prompt_ids"])
@@ -169,10 +171,13 @@ class RoleTrainer:
             old[i, span] = torch.tensor(s.get("prox_logprobs", s["logprobs"]))
             if "prox_logprobs" in s:
                 if behav_w is None:
-                    behav_w = torch.ones_like(mask)
+                    behav_w = torch.ones(mask.shape)
                 w = (torch.tensor(s["prox_logprobs"]) - torch.tensor(s["logprobs"])).exp()
                 behav_w[i, span] = w.clamp(max=rl.stale_weight_cap)
-        adv = torch.tensor([s["advantage"] for s in chunk], dtype=torch.float32)
+        # Filled row by row on the CPU (cheap indexing), then moved once beside the model's logprobs.
+        old = old.to(device)
+        behav_w = behav_w.to(device) if behav_w is not None else None
+        adv = torch.tensor([s["advantage"] for s in chunk], dtype=torch.float32, device=device)
         logp, ent = token_logprobs(self.model, batch, self.temperature, with_entropy=True)
         ref_lp = None
         if self.ref_model is not None:
@@ -234,9 +239,10 @@ def sft(
     running = 0.0
     best, best_state, bad = float("inf"), None, 0
     model.train()
+    device = next(model.parameters()).device
     for step in range(steps):
         batch_demos = [demos[rng.randrange(len(demos))] for _ in range(cfg.batch_size)]
-        batch = pad_batch([d[0] for d in batch_demos], [d[1] for d in batch_demos], pad_id)
+        batch = pad_batch([d[0] for d in batch_demos], [d[1] for d in batch_demos], pad_id, device)
         logp, _ = token_logprobs(model, batch)
         loss = -(logp * batch["resp_mask"]).sum() / batch["resp_mask"].sum()
         opt.zero_grad(set_to_none=True)
@@ -271,7 +277,7 @@ def demo_loss(model: torch.nn.Module, pad_id: int, demos: list[tuple[list[int], 
     total, tokens = 0.0, 0.0
     for i in range(0, len(demos), batch_size):
         chunk = demos[i: i + batch_size]
-        batch = pad_batch([d[0] for d in chunk], [d[1] for d in chunk], pad_id)
+        batch = pad_batch([d[0] for d in chunk], [d[1] for d in chunk], pad_id, next(model.parameters()).device)
         logp, _ = token_logprobs(model, batch)
         total += float(-(logp * batch["resp_mask"]).sum())
         tokens += float(batch["resp_mask"].sum())

@@ -1,6 +1,6 @@
 """Benchmarks in their tiny modes, so they cannot rot: round_overhead.py (it broke once when the experience
 pool joined the round and nothing ran it), rl_vs_sft.py over seeds, one cell of fault_matrix.py,
-engine_throughput.py, async_rounds.py (which is also the pipelined flow's end-to-end test). (aflow_rl_vs_mcts.py runs in test_search_offline.py, beside the executor it needs;
+engine_throughput.py, gpu_determinism.py, async_rounds.py (which is also the pipelined flow's end-to-end test). (aflow_rl_vs_mcts.py runs in test_search_offline.py, beside the executor it needs;
 trainer_scaling.py, repair_throughput.py and repair_rl.py beside their own features.)"""
 
 from __future__ import annotations
@@ -59,6 +59,16 @@ def test_engine_throughput_benchmark_tiny_mode():
     assert "16 prompts, max_new_tokens 8" in out.stdout
     ratio = re.search(r"ratio batched / naive: ([0-9.]+)x", out.stdout)
     assert ratio and float(ratio.group(1)) > 0, out.stdout
+
+
+def test_gpu_determinism_benchmark_tiny_mode():
+    """benchmarks/gpu_determinism.py --tiny: SFT + GRPO rounds repeated in two fresh processes on the CPU
+    give the same samples and the same weights, bit for bit (on a GPU machine it also runs the cuda modes)."""
+    out = subprocess.run([sys.executable, "benchmarks/gpu_determinism.py", "--tiny"], cwd=REPO, capture_output=True,
+                         text=True, timeout=300, env=cli_env())
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    assert re.search(r"^cpu\s+True\s+True\s+0\s+0\s", out.stdout, re.M), out.stdout
+    assert "bit-identical across repeats: cpu" in out.stdout
 
 
 @pytest.mark.slow
