@@ -60,24 +60,30 @@ class LoopbackServer:
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                     failure = server.failures.pop(0) if server.failures else None
                 try:
-                    if failure is not None:
-                        status, headers, delay = failure
-                        time.sleep(delay)
-                        return self._send(status, server.error(status, f"injected {status}"), headers)
-                    if server.credentials is not None and not any(
-                            self.headers.get(h) == v for h, v in server.credentials.items()):
-                        # Like OpenAI's real answer, echo part of the key sent: the client must never show it.
-                        sent = next((self.headers[h] for h in server.credentials if self.headers.get(h)), "")
-                        return self._send(401, server.error(401, f"Incorrect API key provided: {sent[:12]}***"))
-                    route = server.routes.get((method, self.path.split("?")[0]))
-                    if route is None:
-                        return self._send(404, server.error(404, f"no route {method} {self.path}"))
-                    time.sleep(server.delay_s)
-                    status, payload = route(body, dict(self.headers))
-                    return self._send(status, payload)
+                    reply = self._answer(method, body, failure)
                 finally:
+                    # Out of flight before the answer is written: once the client has read it, it may send
+                    # its next request, and counting both at once would report a concurrency it never had.
                     with server._lock:
                         server.in_flight -= 1
+                self._send(*reply)
+
+            def _answer(self, method: str, body: dict, failure) -> tuple[int, dict, dict | None]:
+                if failure is not None:
+                    status, headers, delay = failure
+                    time.sleep(delay)
+                    return status, server.error(status, f"injected {status}"), headers
+                if server.credentials is not None and not any(
+                        self.headers.get(h) == v for h, v in server.credentials.items()):
+                    # Like OpenAI's real answer, echo part of the key sent: the client must never show it.
+                    sent = next((self.headers[h] for h in server.credentials if self.headers.get(h)), "")
+                    return 401, server.error(401, f"Incorrect API key provided: {sent[:12]}***"), None
+                route = server.routes.get((method, self.path.split("?")[0]))
+                if route is None:
+                    return 404, server.error(404, f"no route {method} {self.path}"), None
+                time.sleep(server.delay_s)
+                status, payload = route(body, dict(self.headers))
+                return status, payload, None
 
             def _send(self, status: int, payload: dict, headers: dict | None = None):
                 data = json.dumps(payload).encode()
