@@ -5,7 +5,7 @@
       for round r:  Rounds.play(r)                 task runs round-<r>/<stage> (flows/rounds.py)
         sample-tasks -> planner-generate -> barrier -> actor-execute-<i> (fan-out)
         -> score -> experience -> train-planner / train-actor   (pipelined: overlapping round r+1's generation)
-      log + checkpoint every k rounds; held-out eval every few rounds
+      log + checkpoint every k rounds; held-out eval every few rounds; the progress display
       register the trained roles in the MLflow Model Registry -> finish
 
 Run it: python -m flows.plan_act --config configs/demo.yaml --set rounds=4
@@ -20,6 +20,7 @@ from prefect_ray.context import remote_options
 from flows import runtime
 from flows.rounds import Rounds, named
 from planact.config import RunConfig, check_runtime, validate_config
+from planact.progress import ProgressDisplay
 from planact.resume import check_resume
 from planact.session import TrainingSession
 from tasks.plan_act import checkpoint, evaluate_heldout, register_models, warm_start
@@ -68,15 +69,22 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
         else:
             print(f"resuming run {cfg.run_name!r} after round {session.restore(planner, actor)}")
 
-        def finish(out: dict) -> None:  # a round whose training is done: log, checkpoint, evaluate
+        progress = ProgressDisplay(cfg.rounds)
+        first_round = session.state.next_round
+
+        def finish(out: dict) -> None:  # a round whose training is done: log, checkpoint, evaluate, show
             r = out["round"]
             session.record_round(r, out)
-            print(session.progress_line(r))
             if session.checkpoint_due(r):
                 session.commit(r, named(checkpoint, r, "checkpoint")(trained, session.checkpoint_folder(r),
                                                                      session.weight_versions))
-            if session.eval_due(r) and planner is not None and actor is not None:
+            evaluated = session.eval_due(r) and planner is not None and actor is not None
+            if evaluated:
                 session.log_eval(r, named(evaluate_heldout, r, "evaluate")(cfg, planner, actor))
+            line = session.progress_line(r)
+            progress.show(line)
+            if progress.due(r, evaluated, first=r == first_round):
+                print(line)  # kept: in the console's scrollback and the flow run's logs in the UI
             if cfg.aflow.every_rounds and r % cfg.aflow.every_rounds == 0:
                 optimise_workflow(cfg, r, session)
 
@@ -91,6 +99,7 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
             session.record_registered(register_models(cfg, session.tracker.uri, session.tracker.run_id,
                                                       *session.final_checkpoint(), [g.role for g in trained]))
         runtime.publish_markdown(session.markdown(), f"planact-{cfg.run_name}-{cfg.agent_role}")
+        progress.clear()
         summary = session.finish()
         return {**summary, "prefect_flow_run": runtime.flow_run_url(flow_run.get_id()),
                 "mlflow_run_id": session.tracker.run_id, "mlflow_url": session.tracker.run_url(),

@@ -10,6 +10,7 @@ version is tagged with the source run, round, checkpoint folder and the run's he
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import shutil
@@ -66,6 +67,18 @@ def _input_example(folder: Path) -> str | None:
     return example.read_text() if example.is_file() else None
 
 
+@contextlib.contextmanager
+def _quiet(logger: str):
+    """Only errors from `logger` (and its children) while inside."""
+    log = logging.getLogger(logger)
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
 def register_role(tracking_uri: str, run_id: str, folder: str | Path, role: str, name: str,
                   tags: dict[str, str]) -> int:
     """Log `folder/<role>` as an MLflow transformers model in run `run_id`, register it as `name`; returns the version."""
@@ -79,10 +92,16 @@ def register_role(tracking_uri: str, run_id: str, folder: str | Path, role: str,
     src = Path(folder) / role
     model, tokenizer = load_model(src)
     client = _client(tracking_uri)
-    with tracking(tracking_uri), mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None):
+    from mlflow.models import ModelSignature
+    from mlflow.types import ColSpec, Schema
+
+    with tracking(tracking_uri), mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None), \
+            _quiet("mlflow"):  # model-card, licence and signature notes a local model always triggers
         info = mlflow.transformers.log_model(
             {"model": model, "tokenizer": tokenizer}, name=f"{role}-model", task="text-generation",
             input_example=_input_example(src), registered_model_name=name,
+            # Text in, text out: stated, so MLflow does not run the model to infer it.
+            signature=ModelSignature(inputs=Schema([ColSpec("string")]), outputs=Schema([ColSpec("string")])),
             # Listed, not inferred: inference imports the model in a subprocess (slow, and it guesses).
             pip_requirements=[f"transformers=={transformers.__version__}", f"torch=={torch.__version__}"])
     version = int(info.registered_model_version)

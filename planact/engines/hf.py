@@ -8,6 +8,8 @@ forward pass of the same model reproduces them (tests/unit/test_engine.py).
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 import torch.nn.functional as F
 
@@ -71,7 +73,8 @@ class HFEngine:
         done = torch.zeros(B, dtype=torch.bool)
         stopped = torch.zeros(B, dtype=torch.bool)
         out = model(input_ids=input_ids, attention_mask=attn, position_ids=positions, use_cache=True)
-        cache = out.past_key_values
+        cache_kw = _cache_keyword(model)
+        cache = getattr(out, cache_kw)
         next_pos = positions[:, -1]
         for t in range(params.max_new_tokens):
             logits = out.logits[:, -1, :].float().cpu()
@@ -103,10 +106,10 @@ class HFEngine:
                 input_ids=tok.unsqueeze(-1).to(device),
                 attention_mask=attn,
                 position_ids=next_pos.unsqueeze(-1),
-                past_key_values=cache,
                 use_cache=True,
+                **{cache_kw: cache},
             )
-            cache = out.past_key_values
+            cache = getattr(out, cache_kw)
         model.train(was_training)
 
         results = []
@@ -185,6 +188,11 @@ class HFEngine:
         """Identity and weight version."""
         return {"engine": "hf", "name": self.name, "weight_version": self.weight_version,
                 "device": str(next(self.model.parameters()).device)}
+
+
+def _cache_keyword(model: torch.nn.Module) -> str:
+    """The KV-cache argument's name: transformers renamed `past_key_values` to `cache` within 5.x (and warns)."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 def _top_p_filter(probs: torch.Tensor, top_p: float) -> torch.Tensor:
