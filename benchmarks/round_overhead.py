@@ -1,9 +1,10 @@
 """What orchestration costs: the same N Plan/Act rounds through the Prefect flow and through a plain loop.
 
-Both drive the same named Ray actors (same models, same batch sizes). Prints
+Both drive the same named Ray actors (same models, same batch sizes), in alternating blocks of rounds
+so that both sides are timed on the same stretch of training. Prints
 seconds per round for each and the ratio flow/loop, measured in this run.
 
-    python benchmarks/round_overhead.py --rounds 6 --from runs/demo/checkpoints/warm_start
+    python benchmarks/round_overhead.py --rounds 16 --from runs/demo/checkpoints/warm_start
     python benchmarks/round_overhead.py --tiny          # smoke-sized rounds, one timed round each (the test)
 """
 
@@ -47,6 +48,7 @@ def main() -> None:
     ap.add_argument("--config", default="configs/demo.yaml")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--warmup", type=int, default=2, help="untimed rounds first (Ray worker start-up)")
+    ap.add_argument("--blocks", type=int, default=4, help="alternating blocks of loop and flow rounds")
     ap.add_argument("--from", dest="ckpt", default=None,
                     help="checkpoint folder to load first (e.g. runs/demo/checkpoints/warm_start) so rollouts have "
                          "realistic lengths; without it the models are untrained")
@@ -67,27 +69,45 @@ def main() -> None:
         for g in (planner, actor):
             restore_group(g, str(Path(args.ckpt).resolve()))
 
-    loop_times, loop_stages = [], []
-    for r in range(args.warmup + args.rounds):
-        t0 = time.perf_counter()
-        m = run_round(cfg, r, planner, actor, pool=session.experience)
-        loop_times.append(time.perf_counter() - t0)
-        loop_stages.append({k: v for k, v in m.items() if k.startswith("time/") and k != "time/round_s"})
-    flow_times, stages = bench_flow(cfg, planner, actor, session.experience, session.incarnation,
-                                    args.warmup + args.rounds, 1000)
-    loop_t = statistics.median(loop_times[args.warmup:])
-    flow_t = statistics.median(flow_times[args.warmup:])
-    print(f"rounds timed: {args.rounds} (after {args.warmup} warm-up rounds each), "
+    # Loop and flow rounds alternate in blocks: both train the same models as they go, so running all loop
+    # rounds first would time the two sides on different weights (other answer lengths, other costs).
+    def loop_rounds(n: int, first: int) -> tuple[list[float], list[dict]]:
+        times, rows = [], []
+        for r in range(first, first + n):
+            t0 = time.perf_counter()
+            m = run_round(cfg, r, planner, actor, pool=session.experience)
+            times.append(time.perf_counter() - t0)
+            rows.append({k: v for k, v in m.items() if k.startswith("time/") and k != "time/round_s"})
+        return times, rows
+
+    loop_rounds(args.warmup, 0)  # untimed: Ray worker start-up, first Prefect task runs
+    bench_flow(cfg, planner, actor, session.experience, session.incarnation, args.warmup, 1000)
+    blocks = max(1, min(args.blocks, args.rounds))
+    per = [args.rounds // blocks + (b < args.rounds % blocks) for b in range(blocks)]
+    loop_times, loop_stages, flow_times, stages = [], [], [], []
+    done = args.warmup
+    for n in per:
+        t, rows = loop_rounds(n, done)
+        loop_times += t
+        loop_stages += rows
+        t, rows = bench_flow(cfg, planner, actor, session.experience, session.incarnation, n, 1000 + done)
+        flow_times += t
+        stages += rows
+        done += n
+    loop_t = statistics.median(loop_times)
+    flow_t = statistics.median(flow_times)
+    print(f"rounds timed: {args.rounds} each, in {blocks} alternating blocks (after {args.warmup} warm-up rounds each), "
           f"{cfg.env.tasks_per_round} tasks x {cfg.planner.group_size} plans x {cfg.actor.group_size} answers")
     print(f"plain loop : {loop_t:.3f} s/round (median)")
     print(f"prefect flow (rounds as task runs on Ray): {flow_t:.3f} s/round (median)")
     print(f"orchestration overhead: {flow_t - loop_t:+.3f} s/round = {100 * (flow_t - loop_t) / flow_t:.1f}% of a flow round")
-    print(f"ratio flow/loop: {flow_t / loop_t:.2f}")
+    print(f"ratio flow/loop: {flow_t / loop_t:.2f} (medians; means {statistics.mean(flow_times):.3f} / "
+          f"{statistics.mean(loop_times):.3f} = {statistics.mean(flow_times) / statistics.mean(loop_times):.2f})")
     for name, times in (("loop", loop_times), ("flow", flow_times)):
-        print(f"{name} rounds (s): " + " ".join(f"{t:.2f}" for t in times[args.warmup:]))
+        print(f"{name} rounds (s): " + " ".join(f"{t:.2f}" for t in times))
     for name, rows in (("loop", loop_stages), ("flow", stages)):
         print(f"{name} stages (median s): " + ", ".join(
-            f"{k[5:-2]} {statistics.median(s[k] for s in rows[args.warmup:] if k in s):.3f}" for k in rows[-1]))
+            f"{k[5:-2]} {statistics.median(s[k] for s in rows if k in s):.3f}" for k in rows[-1]))
     session.close()
 
 

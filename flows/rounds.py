@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from prefect_ray.context import remote_options
 
-from flows.runtime import agent_stage
+from flows.runtime import Stage, agent_stage
 from planact import agents
 from planact.config import RunConfig
 from planact.envs.base import make_env
@@ -32,9 +32,9 @@ from tasks.plan_act import (Payload, actor_execute, barrier, planner_generate, s
                             train_role)
 
 
-def named(task, round_idx: int, stage: str):
+def named(task, round_idx: int, stage: str) -> Stage:
     """`task` as this round's named stage: its task run is `round-<r>/<stage>` in the UI and the logs."""
-    return task.with_options(task_run_name=f"round-{round_idx}/{stage}")
+    return Stage(task.with_options(task_run_name=f"round-{round_idx}/{stage}"))
 
 
 @dataclass

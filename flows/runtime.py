@@ -11,8 +11,12 @@ import time
 
 from pathlib import Path
 
+import dataclasses
+
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 from prefect_ray import RayTaskRunner
+from pydantic import BaseModel
 
 from planact.envs.base import HEADLINE_KEYS
 from tasks import QUIET_ENV, quiet_state_lines
@@ -82,10 +86,39 @@ class SessionRayTaskRunner(RayTaskRunner):
         return super().submit(task, parameters, wait_for, dependencies)
 
 
+def _opaque(value):
+    # Configs (pydantic) and agent handles (dataclasses) are never a task's result, so Prefect finds no
+    # upstream task run in them; walking them for one (a RunConfig is ~270 nodes, twice per call) cost
+    # milliseconds on every stage of every round. Quoted, the task still receives the value itself.
+    def handle(v) -> bool:
+        return isinstance(v, BaseModel) or (dataclasses.is_dataclass(v) and not isinstance(v, type))
+
+    if handle(value) or (isinstance(value, (list, tuple)) and value and all(map(handle, value))):
+        return quote(value)
+    return value
+
+
+class Stage:
+    """A task called as one stage of a round: configs and agent handles are handed over unwalked; every
+    other argument (a previous stage's result) is walked as usual, so the UI keeps its dependency edges."""
+
+    def __init__(self, task):
+        self.task = task
+
+    def __call__(self, *args, **kwargs):
+        return self.task(*map(_opaque, args), **{k: _opaque(v) for k, v in kwargs.items()})
+
+    def submit(self, *args, **kwargs):
+        """Submit to the flow's task runner (a Ray worker, or a flow thread for an agent stage)."""
+        return self.task.submit(*map(_opaque, args), **{k: _opaque(v) for k, v in kwargs.items()})
+
+
 def agent_stage(task, cfg):
     """`task` where `ray.agent_stages` puts the stages that only call agents: a flow thread, or a Ray worker.
 
     Apply it last (after `with_options`, which makes a fresh task without the mark)."""
+    if isinstance(task, Stage):
+        return Stage(agent_stage(task.task, cfg))
     if cfg.ray.agent_stages != "threads":
         return task
     marked = task.with_options()  # a copy: the module's task object stays unmarked
