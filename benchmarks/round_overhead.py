@@ -11,6 +11,7 @@ seconds per round for each and the ratio flow/loop, measured in this run.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -19,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import psutil  # noqa: E402
 from prefect import flow  # noqa: E402
 
 from flows import runtime  # noqa: E402
@@ -26,6 +28,7 @@ from flows.rounds import play_round  # noqa: E402
 from planact.config import load_config  # noqa: E402
 from planact.loop import run_round  # noqa: E402
 from planact.session import TrainingSession  # noqa: E402
+from tasks import QUIET_ENV, quiet_state_lines  # noqa: E402
 
 
 # The training flow's shape: rounds as named task runs of one flow run on the session's Ray. Module level, so
@@ -42,6 +45,22 @@ def bench_flow(cfg, planner, actor, pool, incarnation, n: int, first: int) -> tu
     return times, stages
 
 
+def cpu_seconds() -> tuple[float, float]:
+    """CPU seconds so far of this process (the flow's or loop's driver, all threads) and of the Prefect server."""
+    me = psutil.Process()
+    server = 0.0
+    for child in me.children(recursive=True):
+        try:
+            cmd = " ".join(child.cmdline())
+            if "prefect" in cmd and "ray" not in cmd:
+                t = child.cpu_times()
+                server += t.user + t.system
+        except psutil.Error:
+            pass
+    t = me.cpu_times()
+    return t.user + t.system, server
+
+
 def main() -> None:
     """Measure and print per-round wall time of flow and loop, and their ratio."""
     ap = argparse.ArgumentParser(description=__doc__)
@@ -53,6 +72,8 @@ def main() -> None:
                     help="checkpoint folder to load first (e.g. runs/demo/checkpoints/warm_start) so rollouts have "
                          "realistic lengths; without it the models are untrained")
     ap.add_argument("--set", dest="overrides", action="append", default=[])
+    ap.add_argument("--prefect-state-lines", action="store_true",
+                    help="print Prefect's per-task state lines, as the CLI's flag of that name does")
     ap.add_argument("--tiny", action="store_true", help="smoke config, 1 warm-up + 1 timed round (tests)")
     args = ap.parse_args()
     if args.tiny:
@@ -61,6 +82,9 @@ def main() -> None:
     cfg = load_config(args.config, args.overrides + [f"checkpoint.root={root}", "run_name=bench",
                                                      "planner.warm_start.enabled=false", "actor.warm_start.enabled=false"])
     runtime.ensure_prefect_api()
+    if not args.prefect_state_lines:  # the console the training CLI gives by default
+        os.environ[QUIET_ENV] = "1"
+        quiet_state_lines()
     session = TrainingSession(cfg, env_vars=runtime.worker_env())
     planner, actor = session.ensure_agents()
     if args.ckpt:
@@ -85,15 +109,21 @@ def main() -> None:
     blocks = max(1, min(args.blocks, args.rounds))
     per = [args.rounds // blocks + (b < args.rounds % blocks) for b in range(blocks)]
     loop_times, loop_stages, flow_times, stages = [], [], [], []
+    cpu = {"loop": [0.0, 0.0], "flow": [0.0, 0.0]}  # driver, Prefect server CPU seconds
     done = args.warmup
     for n in per:
+        c0 = cpu_seconds()
         t, rows = loop_rounds(n, done)
+        c1 = cpu_seconds()
         loop_times += t
         loop_stages += rows
         t, rows = bench_flow(cfg, planner, actor, session.experience, session.incarnation, n, 1000 + done)
+        c2 = cpu_seconds()
         flow_times += t
         stages += rows
         done += n
+        for side, a, b in (("loop", c0, c1), ("flow", c1, c2)):
+            cpu[side] = [cpu[side][i] + b[i] - a[i] for i in range(2)]
     loop_t = statistics.median(loop_times)
     flow_t = statistics.median(flow_times)
     print(f"rounds timed: {args.rounds} each, in {blocks} alternating blocks (after {args.warmup} warm-up rounds each), "
@@ -105,6 +135,9 @@ def main() -> None:
           f"{statistics.mean(loop_times):.3f} = {statistics.mean(flow_times) / statistics.mean(loop_times):.2f})")
     for name, times in (("loop", loop_times), ("flow", flow_times)):
         print(f"{name} rounds (s): " + " ".join(f"{t:.2f}" for t in times))
+    for side in ("loop", "flow"):  # where a flow round's extra time can go on a machine with few cores
+        print(f"{side} CPU per round: driver {cpu[side][0] / args.rounds:.3f} s, Prefect server "
+              f"{cpu[side][1] / args.rounds:.3f} s")
     for name, rows in (("loop", loop_stages), ("flow", stages)):
         print(f"{name} stages (median s): " + ", ".join(
             f"{k[5:-2]} {statistics.median(s[k] for s in rows if k in s):.3f}" for k in rows[-1]))
