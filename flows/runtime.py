@@ -110,6 +110,10 @@ class Stage:
 
     def submit(self, *args, **kwargs):
         """Submit to the flow's task runner (a Ray worker, or a flow thread for an agent stage)."""
+        if not getattr(self.task, IN_FLOW, False):
+            # To a Ray worker: prefect-ray rebuilds the parameters there, and a quoted value arrives as a
+            # bare tuple (seen with ray.agent_stages: ray), so these go as they are and are walked.
+            return self.task.submit(*args, **kwargs)
         return self.task.submit(*map(_opaque, args), **{k: _opaque(v) for k, v in kwargs.items()})
 
 
