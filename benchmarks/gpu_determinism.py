@@ -2,9 +2,9 @@
 
 Each repeat runs in a fresh process (as a resumed or repeated run would): a tiny Llama and the character
 tokenizer are built from the seed on the device, trained by planact's own `sft` for some steps, then
-`--rounds` GRPO rounds of `HFEngine.generate` -> a reward (characters matching a target) -> group-normalised
-advantages -> `RoleTrainer.train_step`. Each process reports a digest of every sampled token and logprob
-and of the final weights; the parent compares the repeats of each mode, and every mode with the CPU run.
+`--rounds` GRPO rounds of `HFEngine.generate` -> a reward (characters matching a target) ->
+`group_advantages` -> `RoleTrainer.train_step`. Each process reports a digest of every sampled token and
+logprob and of the final weights; the parent compares the repeats of each mode, and every mode with the CPU run.
 
 Modes: `cpu`; `cuda` (PyTorch's defaults); `cuda-deterministic` (`torch.use_deterministic_algorithms(True)`
 and `CUBLAS_WORKSPACE_CONFIG=:4096:8`, which must be set before cuBLAS starts, hence one process each).
@@ -33,6 +33,7 @@ from planact.config import RLConfig, TinyModelSpec, WarmStartConfig  # noqa: E40
 from planact.engines.base import SamplingParams, encode_prompt  # noqa: E402
 from planact.engines.hf import HFEngine  # noqa: E402
 from planact.models import build_tiny_model, build_tokenizer  # noqa: E402
+from planact.rl.grpo import group_advantages  # noqa: E402
 from planact.rl.trainer import RoleTrainer, sft  # noqa: E402
 
 # (prompt, target) pairs: the reward is how many leading characters of the answer match the target.
@@ -68,13 +69,11 @@ def run_once(device: str, seed: int, sft_steps: int, rounds: int, group: int, we
                                                                       seed=seed * 1000 + r))
         samples = []
         for (_, target), grp in zip(TASKS, comps):
-            rs = [reward(c.text, target) for c in grp]
-            mean = sum(rs) / len(rs)
-            std = (sum((x - mean) ** 2 for x in rs) / len(rs)) ** 0.5
-            for c, x in zip(grp, rs):
+            adv = group_advantages(torch.tensor([[reward(c.text, target) for c in grp]]))[0].tolist()
+            for c, a in zip(grp, adv):
                 samples_hash.update(json.dumps([c.token_ids, c.logprobs]).encode())
                 samples.append({"prompt_ids": c.prompt_ids, "token_ids": c.token_ids, "logprobs": c.logprobs,
-                                "advantage": (x - mean) / (std + 1e-6)})
+                                "advantage": a})
         trainer.train_step(samples)
         engine.weight_version += 1
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import inspect
 import os
 import sys
 import time
 
 from pathlib import Path
-
-import dataclasses
 
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
@@ -110,11 +109,11 @@ class Stage:
 
     def submit(self, *args, **kwargs):
         """Submit to the flow's task runner (a Ray worker, or a flow thread for an agent stage)."""
-        if not getattr(self.task, IN_FLOW, False):
-            # To a Ray worker: prefect-ray rebuilds the parameters there, and a quoted value arrives as a
-            # bare tuple (seen with ray.agent_stages: ray), so these go as they are and are walked.
-            return self.task.submit(*args, **kwargs)
-        return self.task.submit(*map(_opaque, args), **{k: _opaque(v) for k, v in kwargs.items()})
+        if getattr(self.task, IN_FLOW, False):  # a flow thread: called in this process, like __call__
+            return self.task.submit(*map(_opaque, args), **{k: _opaque(v) for k, v in kwargs.items()})
+        # To a Ray worker: prefect-ray rebuilds the parameters there, and a quoted value arrives as a bare
+        # tuple (seen with ray.agent_stages: ray), so these go as they are and are walked.
+        return self.task.submit(*args, **kwargs)
 
 
 def agent_stage(task, cfg):

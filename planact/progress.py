@@ -22,7 +22,6 @@ class ProgressDisplay:
         self.every = max(1, math.ceil(self.total / max_lines))
         self.stream = stream if stream is not None else sys.__stdout__
         self.tty = bool(self.stream is not None and hasattr(self.stream, "isatty") and self.stream.isatty())
-        self.printed = 0
 
     def due(self, round_idx: int, evaluated: bool = False, first: bool = False) -> bool:
         """True when this round's line should be printed for good (kept in the log and the UI)."""

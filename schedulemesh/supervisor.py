@@ -124,11 +124,12 @@ class Supervisor(SupervisionMixin, RecoveryMixin, QueueingMixin):
             bundle = _bundle(pool.spec)
             if not bundle:
                 raise InvalidOptions(f"pool {name!r}: a placement group needs a non-zero per-agent resource spec")
-            nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
-            if pool.placement_strategy == "STRICT_SPREAD" and pool.target_agents > nodes:
-                # Ray would keep such a group pending forever: say so now instead of after the timeout.
-                raise InsufficientCapacity(
-                    f"pool {name!r}: STRICT_SPREAD needs {pool.target_agents} nodes, the cluster has {nodes}")
+            if pool.placement_strategy == "STRICT_SPREAD":
+                nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
+                if pool.target_agents > nodes:
+                    # Ray would keep such a group pending forever: say so now instead of after the timeout.
+                    raise InsufficientCapacity(
+                        f"pool {name!r}: STRICT_SPREAD needs {pool.target_agents} nodes, the cluster has {nodes}")
             pg = placement_group([bundle] * pool.target_agents, strategy=pool.placement_strategy,
                                  name=f"schedulemesh:{name}", lifetime="detached")
             try:

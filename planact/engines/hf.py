@@ -26,6 +26,7 @@ class HFEngine:
         self.max_batch = max_batch
         self.name = name
         self.weight_version = 0
+        self._cache_kw = _cache_keyword(model)
         self._calls = 0
 
     def encode(self, prompt: str) -> list[int]:
@@ -73,7 +74,7 @@ class HFEngine:
         done = torch.zeros(B, dtype=torch.bool)
         stopped = torch.zeros(B, dtype=torch.bool)
         out = model(input_ids=input_ids, attention_mask=attn, position_ids=positions, use_cache=True)
-        cache_kw = _cache_keyword(model)
+        cache_kw = self._cache_kw
         cache = getattr(out, cache_kw)
         next_pos = positions[:, -1]
         for t in range(params.max_new_tokens):

@@ -275,9 +275,10 @@ def sft(
 def demo_loss(model: torch.nn.Module, pad_id: int, demos: list[tuple[list[int], list[int]]], batch_size: int) -> float:
     """Mean per-token cross-entropy of the model on demonstrations (no gradient)."""
     total, tokens = 0.0, 0.0
+    device = next(model.parameters()).device
     for i in range(0, len(demos), batch_size):
         chunk = demos[i: i + batch_size]
-        batch = pad_batch([d[0] for d in chunk], [d[1] for d in chunk], pad_id, next(model.parameters()).device)
+        batch = pad_batch([d[0] for d in chunk], [d[1] for d in chunk], pad_id, device)
         logp, _ = token_logprobs(model, batch)
         total += float(-(logp * batch["resp_mask"]).sum())
         tokens += float(batch["resp_mask"].sum())
