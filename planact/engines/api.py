@@ -70,8 +70,7 @@ class _APIEngine:
 
     def _count_retry(self, request) -> None:
         if request.headers.get("x-stainless-retry-count", "0") != "0":
-            with self._lock:
-                self.usage.retries += 1
+            self.usage.add_retry()
 
     def generate(self, prompts: list[str], params: SamplingParams) -> list[list[Completion]]:
         """`params.n` completions per prompt; requests run concurrently up to the engine's limit."""

@@ -75,12 +75,20 @@ class Usage:
     retries: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Requests are answered on several threads at once; `+=` on a shared int is not atomic.
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, prompt_tokens: int, completion_tokens: int) -> None:
         """Count one answered request."""
-        self.requests += 1
-        self.prompt_tokens += int(prompt_tokens or 0)
-        self.completion_tokens += int(completion_tokens or 0)
+        with self._lock:
+            self.requests += 1
+            self.prompt_tokens += int(prompt_tokens or 0)
+            self.completion_tokens += int(completion_tokens or 0)
+
+    def add_retry(self) -> None:
+        """Count one retried request."""
+        with self._lock:
+            self.retries += 1
 
     @property
     def cost_usd(self) -> float:
@@ -148,8 +156,7 @@ class HTTPClient:
                 retry_after = parse_retry_after(response.headers.get("retry-after"))
             if attempt == self.retry.max_retries:
                 break
-            with self._lock:
-                self.usage.retries += 1
+            self.usage.add_retry()
             time.sleep(self.retry.delay(attempt, retry_after))
         raise RemoteError(f"{self.name}: {method} {path} gave up after {self.retry.max_retries + 1} attempts; "
                           f"last error: {last}")
