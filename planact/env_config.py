@@ -26,6 +26,7 @@ class RepairEnvConfig(_Strict):
     decoding: Literal["candidates", "free"] = Field("candidates", description="'candidates': both roles choose among the options the environment enumerates, sampled from the model's own distribution over them (tiny models); 'free': the models write actions and unified diffs (real models; not built yet).")
     teacher: Literal["top", "traced_edit"] = Field("top", description="The planner's warm-start teacher: 'top' targets the top-ranked function; 'traced_edit' targets the first function with a candidate edit on a traceback line, else the first with any candidate edit (the rule agent's localisation; needs mark_editable_trace).")
     mark_editable_trace: bool = Field(False, description="In the planner's observation, mark offered functions with a candidate edit on a traceback line `(trace+edit)` and those without any candidate edit `(no edit)` (what the rule agent ranks by).")
+    planner_labels: Literal["number", "mark"] = Field("number", description="How the planner's observation and actions name the offered functions: 'number' by rank ('read 2'); 'mark' by mark and rank among functions with that mark ('read trace+edit 1', 'read fn 2'; needs mark_editable_trace), so the option's own tokens say what kind of function it names.")
     gigpo_step_weight: float = Field(1.0, ge=0.0, description="GiGPO weight of the step-level (anchor-state) advantage of the planner's turns.")
     gigpo_gamma: float = Field(0.95, gt=0.0, le=1.0, description="Discount of the planner's turn returns.")
     workers: int = Field(2, ge=1, le=32, description="Sandbox slots that run tests in parallel when scoring a round.")
@@ -40,6 +41,8 @@ class RepairEnvConfig(_Strict):
         # The planner imitates its teacher from the observation alone: it must show what the teacher uses.
         if self.teacher == "traced_edit" and not self.mark_editable_trace:
             raise ValueError("teacher 'traced_edit' needs mark_editable_trace: true (the planner must see the marks it imitates)")
+        if self.planner_labels == "mark" and not self.mark_editable_trace:
+            raise ValueError("planner_labels 'mark' needs mark_editable_trace: true (the labels are the marks)")
         return self
 
 

@@ -44,27 +44,59 @@ def _mark(view: NodeView, level: int | None) -> str:
     return {2: " (trace+edit)", 1: " (trace)" if traced else "", 0: " (trace, no edit)" if traced else " (no edit)"}[level]
 
 
-def planner_observation(ctx: TaskContext, read: list[str], levels: list[int] | None = None) -> str:
+# env.repair.planner_labels 'mark': a function is named by what the rule agent ranks by, then its place
+# among the functions of that kind.
+MARK_WORDS = {(2, True): "trace+edit", (1, True): "trace", (1, False): "fn", (0, True): "trace-noedit",
+              (0, False): "noedit"}
+
+
+def function_labels(ctx: TaskContext, levels: list[int] | None = None, by_mark: bool = False) -> list[str]:
+    """How the planner names the offered functions: their rank ('1', '2', ...) or, with `by_mark` (needs
+    `levels`), their mark and rank among functions with that mark ('trace+edit 1', 'trace 2', ...).
+
+    Named by rank, a planner that imitated 'always the top function' gives every other option almost no
+    probability and never explores. Named by mark, the option's own tokens say what kind of function it
+    is, so the model's preference between kinds is a few shared tokens that RL can move for every task
+    at once."""
+    if not by_mark:
+        return [str(i) for i in range(1, len(ctx.nodes) + 1)]
+    if levels is None:
+        raise ValueError("labels by mark need the functions' edit levels (env.repair.mark_editable_trace)")
+    seen: dict[str, int] = {}
+    out = []
+    for view, level in zip(ctx.nodes, levels):
+        word = MARK_WORDS[(level, bool(view.trace_lines))]
+        seen[word] = seen.get(word, 0) + 1
+        out.append(f"{word} {seen[word]}")
+    return out
+
+
+def planner_observation(ctx: TaskContext, read: list[str], levels: list[int] | None = None,
+                        by_mark: bool = False) -> str:
     """The planner's observation after reading the functions in `read` (also its GiGPO anchor state).
 
-    Functions are numbered in the localisation's order (traceback frames innermost first); actions
-    name them by number, so every option has the same length and the choice is about which, not
-    about copying a name. With `levels` (edit_level per offered function, env.repair.mark_editable_trace)
-    a function with a candidate edit on a traced line is marked `(trace+edit)`, one without any
-    candidate edit `(no edit)`."""
+    Functions are listed in the localisation's order (traceback frames innermost first) under the labels
+    that actions name them by (function_labels), so the choice is about which, not about copying a name.
+    With `levels` (edit_level per offered function, env.repair.mark_editable_trace) a function with a
+    candidate edit on a traced line is marked `(trace+edit)`, one without any candidate edit `(no edit)`;
+    with `by_mark` the mark is the label itself."""
     test = ctx.failing[0].split("::")[-1] if ctx.failing else "?"
-    marks = levels or [None] * len(ctx.nodes)
-    offered = " ; ".join(f"{i} {short(v.node)}{_mark(v, m)}" for i, (v, m) in enumerate(zip(ctx.nodes, marks), 1))
-    seen = "".join(f"\nread {i}: {_node_line(v)}" for i, v in enumerate(ctx.nodes, 1) if v.node in read)
+    labels = function_labels(ctx, levels, by_mark)
+    marks = [None] * len(ctx.nodes) if by_mark or levels is None else levels
+    offered = " ; ".join(f"{lab} {short(v.node)}{'' if by_mark else _mark(v, m)}"
+                         for lab, v, m in zip(labels, ctx.nodes, marks))
+    seen = "".join(f"\nread {lab}: {_node_line(v)}" for lab, v in zip(labels, ctx.nodes) if v.node in read)
     return f"fail: {test}\nerr: {ctx.error[:120]}\nfunctions: {offered}{seen}\nact:"
 
 
-def planner_options(ctx: TaskContext, read: list[str], reads_left: int) -> list[tuple[str, str, str]]:
+def planner_options(ctx: TaskContext, read: list[str], reads_left: int, levels: list[int] | None = None,
+                    by_mark: bool = False) -> list[tuple[str, str, str]]:
     """(text, action, node) the planner may choose now: read an unread function, or target a read one."""
+    labels = function_labels(ctx, levels, by_mark)
     out = []
     if reads_left > 0:
-        out += [(f" read {i}", "read", v.node) for i, v in enumerate(ctx.nodes, 1) if v.node not in read]
-    out += [(f" repair {i}", "repair", v.node) for i, v in enumerate(ctx.nodes, 1) if v.node in read]
+        out += [(f" read {lab}", "read", v.node) for lab, v in zip(labels, ctx.nodes) if v.node not in read]
+    out += [(f" repair {lab}", "repair", v.node) for lab, v in zip(labels, ctx.nodes) if v.node in read]
     return out
 
 
@@ -87,7 +119,8 @@ def actor_options(view: NodeView) -> tuple[list[str], list]:
     return [edit_text(view.first_line, c) for c in cands], cands
 
 
-def teacher_trajectory(ctx: TaskContext, teacher: str = "top", levels: list[int] | None = None) -> list[tuple[str, str]]:
+def teacher_trajectory(ctx: TaskContext, teacher: str = "top", levels: list[int] | None = None,
+                       by_mark: bool = False) -> list[tuple[str, str]]:
     """An imperfect teacher's episode: read one function, then target it.
 
     'top': the top-ranked function. 'traced_edit': the rule agent's localisation, the first function
@@ -96,9 +129,9 @@ def teacher_trajectory(ctx: TaskContext, teacher: str = "top", levels: list[int]
     k = 0
     if teacher == "traced_edit" and levels:
         k = next((i for i, lv in enumerate(levels) if lv == 2), next((i for i, lv in enumerate(levels) if lv), 0))
-    node = ctx.nodes[k].node
-    return [(planner_observation(ctx, [], levels), f" read {k + 1}"),
-            (planner_observation(ctx, [node], levels), f" repair {k + 1}")]
+    node, label = ctx.nodes[k].node, function_labels(ctx, levels, by_mark)[k]
+    return [(planner_observation(ctx, [], levels, by_mark), f" read {label}"),
+            (planner_observation(ctx, [node], levels, by_mark), f" repair {label}")]
 
 
 def true_edit(ctx: TaskContext, buggy: str, fixed: str) -> tuple[str, str] | None:

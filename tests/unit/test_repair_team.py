@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from graph_planner.team.context import NodeView, TaskContext
-from graph_planner.team.prompts import (actor_options, actor_prompt, edit_level, planner_observation, planner_options,
-                                        teacher_trajectory)
+from graph_planner.team.prompts import (actor_options, actor_prompt, edit_level, function_labels, planner_observation,
+                                        planner_options, teacher_trajectory)
 from planact.config import ConfigError, RunConfig, check_runtime, validate_config
 from planact.engines.base import SamplingParams
 from planact.engines.hf import HFEngine
@@ -107,4 +107,24 @@ def test_repair_configs_name_the_offending_field(tmp_path):
         check_runtime(cfg)
     with pytest.raises(ConfigError, match="env.repair.*mark_editable_trace"):
         validate_config({"env": {"kind": "repair", "repair": {"teacher": "traced_edit"}}})
+    with pytest.raises(ConfigError, match="env.repair.*planner_labels 'mark' needs mark_editable_trace"):
+        validate_config({"env": {"kind": "repair", "repair": {"planner_labels": "mark"}}})
     assert RunConfig().env.kind == "synthetic"  # the demo's default is unchanged
+
+
+def test_labels_by_mark_name_functions_by_what_they_are():
+    # planner_labels 'mark': the option's own tokens say what kind of function it names, so a preference
+    # between kinds (learned once) applies to every task; the rank within a kind keeps the ranking's order.
+    plain = NodeView("m.py::ident", "m.py", 1, "def ident(x):\n    return x\n", [2])
+    ctx = TaskContext("t2", "train", "m.py::lo", ["tests/test_m.py::test_lo"], "AssertionError", [plain, *_ctx().nodes])
+    levels = [edit_level(v) for v in ctx.nodes]
+    assert function_labels(ctx, levels, by_mark=True) == ["trace-noedit 1", "trace+edit 1", "fn 1"]
+    assert function_labels(ctx, levels) == ["1", "2", "3"]
+    obs = planner_observation(ctx, ["m.py::lo"], levels, by_mark=True)
+    assert "functions: trace-noedit 1 ident ; trace+edit 1 lo ; fn 1 hi\nread trace+edit 1: def lo" in obs
+    assert [o[0] for o in planner_options(ctx, ["m.py::lo"], 1, levels, by_mark=True)] == [
+        " read trace-noedit 1", " read fn 1", " repair trace+edit 1"]
+    assert [a for _, a in teacher_trajectory(ctx, "top", levels, by_mark=True)] == [" read trace-noedit 1",
+                                                                                    " repair trace-noedit 1"]
+    with pytest.raises(ValueError, match="mark_editable_trace"):
+        function_labels(ctx, None, by_mark=True)
