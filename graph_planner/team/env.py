@@ -67,6 +67,7 @@ class RepairTeamEnv:
             raise ValueError(f"env.repair: the corpus at {self.corpus} has no training tasks of kinds {r.kinds}")
         self._sandbox: Sandbox | None = None
         self._levels: dict[str, list[int]] = {}
+        self.by_mark = r.planner_labels == "mark"  # prompts.function_labels
 
     @property
     def sandbox(self) -> Sandbox:
@@ -97,9 +98,9 @@ class RepairTeamEnv:
             for e in live:
                 ctx = self.ctx[e["task_id"]]
                 left = min(self.r.planner_reads - len(e["read"]), len(ctx.nodes) - len(e["read"]))
-                levels, by_mark = self.edit_levels(e["task_id"]), self.r.planner_labels == "mark"
-                options = prompts.planner_options(ctx, e["read"], left, levels, by_mark)
-                reqs.append((prompts.planner_observation(ctx, e["read"], levels, by_mark), [o[0] for o in options]))
+                levels = self.edit_levels(e["task_id"])
+                options = prompts.planner_options(ctx, e["read"], left, levels, self.by_mark)
+                reqs.append((prompts.planner_observation(ctx, e["read"], levels, self.by_mark), [o[0] for o in options]))
                 opts.append(options)
             if turn == 0:  # every episode of a task starts from the same observation: one request, G picks
                 picks = planner.choose(reqs[::G], temperature=temp, n=G, seed=seed)
@@ -124,8 +125,7 @@ class RepairTeamEnv:
         return self._levels[task_id]
 
     def _teacher(self, ctx) -> list[tuple[str, str]]:
-        return prompts.teacher_trajectory(ctx, self.r.teacher, self.edit_levels(ctx.instance_id),
-                                          self.r.planner_labels == "mark")
+        return prompts.teacher_trajectory(ctx, self.r.teacher, self.edit_levels(ctx.instance_id), self.by_mark)
 
     def _view(self, task_id: str, target: str):
         ctx = self.ctx[task_id]

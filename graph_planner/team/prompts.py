@@ -82,7 +82,7 @@ def planner_observation(ctx: TaskContext, read: list[str], levels: list[int] | N
     with `by_mark` the mark is the label itself."""
     test = ctx.failing[0].split("::")[-1] if ctx.failing else "?"
     labels = function_labels(ctx, levels, by_mark)
-    marks = [None] * len(ctx.nodes) if by_mark or levels is None else levels
+    marks = levels or [None] * len(ctx.nodes)
     offered = " ; ".join(f"{lab} {short(v.node)}{'' if by_mark else _mark(v, m)}"
                          for lab, v, m in zip(labels, ctx.nodes, marks))
     seen = "".join(f"\nread {lab}: {_node_line(v)}" for lab, v in zip(labels, ctx.nodes) if v.node in read)
