@@ -138,7 +138,7 @@ class RepairTeamEnv:
             targets = [p["target"] for p in plans[ti]] if plans is not None else [""]
             for target in targets:
                 view = self._view(t["task_id"], target)
-                out.append((prompts.actor_prompt(self.ctx[t["task_id"]], view), prompts.actor_options(view)[0]))
+                out.append((prompts.actor_prompt(self.ctx[t["task_id"]], view), prompts.actor_options(view, self.r.actor_marks)[0]))
         return out
 
     def score(self, batch: list[dict], plans, answers, n_rollouts: int = 0) -> RoundResult:
@@ -237,7 +237,7 @@ class RepairTeamEnv:
         validated = []
         for ctx in train:
             texts = self._fixed_file(self.tasks[ctx.instance_id])
-            pair = prompts.true_edit(ctx, *texts) if texts else None
+            pair = prompts.true_edit(ctx, *texts, marks=self.r.actor_marks) if texts else None
             if pair:
                 validated.append(pair)
         frac = self.r.unseen_function_frac
@@ -250,7 +250,7 @@ class RepairTeamEnv:
 
         extra = prompts.unvalidated_demos(
             [(p, t) for _, p, t in sources] + prompts.stdlib_files(self.r.sft_extra_sources), self.r.max_function_chars,
-            keep, rng, max(0, count - 4 * len(validated)), self.traced_fraction())
+            keep, rng, max(0, count - 4 * len(validated)), self.traced_fraction(), self.r.actor_marks)
         return validated * 4 + extra
 
     def traced_fraction(self) -> float:

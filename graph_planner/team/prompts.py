@@ -3,7 +3,8 @@
 The planner's turn: the failing test, the error line, the functions it may read (traceback frames
 first) and what it has read; its options are `read <function>` and, once read, `repair <function>`.
 The actor's prompt is the plan's target function with the traceback's lines marked `>`; its options
-are the function's candidate edits written `<line in function>: <old> -> <new>`.
+are the function's candidate edits written `<line in function>: <old> -> <new>` (with `marks`, an edit
+on a traceback line is written `><line>: ...`).
 """
 
 from __future__ import annotations
@@ -108,15 +109,20 @@ def actor_prompt(ctx: TaskContext, view: NodeView) -> str:
     return f"fix {short(view.node)}\nerr: {ctx.error[:120]}\n{body}edit:"
 
 
-def edit_text(view_first_line: int, cand) -> str:
-    """A candidate edit as the actor writes it: line within the function, then the change."""
-    return f" {cand.line - view_first_line + 1}: {cand.description}"
+def edit_text(view: NodeView, cand, marks: bool = False) -> str:
+    """A candidate edit as the actor writes it: line within the function, then the change.
+
+    With `marks` (env.repair.actor_marks) an edit on a traceback line starts with `>`, as that line does
+    in the prompt: whether an edit sits where the test failed is then one option token shared by every
+    task, instead of a line number the model must match against the prompt's marked lines."""
+    mark = ">" if marks and cand.line in view.trace_lines else ""
+    return f" {mark}{cand.line - view.first_line + 1}: {cand.description}"
 
 
-def actor_options(view: NodeView) -> tuple[list[str], list]:
+def actor_options(view: NodeView, marks: bool = False) -> tuple[list[str], list]:
     """The candidate edits of the target function and their texts."""
     cands = view.candidates()
-    return [edit_text(view.first_line, c) for c in cands], cands
+    return [edit_text(view, c, marks) for c in cands], cands
 
 
 def teacher_trajectory(ctx: TaskContext, teacher: str = "top", levels: list[int] | None = None,
@@ -134,7 +140,7 @@ def teacher_trajectory(ctx: TaskContext, teacher: str = "top", levels: list[int]
             (planner_observation(ctx, [node], levels, by_mark), f" repair {label}")]
 
 
-def true_edit(ctx: TaskContext, buggy: str, fixed: str) -> tuple[str, str] | None:
+def true_edit(ctx: TaskContext, buggy: str, fixed: str, marks: bool = False) -> tuple[str, str] | None:
     """(prompt, target) for the actor: the bug's function and the candidate that turns the buggy file
     text into the fixed one (None when the localisation missed the function or no candidate does)."""
     view = next((v for v in ctx.nodes if v.node == ctx.target), None)
@@ -142,7 +148,7 @@ def true_edit(ctx: TaskContext, buggy: str, fixed: str) -> tuple[str, str] | Non
         return None
     for c in view.candidates():
         if buggy.replace(c.edit["old"], c.edit["new"], 1) == fixed:
-            return actor_prompt(ctx, view), edit_text(view.first_line, c)
+            return actor_prompt(ctx, view), edit_text(view, c, marks)
     return None
 
 
@@ -166,7 +172,8 @@ def _functions(text: str) -> dict[str, tuple[int, int]]:
 
 
 def unvalidated_demos(files: list[tuple[str, str]], max_chars: int, keep: Callable[[str, str], bool],
-                      rng: random.Random, limit: int, mark_prob: float = 0.0) -> list[tuple[str, str]]:
+                      rng: random.Random, limit: int, mark_prob: float = 0.0,
+                      marks: bool = False) -> list[tuple[str, str]]:
     """(prompt, target) from token-level mutants of the functions in `files` (path, text) that `keep(path,
     qualname)` admits, never run against any test: warm-start data only. Functions are visited in a
     seeded random order, each mutated on its own (a one-function module), until `limit` pairs exist.
@@ -187,7 +194,7 @@ def unvalidated_demos(files: list[tuple[str, str]], max_chars: int, keep: Callab
             fix = next((c for c in candidate_edits(path, 1, m.source) if c.edit["new"] == original), None)
             if fix is not None:
                 view = NodeView(f"{path}::{qual}", path, 1, m.source, [m.line] if rng.random() < mark_prob else [])
-                out.append((actor_prompt(TaskContext("", "sft", view.node, [], "", [view]), view), edit_text(1, fix)))
+                out.append((actor_prompt(TaskContext("", "sft", view.node, [], "", [view]), view), edit_text(view, fix, marks)))
     return out[:limit]
 
 

@@ -54,6 +54,19 @@ def test_prompts_mark_traceback_lines_and_candidates_are_numbered_within_the_fun
     assert all(c.edit["old"] == SRC_A for c in cands)
 
 
+def test_actor_marks_write_edits_on_traced_lines_with_the_prompts_mark():
+    # env.repair.actor_marks: an edit where the test failed starts with `>`, as its line does in the
+    # prompt; an edit elsewhere in the same function does not, and the candidates themselves are unchanged.
+    src = "def lo(a, b):\n    if a < b:\n        return a + 1\n    return b\n"
+    view = NodeView("m.py::lo", "m.py", 10, src, [11])
+    plain, cands = actor_options(view)
+    marked, same = actor_options(view, marks=True)
+    assert [c.edit for c in cands] == [c.edit for c in same]
+    assert any(t.startswith(" 2: a < b ->") for t in plain) and not any(t.startswith(" >") for t in plain)
+    assert {t.split(":")[0] for t in marked} == {" >2", " 3"}
+    assert all(m == (" >" + p[1:] if p.startswith(" 2:") else p) for p, m in zip(plain, marked))
+
+
 def test_traced_edit_teacher_localises_like_the_rule_agent():
     # Function 1 is on the traceback, but its traced line has nothing a token-level edit can change;
     # function 2's traced line has a comparison: the rule agent tries it first, and so does this teacher.
