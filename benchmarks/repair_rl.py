@@ -22,6 +22,7 @@ import statistics
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -67,6 +68,10 @@ def one_seed(args, seed: int) -> dict:
     base = (RoleWorker(cfg, "planner"), RoleWorker(cfg, "actor"))
     curves = {w.role: w.warm_start(seed) for w in base}
     ws_s = time.perf_counter() - t0
+    # A deep-copied torch optimizer drops the LR scheduler's wrapper of its step() (Optimizer.__setstate__
+    # keeps only its state), so the copy steps its own parameters and the copied scheduler its own
+    # optimizer, but torch warns on every scheduler step that step() was "overridden": noise, silenced.
+    warnings.filterwarnings("ignore", message=r"Seems like `optimizer.step\(\)` has been overridden")
     rl = tuple(copy.deepcopy(w) for w in base)
     sf = tuple(copy.deepcopy(w) for w in base)
     out = {"seed": seed, "warm_start_s": ws_s, "warm_start_loss": {r: [p for p in c if "loss" in p][-1]["loss"] for r, c in curves.items()}}

@@ -142,3 +142,50 @@ def test_anthropic_optimizer_repairs_missing_prompts_and_survives_overload(tmp_p
         opt = LLMOptimizer(AFlowConfig(search={"optimizer_llm": llm}).search.optimizer_llm, "humaneval", attempts=2)
         again = opt.propose(ws, 1, 0.0, random.Random(0))
     assert not again.graph and all("already tried" in r for r in again.rejected)
+
+
+def test_the_optimizer_model_trains_on_humaneval_with_an_api_executor(tmp_path):
+    """configs/aflow-train-openai.yaml's path, small: the tiny optimizer model steps two HumanEval searches
+    whose workflows call an OpenAI-compatible executor (a loopback server: it writes the canonical
+    solution only when the prompt asks to think about edge cases, CODE_PROMPT template 1), the code runs
+    in the sandbox, and the score changes train the optimizer."""
+    from pathlib import Path
+
+    import torch
+
+    from aflow_rl.config import load_aflow_config, validate_aflow_config
+    from aflow_rl.optimizer_rl import OptimizerModel, train_iteration
+
+    def edge_cases_answer(prompt: str, n: int, body: dict):
+        p = next((p for e, p in HUMANEVAL.items() if f"def {e}(" in prompt), None)
+        if p is None or "edge cases" not in prompt:
+            return [("```python\ndef nothing():\n    return None\n```", "stop", [])] * n
+        return [(f"```python\n{p['question'] + p['answer']}\n```", "stop", [])] * n
+
+    shipped = load_aflow_config(Path(__file__).resolve().parents[2] / "configs" / "aflow-train-openai.yaml")
+    with openai_server(edge_cases_answer, key=None) as executor:
+        data = shipped.model_dump()
+        data.update(run_name="he", root=str(tmp_path), limit=3, task_runner="threads",
+                    executor=_openai(executor.url) | {"temperature": 1.0})
+        data["search"].update(max_rounds=4)
+        data["optimizer_rl"].update(searches=3, iterations=1)
+        cfg = validate_aflow_config(data)
+        opt = OptimizerModel(cfg.optimizer_rl, cfg.benchmark, cfg.seed)
+        before = {k: v.clone() for k, v in opt.model.state_dict().items()}
+        figures = train_iteration(cfg, opt, 1)
+        served = len(executor.requests)
+
+    assert served > 0 and figures["transitions"] >= 6 and figures["invalid"] == 0
+    searches = sorted((tmp_path / "he-it1" / "searches").iterdir())
+    assert [d.name.split("-s")[0] for d in searches] == ["humaneval"] * 3
+    scored = 0
+    for d in searches:  # every round's score is what the sandboxed tests say of its prompt's answers
+        ws = Workspace(d / "workflows")
+        for r, score in ws.scores().items():
+            prompt = (ws.round_dir(r) / "prompt.py").read_text()
+            assert score == (1.0 if "edge cases" in prompt else 0.0), (d.name, r, prompt)
+            scored += 1
+    assert scored >= 6
+    if figures["adv_std"] > 0:  # a search found the template: the optimizer learned from it
+        assert any(not torch.equal(before[k], v) for k, v in opt.model.state_dict().items())
+    assert 0.0 <= figures["best"] <= 1.0
