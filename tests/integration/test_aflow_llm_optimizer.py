@@ -145,10 +145,11 @@ def test_anthropic_optimizer_repairs_missing_prompts_and_survives_overload(tmp_p
 
 
 def test_the_optimizer_model_trains_on_humaneval_with_an_api_executor(tmp_path):
-    """configs/aflow-train-openai.yaml's path, small: the tiny optimizer model steps two HumanEval searches
+    """configs/aflow-train-openai.yaml's path, small: the tiny optimizer model steps three HumanEval searches
     whose workflows call an OpenAI-compatible executor (a loopback server: it writes the canonical
     solution only when the prompt asks to think about edge cases, CODE_PROMPT template 1), the code runs
-    in the sandbox, and the score changes train the optimizer."""
+    in the sandbox, and the score changes train the optimizer. The server also fixes its code when the
+    workflow's Test step shows it a failing public example, as a real model would."""
     from pathlib import Path
 
     import torch
@@ -156,14 +157,16 @@ def test_the_optimizer_model_trains_on_humaneval_with_an_api_executor(tmp_path):
     from aflow_rl.config import load_aflow_config, validate_aflow_config
     from aflow_rl.optimizer_rl import OptimizerModel, train_iteration
 
-    def edge_cases_answer(prompt: str, n: int, body: dict):
+    def careful_answer(prompt: str, n: int, body: dict):
+        # Right when asked to think about edge cases, or when shown that its code fails a public test
+        # (what the Test step does); a stub otherwise.
         p = next((p for e, p in HUMANEVAL.items() if f"def {e}(" in prompt), None)
-        if p is None or "edge cases" not in prompt:
-            return [("```python\ndef nothing():\n    return None\n```", "stop", [])] * n
+        if p is None or ("edge cases" not in prompt and "fails a public test" not in prompt):
+            return [(f"```python\ndef {p['entry_point'] if p else 'f'}(*args):\n    return None\n```", "stop", [])] * n
         return [(f"```python\n{p['question'] + p['answer']}\n```", "stop", [])] * n
 
     shipped = load_aflow_config(Path(__file__).resolve().parents[2] / "configs" / "aflow-train-openai.yaml")
-    with openai_server(edge_cases_answer, key=None) as executor:
+    with openai_server(careful_answer, key=None) as executor:
         data = shipped.model_dump()
         data.update(run_name="he", root=str(tmp_path), limit=3, task_runner="threads",
                     executor=_openai(executor.url) | {"temperature": 1.0})
@@ -178,14 +181,16 @@ def test_the_optimizer_model_trains_on_humaneval_with_an_api_executor(tmp_path):
     assert served > 0 and figures["transitions"] >= 6 and figures["invalid"] == 0
     searches = sorted((tmp_path / "he-it1" / "searches").iterdir())
     assert [d.name.split("-s")[0] for d in searches] == ["humaneval"] * 3
-    scored = 0
+    scored = found = 0
     for d in searches:  # every round's score is what the sandboxed tests say of its prompt's answers
         ws = Workspace(d / "workflows")
         for r, score in ws.scores().items():
             prompt = (ws.round_dir(r) / "prompt.py").read_text()
-            assert score == (1.0 if "edge cases" in prompt else 0.0), (d.name, r, prompt)
+            graph = (ws.round_dir(r) / "graph.py").read_text()
+            helped = "edge cases" in prompt or "operator.Test(" in graph  # the 3 problems all have public examples
+            assert score == (1.0 if helped else 0.0), (d.name, r, prompt, graph)
             scored += 1
-    assert scored >= 6
-    if figures["adv_std"] > 0:  # a search found the template: the optimizer learned from it
-        assert any(not torch.equal(before[k], v) for k, v in opt.model.state_dict().items())
-    assert 0.0 <= figures["best"] <= 1.0
+            found += helped
+    assert scored >= 6 and 0 < found < scored  # rounds 1 stay stubs; some edits found what helps
+    assert figures["best"] == 1.0 and figures["adv_std"] > 0 and figures["optimizer/frac_zero_adv"] < 1.0
+    assert any(not torch.equal(before[k], v) for k, v in opt.model.state_dict().items())  # and it learned
