@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field, replace
@@ -64,13 +65,26 @@ class ResultCache:
         self.entries: dict[str, dict] = {}
         self.hits = 0
         self.path = Path(path) if path else None
-        if self.path is not None and self.path.is_file():
-            for line in self.path.read_text().splitlines():
-                try:
-                    row = json.loads(line)
-                except ValueError:  # a torn last line of a killed writer
-                    continue
-                self.entries[row["key"]] = row["result"]
+        self._read_to = 0  # bytes of the file already read
+        self._reading = threading.Lock()
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Read the lines other processes appended since the last read (only whole lines: a writer may be
+        mid-line)."""
+        if self.path is None or not self.path.is_file():
+            return
+        with self._reading, open(self.path, "rb") as fh:
+            fh.seek(self._read_to)
+            data = fh.read()
+            end = data.rfind(b"\n") + 1
+            self._read_to += end
+        for line in data[:end].decode(errors="replace").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:  # a torn line of a killed writer
+                continue
+            self.entries[row["key"]] = row["result"]
 
     def put(self, key: str, result: dict) -> None:
         """Remember a run's result (and append it to the file)."""
@@ -80,17 +94,20 @@ class ResultCache:
             with open(self.path, "a") as fh:
                 fh.write(json.dumps({"key": key, "result": result}) + "\n")
 
+    def get(self, key: str) -> dict | None:
+        """A cached result, counting the hit; on a miss, first reads what concurrent runs over the same file
+        have appended since (seeds run side by side share their test outcomes)."""
+        if key not in self.entries:
+            self._refresh()
+        hit = self.entries.get(key)
+        self.hits += hit is not None
+        return hit
+
     @staticmethod
     def key(task_id: str, files: dict[str, str], tests: list[str]) -> str:
         """The cache key of a run."""
         blob = json.dumps([task_id, sorted(files.items()), sorted(tests)])
         return hashlib.sha256(blob.encode()).hexdigest()
-
-    def get(self, key: str) -> dict | None:
-        """A cached result, counting the hit."""
-        hit = self.entries.get(key)
-        self.hits += hit is not None
-        return hit
 
 
 @dataclass

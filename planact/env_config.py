@@ -32,8 +32,8 @@ class RepairEnvConfig(_Strict):
     gigpo_gamma: float = Field(0.95, gt=0.0, le=1.0, description="Discount of the planner's turn returns.")
     workers: int = Field(2, ge=1, le=32, description="Sandbox slots that run tests in parallel when scoring a round.")
     test_timeout_s: float = Field(30.0, gt=0.0, description="Wall-clock limit of one test run.")
-    eval_unseen_functions: int = Field(60, ge=1, description="Held-out tasks from unseen functions of the training packages per evaluation (at most).")
-    eval_unseen_packages: int = Field(60, ge=1, description="Held-out tasks from packages never trained on per evaluation (at most).")
+    eval_unseen_functions: int = Field(60, ge=1, description="Held-out tasks from unseen functions of the training packages per evaluation (at most; below the split's size they are taken in turn from each package).")
+    eval_unseen_packages: int = Field(60, ge=1, description="Held-out tasks from packages never trained on per evaluation (at most; below the split's size they are taken in turn from each package).")
     eval_budget: int = Field(2, ge=1, le=8, description="Submits per task at evaluation; solve rates are reported at every budget up to it.")
     sft_extra_sources: int = Field(40, ge=0, description="Standard-library modules mutated (unvalidated) for extra warm-start data of the actor.")
 

@@ -58,13 +58,29 @@ def solve_rates(env, attempts: dict[str, list[dict]], budget: int) -> dict[int, 
     return {b: sum(1 for k in first_solved if k is not None and k < b) / n for b in range(1, budget + 1)}
 
 
+def spread(ids: list[str], limit: int) -> list[str]:
+    """At most `limit` of `ids` (instance ids `<package>__<hash>`, sorted), taken in turn from each package.
+
+    A plain prefix of the sorted ids would fill a capped evaluation with the alphabetically first package."""
+    by_pkg: dict[str, list[str]] = {}
+    for i in ids:
+        by_pkg.setdefault(i.split("__", 1)[0], []).append(i)
+    queues = [list(v) for _, v in sorted(by_pkg.items())]
+    out: list[str] = []
+    while len(out) < min(limit, len(ids)):
+        for q in queues:
+            if q and len(out) < limit:
+                out.append(q.pop(0))
+    return sorted(out)
+
+
 def evaluate_team(env, planner, actor) -> dict[str, float]:
     """Metrics '<split>/<system>/solve_at_<b>', '<split>/team/localised' and task counts."""
     r = env.r
     out: dict[str, float] = {}
     before = dict(env.sandbox.stats)
     for split, limit in (("unseen_functions", r.eval_unseen_functions), ("unseen_packages", r.eval_unseen_packages)):
-        ids = env.split[split][:limit]
+        ids = spread(env.split[split], limit)
         if not ids:
             continue
         team, targets = team_order(env, ids, planner, actor, r.eval_budget)

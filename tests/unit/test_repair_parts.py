@@ -82,3 +82,21 @@ def test_candidates_of_every_token_level_mutant_hold_its_fix():
         func = "".join(lines[start:end]).rstrip("\n") + "\n"
         fixes = [apply_edits([c.edit], lambda p: m.source, FILES)["pkg/geo.py"] for c in candidate_edits("pkg/geo.py", start + 1, func)]
         assert SRC in fixes, m.description
+
+
+def test_result_caches_over_one_file_share_what_each_other_appends(tmp_path):
+    # Seeds run side by side over one corpus: a run's outcome must save the other run the same test run.
+    from graph_planner.env import ResultCache
+
+    path = tmp_path / "results-cache.jsonl"
+    a, b = ResultCache(path), ResultCache(path)
+    key = ResultCache.key("t1", {"pkg/m.py": "x = 1\n"}, ["tests/test_m.py::test_x"])
+    assert a.get(key) is None
+    b.put(key, {"status": "ok", "failed": []})
+    assert a.get(key) == {"status": "ok", "failed": []} and a.hits == 1
+    with open(path, "a") as fh:  # a writer caught mid-line: nothing is read until its line is whole
+        fh.write('{"key": "k2", "result": {"status"')
+    assert a.get("k2") is None
+    with open(path, "a") as fh:
+        fh.write(': "ok"}}\n')
+    assert a.get("k2") == {"status": "ok"} and ResultCache(path).get("k2") == {"status": "ok"}

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from graph_planner.team.context import NodeView, TaskContext
+from graph_planner.team.evaluate import spread
 from graph_planner.team.prompts import (actor_options, actor_prompt, edit_level, function_labels, planner_observation,
                                         planner_options, teacher_trajectory)
 from planact.config import ConfigError, RunConfig, check_runtime, validate_config
@@ -65,6 +66,17 @@ def test_actor_marks_write_edits_on_traced_lines_with_the_prompts_mark():
     assert any(t.startswith(" 2: a < b ->") for t in plain) and not any(t.startswith(" >") for t in plain)
     assert {t.split(":")[0] for t in marked} == {" >2", " 3"}
     assert all(m == (" >" + p[1:] if p.startswith(" 2:") else p) for p, m in zip(plain, marked))
+
+
+def test_a_capped_evaluation_takes_every_package_in_turn():
+    # 58 tasks of one package sort before the 22 of another: a prefix of 30 would hold only the first.
+    ids = sorted([f"marshmallow-4.4.0__{k:03d}" for k in range(58)] + [f"python-slugify-9.2.0__{k:03d}" for k in range(22)]
+                 + ["text-unidecode-1.3__000"])
+    picked = spread(ids, 30)
+    by_pkg = {p: sum(i.startswith(p) for i in picked) for p in ("marshmallow", "python-slugify", "text-unidecode")}
+    assert len(picked) == 30 and by_pkg == {"marshmallow": 15, "python-slugify": 14, "text-unidecode": 1}
+    assert picked == sorted(picked) and spread(ids, 30) == picked  # deterministic
+    assert spread(ids, 500) == ids  # a cap above the split's size evaluates all of it
 
 
 def test_traced_edit_teacher_localises_like_the_rule_agent():
