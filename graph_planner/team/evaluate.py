@@ -62,16 +62,13 @@ def spread(ids: list[str], limit: int) -> list[str]:
     """At most `limit` of `ids` (instance ids `<package>__<hash>`, sorted), taken in turn from each package.
 
     A plain prefix of the sorted ids would fill a capped evaluation with the alphabetically first package."""
-    by_pkg: dict[str, list[str]] = {}
-    for i in ids:
-        by_pkg.setdefault(i.split("__", 1)[0], []).append(i)
-    queues = [list(v) for _, v in sorted(by_pkg.items())]
-    out: list[str] = []
-    while len(out) < min(limit, len(ids)):
-        for q in queues:
-            if q and len(out) < limit:
-                out.append(q.pop(0))
-    return sorted(out)
+    seen: dict[str, int] = {}
+    turn = {}
+    for i in ids:  # the k-th task of a package is taken in round k
+        pkg = i.split("__", 1)[0]
+        turn[i] = (seen.get(pkg, 0), pkg)
+        seen[pkg] = seen.get(pkg, 0) + 1
+    return sorted(sorted(ids, key=turn.__getitem__)[:limit])
 
 
 def evaluate_team(env, planner, actor) -> dict[str, float]:
