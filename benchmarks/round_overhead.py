@@ -11,6 +11,7 @@ seconds per round for each and the ratio flow/loop, measured in this run.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import sys
@@ -43,6 +44,20 @@ def bench_flow(cfg, planner, actor, pool, incarnation, n: int, first: int) -> tu
         times.append(time.perf_counter() - t0)
         stages.append({k: v for k, v in out["metrics"].items() if k.startswith("time/")})
     return times, stages
+
+
+class GcClock:
+    """Seconds this process spent in the cyclic garbage collector (its pauses stop every thread)."""
+
+    def __init__(self) -> None:
+        self.seconds, self._t0 = 0.0, 0.0
+        gc.callbacks.append(self._on)
+
+    def _on(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._t0
 
 
 def cpu_seconds() -> tuple[float, float]:
@@ -110,15 +125,18 @@ def main() -> None:
     per = [args.rounds // blocks + (b < args.rounds % blocks) for b in range(blocks)]
     loop_times, loop_stages, flow_times, stages = [], [], [], []
     cpu = {"loop": [0.0, 0.0], "flow": [0.0, 0.0]}  # driver, Prefect server CPU seconds
+    gc_clock, gc_s = GcClock(), {"loop": 0.0, "flow": 0.0}
     done = args.warmup
     for n in per:
-        c0 = cpu_seconds()
+        c0, g0 = cpu_seconds(), gc_clock.seconds
         t, rows = loop_rounds(n, done)
-        c1 = cpu_seconds()
+        c1, g1 = cpu_seconds(), gc_clock.seconds
         loop_times += t
         loop_stages += rows
         t, rows = bench_flow(cfg, planner, actor, session.experience, session.incarnation, n, 1000 + done)
-        c2 = cpu_seconds()
+        c2, g2 = cpu_seconds(), gc_clock.seconds
+        gc_s["loop"] += g1 - g0
+        gc_s["flow"] += g2 - g1
         flow_times += t
         stages += rows
         done += n
@@ -137,7 +155,7 @@ def main() -> None:
         print(f"{name} rounds (s): " + " ".join(f"{t:.2f}" for t in times))
     for side in ("loop", "flow"):  # where a flow round's extra time can go on a machine with few cores
         print(f"{side} CPU per round: driver {cpu[side][0] / args.rounds:.3f} s, Prefect server "
-              f"{cpu[side][1] / args.rounds:.3f} s")
+              f"{cpu[side][1] / args.rounds:.3f} s; driver in garbage collection {gc_s[side] / args.rounds:.3f} s")
     for name, rows in (("loop", loop_stages), ("flow", stages)):
         print(f"{name} stages (median s): " + ", ".join(
             f"{k[5:-2]} {statistics.median(s[k] for s in rows if k in s):.3f}" for k in rows[-1]))

@@ -57,29 +57,31 @@ class Round:
         self.clock = Stopwatch(self.timings)
 
     # -- stages -------------------------------------------------------------------------------------------
-    def sample(self) -> list[dict]:
+    # Stage results travel as the Payload a task returned: Prefect draws the edge from that task run to the
+    # next (it knows a result by identity) and does not walk the data inside.
+    def sample(self) -> Payload:
         """The round's tasks (deterministic in seed and round: both jobs of two-job mode draw the same)."""
         with self.clock("sample"):
             return named(sample_tasks, self.idx, "sample-tasks")(self.cfg, self.idx)
 
-    def plan(self, batch: list[dict]) -> list:
+    def plan(self, batch: Payload) -> Payload:
         """G plans (or graph-planner episodes) per task from the planner's engines."""
         with self.clock("planner_generate"):
-            return named(planner_generate, self.idx, "planner-generate")(self.cfg, self.planner, batch, self.idx).data
+            return named(planner_generate, self.idx, "planner-generate")(self.cfg, self.planner, batch, self.idx)
 
-    def meet(self, plans: list | None) -> list | None:
+    def meet(self, plans: Payload | None) -> list | None:
         """The plans barrier: returns the plans the actor executes (None when the round fell back)."""
         with self.clock("barrier"):
-            ready = named(barrier, self.idx, "barrier")(self.cfg, self.idx, self.cfg.agent_role, Payload(plans),
+            ready = named(barrier, self.idx, "barrier")(self.cfg, self.idx, self.cfg.agent_role, plans,
                                                         "plans", self.incarnation).data
         fallback = ready["status"] == "fallback"
         self.metrics.update({"barrier_wait_s": ready["wait_s"], "fallback": float(fallback)})
         return None if fallback else ready["payloads"].get("planner")
 
-    def execute(self, batch: list[dict], plans: list | None):
+    def execute(self, batch: Payload, plans: list | None):
         """K answers per request, one task run per actor engine replica (the fan-out), then scored."""
         env = make_env(self.cfg)
-        prompts = env.actor_requests(batch, plans)
+        prompts = env.actor_requests(batch.data, plans)
         with self.clock("actor_execute"), remote_options(num_cpus=self.cfg.ray.task_num_cpus):
             shards = agents.shard(prompts, len(self.actor.engines))
             futures = [agent_stage(named(actor_execute, self.idx, f"actor-execute-{i}"), self.cfg).submit(

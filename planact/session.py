@@ -33,6 +33,7 @@ from planact.registry import registered_name
 from planact.resume import check_resume
 from planact.secrets import expand_references, redact
 from planact.storage import RunState, atomic_write, checkpoint_dir, prune_checkpoints
+from planact.timing import freeze_heap, thaw_heap
 from planact.tracking import Tracker
 
 TABLE_KEYS = ("success", "planner/reward_mean", "actor/reward_mean", "planner/loss", "actor/loss", "fallback",
@@ -142,6 +143,7 @@ class TrainingSession:
         groups = dict(zip(self.roles, made))
         self.role_groups = made
         ray.get(warm)
+        freeze_heap()  # what this driver holds from now on is the run's static setup
         return groups.get("planner"), groups.get("actor")
 
     def groups(self, planner, actor) -> list[agents.RoleGroup]:
@@ -277,6 +279,7 @@ class TrainingSession:
     def close(self) -> None:
         """Free the run's agents on a shared cluster; disconnect from Ray if this session started it."""
         self._beating.set()
+        thaw_heap()
         if self.owns_ray and ray.is_initialized():
             ray.shutdown()  # a private Ray takes its agents with it
             self.owns_ray = False

@@ -101,14 +101,22 @@ def actor_prompt(plan_text: str | None, data: str) -> str:
     return f"{plan_text or ''}:{data}="
 
 
+_HELDOUT: dict[str, tuple[tuple[Task, ...], frozenset]] = {}  # env config (JSON) -> held-out tasks and their keys
+
+
 class PlanActEnv:
     """Procedural, seeded task source with a held-out split and teacher demonstrations."""
 
     def __init__(self, cfg: EnvConfig, seed: int = 0):
         self.cfg = cfg
         self.seed = seed
-        self.heldout = self._generate(random.Random(cfg.heldout_seed), cfg.heldout_size, exclude=set())
-        self._heldout_keys = {(t.instruction, t.data) for t in self.heldout}
+        # Every stage of a round builds its env afresh: the held-out split is made once per env config.
+        key = cfg.model_dump_json()
+        if key not in _HELDOUT:
+            heldout = tuple(self._generate(random.Random(cfg.heldout_seed), cfg.heldout_size, exclude=set()))
+            _HELDOUT[key] = (heldout, frozenset((t.instruction, t.data) for t in heldout))
+        heldout, self._heldout_keys = _HELDOUT[key]
+        self.heldout = list(heldout)
 
     def _make_task(self, rng: random.Random) -> Task:
         cfg = self.cfg
