@@ -16,6 +16,9 @@ if [[ -z "${PREFECT_API_URL:-}" ]]; then
   if ! curl -sf "$PREFECT_API_URL/health" >/dev/null; then
     echo "starting a Prefect server ($PREFECT_API_URL, home $PREFECT_HOME, log .prefect/server.log)"
     mkdir -p .prefect
+    # planact's server settings (flows/runtime.py SERVER_ENV: task-run events recorded in batches), unless set
+    eval "$("$PY" -c 'import os, shlex; from flows.runtime import SERVER_ENV
+print("\n".join(f"export {k}={shlex.quote(os.environ.get(k, v))}" for k, v in SERVER_ENV.items()))')"
     nohup "$PREFECT" server start --host 127.0.0.1 --port "${PREFECT_PORT:-4200}" > .prefect/server.log 2>&1 &
     for _ in $(seq 120); do curl -sf "$PREFECT_API_URL/health" >/dev/null && break; sleep 1; done
   fi

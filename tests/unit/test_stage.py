@@ -46,3 +46,22 @@ def test_ray_submissions_go_unquoted_because_prefect_ray_rebuilds_them_as_tuples
     assert isinstance(thread.calls[0][1][0], quote)
     assert ray_task.calls[0] == ("submit", (group, 1))
     assert isinstance(ray_task.calls[1][1][0], quote)
+
+
+
+def test_a_server_planact_starts_records_task_runs_in_batches_unless_the_user_chose(monkeypatch):
+    """The temporary Prefect server gets the batched task-run recorder; a value the user exported wins."""
+    from prefect.settings import Settings
+
+    from flows.runtime import server_env
+
+    env = server_env({"PATH": "/bin", "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL": "5"})
+    assert env["PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE"] == "100"
+    assert env["PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL"] == "5"
+    assert env["PATH"] == "/bin"
+    # The names are Prefect's own settings (a misspelt one would be ignored silently): Prefect reads them.
+    for k, v in env.items():
+        if k.startswith("PREFECT_SERVER"):
+            monkeypatch.setenv(k, v)
+    recorder = Settings().server.services.task_run_recorder
+    assert (recorder.batch_size, recorder.flush_interval) == (100, 5.0)
