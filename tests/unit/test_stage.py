@@ -48,7 +48,6 @@ def test_ray_submissions_go_unquoted_because_prefect_ray_rebuilds_them_as_tuples
     assert isinstance(ray_task.calls[1][1][0], quote)
 
 
-
 def test_a_server_planact_starts_records_task_runs_in_batches_unless_the_user_chose(monkeypatch):
     """The temporary Prefect server gets the batched task-run recorder; a value the user exported wins."""
     from prefect.settings import Settings
