@@ -3,7 +3,7 @@
     plan_act_training(config)                     flow on the session's Ray (SessionRayTaskRunner); one MLflow run
       ensure agents -> resume or warm start -> baseline eval
       for round r:  Rounds.play(r)                 task runs round-<r>/<stage> (flows/rounds.py)
-        sample-tasks -> planner-generate -> barrier -> actor-execute-<i> (fan-out)
+        planner-generate -> barrier -> actor-execute-<i> (fan-out)
         -> score -> experience -> train-planner / train-actor   (pipelined: overlapping round r+1's generation)
       log + checkpoint every k rounds; held-out eval every few rounds; the progress display
       register the trained roles in the MLflow Model Registry -> finish

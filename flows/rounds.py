@@ -1,12 +1,15 @@
 """A Plan/Act round as named task runs of the training flow: the stages, and the three compositions of them.
 
-    one job   : sample -> planner-generate -> barrier -> actor-execute (fan-out) -> score -> experience -> train-*
-    planner job (two-job mode): sample -> planner-generate -> barrier -> feedback (wait) -> experience -> train-planner
-    actor job   (two-job mode): sample -> barrier -> actor-execute -> score -> feedback (hand over) -> experience -> train-actor
+    one job   : planner-generate -> barrier -> actor-execute (fan-out) -> score -> experience -> train-*
+    planner job (two-job mode): planner-generate -> barrier -> feedback (wait) -> experience -> train-planner
+    actor job   (two-job mode): barrier -> actor-execute -> score -> feedback (hand over) -> experience -> train-actor
 
 Every stage is a task run named `round-<r>/<stage>` in the training flow run (no sub-flow per round): the
 Prefect UI lists a run's rounds and stages on one page, and a round costs no flow-run start and exit.
-Bulk data (plans, answers, samples) travels in `Payload` boxes (see tasks/plan_act.py).
+Bulk data (plans, answers, samples) travels in `Payload` boxes (see tasks/plan_act.py). Drawing the round's
+tasks is a plain call in the flow, not a task run: it is a deterministic function of seed and round that
+takes microseconds, and a task run costs ~10 ms of flow process and ~15 ms of Prefect server CPU per round
+(benchmarks/round_overhead.py).
 
 A composition is a round's generation side; `Rounds` adds the training: right after it (synchronous) or
 overlapping the next round's generation (`pipeline.max_staleness: 1`, then a `sync-<role>` stage hands
@@ -28,7 +31,7 @@ from planact.envs.base import make_env
 from planact.experience import PoolRef, experience_items
 from planact.timing import Stopwatch
 from tasks.experience import record_experience
-from tasks.plan_act import (Payload, actor_execute, barrier, planner_generate, sample_tasks, score_rewards, sync_role,
+from tasks.plan_act import (Payload, actor_execute, barrier, planner_generate, score_rewards, sync_role,
                             train_role)
 
 
@@ -62,7 +65,7 @@ class Round:
     def sample(self) -> Payload:
         """The round's tasks (deterministic in seed and round: both jobs of two-job mode draw the same)."""
         with self.clock("sample"):
-            return named(sample_tasks, self.idx, "sample-tasks")(self.cfg, self.idx)
+            return Payload(make_env(self.cfg).sample_tasks(self.idx))
 
     def plan(self, batch: Payload) -> Payload:
         """G plans (or graph-planner episodes) per task from the planner's engines."""
@@ -91,7 +94,9 @@ class Round:
         self.workers = [res.where for res in results if res.where]
         answers = [a for res in results for a in res.data]
         with self.clock("score"):
-            scored = named(score_rewards, self.idx, "score")(self.cfg, batch, Payload(plans), Payload(answers)).data
+            # wait_for: the UI's run graph draws actor-execute-<i> -> score (the answers arrive in a fresh box)
+            scored = named(score_rewards, self.idx, "score")(self.cfg, batch, Payload(plans), Payload(answers),
+                                                             wait_for=futures).data
         self.env_metrics = scored.metrics
         self.rollouts = scored.rollouts
         return scored

@@ -29,9 +29,12 @@ DEMO = load_config(Path(__file__).resolve().parents[1] / "configs" / "demo.yaml"
 # task-run event in its own INSERT (batch size 1): ~30 ms of server CPU per task run here, on the cores the
 # round's actors train on. Batched (flushed at 100 events or every second), the server's CPU per demo round
 # fell from 0.26 to 0.13 s (benchmarks/round_overhead.py); a task run reaches the UI up to a second later.
+# The event persister (the events feed) flushes every 20 events by default, more than once a demo round;
+# at 100 it flushes on its 5-second timer instead (Prefect's default latency for that page).
 # Values already in the environment win.
 SERVER_ENV = {"PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "100",
-              "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL": "1"}
+              "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL": "1",
+              "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_BATCH_SIZE": "100"}
 
 
 def server_env(environ: dict[str, str]) -> dict[str, str]:

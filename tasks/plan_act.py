@@ -68,15 +68,6 @@ def _seed(cfg: RunConfig, round_idx: int, stage: str) -> int:
     return zlib.crc32(f"{cfg.seed}:{round_idx}:{stage}".encode())
 
 
-@task(name="sample_tasks", **TASK_OPTS)
-def sample_tasks(cfg: RunConfig, round_idx: int) -> Payload:
-    """The round's training tasks (deterministic in seed and round, so both jobs of two-job mode agree).
-
-    Boxed: the later stages receive this very object, so Prefect still links them to this task run (it
-    recognises a result by identity) without walking the batch's dicts on every call (~7 ms a stage)."""
-    return Payload(make_env(cfg).sample_tasks(round_idx))
-
-
 @task(name="planner_generate", **AGENT_TASK_OPTS)
 def planner_generate(cfg: RunConfig, planner: agents.RoleGroup, batch: Payload, round_idx: int) -> Payload:
     """G plans per task: one completion each, or a multi-turn episode each (the repair env's graph planner)."""
@@ -181,4 +172,4 @@ def register_models(cfg: RunConfig, tracking_uri: str, run_id: str, folder: str,
 
 
 __all__ = ["actor_execute", "barrier", "checkpoint", "evaluate_heldout", "register_models",
-           "Payload", "planner_generate", "sample_tasks", "score_rewards", "sync_role", "train_role", "warm_start"]
+           "Payload", "planner_generate", "score_rewards", "sync_role", "train_role", "warm_start"]

@@ -78,7 +78,7 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
         task_runs = client_p.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[fr.id])))
         names = {t.name for t in task_runs}
         for r in (1, 2, 3):
-            assert {f"round-{r}/{stage}" for stage in ("sample-tasks", "planner-generate", "barrier", "actor-execute-0",
+            assert {f"round-{r}/{stage}" for stage in ("planner-generate", "barrier", "actor-execute-0",
                                                         "score", "experience", "train-planner", "train-actor")} <= names
         assert {"round-0/warm-start-planner", "round-0/warm-start-actor", "round-0/evaluate", "round-3/checkpoint"} <= names
         assert all(t.state.is_completed() for t in task_runs if t.name.startswith("round-"))

@@ -62,5 +62,6 @@ def test_a_server_planact_starts_records_task_runs_in_batches_unless_the_user_ch
     for k, v in env.items():
         if k.startswith("PREFECT_SERVER"):
             monkeypatch.setenv(k, v)
-    recorder = Settings().server.services.task_run_recorder
-    assert (recorder.batch_size, recorder.flush_interval) == (100, 5.0)
+    services = Settings().server.services
+    assert (services.task_run_recorder.batch_size, services.task_run_recorder.flush_interval) == (100, 5.0)
+    assert services.event_persister.batch_size == 100
