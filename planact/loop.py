@@ -41,8 +41,8 @@ def run_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup, actor: 
                      for it in experience_items(cfg.run_name, round_idx, role, samples)]
             metrics["experience/items"] = float(record(pool, items)["items"])
     with clock("train"):
-        # Both roles at once, from threads of this process (the training happens in their trainer actors): a
-        # Ray task per role would carry the samples through one more process (~0.2 s a 256-task round).
+        # Both roles at once, from threads of this process, as the flow's train stages do (the training itself
+        # runs in the trainer actors), so the flow/loop benchmark compares orchestration, not two ways to train.
         jobs = [(group, samples) for group, samples in ((planner, scored.planner_samples), (actor, scored.actor_samples))
                 if group.trainer is not None and samples]
         with ThreadPoolExecutor(max_workers=2) as pool:
