@@ -35,6 +35,7 @@ from planact.secrets import expand_references, redact
 from planact.storage import RunState, atomic_write, checkpoint_dir, prune_checkpoints
 from planact.timing import freeze_heap, thaw_heap
 from planact.tracking import Tracker
+from planact.workers import prebuild_initial_models
 
 TABLE_KEYS = ("success", "planner/reward_mean", "actor/reward_mean", "planner/loss", "actor/loss", "fallback",
               "time/round_s")
@@ -136,6 +137,7 @@ class TrainingSession:
         # need (fan-out + one train task per role) while the agents load their models.
         width = max(len(self.roles), *(getattr(self.cfg, r).resources.replicas for r in self.roles))
         warm = [_warm_worker.options(num_cpus=self.cfg.ray.task_num_cpus).remote(preload, 0.5) for _ in range(width)]
+        prebuild_initial_models(self.cfg, self.roles)
         scheduler = agents.scheduler_for(self.cfg)
         self._pool = pool_actor(self.experience.path, self.experience.name, self.experience.namespace)  # owned here
         with ThreadPoolExecutor(len(self.roles)) as pool:

@@ -44,6 +44,19 @@ def initial_model_path(cfg: RunConfig, role: str) -> Path:
                             texts=lambda: make_env(cfg).tokenizer_texts())
 
 
+def prebuild_initial_models(cfg: RunConfig, roles) -> None:
+    """Build each role's tiny starting model (and its locally trained tokenizer) here, once, before its agents start.
+
+    Built inside the agents' constructors instead, every replica trained its own tokenizer, and on a fresh
+    clone the repair env's (BPE over the training packages' code, two roles at once on 2 cores) outlasted
+    the supervisor's 120 s wait for a constructor, failing `make repair-train` before its first round.
+    """
+    for role in roles:
+        rc: RoleConfig = getattr(cfg, role)
+        if not rc.model_path and rc.engine not in API_ENGINES:
+            initial_model_path(cfg, role)
+
+
 class RoleWorker(AgentActor):
     """Engine (+ trainer) for one role; every method takes and returns small, picklable payloads.
 
