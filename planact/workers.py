@@ -32,8 +32,9 @@ if TYPE_CHECKING:
     from planact.rl.trainer import RoleTrainer
 
 
-def initial_model_path(cfg: RunConfig, role: str) -> Path:
-    """The role's starting checkpoint: its model_path, or a tiny model built once under the run folder."""
+def initial_model_path(cfg: RunConfig, role: str, texts=None) -> Path:
+    """The role's starting checkpoint: its model_path, or a tiny model built once under the run folder
+    (`texts`: a callable giving its tokenizer's training text; default: the environment's)."""
     rc: RoleConfig = getattr(cfg, role)
     if rc.model_path:  # a folder, a hub id, or a registered model (downloaded once per machine)
         return resolve_model(rc.model_path, tracking_uri(cfg))
@@ -41,7 +42,7 @@ def initial_model_path(cfg: RunConfig, role: str) -> Path:
 
     seed = cfg.seed * 1000 + (1 if role == "planner" else 2)
     return materialize_tiny(rc.tiny, cfg.run_dir() / "models" / f"{role}-init", seed,
-                            texts=lambda: make_env(cfg).tokenizer_texts())
+                            texts=texts or (lambda: make_env(cfg).tokenizer_texts()))
 
 
 def prebuild_initial_models(cfg: RunConfig, roles) -> None:
@@ -51,10 +52,17 @@ def prebuild_initial_models(cfg: RunConfig, roles) -> None:
     clone the repair env's (BPE over the training packages' code, two roles at once on 2 cores) outlasted
     the supervisor's 120 s wait for a constructor, failing `make repair-train` before its first round.
     """
+    shared: list[list[str]] = []  # the environment's text, read once for both roles (a repair corpus' code)
+
+    def texts() -> list[str]:
+        if not shared:
+            shared.append(make_env(cfg).tokenizer_texts())
+        return shared[0]
+
     for role in roles:
         rc: RoleConfig = getattr(cfg, role)
         if not rc.model_path and rc.engine not in API_ENGINES:
-            initial_model_path(cfg, role)
+            initial_model_path(cfg, role, texts)
 
 
 class RoleWorker(AgentActor):
