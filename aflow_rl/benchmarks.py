@@ -180,14 +180,16 @@ def score_math(problem: dict, prediction: str) -> tuple[float, str]:
     return float(math_equal(pred, gold)), pred
 
 
-def score_code(problem: dict, prediction: str, timeout_s: float = 15.0, memory_mb: int = 512) -> tuple[float, str]:
+def score_code(problem: dict, prediction: str, timeout_s: float = 15.0, memory_mb: int = 512,
+               memo: bool = False) -> tuple[float, str]:
     """The benchmark's tests against the sanitised solution, solution and tests in separate sandboxes; 1 iff all pass.
 
     `check(candidate)` (HumanEval) and AFlow's MBPP `check()` (the function called by name) both work.
+    memo=True only for programs from a fixed set (the offline candidate coder's): see code_check.
     """
     verdict = check_solution(candidate_program(problem["question"], prediction), problem["test"],
                              problem["entry_point"], prompt=problem["question"],
-                             limits=Limits(timeout_s=timeout_s, memory_mb=memory_mb))
+                             limits=Limits(timeout_s=timeout_s, memory_mb=memory_mb), memo=memo)
     return float(verdict.ok), "ok" if verdict.ok else f"{verdict.status}: {verdict.detail}"
 
 

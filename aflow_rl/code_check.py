@@ -9,11 +9,13 @@ status 0, patching `check` or returning an object whose `__eq__` always agrees a
 
 from __future__ import annotations
 
+import hashlib
 import json
 import queue
 import sys
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,9 +145,36 @@ def _json(line: bytes) -> dict:
     return value if isinstance(value, dict) else {"raise": "ProtocolError", "message": "unreadable answer"}
 
 
+# Verdicts of programs whose text the caller vouches is drawn from a fixed, known set (the offline
+# candidate coder's): the same text against the same tests is judged once per process. Timeouts are
+# kept too: a mutant that loops forever would otherwise cost the full timeout in every evaluation.
+_MEMO: OrderedDict[str, Verdict] = OrderedDict()
+_MEMO_SIZE = 8192
+_MEMO_LOCK = threading.Lock()
+
+
 def check_solution(code: str, test: str, entry_point: str, prompt: str = "",
-                   limits: sandbox.Limits = sandbox.Limits()) -> Verdict:
-    """Run `test` (defining `check(candidate)` or `check()`) against `code`'s `entry_point`; ok iff all pass."""
+                   limits: sandbox.Limits = sandbox.Limits(), memo: bool = False) -> Verdict:
+    """Run `test` (defining `check(candidate)` or `check()`) against `code`'s `entry_point`; ok iff all pass.
+
+    memo=True: answer from this process's memo of earlier identical checks (see _MEMO).
+    """
+    if not memo:
+        return _check(code, test, entry_point, prompt, limits)
+    key = hashlib.sha256(json.dumps([code, test, entry_point, prompt, repr(limits)]).encode()).hexdigest()
+    with _MEMO_LOCK:
+        if key in _MEMO:
+            _MEMO.move_to_end(key)
+            return _MEMO[key]
+    verdict = _check(code, test, entry_point, prompt, limits)
+    with _MEMO_LOCK:
+        _MEMO[key] = verdict
+        while len(_MEMO) > _MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    return verdict
+
+
+def _check(code: str, test: str, entry_point: str, prompt: str, limits: sandbox.Limits) -> Verdict:
     deadline = time.monotonic() + limits.timeout_s
     subject, early = _subject(code, limits, deadline)
     harness = None

@@ -17,12 +17,14 @@ BENCHMARKS = ("planact", "gsm8k", "math", "humaneval", "mbpp", "hotpotqa", "drop
 class LLMConfig(_Strict):
     """A model that workflows (executor) or the optimizer call: local Plan/Act models or an API model."""
 
-    kind: Literal["planact", "openai", "anthropic"] = Field("planact", description="'planact' = the local planner+actor pair (offline); 'openai' / 'anthropic' = an API model.")
+    kind: Literal["planact", "openai", "anthropic"] = Field("planact", description="'planact' = the local offline executor (the planner+actor pair on the planact benchmark, the candidate coder on humaneval/mbpp); 'openai' / 'anthropic' = an API model.")
     checkpoint: str | None = Field(None, description="planact: folder holding planner/ and actor/ HF checkpoints (e.g. a Plan/Act run's checkpoints/round_N); empty = build and warm-start tiny models once under the run root.")
     planner_model: str | None = Field(None, description="planact: the planner from a registered model (models:/<name>/<version-or-alias>) or an HF folder, replacing the checkpoint's.")
     actor_model: str | None = Field(None, description="planact: the actor from a registered model (models:/<name>/<version-or-alias>) or an HF folder, replacing the checkpoint's.")
     planner_steps: int = Field(300, ge=0, description="planact without checkpoint: supervised warm-start steps of the tiny planner.")
     actor_steps: int = Field(1500, ge=0, description="planact without checkpoint: supervised warm-start steps of the tiny actor.")
+    coder_skill: float = Field(0.3, gt=0.0, le=1.0, description="planact on a code benchmark: probability that the candidate coder's fresh answer is the reference solution (the rest: one of its mutants, uniformly).")
+    coder_mutants: int = Field(8, ge=1, le=64, description="planact on a code benchmark: mutants of the reference in each problem's candidate set.")
     temperature: float = Field(1.0, ge=0.0, le=2.0, description="Sampling temperature of every call (ensembles need > 0 to differ).")
     max_new_tokens: int = Field(512, ge=1, description="Longest answer per call (local models cap this at their own sampling limits).")
     openai: OpenAIConfig = Field(default_factory=OpenAIConfig, description="kind=openai: endpoint, model, key variable, retries, prices.")
@@ -78,6 +80,8 @@ class OptimizerRLConfig(_Strict):
         description="The tiny optimizer model (its BPE tokenizer is trained here on rendered observations).")
     rl: RLConfig = Field(default_factory=lambda: RLConfig(lr=1e-3, warmup_steps=0, num_minibatches=1),
                          description="GRPO settings of the optimizer's updates (advantages come from GiGPO).")
+    coder_skill: float = Field(0.3, gt=0.0, le=1.0, description="planact on a code benchmark: probability that the candidate coder's fresh answer is the reference solution (the rest: one of its mutants, uniformly).")
+    coder_mutants: int = Field(8, ge=1, le=64, description="planact on a code benchmark: mutants of the reference in each problem's candidate set.")
     temperature: float = Field(1.0, gt=0.0, le=2.0, description="Sampling temperature over the open edits.")
     gamma: float = Field(0.95, ge=0.0, le=1.0, description="Discount of step returns inside a search.")
     step_weight: float = Field(1.0, ge=0.0, description="w in A = A_episode + w * A_step.")
@@ -115,8 +119,9 @@ class AFlowConfig(_Strict):
     def _data(self) -> "AFlowConfig":
         if self.benchmark not in ("planact", "humaneval") and not self.data_path:
             raise ValueError(f"benchmark {self.benchmark!r} needs data_path (an AFlow-format JSONL file)")
-        if self.executor.kind == "planact" and self.benchmark != "planact":
-            raise ValueError("the local planact executor only speaks the planact benchmark; use an API executor")
+        if self.executor.kind == "planact" and self.benchmark not in ("planact", "humaneval", "mbpp"):
+            raise ValueError(f"the local planact executor speaks the planact, humaneval and mbpp benchmarks, not "
+                             f"{self.benchmark!r}; use an API executor")
         return self
 
     def run_dir(self) -> Path:

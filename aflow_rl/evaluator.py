@@ -77,7 +77,7 @@ def evaluate_rows(graph_src: str, prompt_src: str, problems: list[dict], benchma
     seeded from the key, the problem and the prompt, so the rows do not depend on batching or sharding.
     """
     limits = code_limits or {}
-    operators.CODE_LIMITS = dataclasses.replace(operators.CODE_LIMITS, **limits)
+    operators.CODE_LIMITS = dataclasses.replace(operators.CODE_LIMITS, **{k: v for k, v in limits.items() if k != "memo"})
     before = dict(operators.PARSE_FAILURES)
     t0 = time.perf_counter()
     rows, usage = run_sync(_evaluate(graph_src, prompt_src, problems, benchmark, llm, concurrency, limits, sample_key))

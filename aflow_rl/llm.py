@@ -112,9 +112,10 @@ class Backend:
     """One or more engines with a routing rule and a price table; shared by every LLM of a process."""
 
     def __init__(self, engines: dict[str, _Batcher], route, prices: tuple[float, float] = (0.0, 0.0),
-                 follows_instructions: bool = True):
+                 follows_instructions: bool = True, answers_from_known_programs: bool = False):
         self.engines, self.route, self.prices = engines, route, prices
         self.follows_instructions = follows_instructions
+        self.answers_from_known_programs = answers_from_known_programs
 
     async def complete(self, prompt: str, temperature: float, seed: int | None = None) -> tuple[str, dict]:
         """Answer one prompt through the engine the route picks."""
@@ -133,6 +134,11 @@ class LLM:
     def follows_instructions(self) -> bool:
         """False for the local Plan/Act pair: it only speaks its two prompt shapes, so ensembles vote instead."""
         return self.backend.follows_instructions
+
+    @property
+    def answers_from_known_programs(self) -> bool:
+        """True for the offline candidate coder: its programs come from a fixed set, so their test verdicts are memoised."""
+        return getattr(self.backend, "answers_from_known_programs", False)
 
     async def __call__(self, prompt: str, temperature: float | None = None) -> str:
         temp = self.temperature if temperature is None else temperature
@@ -181,24 +187,44 @@ def _api_backend(cfg) -> Backend:
     return Backend({"api": batcher}, lambda _p: "api", (api.prices.input_per_mtok, api.prices.output_per_mtok))
 
 
-def backend_for(cfg, root: str | Path = "runs") -> Backend:
-    """The process-wide backend for an LLMConfig (built on first use)."""
-    key = f"{Path(root).resolve()}|{cfg.model_dump_json()}"
+def _coder_backend(cfg, benchmark: str, data_path: str | None) -> Backend:
+    from aflow_rl.coder import coder_for
+
+    coder = coder_for(benchmark, data_path, cfg.coder_skill, cfg.coder_mutants)
+    return Backend({"coder": coder}, lambda _p: "coder", follows_instructions=False, answers_from_known_programs=True)
+
+
+def backend_for(cfg, root: str | Path = "runs", benchmark: str = "planact", data_path: str | None = None) -> Backend:
+    """The process-wide backend for an LLMConfig (built on first use).
+
+    The local executor (kind 'planact') is the Plan/Act pair on the synthetic benchmark and the
+    candidate coder (aflow_rl.coder) on code benchmarks; API kinds answer any benchmark.
+    """
+    from aflow_rl.benchmarks import CODE_BENCHMARKS
+
+    local_code = cfg.kind == "planact" and benchmark in CODE_BENCHMARKS
+    key = f"{Path(root).resolve()}|{cfg.model_dump_json()}" + (f"|{benchmark}|{data_path}" if local_code else "")
     with _BACKENDS_LOCK:
         if key not in _BACKENDS:
-            _BACKENDS[key] = _planact_backend(cfg, Path(root)) if cfg.kind == "planact" else _api_backend(cfg)
+            if local_code:
+                _BACKENDS[key] = _coder_backend(cfg, benchmark, data_path)
+            else:
+                _BACKENDS[key] = _planact_backend(cfg, Path(root)) if cfg.kind == "planact" else _api_backend(cfg)
         return _BACKENDS[key]
 
 
 @dataclass
 class LLMHandle:
-    """What a Workflow receives as `llm_config`: the model config plus where local models live."""
+    """What a Workflow receives as `llm_config`: the model config, where local models live, the benchmark asked."""
 
     config: object
     root: str = "runs"
     extra: dict = field(default_factory=dict)
+    benchmark: str = "planact"
+    data_path: str | None = None
 
 
 def create_llm_instance(llm_config: LLMHandle) -> LLM:
     """AFlow's factory: a fresh usage counter over this process's cached backend."""
-    return LLM(backend_for(llm_config.config, llm_config.root), llm_config.config.temperature)
+    return LLM(backend_for(llm_config.config, llm_config.root, llm_config.benchmark, llm_config.data_path),
+               llm_config.config.temperature)

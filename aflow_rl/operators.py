@@ -220,7 +220,7 @@ class Test(Operator):
         check = "def check():\n" + "".join(f"    {t}\n" for t in tests)
         for _ in range(test_loop):
             res = check_solution(candidate_program(problem, solution), check, entry_point, prompt=problem,
-                                 limits=CODE_LIMITS)
+                                 limits=CODE_LIMITS, memo=getattr(self.llm, "answers_from_known_programs", False))
             if res.ok:
                 return {"result": True, "solution": solution}
             text = await self.llm(f"Problem:\n{problem}\n\nSolution:\n```python\n{solution}\n```\nIt fails a public "

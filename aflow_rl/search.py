@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from aflow_rl import space
-from aflow_rl.benchmarks import load_problems, split
+from aflow_rl.benchmarks import CODE_BENCHMARKS, load_problems, split
 from aflow_rl.config import AFlowConfig
 from aflow_rl.evaluator import evaluate_local, summarise, write_round_evaluation
 from aflow_rl.llm import LLMHandle
@@ -58,7 +58,8 @@ class Search:
         self.validation, self.test = split(problems, seed=42)
         if cfg.limit:
             self.validation = self.validation[: cfg.limit]
-        self.llm = LLMHandle(cfg.executor, str(Path(cfg.root).resolve()))
+        self.llm = LLMHandle(cfg.executor, str(Path(cfg.root).resolve()), benchmark=cfg.benchmark,
+                             data_path=cfg.data_path)
         self.policy = EditPolicy(self.family, cfg.policy.lr, cfg.seed) if cfg.policy.enabled else None
         self.policy_path = cfg.run_dir() / "policy.pt"
         if self.policy is not None:
@@ -66,7 +67,8 @@ class Search:
         self.optimizer = (LLMOptimizer(cfg.search.optimizer_llm, cfg.benchmark, cfg.search.optimizer_attempts,
                                        cfg.search.failure_logs, cfg.search.max_operator_calls)
                           if cfg.search.optimizer == "llm" else StructuredOptimizer(cfg.benchmark))
-        self.code_limits = {"timeout_s": cfg.code_timeout_s, "memory_mb": cfg.code_memory_mb}
+        self.code_limits = {"timeout_s": cfg.code_timeout_s, "memory_mb": cfg.code_memory_mb,
+                            "memo": cfg.executor.kind == "planact" and cfg.benchmark in CODE_BENCHMARKS}
 
     # --- where are we ---
 

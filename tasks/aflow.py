@@ -24,6 +24,8 @@ def prepare_executor(cfg: AFlowConfig) -> str:
     """Build (once) the local executor models, before evaluation fans out; API executors need nothing."""
     if cfg.executor.kind != "planact":
         return cfg.executor.kind
+    if cfg.benchmark != "planact":
+        return f"candidate coder (skill {cfg.executor.coder_skill}, {cfg.executor.coder_mutants} mutants per problem)"
     return str(ensure_planact_checkpoint(cfg.executor, cfg.run_dir().parent))
 
 

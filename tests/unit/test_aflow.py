@@ -148,8 +148,9 @@ def test_aflow_config_errors_name_the_field():
         validate_aflow_config({"search": {"max_rounds": 0}})
     with pytest.raises(ConfigError, match="data_path"):
         validate_aflow_config({"benchmark": "gsm8k", "executor": {"kind": "openai"}})
-    with pytest.raises(ConfigError, match="planact executor only speaks the planact benchmark"):
-        validate_aflow_config({"benchmark": "humaneval"})
+    with pytest.raises(ConfigError, match="planact executor speaks the planact, humaneval and mbpp benchmarks"):
+        validate_aflow_config({"benchmark": "gsm8k", "data_path": "gsm8k.jsonl"})
+    assert validate_aflow_config({"benchmark": "humaneval"}).executor.kind == "planact"  # the candidate coder
 
 
 def test_a_workspace_in_aflows_shipped_form_opens_and_resumes(tmp_path):
