@@ -73,6 +73,7 @@ class OptimizerRLConfig(_Strict):
     """Training the optimizer model itself on WorkflowEnv (aflow_rl.optimizer_rl): parallel searches, GiGPO."""
 
     searches: int = Field(4, ge=1, description="Searches per benchmark per iteration (GiGPO's episode group), each with a fresh seed.")
+    benchmarks: list[Literal[BENCHMARKS]] = Field(default_factory=list, description="Benchmarks whose searches train the one optimizer together, each its own GiGPO group and MLflow curves (e.g. [planact, humaneval]); empty = [benchmark].")
     iterations: int = Field(10, ge=1, description="Training iterations: the searches run to their end, then one update.")
     tiny: TinyModelSpec = Field(
         default_factory=lambda: TinyModelSpec(hidden_size=64, num_layers=2, num_heads=4, intermediate_size=128,
@@ -117,12 +118,21 @@ class AFlowConfig(_Strict):
 
     @model_validator(mode="after")
     def _data(self) -> "AFlowConfig":
-        if self.benchmark not in ("planact", "humaneval") and not self.data_path:
-            raise ValueError(f"benchmark {self.benchmark!r} needs data_path (an AFlow-format JSONL file)")
-        if self.executor.kind == "planact" and self.benchmark not in ("planact", "humaneval", "mbpp"):
-            raise ValueError(f"the local planact executor speaks the planact, humaneval and mbpp benchmarks, not "
-                             f"{self.benchmark!r}; use an API executor")
+        if len(set(self.trained_benchmarks())) != len(self.trained_benchmarks()):
+            raise ValueError("optimizer_rl.benchmarks: a benchmark is named twice")
+        for b in [self.benchmark] + self.optimizer_rl.benchmarks:
+            if b not in ("planact", "humaneval") and not self.data_path:
+                raise ValueError(f"benchmark {b!r} needs data_path (an AFlow-format JSONL file)")
+            if self.executor.kind == "planact" and b not in ("planact", "humaneval", "mbpp"):
+                raise ValueError(f"the local planact executor speaks the planact, humaneval and mbpp benchmarks, not "
+                                 f"{b!r}; use an API executor")
+        if len([b for b in self.trained_benchmarks() if b not in ("planact", "humaneval")]) > 1:
+            raise ValueError("optimizer_rl.benchmarks: one data_path serves one file-based benchmark per run")
         return self
+
+    def trained_benchmarks(self) -> list[str]:
+        """The benchmarks the optimizer model trains on: optimizer_rl.benchmarks, or the run's one benchmark."""
+        return list(self.optimizer_rl.benchmarks) or [self.benchmark]
 
     def run_dir(self) -> Path:
         """This run's folder (workspace, executor models, experience pool)."""

@@ -2,12 +2,13 @@
 
 One iteration (`train_iteration`):
 
-    reset `searches` WorkflowEnvs of the benchmark, each with a fresh seed
+    reset `searches` WorkflowEnvs per trained benchmark (optimizer_rl.benchmarks), each with a fresh seed
     -> step them together until every one has ended: the optimizer model reads each
        Observation.text() and samples one of the edits open there (decoding constrained to that set:
        the model's own distribution over it, with the token log-probabilities GRPO needs)
-    -> GiGPO advantages over all the iteration's transitions (episode group: the benchmark's searches;
-       anchor: the identical parent workflow met in several searches)
+    -> GiGPO advantages over all the iteration's transitions (episode group: one benchmark's searches,
+       so an easy benchmark's high returns never push a hard one's down; anchor: the identical parent
+       workflow met in several searches of that benchmark)
     -> one GRPO update of the optimizer model (planact's RoleTrainer), weights synced to its engine
 
 A tiny optimizer is a locally built Llama with a BPE tokenizer trained on rendered observations, so a
@@ -56,10 +57,12 @@ def observation_corpus(benchmark: str, n: int = 400, seed: int = 0) -> list[str]
 class OptimizerModel:
     """The optimizer as a trainable tiny model: an engine that chooses among open edits, and its trainer."""
 
-    def __init__(self, cfg: OptimizerRLConfig, benchmark: str, seed: int, folder: str | Path | None = None):
+    def __init__(self, cfg: OptimizerRLConfig, benchmarks: str | list[str], seed: int, folder: str | Path | None = None):
         self.cfg = cfg
-        if folder is None:  # a fresh model: tokenizer trained here, weights from the seed
-            tok = build_bpe_tokenizer(observation_corpus(benchmark, seed=seed), cfg.tiny.vocab_size)
+        if folder is None:  # a fresh model: tokenizer trained here (on every benchmark's observations), weights from the seed
+            names = [benchmarks] if isinstance(benchmarks, str) else list(benchmarks)
+            corpus = [text for b in names for text in observation_corpus(b, seed=seed)]
+            tok = build_bpe_tokenizer(corpus, cfg.tiny.vocab_size)
             self.model = build_tiny_model(cfg.tiny, len(tok), seed, tok)
         else:
             self.model, tok = load_model(folder)
@@ -101,19 +104,22 @@ def _seed(*parts) -> int:
     return int.from_bytes(hashlib.blake2b(":".join(map(str, parts)).encode(), digest_size=8).digest(), "big") >> 1
 
 
-def run_searches(cfg: AFlowConfig, optimizer: OptimizerModel, seeds: list[int], tag: str) -> list[dict]:
-    """Run one search per seed to its end, all stepped together; returns every transition in order."""
-    envs = {s: WorkflowEnv(cfg.model_copy(update={"run_name": f"{cfg.run_name}-{tag}"})) for s in seeds}
-    obs = {s: env.reset(cfg.benchmark, s) for s, env in envs.items()}
+def run_searches(cfg: AFlowConfig, optimizer: OptimizerModel, seeds: list[int], tag: str,
+                 benchmarks: list[str] | None = None) -> list[dict]:
+    """Run one search per benchmark and seed to its end, all stepped together; returns every transition in order."""
+    names = benchmarks or cfg.trained_benchmarks()
+    keys = [(b, s) for b in names for s in seeds]
+    envs = {k: WorkflowEnv(cfg.model_copy(update={"run_name": f"{cfg.run_name}-{tag}"})) for k in keys}
+    obs = {k: env.reset(*k) for k, env in envs.items()}
     transitions: list[dict] = []
     t = 0
-    while active := [s for s, env in envs.items() if not env.done]:
+    while active := [k for k, env in envs.items() if not env.done]:
         t += 1
-        picks = optimizer.act([obs[s] for s in active], seed=_seed(tag, t))
-        for s, pick in zip(active, picks):
-            before = obs[s]
-            obs[s], reward, _done, info = envs[s].step(pick["text"])
-            transitions.append({"search": f"{cfg.benchmark}-s{s}", "benchmark": cfg.benchmark, "t": t,
+        picks = optimizer.act([obs[k] for k in active], seed=_seed(tag, t))
+        for (b, s), pick in zip(active, picks):
+            before = obs[b, s]
+            obs[b, s], reward, _done, info = envs[b, s].step(pick["text"])
+            transitions.append({"search": f"{b}-s{s}", "benchmark": b, "t": t,
                                 "reward": reward, "anchor": before.anchor, "completion": pick,
                                 "invalid": info["invalid"], "best": info.get("best"), "outcome": info.get("outcome")})
     return transitions
@@ -124,19 +130,28 @@ def training_seeds(cfg: AFlowConfig, iteration: int) -> list[int]:
     return [_seed(cfg.seed, "train", iteration, j) % 10**9 for j in range(cfg.optimizer_rl.searches)]
 
 
+def _figures(trans: list[dict]) -> dict[str, float]:
+    ends = [tr for tr in trans if tr["outcome"] is not None]
+    adv = [tr["advantage"] for tr in trans]
+    return {"best": statistics.fmean(tr["best"] for tr in ends), "outcome": statistics.fmean(tr["outcome"] for tr in ends),
+            "reward": statistics.fmean(tr["reward"] for tr in trans), "invalid": float(sum(tr["invalid"] for tr in trans)),
+            "transitions": float(len(trans)), "adv_mean": statistics.fmean(adv),
+            "adv_std": statistics.pstdev(adv) if len(adv) > 1 else 0.0}
+
+
 def learn(cfg: AFlowConfig, optimizer: OptimizerModel, trans: list[dict]) -> dict[str, float]:
-    """GiGPO advantages over one iteration's transitions, one update; returns the iteration's figures."""
+    """GiGPO advantages over one iteration's transitions, one update; the iteration's figures.
+
+    Unprefixed figures are over every search; `<benchmark>/<figure>` over that benchmark's searches.
+    """
     rl = cfg.optimizer_rl
     adv = step_advantages(trans, rl.gamma, rl.step_weight)
     for tr, a in zip(trans, adv):
         tr["advantage"] = a
     metrics = optimizer.update(trans, adv)
-    ends = [tr for tr in trans if tr["outcome"] is not None]
-    return {"best": statistics.fmean(tr["best"] for tr in ends), "outcome": statistics.fmean(tr["outcome"] for tr in ends),
-            "reward": statistics.fmean(tr["reward"] for tr in trans), "invalid": sum(tr["invalid"] for tr in trans),
-            "transitions": float(len(trans)), "adv_mean": statistics.fmean(adv),
-            "adv_std": statistics.pstdev(adv) if len(adv) > 1 else 0.0,
-            **{f"optimizer/{k}": float(v) for k, v in metrics.items()}}
+    per_benchmark = {f"{b}/{k}": v for b in dict.fromkeys(tr["benchmark"] for tr in trans)
+                     for k, v in _figures([tr for tr in trans if tr["benchmark"] == b]).items()}
+    return {**_figures(trans), **per_benchmark, **{f"optimizer/{k}": float(v) for k, v in metrics.items()}}
 
 
 def train_iteration(cfg: AFlowConfig, optimizer: OptimizerModel, iteration: int) -> dict[str, float]:
@@ -156,7 +171,7 @@ def transition_items(run: str, iteration: int, trans: list[dict]) -> list[dict]:
 def train_local(cfg: AFlowConfig, log=print) -> tuple[OptimizerModel, list[dict]]:
     """All iterations in this process (tests, benchmarks); checkpoints the optimizer after each."""
     torch.manual_seed(cfg.seed)
-    optimizer = OptimizerModel(cfg.optimizer_rl, cfg.benchmark, cfg.seed)
+    optimizer = OptimizerModel(cfg.optimizer_rl, cfg.trained_benchmarks(), cfg.seed)
     history = []
     for it in range(1, cfg.optimizer_rl.iterations + 1):
         figures = train_iteration(cfg, optimizer, it)

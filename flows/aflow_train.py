@@ -41,8 +41,8 @@ DEMO = load_aflow_config(Path(__file__).resolve().parents[1] / "configs" / "aflo
 
 @flow(name="aflow-train-searches", log_prints=True)
 def searches(cfg: AFlowConfig, checkpoint: str, seeds: list[int], tag: str) -> list[dict]:
-    """One iteration's searches, each a Ray task run to its end with the same optimizer weights."""
-    futures = [run_search.submit(cfg, checkpoint, s, tag) for s in seeds]
+    """One iteration's searches (every benchmark x every seed), each a Ray task run to its end with the same weights."""
+    futures = [run_search.submit(cfg, checkpoint, b, s, tag) for b in cfg.trained_benchmarks() for s in seeds]
     return [tr for f in futures for tr in f.result()]
 
 
@@ -58,14 +58,16 @@ def aflow_train(config: AFlowConfig = DEMO) -> dict:
     state = json.loads(state_path.read_text()) if state_path.is_file() else {"iteration": 0}
     tracker = Tracker(cfg, state.get("mlflow_run_id"), tags={
         "prefect.flow_run_id": str(flow_run.get_id()), "prefect.flow_run_name": str(flow_run.get_name()),
-        "workload": "aflow-train", "benchmark": cfg.benchmark})
+        "workload": "aflow-train", "benchmark": ",".join(cfg.trained_benchmarks())})
     pool = PoolRef(run_dir / "experience", f"aflow-train:{cfg.run_name}", "planact")
     _keep = pool_actor(pool.path, pool.name, pool.namespace)  # noqa: F841  owned by this flow run
     with runtime.tracked(tracker, owns_ray):
-        print(f"executor: {prepare_executor(cfg)}")
+        benchmarks = cfg.trained_benchmarks()
+        for b in benchmarks:
+            print(f"executor ({b}): {prepare_executor(cfg.model_copy(update={'benchmark': b}))}")
         if "checkpoint" not in state:  # a fresh run: the untrained optimizer is iteration 0
             state.update(mlflow_run_id=tracker.run_id, checkpoint=str(
-                OptimizerModel(cfg.optimizer_rl, cfg.benchmark, cfg.seed).save(run_dir / "optimizer" / "iteration_0000")))
+                OptimizerModel(cfg.optimizer_rl, benchmarks, cfg.seed).save(run_dir / "optimizer" / "iteration_0000")))
             atomic_write(state_path, json.dumps(state))
         elif state["iteration"]:
             print(f"resuming run {cfg.run_name!r} after iteration {state['iteration']}")
@@ -80,23 +82,25 @@ def aflow_train(config: AFlowConfig = DEMO) -> dict:
                                   str(run_dir / "optimizer" / f"iteration_{i:04d}"))
             record_experience(pool, Payload(transition_items(cfg.run_name, i, out["transitions"])))
             faults.point("aflow_train.before_commit")  # trained and persisted, not yet the resume point
-            metrics = {f"{cfg.benchmark}/{k}" if not k.startswith("optimizer/") else k: v
-                       for k, v in out["figures"].items()}
+            # Per-benchmark curves (<benchmark>/best, ...); with several benchmarks also all/<figure> over every search.
+            metrics = {k if "/" in k else f"all/{k}": v for k, v in out["figures"].items()
+                       if "/" in k or len(benchmarks) > 1}
             metrics["time/iteration_s"] = time.perf_counter() - t0
             state.update(iteration=i, checkpoint=str(run_dir / "optimizer" / f"iteration_{i:04d}"),
                          pending={"step": i, "metrics": metrics})
             atomic_write(state_path, json.dumps(state))
             _log_pending(tracker, state, state_path)
-            print(f"iteration {i}/{cfg.optimizer_rl.iterations}: mean best {metrics[f'{cfg.benchmark}/best']:.3f} "
-                  f"outcome {metrics[f'{cfg.benchmark}/outcome']:+.3f} ({int(metrics[f'{cfg.benchmark}/transitions'])} "
-                  f"steps, {int(metrics[f'{cfg.benchmark}/invalid'])} invalid; {metrics['time/iteration_s']:.1f} s)")
-        history = [m.value for m in tracker.client.get_metric_history(tracker.run_id, f"{cfg.benchmark}/best")]
+            print(f"iteration {i}/{cfg.optimizer_rl.iterations}: " + "; ".join(
+                f"{b} mean best {metrics[f'{b}/best']:.3f} outcome {metrics[f'{b}/outcome']:+.3f} "
+                f"({int(metrics[f'{b}/transitions'])} steps, {int(metrics[f'{b}/invalid'])} invalid)" for b in benchmarks)
+                + f" ({metrics['time/iteration_s']:.1f} s)")
+        best = {b: [m.value for m in tracker.client.get_metric_history(tracker.run_id, f"{b}/best")] for b in benchmarks}
         tracker.log_artifact(state["checkpoint"], "optimizer")
         tracker.finish("FINISHED")
         return {"iterations": state["iteration"], "checkpoint": state["checkpoint"], "mlflow_run_id": tracker.run_id,
-                "mlflow_url": tracker.run_url(), "first_best": history[0] if history else None,
-                "last_best": history[-1] if history else None,
-                "mean_best": statistics.fmean(history) if history else None}
+                "mlflow_url": tracker.run_url(),
+                "benchmarks": {b: {"first_best": h[0] if h else None, "last_best": h[-1] if h else None,
+                                   "mean_best": statistics.fmean(h) if h else None} for b, h in best.items()}}
 
 
 def _log_pending(tracker: Tracker, state: dict, state_path) -> None:
@@ -111,8 +115,11 @@ def _log_pending(tracker: Tracker, state: dict, state_path) -> None:
 
 def print_train_summary(run_name: str, summary: dict, seconds: float) -> None:
     """Final lines: iterations, the mean best score of the first and last iteration's searches, where things are."""
-    print(f"aflow-train run '{run_name}' finished in {seconds:.0f} s after {summary['iterations']} iterations: mean best "
-          f"validation of the iteration's searches {summary['first_best']:.3f} (first) -> {summary['last_best']:.3f} (last)")
+    print(f"aflow-train run '{run_name}' finished in {seconds:.0f} s after {summary['iterations']} iterations")
+    for b, f in summary["benchmarks"].items():
+        if f["first_best"] is not None:
+            print(f"{b}: mean best validation of the iteration's searches {f['first_best']:.3f} (first) -> "
+                  f"{f['last_best']:.3f} (last)")
     for k in ("checkpoint", "mlflow_run_id", "mlflow_url"):
         print(f"{k}: {summary[k]}")
 

@@ -17,8 +17,8 @@ OPTS = {"cache_policy": NO_CACHE, "persist_result": False}
 
 
 @task(name="search", retries=1, **OPTS)
-def run_search(cfg: AFlowConfig, checkpoint: str, seed: int, tag: str) -> list[dict]:
-    """One search with this seed, stepped by the checkpoint's optimizer until it ends; its transitions."""
+def run_search(cfg: AFlowConfig, checkpoint: str, benchmark: str, seed: int, tag: str) -> list[dict]:
+    """One search of this benchmark with this seed, stepped by the checkpoint's optimizer until it ends; its transitions."""
     import os
 
     import torch
@@ -28,13 +28,14 @@ def run_search(cfg: AFlowConfig, checkpoint: str, seed: int, tag: str) -> list[d
     if os.environ.get(QUIET_ENV) == "1":  # this worker's Prefect console handlers were (re)made after import
         quiet_state_lines()
     torch.set_num_threads(1)  # many searches share the machine's cores
-    return run_searches(cfg, OptimizerModel(cfg.optimizer_rl, cfg.benchmark, cfg.seed, checkpoint), [seed], tag)
+    model = OptimizerModel(cfg.optimizer_rl, cfg.trained_benchmarks(), cfg.seed, checkpoint)
+    return run_searches(cfg, model, [seed], tag, [benchmark])
 
 
 @task(name="train_optimizer", **OPTS)
 def train_optimizer(cfg: AFlowConfig, checkpoint: str, transitions: list[dict], out: str) -> dict:
     """GiGPO advantages over the iteration's transitions, one GRPO update, the new checkpoint written whole."""
-    model = OptimizerModel(cfg.optimizer_rl, cfg.benchmark, cfg.seed, checkpoint)
+    model = OptimizerModel(cfg.optimizer_rl, cfg.trained_benchmarks(), cfg.seed, checkpoint)
     figures = learn(cfg, model, transitions)
     model.save(out)
     return {"figures": figures, "transitions": transitions}

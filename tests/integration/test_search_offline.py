@@ -86,12 +86,20 @@ def test_aflow_rl_vs_mcts_benchmark_tiny_mode(tmp_path, aflow_executor):
 
 
 def test_aflow_optimizer_rl_benchmark_tiny_mode(tmp_path, aflow_executor):
-    """benchmarks/aflow_optimizer_rl.py in its tiny mode: trains, then all four arms on paired held-out seeds."""
+    """benchmarks/aflow_optimizer_rl.py in its tiny mode on two benchmarks (HumanEval executed offline by the
+    candidate coder, its tests in the sandbox): one optimizer trains on both, then all four arms per benchmark."""
     out = subprocess.run([sys.executable, "benchmarks/aflow_optimizer_rl.py", "--tiny", "--executor", aflow_executor,
-                          "--root", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=600, env=cli_env())
+                          "--benchmarks", "planact", "humaneval", "--root", str(tmp_path)],
+                         cwd=REPO, capture_output=True, text=True, timeout=600, env=cli_env())
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     assert "2 held-out seeds x 3 rounds per arm" in out.stdout
+    assert re.search(r"^iteration 1: planact mean best [0-9.]+, outcome [+-][0-9.]+; humaneval mean best [0-9.]+",
+                     out.stdout, re.M), out.stdout
     for arm in ("trained", "untrained", "policy", "mcts"):
-        assert re.search(rf"^{arm}\s+[0-9.]+\s+[0-9.]+ ", out.stdout, re.M), out.stdout
-    for base in ("untrained", "mcts"):
-        assert re.search(rf"^paired trained - {base}: mean [+-][0-9.]+ ", out.stdout, re.M), out.stdout
+        rows = re.findall(rf"^{arm}\s+([0-9.]+)\s+[0-9.]+ ", out.stdout, re.M)
+        assert len(rows) == 2, out.stdout  # one per benchmark
+    humaneval = out.stdout.split("\nhumaneval\n", 1)[1]
+    assert 0.2 < float(re.search(r"^mcts\s+([0-9.]+)", humaneval, re.M).group(1)) < 1.0  # real test verdicts
+    for b in ("planact", "humaneval"):
+        for base in ("untrained", "mcts"):
+            assert re.search(rf"^{b}: paired trained - {base}: mean [+-][0-9.]+ ", out.stdout, re.M), out.stdout
