@@ -20,6 +20,7 @@ scored 0). The untrained model is the baseline a trained one must beat (`run_sea
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import shutil
 import statistics
@@ -30,6 +31,7 @@ import torch
 from aflow_rl import space
 from aflow_rl.config import AFlowConfig, OptimizerRLConfig
 from aflow_rl.env import Observation, WorkflowEnv, edit_text, step_advantages
+from aflow_rl.optimizers import LLMOptimizer
 from planact.engines.base import SamplingParams
 from planact.engines.hf import HFEngine
 from planact.models import build_bpe_tokenizer, build_tiny_model, load_model
@@ -72,7 +74,7 @@ class OptimizerModel:
             self.trainer.load_state_dict(torch.load(Path(folder) / "trainer.pt", weights_only=False))
             self.engine.weight_version = self.trainer.steps
 
-    def act(self, observations: list[Observation], seed: int) -> list[dict]:
+    def act(self, observations: list[Observation], seed: int, envs: list[WorkflowEnv] | None = None) -> list[dict]:
         """One open edit per observation, sampled from the model's distribution over the open edits."""
         params = SamplingParams(temperature=self.cfg.temperature, n=1, seed=seed)
         picks = [c[0] for c in self.engine.choose([(o.text(), o.allowed) for o in observations], params)]
@@ -100,11 +102,65 @@ class OptimizerModel:
         return folder
 
 
+class FrozenAPIOptimizer:
+    """`search.optimizer: llm` in a training run: an API model writes AFlow's full answers; frozen, never updated.
+
+    The searches, their transitions, GiGPO figures and the experience pool are the same as for the tiny
+    model, so a run records what an API optimizer does (data for a later imitation or a trainable
+    model); the update is skipped and the checkpoint folder only names the model.
+    """
+
+    frozen = True
+
+    def __init__(self, cfg: AFlowConfig):
+        self.cfg = cfg
+        self._by_benchmark: dict[str, LLMOptimizer] = {}
+
+    def _optimizer(self, benchmark: str) -> LLMOptimizer:
+        if benchmark not in self._by_benchmark:
+            s = self.cfg.search
+            self._by_benchmark[benchmark] = LLMOptimizer(s.optimizer_llm, benchmark, 1, s.failure_logs,
+                                                         s.max_operator_calls)
+        return self._by_benchmark[benchmark]
+
+    def act(self, observations: list[Observation], seed: int, envs: list[WorkflowEnv] | None = None) -> list[dict]:
+        """AFlow's optimizer request for each observed parent, one answer each (validated by the environment)."""
+        if envs is None:
+            raise ValueError("the API optimizer reads each search's workspace: pass envs")
+        out = []
+        for i, (o, env) in enumerate(zip(observations, envs)):
+            opt = self._optimizer(o.benchmark)
+            request = opt.build_prompt(env.search.ws, o.parent, o.score, random.Random(f"{seed}:{i}"), None)
+            out.append({"text": opt._ask(request), "prompt_ids": [], "token_ids": [], "logprobs": [],
+                        "weight_version": 0})
+        return out
+
+    def update(self, transitions: list[dict], advantages: list[float]) -> dict[str, float]:
+        """No update: the model is frozen (the figures say so)."""
+        return {"frozen": 1.0, "n_samples": float(len(transitions))}
+
+    def save(self, folder: str | Path) -> Path:
+        """A folder naming the API model (the run's resume point points at it like at a tiny checkpoint)."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        llm = self.cfg.search.optimizer_llm
+        api = getattr(llm, llm.kind)
+        (folder / "optimizer.json").write_text(json.dumps({"kind": llm.kind, "model": api.model, "frozen": True}))
+        return folder
+
+
+def make_optimizer(cfg: AFlowConfig, checkpoint: str | Path | None = None) -> OptimizerModel | FrozenAPIOptimizer:
+    """The run's optimizer: the tiny trainable model (search.optimizer: structured) or a frozen API model (llm)."""
+    if cfg.search.optimizer == "llm":
+        return FrozenAPIOptimizer(cfg)
+    return OptimizerModel(cfg.optimizer_rl, cfg.trained_benchmarks(), cfg.seed, checkpoint)
+
+
 def _seed(*parts) -> int:
     return int.from_bytes(hashlib.blake2b(":".join(map(str, parts)).encode(), digest_size=8).digest(), "big") >> 1
 
 
-def run_searches(cfg: AFlowConfig, optimizer: OptimizerModel, seeds: list[int], tag: str,
+def run_searches(cfg: AFlowConfig, optimizer: OptimizerModel | FrozenAPIOptimizer, seeds: list[int], tag: str,
                  benchmarks: list[str] | None = None) -> list[dict]:
     """Run one search per benchmark and seed to its end, all stepped together; returns every transition in order."""
     names = benchmarks or cfg.trained_benchmarks()
@@ -115,7 +171,7 @@ def run_searches(cfg: AFlowConfig, optimizer: OptimizerModel, seeds: list[int], 
     t = 0
     while active := [k for k, env in envs.items() if not env.done]:
         t += 1
-        picks = optimizer.act([obs[k] for k in active], seed=_seed(tag, t))
+        picks = optimizer.act([obs[k] for k in active], seed=_seed(tag, t), envs=[envs[k] for k in active])
         for (b, s), pick in zip(active, picks):
             before = obs[b, s]
             obs[b, s], reward, _done, info = envs[b, s].step(pick["text"])
@@ -171,7 +227,7 @@ def transition_items(run: str, iteration: int, trans: list[dict]) -> list[dict]:
 def train_local(cfg: AFlowConfig, log=print) -> tuple[OptimizerModel, list[dict]]:
     """All iterations in this process (tests, benchmarks); checkpoints the optimizer after each."""
     torch.manual_seed(cfg.seed)
-    optimizer = OptimizerModel(cfg.optimizer_rl, cfg.trained_benchmarks(), cfg.seed)
+    optimizer = make_optimizer(cfg)
     history = []
     for it in range(1, cfg.optimizer_rl.iterations + 1):
         figures = train_iteration(cfg, optimizer, it)

@@ -24,7 +24,7 @@ from prefect.runtime import flow_run
 from prefect_ray import RayTaskRunner
 
 from aflow_rl.config import AFlowConfig, check_aflow_runtime, load_aflow_config, validate_aflow_config
-from aflow_rl.optimizer_rl import OptimizerModel, training_seeds, transition_items
+from aflow_rl.optimizer_rl import make_optimizer, training_seeds, transition_items
 from flows import runtime
 from planact import faults
 from planact.experience import PoolRef, pool_actor
@@ -50,6 +50,7 @@ def searches(cfg: AFlowConfig, checkpoint: str, seeds: list[int], tag: str) -> l
 def aflow_train(config: AFlowConfig = DEMO) -> dict:
     """Train the AFlow optimizer model on many parallel searches; re-running a run name resumes it."""
     cfg = validate_aflow_config(config)
+    runtime.load_api_secrets(cfg)
     check_aflow_runtime(cfg)
     owns_ray = connect_ray(cfg, runtime.worker_env(), namespace="planact")
     run_dir = cfg.run_dir()
@@ -67,7 +68,7 @@ def aflow_train(config: AFlowConfig = DEMO) -> dict:
             print(f"executor ({b}): {prepare_executor(cfg.model_copy(update={'benchmark': b}))}")
         if "checkpoint" not in state:  # a fresh run: the untrained optimizer is iteration 0
             state.update(mlflow_run_id=tracker.run_id, checkpoint=str(
-                OptimizerModel(cfg.optimizer_rl, benchmarks, cfg.seed).save(run_dir / "optimizer" / "iteration_0000")))
+                make_optimizer(cfg).save(run_dir / "optimizer" / "iteration_0000")))
             atomic_write(state_path, json.dumps(state))
         elif state["iteration"]:
             print(f"resuming run {cfg.run_name!r} after iteration {state['iteration']}")

@@ -11,7 +11,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from aflow_rl.config import AFlowConfig
-from aflow_rl.optimizer_rl import OptimizerModel, learn, run_searches
+from aflow_rl.optimizer_rl import learn, make_optimizer, run_searches
 
 OPTS = {"cache_policy": NO_CACHE, "persist_result": False}
 
@@ -28,14 +28,13 @@ def run_search(cfg: AFlowConfig, checkpoint: str, benchmark: str, seed: int, tag
     if os.environ.get(QUIET_ENV) == "1":  # this worker's Prefect console handlers were (re)made after import
         quiet_state_lines()
     torch.set_num_threads(1)  # many searches share the machine's cores
-    model = OptimizerModel(cfg.optimizer_rl, cfg.trained_benchmarks(), cfg.seed, checkpoint)
-    return run_searches(cfg, model, [seed], tag, [benchmark])
+    return run_searches(cfg, make_optimizer(cfg, checkpoint), [seed], tag, [benchmark])
 
 
 @task(name="train_optimizer", **OPTS)
 def train_optimizer(cfg: AFlowConfig, checkpoint: str, transitions: list[dict], out: str) -> dict:
     """GiGPO advantages over the iteration's transitions, one GRPO update, the new checkpoint written whole."""
-    model = OptimizerModel(cfg.optimizer_rl, cfg.trained_benchmarks(), cfg.seed, checkpoint)
+    model = make_optimizer(cfg, checkpoint)
     figures = learn(cfg, model, transitions)
     model.save(out)
     return {"figures": figures, "transitions": transitions}

@@ -194,3 +194,68 @@ def test_the_optimizer_model_trains_on_humaneval_with_an_api_executor(tmp_path):
     assert scored >= 6 and 0 < found < scored  # rounds 1 stay stubs; some edits found what helps
     assert figures["best"] == 1.0 and figures["adv_std"] > 0 and figures["optimizer/frac_zero_adv"] < 1.0
     assert any(not torch.equal(before[k], v) for k, v in opt.model.state_dict().items())  # and it learned
+
+
+TESTED_GRAPH = '''import workspace.HumanEval.workflows.template.operator as operator
+import workspace.HumanEval.workflows.round_2.prompt as prompt_custom
+from scripts.async_llm import create_llm_instance
+
+
+class Workflow:
+    def __init__(self, name: str, llm_config, dataset) -> None:
+        self.name = name
+        self.dataset = dataset
+        self.llm = create_llm_instance(llm_config)
+        self.custom_code_generate = operator.CustomCodeGenerate(self.llm)
+        self.test = operator.Test(self.llm)
+
+    async def __call__(self, problem: str, entry_point: str):
+        solution = await self.custom_code_generate(problem=problem, entry_point=entry_point, instruction=prompt_custom.CODE_PROMPT)
+        tested = await self.test(problem=problem, solution=solution["response"], entry_point=entry_point)
+        return tested["solution"], self.llm.get_usage_summary()["total_cost"]
+'''
+
+
+def test_a_frozen_api_optimizer_drives_training_searches_and_junk_scores_zero(tmp_path):
+    """search.optimizer: llm in a training run: an API model (a loopback OpenAI server) writes AFlow's full answers
+    for every search step, HumanEval runs offline on the candidate coder; junk answers are refused, scored 0 and
+    counted; the model is frozen (no update) and its checkpoint folder names it."""
+    from aflow_rl.config import validate_aflow_config
+    from aflow_rl.optimizer_rl import FrozenAPIOptimizer, make_optimizer, train_iteration
+
+    asked = []
+
+    def optimizer_answer(prompt: str, n: int, body: dict):
+        asked.append(prompt)
+        if len(asked) % 2:  # every other answer is junk: no tags, then a graph that imports os
+            junk = "I would add a test." if len(asked) % 4 == 1 else "<modification>x</modification><graph>import os</graph>"
+            return [(junk, "stop", [])] * n
+        good = (f"<modification>Run the public examples and retry ({len(asked)}).</modification>"
+                f"<graph>\n{TESTED_GRAPH}\n</graph>")
+        return [(good, "stop", [])] * n
+
+    with openai_server(optimizer_answer, key=None) as server:
+        cfg = validate_aflow_config({
+            "run_name": "frozen", "root": str(tmp_path), "benchmark": "humaneval", "limit": 3, "code_timeout_s": 5,
+            "task_runner": "threads", "policy": {"enabled": False},
+            "search": {"max_rounds": 3, "validation_repeats": 1, "optimizer": "llm",
+                       "optimizer_llm": _openai(server.url)},
+            "optimizer_rl": {"searches": 2, "iterations": 1}})
+        opt = make_optimizer(cfg)
+        assert isinstance(opt, FrozenAPIOptimizer)
+        figures = train_iteration(cfg, opt, 1)
+
+    assert asked and all("<modification>" in p and "class Workflow" in p for p in asked)  # AFlow's request
+    assert figures["invalid"] >= 2 and figures["optimizer/frozen"] == 1.0
+    assert figures["humaneval/transitions"] == figures["transitions"] >= 4
+    written = refused = 0
+    for d in sorted((tmp_path / "frozen-it1" / "searches").iterdir()):
+        ws = Workspace(d / "workflows")
+        refused += len(ws.refusals())  # the junk, kept with its reason
+        for r in ws.rounds_on_disk():
+            if r > 1:
+                assert "operator.Test(" in (ws.round_dir(r) / "graph.py").read_text() and r in ws.scores()
+                written += 1
+    assert refused == figures["invalid"] and written >= 1
+    saved = opt.save(tmp_path / "ckpt")
+    assert json.loads((saved / "optimizer.json").read_text()) == {"kind": "openai", "model": "loopback", "frozen": True}

@@ -77,12 +77,13 @@ def test_the_optimizer_model_trains_on_parallel_searches_and_checkpoints(tmp_pat
 
 @pytest.mark.slow
 def test_aflow_train_flow_resumes_after_sigkill_in_the_same_mlflow_run(prefect_api, tmp_path, aflow_executor):
-    """configs/aflow-train.yaml cut down: the driver SIGKILLs itself in iteration 2 after training (before the
-    commit); the same command resumes at iteration 2 in the same MLflow run, every step logged once."""
+    """configs/aflow-train.yaml cut down (both its benchmarks: planact and HumanEval offline): the driver SIGKILLs
+    itself in iteration 2 after training (before the commit); the same command resumes at iteration 2 in the same
+    MLflow run, every benchmark's curves logged once per step."""
     args = ["--config", str(REPO / "configs" / "aflow-train.yaml"), "--set", f"root={tmp_path}",
             "--set", f"executor.checkpoint={aflow_executor}", "--set", "optimizer_rl.iterations=3",
             "--set", "optimizer_rl.searches=2", "--set", "search.max_rounds=3", "--set", "limit=20",
-            "--set", "ray.num_cpus=2"]
+            "--set", "ray.num_cpus=2", "--set", "code_timeout_s=5"]
     rc, out = run_cli(args, tmp_path / "first.log", module="flows.aflow_train",
                       env=cli_env(PLANACT_FAULT="aflow_train.before_commit:2", PLANACT_FAULT_DIR=str(tmp_path)))
     assert rc == -signal.SIGKILL and "iteration 1/3" in out and "iteration 2/3" not in out, out[-3000:]
@@ -96,13 +97,15 @@ def test_aflow_train_flow_resumes_after_sigkill_in_the_same_mlflow_run(prefect_a
     state2 = json.loads((tmp_path / "aflow-train" / "optimizer_state.json").read_text())
     assert state2["mlflow_run_id"] == state["mlflow_run_id"] and state2["iteration"] == 3
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
-    for key in ("planact/best", "planact/outcome", "planact/invalid", "optimizer/loss", "planact/adv_std"):
+    for key in ("planact/best", "planact/outcome", "planact/invalid", "optimizer/loss", "planact/adv_std",
+                "humaneval/best", "humaneval/outcome", "humaneval/adv_std", "all/best"):
         assert sorted(m.step for m in client.get_metric_history(state["mlflow_run_id"], key)) == [1, 2, 3], key
     assert client.get_run(state["mlflow_run_id"]).info.status == "FINISHED"
     pool = ExperienceStore(tmp_path / "aflow-train" / "experience")
     for i in (1, 2, 3):
         items = pool.query(run="aflow-train", round=i, role="aflow-optimizer")
         assert items and all("advantage" in it["data"] and it["data"]["completion"]["token_ids"] for it in items)
+        assert {it["benchmark"] for it in items} == {"planact", "humaneval"}
 
 
 def test_free_form_answers_are_validated_before_anything_runs(tmp_path, aflow_executor):
