@@ -101,12 +101,17 @@ def materialize_tiny(spec: TinyModelSpec, out_dir: str | Path, seed: int,
     return out
 
 
-def load_model(path: str | Path, device: str = "cpu") -> tuple[torch.nn.Module, PreTrainedTokenizerFast]:
-    """Load a causal LM and tokenizer by path: the same call for tiny and real checkpoints."""
+def load_model(path: str | Path, device: str = "cpu",
+               attention: str = "eager") -> tuple[torch.nn.Module, PreTrainedTokenizerFast]:
+    """Load a causal LM and tokenizer by path: the same call for tiny and real checkpoints.
+
+    `attention` ('eager' | 'sdpa') must be the same wherever a role's model is loaded: its engine's
+    sampling log-probabilities and its trainer's must come from the same kernel.
+    """
     tokenizer = AutoTokenizer.from_pretrained(str(path))
     if tokenizer.pad_token_id is None or tokenizer.pad_token_id == tokenizer.eos_token_id:
         raise ValueError(f"{path}: the tokenizer needs a pad token distinct from EOS (logprob alignment depends on it)")
-    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32, attn_implementation="eager")
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32, attn_implementation=attention)
     return model.to(device), tokenizer
 
 

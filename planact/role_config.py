@@ -85,6 +85,7 @@ class ResourceConfig(_Strict):
     replicas: int = Field(1, ge=1, description="Engine replicas; generation is fanned out over them.")
     colocate_trainer: bool = Field(True, description="Run the trainer inside engine replica 0 (weight sync is then in-process).")
     device: str = Field("cpu", description="torch device for the model, e.g. 'cpu' or 'cuda'.")
+    attention: Literal["eager", "sdpa"] = Field("eager", description="Attention kernel of the role's hf model, the same in its engine and its trainer (their log-probabilities must agree): 'eager' (the reference path, what the CPU runs and tests use) or 'sdpa' (PyTorch's fused attention: on a GPU faster and lighter for real models).")
     trainer_workers: int = Field(1, ge=1, le=256, description="Ranks of the role's trainer: rank 0 is the trainer above, ranks 1..N-1 are extra actors; they train data-parallel with torch.distributed (gloo on CPU, NCCL on GPU).")
     trainer_placement: Literal["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"] = Field("PACK", description="Placement group strategy of ranks 1..N-1 (PACK: as few nodes as possible; SPREAD: across nodes).")
     trainer_timeout_s: float = Field(300.0, gt=0.0, description="Deadline of a trainer group's rendezvous and collectives (a dead rank fails the step after at most this long).")

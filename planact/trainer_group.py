@@ -61,7 +61,7 @@ class TrainerRank(AgentActor):
         rc: RoleConfig = getattr(cfg, role)
         torch.set_num_threads(rc.resources.torch_threads)
         self.cfg, self.role, self.rank, self.rc = cfg, role, rank, rc
-        self.model, self.tokenizer = load_model(initial_model_path(cfg, role), rc.resources.device)
+        self.model, self.tokenizer = load_model(initial_model_path(cfg, role), rc.resources.device, rc.resources.attention)
         self.trainer = RoleTrainer(self.model, self.tokenizer.pad_token_id, rc.rl, rc.sampling.temperature)
         self.tag = "fresh"  # never rank 0's tag: a new or recreated rank first receives rank 0's state
         self.dp: DataParallel | None = None
@@ -84,7 +84,8 @@ class TrainerRank(AgentActor):
             if model is None:  # a re-formed group: the shape again; the values come from rank 0
                 from planact.models import load_model
                 from planact.workers import initial_model_path
-                model, _ = load_model(initial_model_path(self.cfg, self.role), self.rc.resources.device)
+                model, _ = load_model(initial_model_path(self.cfg, self.role), self.rc.resources.device,
+                                      self.rc.resources.attention)
             self.replica = fsdp.Replica(model, self.trainer, self.rc.resources.device)
             # Sharded in place: the full copy is gone, this rank holds 1/N of the parameters.
             self.model, self.trainer = None, self.replica.trainer

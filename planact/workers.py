@@ -87,7 +87,7 @@ class RoleWorker(AgentActor):
         self.model = self.tokenizer = None
         path = "" if rc.engine in API_ENGINES else (model_path or str(initial_model_path(cfg, role)))
         if needs_local_model(rc, with_trainer):
-            self.model, self.tokenizer = load_model(path, rc.resources.device)
+            self.model, self.tokenizer = load_model(path, rc.resources.device, rc.resources.attention)
         elif rc.engine == "sglang":
             self.tokenizer = AutoTokenizer.from_pretrained(path)  # prompts go to the server as token ids
         self.engine = make_engine(rc, f"{role}-{replica}", path, self.model, self.tokenizer,
@@ -262,7 +262,7 @@ class RoleWorker(AgentActor):
         from planact.models import load_model
 
         src = Path(folder) / self.role
-        model, _ = load_model(src, self.rc.resources.device)
+        model, _ = load_model(src, self.rc.resources.device, self.rc.resources.attention)
         self.model.load_state_dict(model.state_dict())
         state = torch.load(src / "trainer_state.pt", weights_only=False)
         torch.set_rng_state(state["torch_rng"])

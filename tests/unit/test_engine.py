@@ -1,5 +1,10 @@
 """HF engine: logprobs match a fresh forward pass; finish reasons; weight versions; Auto* loading."""
 
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -26,9 +31,12 @@ def test_planner_is_larger_than_actor(tmp_path):
     assert sizes["planner"] > sizes["actor"]
 
 
-def test_sampled_logprobs_equal_fresh_forward(tiny_model_dir):
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_sampled_logprobs_equal_fresh_forward(tiny_model_dir, attention):
+    """The engine's sampling logprobs equal the trainer's fresh forward pass, with either attention kernel."""
     torch.manual_seed(0)
-    model, tok = load_model(tiny_model_dir)
+    model, tok = load_model(tiny_model_dir, attention=attention)
+    assert model.config._attn_implementation == attention
     engine = HFEngine(model, tok)
     prompts = ["sort the digits =", "add one to each digit, then flip the order =", "x ="]  # ragged lengths
     for temperature in (1.0, 0.7, 0.0):
@@ -75,3 +83,22 @@ def test_concurrent_materialisation_never_exposes_a_partial_folder(tmp_path):
     assert set(paths) == {target}
     load_model(target)  # complete: config, weights and tokenizer
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # losers cleaned up
+
+
+def test_attention_kernels_benchmark_tiny_mode():
+    """benchmarks/attention_kernels.py --tiny: both kernels sample and train; engine and trainer logprobs agree."""
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "benchmarks/attention_kernels.py", "--tiny"], cwd=root, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [line.split() for line in out.stdout.splitlines() if line.split()[:1] in (["eager"], ["sdpa"])]
+    assert [r[0] for r in rows] == ["eager", "sdpa"] and float(rows[0][2]) == 1.0
+    assert all(float(r[5]) < 1e-4 for r in rows)  # max |engine lp - trainer lp|
+
+
+def test_attention_is_a_validated_role_setting():
+    from planact.config import ConfigError, validate_config
+
+    assert RunConfig().actor.resources.attention == "eager"
+    with pytest.raises(ConfigError, match="actor.resources.attention"):
+        validate_config({"actor": {"resources": {"attention": "flash"}}})
