@@ -77,7 +77,8 @@ class OptimizerModel:
     def act(self, observations: list[Observation], seed: int, envs: list[WorkflowEnv] | None = None) -> list[dict]:
         """One open edit per observation, sampled from the model's distribution over the open edits."""
         params = SamplingParams(temperature=self.cfg.temperature, n=1, seed=seed)
-        picks = [c[0] for c in self.engine.choose([(o.text(), o.allowed) for o in observations], params)]
+        picks = [c[0] for c in self.engine.choose([(o.text(), o.allowed) for o in observations], params,
+                                                  length_normalise=self.cfg.scoring == "mean")]
         return [{"text": c.text, "prompt_ids": c.prompt_ids, "token_ids": c.token_ids, "logprobs": c.logprobs,
                  "weight_version": c.weight_version} for c in picks]
 

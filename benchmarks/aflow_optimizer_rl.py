@@ -47,6 +47,8 @@ def main() -> int:
     ap.add_argument("--root", default=None, help="where runs are written (default: a temporary folder)")
     ap.add_argument("--benchmarks", nargs="+", default=["planact"], choices=["planact", "humaneval"],
                     help="benchmarks the one optimizer trains and is evaluated on")
+    ap.add_argument("--scoring", choices=["sum", "mean"], default="sum",
+                    help="how the optimizer model scores an edit line: summed or mean token log-probability")
     ap.add_argument("--tiny", action="store_true", help="1 iteration of 2 searches, 3 rounds, 2 seeds (tests)")
     args = ap.parse_args()
     if args.tiny:
@@ -57,7 +59,7 @@ def main() -> int:
     cfg = AFlowConfig(run_name="optrl", root=root, limit=args.limit, code_timeout_s=code_timeout,
                       search={"max_rounds": args.rounds, "validation_repeats": 1},
                       optimizer_rl={"iterations": args.iterations, "searches": args.searches,
-                                    "benchmarks": args.benchmarks},
+                                    "benchmarks": args.benchmarks, "scoring": args.scoring},
                       **({"executor": {"checkpoint": args.executor}} if args.executor else {}))
     t0 = time.perf_counter()
     untrained = OptimizerModel(cfg.optimizer_rl, args.benchmarks, cfg.seed)

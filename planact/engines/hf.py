@@ -129,12 +129,15 @@ class HFEngine:
             )
         return results
 
-    def choose(self, requests: list[tuple[str, list[str]]], params: SamplingParams) -> list[list[Completion]]:
+    def choose(self, requests: list[tuple[str, list[str]]], params: SamplingParams,
+               length_normalise: bool = False) -> list[list[Completion]]:
         """Sample `params.n` completions per request from the model restricted to the request's candidates.
 
         Each candidate is scored by the summed logprob of its tokens (+ EOS) at the sampling temperature,
         computed exactly as the trainer recomputes it (planact.rl.logprobs), and drawn from the softmax
-        of those scores over the set; temperature 0 takes the best. A completion's `logprobs` are the
+        of those scores over the set; temperature 0 takes the best. length_normalise=True scores by the
+        mean token logprob instead: an untrained model then no longer prefers the candidates with the
+        fewest tokens (each token costs ~log(vocab) nats at initialisation). A completion's `logprobs` are the
         chosen candidate's token logprobs (what GRPO's ratio uses); `meta` holds the choice, the set's
         size, its log-probability within the set and the full ranking (for budgets of several tries).
         """
@@ -151,7 +154,8 @@ class HFEngine:
             p_ids = self.encode(prompt)
             c_ids = [self.tokenizer.encode(c, add_special_tokens=False) + [eos] for c in candidates]
             token_lp = self._score(p_ids, c_ids, temp)
-            scores = torch.tensor([sum(lp) for lp in token_lp], dtype=torch.float64)
+            scores = torch.tensor([sum(lp) / (len(lp) if length_normalise else 1) for lp in token_lp],
+                                  dtype=torch.float64)
             set_logp = torch.log_softmax(scores, -1)
             ranking = torch.argsort(scores, descending=True).tolist()
             if params.temperature > 0:

@@ -1,5 +1,6 @@
 """HF engine: logprobs match a fresh forward pass; finish reasons; weight versions; Auto* loading."""
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -102,3 +103,20 @@ def test_attention_is_a_validated_role_setting():
     assert RunConfig().actor.resources.attention == "eager"
     with pytest.raises(ConfigError, match="actor.resources.attention"):
         validate_config({"actor": {"resources": {"attention": "flash"}}})
+
+
+def test_length_normalised_choice_removes_the_fewest_tokens_prior():
+    """An untrained model scoring candidates by summed logprob picks the shortest almost surely (each token costs
+    ~log(vocab) nats); scored by the mean it has no such prior (the AFlow optimizer's `scoring: mean`)."""
+    from planact.config import TinyModelSpec
+    from planact.models import build_tiny_model, build_tokenizer
+
+    tok = build_tokenizer()
+    model = build_tiny_model(TinyModelSpec(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64), len(tok), 0, tok)
+    engine = HFEngine(model, tok)
+    cands = ["add plan", "template act prompt 2"]
+    params = SamplingParams(temperature=1.0, n=1, seed=0)
+    by_sum = engine.choose([("state:", cands)], params)[0][0].meta
+    by_mean = engine.choose([("state:", cands)], params, length_normalise=True)[0][0].meta
+    p_long = lambda meta: math.exp(meta["set_logprob"]) if meta["choice"] == 1 else 1 - math.exp(meta["set_logprob"])  # noqa: E731
+    assert p_long(by_sum) < 1e-6 and 0.2 < p_long(by_mean) < 0.8
