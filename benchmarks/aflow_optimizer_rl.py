@@ -45,9 +45,10 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=30, help="validation problems per evaluation")
     ap.add_argument("--executor", default=None, help="an executor checkpoint folder to use instead of building one")
     ap.add_argument("--root", default=None, help="where runs are written (default: a temporary folder)")
-    ap.add_argument("--benchmarks", nargs="+", default=["planact"], choices=["planact", "humaneval"],
+    ap.add_argument("--benchmarks", nargs="+", default=["planact", "humaneval"], choices=["planact", "humaneval"],
                     help="benchmarks the one optimizer trains and is evaluated on")
-    ap.add_argument("--scoring", choices=["sum", "mean"], default="sum",
+    ap.add_argument("--seed", type=int, default=42, help="run seed: the optimizer's initialisation and training seeds")
+    ap.add_argument("--scoring", choices=["sum", "mean"], default="mean",
                     help="how the optimizer model scores an edit line: summed or mean token log-probability")
     ap.add_argument("--tiny", action="store_true", help="1 iteration of 2 searches, 3 rounds, 2 seeds (tests)")
     args = ap.parse_args()
@@ -56,7 +57,7 @@ def main() -> int:
     code_timeout = 5.0 if args.tiny else 15.0  # a mutant that loops forever costs this once per process
     torch.set_num_threads(1)
     root = args.root or tempfile.mkdtemp(prefix="aflow-optrl-")
-    cfg = AFlowConfig(run_name="optrl", root=root, limit=args.limit, code_timeout_s=code_timeout,
+    cfg = AFlowConfig(run_name="optrl", root=root, limit=args.limit, code_timeout_s=code_timeout, seed=args.seed,
                       search={"max_rounds": args.rounds, "validation_repeats": 1},
                       optimizer_rl={"iterations": args.iterations, "searches": args.searches,
                                     "benchmarks": args.benchmarks, "scoring": args.scoring},
