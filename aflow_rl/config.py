@@ -75,6 +75,9 @@ class OptimizerRLConfig(_Strict):
     searches: int = Field(4, ge=1, description="Searches per benchmark per iteration (GiGPO's episode group), each with a fresh seed.")
     benchmarks: list[Literal[BENCHMARKS]] = Field(default_factory=list, description="Benchmarks whose searches train the one optimizer together, each its own GiGPO group and MLflow curves (e.g. [planact, humaneval]); empty = [benchmark].")
     iterations: int = Field(10, ge=1, description="Training iterations: the searches run to their end, then one update.")
+    model_path: str | None = Field(None, description="An HF model folder to train as the optimizer, writing AFlow's free-form <modification>/<graph>/<prompt> answers (needs search.optimizer: llm; e.g. a ~1.5B coder on a GPU); empty = the tiny structured-edit model.")
+    device: str = Field("cpu", description="torch device of the optimizer model ('cuda' for a real model).")
+    max_new_tokens: int = Field(1024, ge=16, le=8192, description="model_path: the longest answer sampled per step (a graph.py and prompt.py).")
     tiny: TinyModelSpec = Field(
         default_factory=lambda: TinyModelSpec(hidden_size=64, num_layers=2, num_heads=4, intermediate_size=128,
                                               max_positions=512, tokenizer="bpe", vocab_size=600),
@@ -127,6 +130,9 @@ class AFlowConfig(_Strict):
             if self.executor.kind == "planact" and b not in ("planact", "humaneval", "mbpp"):
                 raise ValueError(f"the local planact executor speaks the planact, humaneval and mbpp benchmarks, not "
                                  f"{b!r}; use an API executor")
+        if self.optimizer_rl.model_path and self.search.optimizer != "llm":
+            raise ValueError("optimizer_rl.model_path: a real optimizer model writes AFlow's free-form answers; "
+                             "set search.optimizer: llm")
         if len([b for b in self.trained_benchmarks() if b not in ("planact", "humaneval")]) > 1:
             raise ValueError("optimizer_rl.benchmarks: one data_path serves one file-based benchmark per run")
         return self
@@ -160,7 +166,7 @@ def load_aflow_config(path: str | Path | None = None, overrides: list[str] | Non
 def api_llms(cfg: AFlowConfig) -> list[tuple[str, LLMConfig]]:
     """(field path, config) of every API model the run will call."""
     out = [("executor", cfg.executor)] if cfg.executor.kind != "planact" else []
-    if cfg.search.optimizer == "llm":
+    if cfg.search.optimizer == "llm" and not cfg.optimizer_rl.model_path:  # a trained local model answers instead
         out.append(("search.optimizer_llm", cfg.search.optimizer_llm))
     return out
 
@@ -169,7 +175,11 @@ def check_aflow_runtime(cfg: AFlowConfig) -> None:
     """Before any work: the LLM optimizer has an API model, and every API model can find its key."""
     import os
 
-    if cfg.search.optimizer == "llm" and cfg.search.optimizer_llm.kind == "planact":
+    path = cfg.optimizer_rl.model_path
+    if path and not (Path(path) / "config.json").is_file():
+        raise ConfigError(f"optimizer_rl.model_path: {path} is not an HF model folder (config.json missing); weights "
+                          "are never downloaded at run time: put the model there first")
+    if cfg.search.optimizer == "llm" and not path and cfg.search.optimizer_llm.kind == "planact":
         raise ConfigError("search.optimizer_llm.kind: the LLM optimizer needs an API model ('openai' or 'anthropic'); "
                           "offline, use search.optimizer: structured")
     for path, llm in api_llms(cfg):

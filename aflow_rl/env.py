@@ -102,7 +102,8 @@ class WorkflowEnv:
             "workspace": str(self.base.run_dir() / "searches" / f"{benchmark}-s{seed}" / "workflows"),
             "policy": self.base.policy.model_copy(update={"enabled": False}),  # the optimizer is the policy here
             # The answers come from outside: the search never calls an optimizer model of its own.
-            "search": self.base.search.model_copy(update={"optimizer": "structured"})})
+            "search": self.base.search.model_copy(update={"optimizer": "structured"}),
+            "optimizer_rl": self.base.optimizer_rl.model_copy(update={"model_path": None})})
         self.search = Search(AFlowConfig.model_validate(cfg.model_dump()))
         r = self.search.bootstrap()
         if r == 1:

@@ -31,7 +31,7 @@ import torch
 from aflow_rl import space
 from aflow_rl.config import AFlowConfig, OptimizerRLConfig
 from aflow_rl.env import Observation, WorkflowEnv, edit_text, step_advantages
-from aflow_rl.optimizers import LLMOptimizer
+from aflow_rl.optimizers import LLMOptimizer, optimizer_request
 from planact.engines.base import SamplingParams
 from planact.engines.hf import HFEngine
 from planact.models import build_bpe_tokenizer, build_tiny_model, load_model
@@ -103,6 +103,37 @@ class OptimizerModel:
         return folder
 
 
+class FreeFormOptimizerModel(OptimizerModel):
+    """A real HF model as the trainable optimizer (optimizer_rl.model_path): it writes AFlow's full answers.
+
+    It reads AFlow's own optimizer request for the observed parent and samples an answer; WorkflowEnv
+    validates it (malformed, escaping or repeated answers score 0 and are counted), and GRPO trains on
+    the answer's token log-probabilities with the same GiGPO advantages as the tiny model.
+    """
+
+    def __init__(self, cfg: AFlowConfig, folder: str | Path | None = None):
+        rl = cfg.optimizer_rl
+        self.cfg, self.search = rl, cfg.search
+        self.model, tok = load_model(folder or rl.model_path, rl.device)
+        self.engine = HFEngine(self.model, tok, name="aflow-optimizer")
+        self.trainer = RoleTrainer(self.model, tok.pad_token_id, rl.rl, rl.temperature)
+        if folder is not None and (Path(folder) / "trainer.pt").is_file():
+            self.trainer.load_state_dict(torch.load(Path(folder) / "trainer.pt", weights_only=False))
+            self.engine.weight_version = self.trainer.steps
+
+    def act(self, observations: list[Observation], seed: int, envs: list[WorkflowEnv] | None = None) -> list[dict]:
+        """One sampled answer per observed parent, to AFlow's optimizer request."""
+        if envs is None:
+            raise ValueError("the free-form optimizer reads each search's workspace: pass envs")
+        requests = [optimizer_request(env.search.ws, o.parent, o.score, random.Random(f"{seed}:{i}"), o.benchmark,
+                                      self.search.failure_logs, self.search.max_operator_calls)
+                    for i, (o, env) in enumerate(zip(observations, envs))]
+        params = SamplingParams(temperature=self.cfg.temperature, max_new_tokens=self.cfg.max_new_tokens, n=1,
+                                seed=seed)
+        return [{"text": c.text, "prompt_ids": c.prompt_ids, "token_ids": c.token_ids, "logprobs": c.logprobs,
+                 "weight_version": c.weight_version} for c in (g[0] for g in self.engine.generate(requests, params))]
+
+
 class FrozenAPIOptimizer:
     """`search.optimizer: llm` in a training run: an API model writes AFlow's full answers; frozen, never updated.
 
@@ -132,7 +163,7 @@ class FrozenAPIOptimizer:
         for i, (o, env) in enumerate(zip(observations, envs)):
             opt = self._optimizer(o.benchmark)
             request = opt.build_prompt(env.search.ws, o.parent, o.score, random.Random(f"{seed}:{i}"), None)
-            out.append({"text": opt._ask(request), "prompt_ids": [], "token_ids": [], "logprobs": [],
+            out.append({"text": opt.ask(request), "prompt_ids": [], "token_ids": [], "logprobs": [],
                         "weight_version": 0})
         return out
 
@@ -151,7 +182,10 @@ class FrozenAPIOptimizer:
 
 
 def make_optimizer(cfg: AFlowConfig, checkpoint: str | Path | None = None) -> OptimizerModel | FrozenAPIOptimizer:
-    """The run's optimizer: the tiny trainable model (search.optimizer: structured) or a frozen API model (llm)."""
+    """The run's optimizer: the tiny structured-edit model, a real model writing free-form answers
+    (optimizer_rl.model_path), or a frozen API model (search.optimizer: llm without a model_path)."""
+    if cfg.optimizer_rl.model_path:
+        return FreeFormOptimizerModel(cfg, checkpoint)
     if cfg.search.optimizer == "llm":
         return FrozenAPIOptimizer(cfg)
     return OptimizerModel(cfg.optimizer_rl, cfg.trained_benchmarks(), cfg.seed, checkpoint)

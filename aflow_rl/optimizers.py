@@ -113,6 +113,23 @@ Answer in exactly this format:
 """
 
 
+def optimizer_request(ws: Workspace, parent: int, score: float, rng: random.Random, benchmark: str,
+                      failure_logs: int, max_calls: int, hint: str | None = None) -> str:
+    """AFlow's optimizer request for one expansion: parent code, operators, experience, failure samples, hint."""
+    graph, prompt = (ws.round_dir(parent) / "graph.py").read_text(), (ws.round_dir(parent) / "prompt.py").read_text()
+    node = ws.processed_experience().get(str(parent), {})
+    exp_lines = [f"- {'succeeded' if b == 'success' else 'failed'} ({v['score']:.4f}): {v['modification']}"
+                 for b in ("success", "failure") for v in node.get(b, {}).values()]
+    logs = read_json(ws.round_dir(parent) / "log.json", [])
+    sample = rng.sample(logs, min(failure_logs, len(logs)))
+    ops = "\n".join(f"- {n}: {d['description']} Interface: {d['interface']}" for n, d in OPERATOR_DESCRIPTIONS.items())
+    return OPTIMIZE_PROMPT.format(
+        dataset=benchmark, score=score, graph=graph, prompt=prompt, operators=ops,
+        experience="\n".join(exp_lines) or "- none yet",
+        logs="\n".join(json.dumps(x)[:600] for x in sample) or "- none recorded",
+        hint=f"\nSuggested direction: {hint}\n" if hint else "", max_calls=max_calls)
+
+
 class LLMOptimizer:
     """AFlow's optimizer: an LLM rewrites graph and prompt; invalid answers are repaired or re-asked."""
 
@@ -126,7 +143,8 @@ class LLMOptimizer:
         self.cfg, self.benchmark = llm_cfg, benchmark
         self.attempts, self.failure_logs, self.max_calls = attempts, failure_logs, max_calls
 
-    def _ask(self, text: str) -> str:
+    def ask(self, text: str) -> str:
+        """One answer of the optimizer model to a request (the engine retries transient API errors)."""
         from planact.engines.base import SamplingParams
 
         params = SamplingParams(temperature=self.cfg.temperature, max_new_tokens=self.cfg.max_new_tokens, n=1)
@@ -134,19 +152,7 @@ class LLMOptimizer:
 
     def build_prompt(self, ws: Workspace, parent: int, score: float, rng: random.Random, hint: str | None) -> str:
         """The request for one expansion (parent code, operators, experience, failure samples, optional hint)."""
-        graph, prompt = (ws.round_dir(parent) / "graph.py").read_text(), (ws.round_dir(parent) / "prompt.py").read_text()
-        node = ws.processed_experience().get(str(parent), {})
-        exp_lines = [f"- {'succeeded' if b == 'success' else 'failed'} ({v['score']:.4f}): {v['modification']}"
-                     for b in ("success", "failure") for v in node.get(b, {}).values()]
-        log_path = ws.round_dir(parent) / "log.json"
-        logs = read_json(log_path, [])
-        sample = rng.sample(logs, min(self.failure_logs, len(logs)))
-        ops = "\n".join(f"- {n}: {d['description']} Interface: {d['interface']}" for n, d in OPERATOR_DESCRIPTIONS.items())
-        return OPTIMIZE_PROMPT.format(
-            dataset=self.benchmark, score=score, graph=graph, prompt=prompt, operators=ops,
-            experience="\n".join(exp_lines) or "- none yet",
-            logs="\n".join(json.dumps(x)[:600] for x in sample) or "- none recorded",
-            hint=f"\nSuggested direction: {hint}\n" if hint else "", max_calls=self.max_calls)
+        return optimizer_request(ws, parent, score, rng, self.benchmark, self.failure_logs, self.max_calls, hint)
 
     @staticmethod
     def repair(answer: str, parent_prompt: str) -> tuple[str | None, str | None, str | None, list[str]]:
@@ -188,7 +194,7 @@ class LLMOptimizer:
         rejected: list[str] = []
         for attempt in range(1, self.attempts + 1):
             request = base if not rejected else base + "\nYour previous answer was refused: " + rejected[-1] + "\n"
-            modification, graph, prompt, problems = self.repair(self._ask(request), parent_prompt)
+            modification, graph, prompt, problems = self.repair(self.ask(request), parent_prompt)
             if not problems:
                 v = validate(graph, prompt, self.max_calls)
                 problems = v.errors

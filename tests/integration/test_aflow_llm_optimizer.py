@@ -259,3 +259,40 @@ def test_a_frozen_api_optimizer_drives_training_searches_and_junk_scores_zero(tm
     assert refused == figures["invalid"] and written >= 1
     saved = opt.save(tmp_path / "ckpt")
     assert json.loads((saved / "optimizer.json").read_text()) == {"kind": "openai", "model": "loopback", "frozen": True}
+
+
+def test_a_trainable_free_form_optimizer_model_is_scored_and_updated(tmp_path):
+    """optimizer_rl.model_path: a local HF model (here a tiny untrained one) reads AFlow's optimizer request and
+    writes free text; every answer that is not a valid workflow is refused, scored 0 and counted, the episodes
+    end at their step budget, and its token log-probabilities train it (weights change, checkpoint reloads)."""
+    import torch
+
+    from aflow_rl.config import validate_aflow_config
+    from aflow_rl.optimizer_rl import FreeFormOptimizerModel, make_optimizer, run_searches
+    from planact.config import TinyModelSpec
+    from planact.models import build_tiny_model, build_tokenizer
+
+    tok = build_tokenizer()
+    model = build_tiny_model(TinyModelSpec(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64,
+                                           max_positions=8192), len(tok), 0, tok)
+    model.save_pretrained(tmp_path / "opt")
+    tok.save_pretrained(tmp_path / "opt")
+    cfg = validate_aflow_config({
+        "run_name": "freeform", "root": str(tmp_path), "benchmark": "humaneval", "limit": 3, "code_timeout_s": 5,
+        "task_runner": "threads", "policy": {"enabled": False},
+        "search": {"max_rounds": 2, "validation_repeats": 1, "optimizer": "llm"},
+        "optimizer_rl": {"model_path": str(tmp_path / "opt"), "max_new_tokens": 16, "searches": 2,
+                         "rl": {"lr": 1e-2, "warmup_steps": 0, "num_minibatches": 1}}})
+    opt = make_optimizer(cfg)
+    assert isinstance(opt, FreeFormOptimizerModel)
+    trans = run_searches(cfg, opt, [1, 2], "it1")
+    assert len(trans) == 2 * 2 * cfg.search.max_rounds  # two searches, each spends its 2x-rounds step budget
+    assert all(tr["invalid"] and tr["reward"] == 0.0 for tr in trans)
+    assert all(tr["completion"]["token_ids"] and len(tr["completion"]["logprobs"]) == len(tr["completion"]["token_ids"])
+               for tr in trans)
+    before = {k: v.clone() for k, v in opt.model.state_dict().items()}
+    metrics = opt.update(trans, [1.0 if i % 2 else -1.0 for i in range(len(trans))])
+    assert metrics["skipped"] == 0.0 and any(not torch.equal(before[k], v) for k, v in opt.model.state_dict().items())
+    saved = opt.save(tmp_path / "ckpt")
+    again = make_optimizer(cfg, saved)
+    assert again.trainer.steps == 1 and torch.equal(next(again.model.parameters()), next(opt.model.parameters()))

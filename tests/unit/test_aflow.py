@@ -237,3 +237,21 @@ def test_gigpo_groups_transitions_of_parallel_searches_by_shared_parent():
     assert step[1] == step[3] == 0.0  # parents seen in one search only: no step-level credit
     assert ep[0] == ep[1] > 0 > ep[2] == ep[3]  # s0 (return 0.35) beat s1 (-0.10) on the same benchmark
     assert step[4] == 0.0 and ep[4] == pytest.approx(0.20)  # another benchmark is another group (alone: raw return)
+
+
+def test_a_real_optimizer_model_is_checked_before_any_work(tmp_path):
+    """configs/aflow-train-gpu.yaml validates; without the model folder the run stops before it starts, naming
+    optimizer_rl.model_path; a model_path needs free-form answers (search.optimizer: llm)."""
+    from pathlib import Path
+
+    from aflow_rl.config import check_aflow_runtime, load_aflow_config
+
+    cfg = load_aflow_config(Path(__file__).resolve().parents[2] / "configs" / "aflow-train-gpu.yaml")
+    assert cfg.optimizer_rl.device == "cuda" and cfg.trained_benchmarks() == ["planact", "humaneval"]
+    with pytest.raises(ConfigError, match="optimizer_rl.model_path: .* not an HF model folder"):
+        check_aflow_runtime(cfg)
+    (tmp_path / "config.json").write_text("{}")
+    check_aflow_runtime(cfg.model_copy(update={"optimizer_rl": cfg.optimizer_rl.model_copy(
+        update={"model_path": str(tmp_path)})}))  # no API key asked for: the local model answers
+    with pytest.raises(ConfigError, match="search.optimizer: llm"):
+        validate_aflow_config({"optimizer_rl": {"model_path": str(tmp_path)}})
