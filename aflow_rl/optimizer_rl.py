@@ -74,9 +74,9 @@ class OptimizerModel:
             self.trainer.load_state_dict(torch.load(Path(folder) / "trainer.pt", weights_only=False))
             self.engine.weight_version = self.trainer.steps
 
-    def act(self, observations: list[Observation], seed: int, envs: list[WorkflowEnv] | None = None) -> list[dict]:
-        """One open edit per observation, sampled from the model's distribution over the open edits."""
-        params = SamplingParams(temperature=self.cfg.temperature, n=1, seed=seed)
+    def act(self, observations: list[Observation], seeds: list[int], envs: list[WorkflowEnv] | None = None) -> list[dict]:
+        """One open edit per observation (each drawn with its own seed), from the model's distribution over the open edits."""
+        params = SamplingParams(temperature=self.cfg.temperature, n=1, row_seeds=seeds)
         picks = [c[0] for c in self.engine.choose([(o.text(), o.allowed) for o in observations], params,
                                                   length_normalise=self.cfg.scoring == "mean")]
         return [{"text": c.text, "prompt_ids": c.prompt_ids, "token_ids": c.token_ids, "logprobs": c.logprobs,
@@ -121,15 +121,15 @@ class FreeFormOptimizerModel(OptimizerModel):
             self.trainer.load_state_dict(torch.load(Path(folder) / "trainer.pt", weights_only=False))
             self.engine.weight_version = self.trainer.steps
 
-    def act(self, observations: list[Observation], seed: int, envs: list[WorkflowEnv] | None = None) -> list[dict]:
+    def act(self, observations: list[Observation], seeds: list[int], envs: list[WorkflowEnv] | None = None) -> list[dict]:
         """One sampled answer per observed parent, to AFlow's optimizer request."""
         if envs is None:
             raise ValueError("the free-form optimizer reads each search's workspace: pass envs")
-        requests = [optimizer_request(env.search.ws, o.parent, o.score, random.Random(f"{seed}:{i}"), o.benchmark,
+        requests = [optimizer_request(env.search.ws, o.parent, o.score, random.Random(seed), o.benchmark,
                                       self.search.failure_logs, self.search.max_operator_calls)
-                    for i, (o, env) in enumerate(zip(observations, envs))]
+                    for o, env, seed in zip(observations, envs, seeds)]
         params = SamplingParams(temperature=self.cfg.temperature, max_new_tokens=self.cfg.max_new_tokens, n=1,
-                                seed=seed)
+                                row_seeds=seeds)
         return [{"text": c.text, "prompt_ids": c.prompt_ids, "token_ids": c.token_ids, "logprobs": c.logprobs,
                  "weight_version": c.weight_version} for c in (g[0] for g in self.engine.generate(requests, params))]
 
@@ -155,14 +155,14 @@ class FrozenAPIOptimizer:
                                                          s.max_operator_calls)
         return self._by_benchmark[benchmark]
 
-    def act(self, observations: list[Observation], seed: int, envs: list[WorkflowEnv] | None = None) -> list[dict]:
+    def act(self, observations: list[Observation], seeds: list[int], envs: list[WorkflowEnv] | None = None) -> list[dict]:
         """AFlow's optimizer request for each observed parent, one answer each (validated by the environment)."""
         if envs is None:
             raise ValueError("the API optimizer reads each search's workspace: pass envs")
         out = []
-        for i, (o, env) in enumerate(zip(observations, envs)):
+        for o, env, seed in zip(observations, envs, seeds):
             opt = self._optimizer(o.benchmark)
-            request = opt.build_prompt(env.search.ws, o.parent, o.score, random.Random(f"{seed}:{i}"), None)
+            request = opt.build_prompt(env.search.ws, o.parent, o.score, random.Random(seed), None)
             out.append({"text": opt.ask(request), "prompt_ids": [], "token_ids": [], "logprobs": [],
                         "weight_version": 0})
         return out
@@ -206,7 +206,11 @@ def run_searches(cfg: AFlowConfig, optimizer: OptimizerModel | FrozenAPIOptimize
     t = 0
     while active := [k for k, env in envs.items() if not env.done]:
         t += 1
-        picks = optimizer.act([obs[k] for k in active], seed=_seed(tag, t), envs=[envs[k] for k in active])
+        # One seed per search and step: a search draws the same edits whether it runs alone (one Ray task per
+        # search in the flow) or batched with others (in-process); one seed per batch made the flow's
+        # parallel searches identical draws of each other.
+        picks = optimizer.act([obs[k] for k in active], [_seed(tag, t, b, s) for b, s in active],
+                              envs=[envs[k] for k in active])
         for (b, s), pick in zip(active, picks):
             before = obs[b, s]
             obs[b, s], reward, _done, info = envs[b, s].step(pick["text"])

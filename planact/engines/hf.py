@@ -135,7 +135,8 @@ class HFEngine:
 
         Each candidate is scored by the summed logprob of its tokens (+ EOS) at the sampling temperature,
         computed exactly as the trainer recomputes it (planact.rl.logprobs), and drawn from the softmax
-        of those scores over the set; temperature 0 takes the best. length_normalise=True scores by the
+        of those scores over the set; temperature 0 takes the best; `params.row_seeds` gives each
+        request its own generator. length_normalise=True scores by the
         mean token logprob instead: an untrained model then no longer prefers the candidates with the
         fewest tokens (each token costs ~log(vocab) nats at initialisation). A completion's `logprobs` are the
         chosen candidate's token logprobs (what GRPO's ratio uses); `meta` holds the choice, the set's
@@ -144,10 +145,14 @@ class HFEngine:
         self._calls += 1
         seed = params.seed if params.seed is not None else (self.weight_version * 1_000_003 + self._calls)
         gen = torch.Generator(device="cpu").manual_seed(int(seed))
+        if params.row_seeds is not None and len(params.row_seeds) != len(requests):
+            raise ValueError(f"row_seeds: {len(params.row_seeds)} seeds for {len(requests)} requests")
         temp = params.temperature if params.temperature > 0 else 1.0
         eos = self.tokenizer.eos_token_id
         out = []
-        for prompt, candidates in requests:
+        for i, (prompt, candidates) in enumerate(requests):
+            if params.row_seeds is not None:  # what a request draws does not depend on the others in its batch
+                gen = torch.Generator(device="cpu").manual_seed(int(params.row_seeds[i]) % 2**63)
             if not candidates:
                 out.append([])
                 continue

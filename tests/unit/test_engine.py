@@ -120,3 +120,21 @@ def test_length_normalised_choice_removes_the_fewest_tokens_prior():
     by_mean = engine.choose([("state:", cands)], params, length_normalise=True)[0][0].meta
     p_long = lambda meta: math.exp(meta["set_logprob"]) if meta["choice"] == 1 else 1 - math.exp(meta["set_logprob"])  # noqa: E731
     assert p_long(by_sum) < 1e-6 and 0.2 < p_long(by_mean) < 0.8
+
+
+def test_choice_with_row_seeds_does_not_depend_on_the_batch():
+    """One seed per request: a request draws the same candidate alone or batched with others (the AFlow flow runs
+    each search alone in its own Ray task, the benchmark batches them)."""
+    from planact.config import TinyModelSpec
+    from planact.models import build_tiny_model, build_tokenizer
+
+    tok = build_tokenizer()
+    engine = HFEngine(build_tiny_model(TinyModelSpec(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64),
+                                       len(tok), 0, tok), tok)
+    cands = ["add plan", "votes act 3", "votes act 5", "op act x"]
+    reqs = [(f"state {i}:", cands) for i in range(6)]
+    batched = [g[0].meta["choice"] for g in engine.choose(reqs, SamplingParams(row_seeds=list(range(6))), True)]
+    alone = [engine.choose([r], SamplingParams(row_seeds=[i]), True)[0][0].meta["choice"] for i, r in enumerate(reqs)]
+    assert batched == alone and len(set(batched)) > 1
+    same_seed = [g[0].meta["choice"] for g in engine.choose([reqs[0]] * 6, SamplingParams(row_seeds=[7] * 6), True)]
+    assert len(set(same_seed)) == 1
