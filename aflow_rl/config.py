@@ -84,8 +84,6 @@ class OptimizerRLConfig(_Strict):
         description="The tiny optimizer model (its BPE tokenizer is trained here on rendered observations).")
     rl: RLConfig = Field(default_factory=lambda: RLConfig(lr=1e-3, warmup_steps=0, num_minibatches=1),
                          description="GRPO settings of the optimizer's updates (advantages come from GiGPO).")
-    coder_skill: float = Field(0.3, gt=0.0, le=1.0, description="planact on a code benchmark: probability that the candidate coder's fresh answer is the reference solution (the rest: one of its mutants, uniformly).")
-    coder_mutants: int = Field(8, ge=1, le=64, description="planact on a code benchmark: mutants of the reference in each problem's candidate set.")
     temperature: float = Field(1.0, gt=0.0, le=2.0, description="Sampling temperature over the open edits.")
     scoring: Literal["sum", "mean"] = Field("sum", description="How the tiny optimizer scores each open edit line: 'sum' of its token log-probabilities (an untrained model then picks the line with the fewest tokens almost surely) or their 'mean' (length-neutral: an untrained model picks near-uniformly).")
     gamma: float = Field(0.95, ge=0.0, le=1.0, description="Discount of step returns inside a search.")
