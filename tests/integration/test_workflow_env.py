@@ -82,7 +82,7 @@ def test_aflow_train_flow_resumes_after_sigkill_in_the_same_mlflow_run(prefect_a
     MLflow run, every benchmark's curves logged once per step."""
     args = ["--config", str(REPO / "configs" / "aflow-train.yaml"), "--set", f"root={tmp_path}",
             "--set", f"executor.checkpoint={aflow_executor}", "--set", "optimizer_rl.iterations=3",
-            "--set", "optimizer_rl.searches=2", "--set", "search.max_rounds=3", "--set", "limit=20",
+            "--set", "optimizer_rl.searches=2", "--set", "search.max_rounds=3", "--set", "limit=10",
             "--set", "ray.num_cpus=2", "--set", "code_timeout_s=5"]
     rc, out = run_cli(args, tmp_path / "first.log", module="flows.aflow_train",
                       env=cli_env(PLANACT_FAULT="aflow_train.before_commit:2", PLANACT_FAULT_DIR=str(tmp_path)))
