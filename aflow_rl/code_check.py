@@ -148,8 +148,11 @@ def _json(line: bytes) -> dict:
 # Verdicts of programs whose text the caller vouches is drawn from a fixed, known set (the offline
 # candidate coder's): the same text against the same tests is judged once per process. Timeouts are
 # kept too: a mutant that loops forever would otherwise cost the full timeout in every evaluation.
+# A kept verdict's detail is cut to _MEMO_DETAIL characters: a protocol line may hold 4 MB, and 8192 of
+# those (a workflow returning crafted programs that fail loudly) must not fill memory.
 _MEMO: OrderedDict[str, Verdict] = OrderedDict()
 _MEMO_SIZE = 8192
+_MEMO_DETAIL = 2000
 _MEMO_LOCK = threading.Lock()
 
 
@@ -168,7 +171,7 @@ def check_solution(code: str, test: str, entry_point: str, prompt: str = "",
             return _MEMO[key]
     verdict = _check(code, test, entry_point, prompt, limits)
     with _MEMO_LOCK:
-        _MEMO[key] = verdict
+        _MEMO[key] = Verdict(verdict.status, verdict.detail[:_MEMO_DETAIL], verdict.value)
         while len(_MEMO) > _MEMO_SIZE:
             _MEMO.popitem(last=False)
     return verdict

@@ -138,7 +138,7 @@ class LLM:
     @property
     def answers_from_known_programs(self) -> bool:
         """True for the offline candidate coder: its programs come from a fixed set, so their test verdicts are memoised."""
-        return getattr(self.backend, "answers_from_known_programs", False)
+        return self.backend.answers_from_known_programs
 
     async def __call__(self, prompt: str, temperature: float | None = None) -> str:
         temp = self.temperature if temperature is None else temperature

@@ -68,9 +68,13 @@ class OptimizerModel:
             self.model = build_tiny_model(cfg.tiny, len(tok), seed, tok)
         else:
             self.model, tok = load_model(folder)
+        self._attach(tok, folder)
+
+    def _attach(self, tok, folder: str | Path | None) -> None:
+        """Engine and trainer over self.model; a checkpoint folder's trainer state (AdamW moments, schedule) too."""
         self.engine = HFEngine(self.model, tok, name="aflow-optimizer")
-        self.trainer = RoleTrainer(self.model, tok.pad_token_id, cfg.rl, cfg.temperature)
-        if folder is not None and (Path(folder) / "trainer.pt").is_file():  # AdamW moments and schedule
+        self.trainer = RoleTrainer(self.model, tok.pad_token_id, self.cfg.rl, self.cfg.temperature)
+        if folder is not None and (Path(folder) / "trainer.pt").is_file():
             self.trainer.load_state_dict(torch.load(Path(folder) / "trainer.pt", weights_only=False))
             self.engine.weight_version = self.trainer.steps
 
@@ -115,11 +119,7 @@ class FreeFormOptimizerModel(OptimizerModel):
         rl = cfg.optimizer_rl
         self.cfg, self.search = rl, cfg.search
         self.model, tok = load_model(folder or rl.model_path, rl.device)
-        self.engine = HFEngine(self.model, tok, name="aflow-optimizer")
-        self.trainer = RoleTrainer(self.model, tok.pad_token_id, rl.rl, rl.temperature)
-        if folder is not None and (Path(folder) / "trainer.pt").is_file():
-            self.trainer.load_state_dict(torch.load(Path(folder) / "trainer.pt", weights_only=False))
-            self.engine.weight_version = self.trainer.steps
+        self._attach(tok, folder)
 
     def act(self, observations: list[Observation], seeds: list[int], envs: list[WorkflowEnv] | None = None) -> list[dict]:
         """One sampled answer per observed parent, to AFlow's optimizer request."""

@@ -58,3 +58,26 @@ def test_programmer_calls_return_plain_values_and_report_errors():
     assert r.ok and r.value == 42
     r = call_function("print('noise')\nraise ValueError('bad')", "solve", limits=Limits(timeout_s=3))
     assert r.status == "error" and "ValueError: bad" in r.detail
+
+
+def test_the_verdict_memo_is_opt_in_and_keeps_no_huge_failure_text():
+    """The per-process verdict memo (used only for the offline candidate coder's known programs): without memo=True
+    the same program is judged again every time; with it, a program that fails with a 1 MB message is kept with
+    its detail cut, so crafted loud failures cannot fill memory, and a repeat costs no sandbox run."""
+    import aflow_rl.code_check as cc
+
+    p = load_problems("humaneval")[0]
+    loud = f"def {p['entry_point']}(*args):\n    raise ValueError('x' * 1_000_000)\n"
+    calls = []
+    real = cc._check
+    cc._check = lambda *a: calls.append(1) or real(*a)
+    try:
+        for _ in range(2):
+            assert not cc.check_solution(loud, p["test"], p["entry_point"], limits=Limits(timeout_s=10)).ok
+        assert len(calls) == 2  # not memoised by default: model-written code from API executors is judged each time
+        first = cc.check_solution(loud, p["test"], p["entry_point"], limits=Limits(timeout_s=10), memo=True)
+        again = cc.check_solution(loud, p["test"], p["entry_point"], limits=Limits(timeout_s=10), memo=True)
+        assert len(calls) == 3 and not first.ok and again.status == first.status  # the repeat came from the memo
+        assert len(again.detail) <= cc._MEMO_DETAIL
+    finally:
+        cc._check = real
