@@ -97,5 +97,9 @@ def prune_checkpoints(run_dir: str | Path, keep: list[Path], roles: list[str]) -
             continue
         for role in roles:
             shutil.rmtree(p / role, ignore_errors=True)
-        if p.is_dir() and not any(p.iterdir()):
+        # The other job may prune or fill the same round folder at this moment: rmdir only an empty
+        # folder and treat "already gone" or "just filled" as done, never as a failed round.
+        try:
             p.rmdir()
+        except OSError:  # ENOENT or ENOTEMPTY
+            pass

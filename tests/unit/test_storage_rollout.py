@@ -57,3 +57,41 @@ def test_a_batch_is_visible_whole_or_not_at_all(tmp_path):
     assert sorted(it["id"] for it in reader.query()) == ["a1", "a2"]  # none of b1..b3 (b1 used to show up)
     reader.append([{"id": "c1", "run": "r"}])  # the torn tail is cut off, not glued to the new batch
     assert sorted(it["id"] for it in ExperienceStore(tmp_path).query()) == ["a1", "a2", "c1"]
+
+
+def test_two_jobs_pruning_the_same_round_folder_at_once_never_fail(tmp_path):
+    """Two-job mode: planner and actor jobs prune round folders concurrently; neither may crash."""
+    import threading
+
+    from planact.storage import checkpoint_dir, prune_checkpoints
+
+    for trial in range(200):
+        run = tmp_path / f"r{trial}"
+        for role in ("planner", "actor"):
+            for r in (1, 2):
+                (checkpoint_dir(run, r) / role).mkdir(parents=True)
+        keep = [checkpoint_dir(run, 2)]
+        errors: list[BaseException] = []
+
+        def prune(role: str) -> None:
+            try:
+                prune_checkpoints(run, keep, [role])
+            except BaseException as e:  # noqa: BLE001 - the test reports any failure
+                errors.append(e)
+
+        threads = [threading.Thread(target=prune, args=(role,)) for role in ("planner", "actor")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        assert not checkpoint_dir(run, 1).exists() and (checkpoint_dir(run, 2) / "actor").is_dir()
+
+
+def test_pruning_one_role_leaves_the_other_jobs_checkpoint(tmp_path):
+    from planact.storage import checkpoint_dir, prune_checkpoints
+
+    for role in ("planner", "actor"):
+        (checkpoint_dir(tmp_path, 1) / role).mkdir(parents=True)
+    prune_checkpoints(tmp_path, [checkpoint_dir(tmp_path, 2)], ["planner"])
+    assert (checkpoint_dir(tmp_path, 1) / "actor").is_dir() and not (checkpoint_dir(tmp_path, 1) / "planner").exists()
