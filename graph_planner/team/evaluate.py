@@ -90,7 +90,9 @@ def evaluate_team(env, planner, actor) -> dict[str, float]:
                 out[f"{split}/{name}/solve_at_{b}"] = rate
         out[f"{split}/team/localised"] = sum(targets[i] == env.ctx[i].target for i in ids) / len(ids)
         out[f"{split}/tasks"] = float(len(ids))
-    # Evaluation Submits run FAIL_TO_PASS + PASS_TO_PASS (training runs only FAIL_TO_PASS): counted apart.
+    # Evaluation Submits run FAIL_TO_PASS + PASS_TO_PASS (training runs only FAIL_TO_PASS): counted apart,
+    # and of those the whole-suite runs (edits whose FAIL_TO_PASS tests passed on their own).
     out["sandbox/eval_test_runs"] = float(env.sandbox.stats["test_runs"] - before["test_runs"])
+    out["sandbox/eval_full_runs"] = float(env.sandbox.stats["full_runs"] - before["full_runs"])
     out["sandbox/eval_cache_hits"] = float(env.sandbox.stats["cache_hits"] - before["cache_hits"])
     return out

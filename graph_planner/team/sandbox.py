@@ -1,7 +1,10 @@
 """Run candidate patches against the packages' own tests in parallel PlannerEnv slots, results cached.
 
 Training runs the task's FAIL_TO_PASS tests (a Repair with apply); evaluation Submits, which runs
-FAIL_TO_PASS + PASS_TO_PASS. Every run starts from a clean checkout (PlannerEnv's rule), patches pass
+FAIL_TO_PASS + PASS_TO_PASS, but only for an edit whose FAIL_TO_PASS tests pass on their own: an edit
+that leaves one of them failing cannot resolve the task, so its whole-suite run (2-8 s a package here,
+against ~1 s for the failing tests' modules) would only confirm a 0. The corpus validated every task's
+FAIL_TO_PASS with the same isolated runs, so the verdict is the Submit's. Every run starts from a clean checkout (PlannerEnv's rule), patches pass
 the env's screen, and outcomes are cached by (task, patched files, tests) in a file shared by every
 run over the same corpus, so a repeated patch costs one run ever.
 """
@@ -49,13 +52,13 @@ class Sandbox:
                  telemetry_dir: str | Path | None = None):
         self.workers = workers
         self.cache = ResultCache(cache_path)
-        self.limits = EnvLimits(steps=4, test_runs=1, test_timeout_s=test_timeout_s)
+        self.limits = EnvLimits(steps=4, test_runs=2, test_timeout_s=test_timeout_s)
         self.telemetry_dir = Path(telemetry_dir) if telemetry_dir else None
         self._local = threading.local()
         self._envs: list[PlannerEnv] = []
         self._lock = threading.Lock()
         self._work = threading.RLock()
-        self.stats = {"test_runs": 0, "cache_hits": 0, "refused": 0, "seconds": 0.0}
+        self.stats = {"test_runs": 0, "full_runs": 0, "cache_hits": 0, "refused": 0, "seconds": 0.0}
 
     def _env(self) -> PlannerEnv:
         env = getattr(self._local, "env", None)
@@ -70,13 +73,17 @@ class Sandbox:
         return env
 
     def judge(self, task: RepairTask, edit: dict, mode: str) -> dict:
-        """One edit on one task: {'resolved': bool, 'cached': bool, 'refused': bool} ('train' or 'eval' mode)."""
+        """One edit on one task ('train' or 'eval' mode).
+
+        Returns {'resolved', 'refused', 'cached' (no test ran), 'runs' (test runs made), 'full' (whole-suite
+        runs made)}."""
         env = self._env()
         t0 = time.perf_counter()
         with self._work:
             result = self._judge(env, task, edit, mode)
         with self._lock:
-            self.stats["test_runs"] += int(not result["refused"] and not result["cached"])
+            self.stats["test_runs"] += result["runs"]
+            self.stats["full_runs"] += result["full"]
             self.stats["cache_hits"] += int(result["cached"])
             self.stats["refused"] += int(result["refused"])
             self.stats["seconds"] += time.perf_counter() - t0
@@ -85,15 +92,19 @@ class Sandbox:
     @staticmethod
     def _judge(env: PlannerEnv, task: RepairTask, edit: dict, mode: str) -> dict:
         env.reset(task)
-        obs, *_ = env.step({"type": "repair", "apply": mode == "train", "edits": [edit]})
+        obs, *_ = env.step({"type": "repair", "apply": True, "edits": [edit]})
         if not obs.get("applied"):
-            return {"resolved": False, "cached": False, "refused": True, "error": obs.get("error", "")[:200]}
-        if mode == "train":
-            tests = obs.get("tests") or {}
-            return {"resolved": tests.get("status") == "ok" and not tests.get("failed"),
-                    "cached": bool(tests.get("cached")), "refused": False}
+            return {"resolved": False, "cached": False, "refused": True, "runs": 0, "full": 0,
+                    "error": obs.get("error", "")[:200]}
+        tests = obs.get("tests") or {}
+        f2p_ok = tests.get("status") == "ok" and not tests.get("failed")
+        runs = int(not tests.get("cached"))
+        if mode == "train" or not f2p_ok:
+            return {"resolved": f2p_ok, "cached": runs == 0, "refused": False, "runs": runs, "full": 0}
         obs, *_ = env.step({"type": "submit"})
-        return {"resolved": bool(obs.get("resolved")), "cached": bool(obs["tests"].get("cached")), "refused": False}
+        full = int(not obs["tests"].get("cached"))
+        return {"resolved": bool(obs.get("resolved")), "cached": runs + full == 0, "refused": False,
+                "runs": runs + full, "full": full}
 
     def judge_many(self, jobs: list[tuple[RepairTask, dict]], mode: str) -> list[dict]:
         """Judge (task, edit) pairs in parallel slots; identical pairs are judged once."""

@@ -93,3 +93,30 @@ def test_screen_refuses_a_patch_that_could_forge_the_verdict(corpus, env):
     sneaky = head.replace("return x", "return ().__class__.__base__")
     obs, _, _, _ = env.step({"type": "repair", "edits": [{"file": "minilib/core.py", "old": head, "new": sneaky}]})
     assert not obs["applied"] and "__class__" in obs["error"]
+
+
+def test_evaluation_runs_the_whole_suite_only_for_edits_whose_failing_tests_pass(corpus, tmp_path):
+    """Sandbox's eval verdicts equal a plain Submit's, and a wrong edit costs no whole-suite run."""
+    from graph_planner.team.sandbox import Sandbox
+
+    box = Sandbox(workers=1, cache_path=tmp_path / "cache.jsonl", test_timeout_s=20)
+    try:
+        judged = 0
+        for task in load_tasks(corpus, split="heldout"):
+            minus = [x[1:] for x in task.gold_patch.splitlines() if x.startswith("-") and not x.startswith("---")]
+            plus = [x[1:] for x in task.gold_patch.splitlines() if x.startswith("+") and not x.startswith("+++")]
+            if len(minus) != 1 or len(plus) != 1:
+                continue
+            gold = {"file": task.meta["file"], "old": minus[0], "new": plus[0]}
+            wrong = {"file": task.meta["file"], "old": minus[0], "new": minus[0] + "  # unchanged"}
+            before = dict(box.stats)
+            assert box.judge(task, gold, "eval") == {"resolved": True, "cached": False, "refused": False,
+                                                     "runs": 2, "full": 1}
+            w = box.judge(task, wrong, "eval")
+            assert not w["resolved"] and w["full"] == 0 and w["runs"] == 1
+            assert box.stats["full_runs"] - before["full_runs"] == 1
+            assert box.judge(task, gold, "eval")["cached"]  # both of its runs are remembered
+            judged += 1
+        assert judged >= 3
+    finally:
+        box.close()

@@ -52,6 +52,10 @@ def test_repair_rounds_train_both_roles_log_per_round_and_resume_in_the_same_mlf
                 "actor/loss", "actor/malformed"):
         assert [x.step for x in client.get_metric_history(run_id, key)] == [1, 2], key
     assert 1.0 <= metrics["planner/steps_per_episode"] <= 2.0  # one read turn, then the Repair plan
+    # evaluation runs the whole suite only for edits whose FAIL_TO_PASS tests passed on their own
+    # (the first evaluation, at the warm start: every outcome is cold there)
+    full, runs = (client.get_metric_history(run_id, f"heldout/sandbox/eval_{k}_runs")[0].value for k in ("full", "test"))
+    assert 0 < full < runs
     # held-out evaluation: the team and both baselines at budgets 1 and 2, on both splits
     for split in ("unseen_functions", "unseen_packages"):
         for system in ("team", "rule", "random"):
