@@ -168,25 +168,33 @@ def build_package(spec: PackageSpec, cfg: CorpusConfig, out: Path, cache: Path =
     check = Suite(suite.source_root, suite.pythonpath, suite.pytest_args, min(cfg.timeout_s, max(10.0, 4 * base.seconds)))
     cands = candidates(src, base, cfg)
     workers = cfg.workers or os.cpu_count() or 1
-    with ThreadPoolExecutor(workers) as pool:
-        verdicts = list(pool.map(lambda m: validate_mutant(src, m, base, check), cands))
     repo = out / "repos" / f"{spec.key}.git"
     clean = init_repo(src, repo)
     tasks, seen, dropped = [], set(), Counter()
     originals: dict[str, str] = {}
-    for m, v in zip(cands, verdicts):
-        reason = v.reason
-        if v.kept and (m.function, tuple(v.fail_to_pass)) in seen:
-            reason = "same failing tests as a kept mutant of the function"
-        elif v.kept and len(tasks) >= cfg.max_kept:
-            reason = "max_kept reached"
-        if reason:
-            dropped[reason] += 1
-            continue
-        seen.add((m.function, tuple(v.fail_to_pass)))
-        original = originals.setdefault(m.file, (src / m.file).read_text())
-        tasks.append(task_record(spec, m, v, original, out, repo, clean, suite))
-    report.update(functions_covered=sum(len(v) for v in base.covered_functions().values()), tried=len(cands),
+    tried = 0
+    with ThreadPoolExecutor(workers) as pool:
+        # Kept tasks are the first max_kept valid mutants in candidate order, so validating in order, a
+        # few at a time, and stopping once max_kept are kept builds the same tasks without the test runs
+        # of mutants that could only be dropped ("max_kept reached": a quarter of the tries of a big package).
+        for start in range(0, len(cands), 2 * workers):
+            if len(tasks) >= cfg.max_kept:
+                break
+            chunk = cands[start:start + 2 * workers]
+            for m, v in zip(chunk, pool.map(lambda m: validate_mutant(src, m, base, check), chunk)):
+                tried += 1
+                reason = v.reason
+                if v.kept and (m.function, tuple(v.fail_to_pass)) in seen:
+                    reason = "same failing tests as a kept mutant of the function"
+                elif v.kept and len(tasks) >= cfg.max_kept:
+                    reason = "max_kept reached"
+                if reason:
+                    dropped[reason] += 1
+                    continue
+                seen.add((m.function, tuple(v.fail_to_pass)))
+                original = originals.setdefault(m.file, (src / m.file).read_text())
+                tasks.append(task_record(spec, m, v, original, out, repo, clean, suite))
+    report.update(functions_covered=sum(len(v) for v in base.covered_functions().values()), tried=tried,
                   kept=len(tasks), dropped=dict(dropped), kinds=dict(Counter(t["mutation"] for t in tasks)),
                   build_s=round(time.monotonic() - t0, 1))
     log(f"{spec.key}: tried {len(cands)}, kept {len(tasks)}, dropped {dict(dropped)} in {report['build_s']} s")

@@ -120,3 +120,20 @@ def test_evaluation_runs_the_whole_suite_only_for_edits_whose_failing_tests_pass
         assert judged >= 3
     finally:
         box.close()
+
+
+def test_a_capped_build_stops_early_and_keeps_the_same_first_tasks(corpus, tmp_path):
+    """max_kept stops validation once reached; the kept tasks are the uncapped build's first ones."""
+    from graph_planner.corpus.build import build_corpus
+    from graph_planner.corpus.spec import CorpusConfig, PackageSpec
+
+    from .repair_fixture import write_package
+
+    full = [t.instance_id for t in load_tasks(corpus, split="heldout")]
+    spec = PackageSpec(name="minilib", version="0.1", source=str(write_package(tmp_path)), split="heldout")
+    capped = CorpusConfig(packages=[spec], per_function=3, max_tried=14, max_kept=3, timeout_s=30)
+    build_corpus(capped, tmp_path / "capped", log=lambda _: None)
+    report = json.loads((tmp_path / "capped" / "report.json").read_text())["packages"][0]
+    assert [t.instance_id for t in load_tasks(tmp_path / "capped", split="heldout")] == full[:3]
+    assert report["tried"] < json.loads((corpus / "report.json").read_text())["packages"][0]["tried"]
+    assert report["tried"] == report["kept"] + sum(report["dropped"].values())
