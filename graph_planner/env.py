@@ -126,6 +126,33 @@ class EpisodeStats:
     done_reason: str = ""
 
 
+def run_patch(runtime, cache: ResultCache, task: RepairTask, patch: dict[str, str], tests: list[str], mode: str,
+              timeout_s: float) -> dict:
+    """`tests` on a clean checkout of the task's base commit plus `patch` (path -> text), cached by
+    (task, patch, tests): a cached outcome carries 'cached': True."""
+    key = ResultCache.key(task.instance_id, patch, tests)
+    cached = cache.get(key)
+    if cached is not None:
+        return {**cached, "cached": True}
+    work = runtime.reset(task)  # a clean checkout: nothing a previous run wrote survives
+    for path, text in patch.items():
+        (work / path).write_text(text)
+    suite = task.suite
+    run = runtime.run_tests(tests, replace(suite, timeout_s=min(suite.timeout_s, timeout_s)))
+    wanted = set(tests)
+    failed = sorted(t for t in wanted if run.outcomes.get(t) != "passed")
+    result = {"mode": mode, "status": run.status, "rc": run.rc, "seconds": round(run.seconds, 2),
+              "passed": len(wanted) - len(failed), "failed": failed[:20], "n_failed": len(failed),
+              "tail": run.tail[-1500:]}
+    cache.put(key, result)
+    return result
+
+
+def passed(result: dict) -> bool:
+    """Every wanted test of a run passed."""
+    return result.get("status") == "ok" and not result.get("failed")
+
+
 class PlannerEnv:
     """The code-repair environment over one runtime slot."""
 
@@ -268,7 +295,7 @@ class PlannerEnv:
 
     def _submit(self) -> dict:
         result = self._run(self.task.fail_to_pass + self.task.pass_to_pass, "submit")
-        self.stats.resolved = result["status"] == "ok" and not result["failed"]
+        self.stats.resolved = passed(result)
         return {"resolved": self.stats.resolved, "tests": result}
 
     def diff(self) -> str:
@@ -276,23 +303,11 @@ class PlannerEnv:
         return "".join(unified_diff(p, self._read_base(p), t) for p, t in sorted(self.patch.items()))
 
     def _run(self, tests: list[str], mode: str) -> dict:
-        key = ResultCache.key(self.task.instance_id, self.patch, tests)
-        cached = self.cache.get(key)
-        if cached is not None:
+        result = run_patch(self.runtime, self.cache, self.task, self.patch, tests, mode, self.limits.test_timeout_s)
+        if result.get("cached"):
             self.stats.cache_hits += 1
-            return {**cached, "cached": True}
-        self.stats.test_runs += 1
-        work = self.runtime.reset(self.task)  # a clean checkout: nothing a previous run wrote survives
-        for path, text in self.patch.items():
-            (work / path).write_text(text)
-        suite = self.task.suite
-        run = self.runtime.run_tests(tests, replace(suite, timeout_s=min(suite.timeout_s, self.limits.test_timeout_s)))
-        wanted = set(tests)
-        failed = sorted(t for t in wanted if run.outcomes.get(t) != "passed")
-        result = {"mode": mode, "status": run.status, "rc": run.rc, "seconds": round(run.seconds, 2),
-                  "passed": len(wanted) - len(failed), "failed": failed[:20], "n_failed": len(failed),
-                  "tail": run.tail[-1500:]}
-        self.cache.put(key, result)
+        else:
+            self.stats.test_runs += 1
         return result
 
     # --- telemetry ---
