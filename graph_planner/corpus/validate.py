@@ -110,7 +110,10 @@ def run_in_place(workdir: str | Path, tests: list[str] | None = None, suite: Sui
     argv += list(tests or [])
     limits = sandbox.Limits(timeout_s=suite.timeout_s, memory_mb=suite.memory_mb, processes=64,
                             open_files=256, output_bytes=32 * 1024, file_mb=64)
-    done = sandbox.run(argv, workdir=workdir, limits=limits, env={"PYTHONPATH": ":".join(pythonpath)},
+    # Only the plugins named here: the entry-point plugins installed beside planact (xdist, anyio,
+    # hypothesis, timeout, ...) cost ~0.8 s of every ~1.1 s run's startup and no corpus suite uses them.
+    env = {"PYTHONPATH": ":".join(pythonpath), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    done = sandbox.run(argv, workdir=workdir, limits=limits, env=env,
                        read_only=[p for p in pythonpath[1:] if Path(p).exists()])
     report = workdir / REPORT
     try:

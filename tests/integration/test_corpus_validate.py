@@ -86,3 +86,16 @@ def test_a_hanging_test_run_is_a_timeout_not_a_task(repo):
     hang = "def clamp(x, lo, hi):\n    while True:\n        pass\n"
     run = run_tests(repo, suite=Suite(timeout_s=3), overrides={"mini/core.py": hang})
     assert run.status == "timeout" and run.seconds < 8
+
+
+def test_a_packages_suite_runs_without_the_pytest_plugins_installed_beside_planact(tmp_path):
+    """Verdicts must not depend on what else is installed (a reordering or timeout plugin would change them)."""
+    repo = write_files(tmp_path / "plugins", {
+        "tests/test_isolated.py": '''
+            def test_only_pytests_own_plugins(pytestconfig):
+                for name in ("xdist", "anyio", "timeout", "hypothesispytest"):
+                    assert not pytestconfig.pluginmanager.has_plugin(name), name
+            ''',
+    })
+    run = run_tests(repo, suite=Suite(".", (), (), 30.0))
+    assert run.outcomes == {"tests/test_isolated.py::test_only_pytests_own_plugins": "passed"}, run.tail[-1500:]
