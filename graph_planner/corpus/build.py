@@ -197,7 +197,7 @@ def build_package(spec: PackageSpec, cfg: CorpusConfig, out: Path, cache: Path =
     report.update(functions_covered=sum(len(v) for v in base.covered_functions().values()), tried=tried,
                   kept=len(tasks), dropped=dict(dropped), kinds=dict(Counter(t["mutation"] for t in tasks)),
                   build_s=round(time.monotonic() - t0, 1))
-    log(f"{spec.key}: tried {len(cands)}, kept {len(tasks)}, dropped {dict(dropped)} in {report['build_s']} s")
+    log(f"{spec.key}: tried {tried}, kept {len(tasks)}, dropped {dict(dropped)} in {report['build_s']} s")
     write_jsonl(tasks_path, tasks)
     report_path.parent.mkdir(parents=True, exist_ok=True)
     report_path.write_text(json.dumps(report, indent=1))
