@@ -137,3 +137,28 @@ def test_a_capped_build_stops_early_and_keeps_the_same_first_tasks(corpus, tmp_p
     assert [t.instance_id for t in load_tasks(tmp_path / "capped", split="heldout")] == full[:3]
     assert report["tried"] < json.loads((corpus / "report.json").read_text())["packages"][0]["tried"]
     assert report["tried"] == report["kept"] + sum(report["dropped"].values())
+
+
+def test_the_team_sandbox_refuses_edits_that_forge_or_escape_before_any_test_runs(corpus, tmp_path):
+    """The RL reward's sandbox keeps PlannerEnv's rules: tests, other files and screened names never run."""
+    from graph_planner.team.sandbox import Sandbox
+
+    task = load_tasks(corpus, split="heldout")[0]
+    test_file = task.fail_to_pass[0].split("::")[0]
+    attacks = [
+        {"file": test_file, "old": "assert", "new": "assert True or"},          # edit the judge
+        {"file": "../outside.py", "old": "x", "new": "y"},                     # escape the copy
+        {"file": "minilib/missing.py", "old": "x", "new": "y"},                # plant a new file
+        {"file": task.meta["file"], "old": "def clamp(x, lo, hi):",          # forge from inside the process
+         "new": "def clamp(x, lo, hi):\n    import os; os._exit(0)"},
+    ]
+    box = Sandbox(workers=1, cache_path=tmp_path / "cache.jsonl", test_timeout_s=20)
+    try:
+        why = ["is a test file", "only paths inside the repository", "not a Python file", "patch refused"]
+        for edit, reason in zip(attacks, why):
+            for mode in ("train", "eval"):
+                v = box.judge(task, edit, mode)
+                assert v["refused"] and not v["resolved"] and v["runs"] == 0 and reason in v["error"], (edit, v)
+        assert box.stats["test_runs"] == 0 and box.stats["refused"] == 2 * len(attacks)
+    finally:
+        box.close()
