@@ -20,7 +20,7 @@ class EpisodeConfig(_Strict):
 
     steps: int = Field(24, ge=1, description="Actions per episode (malformed ones count).")
     test_runs: int = Field(6, ge=0, description="Test runs Repair may start before Submit (Submit's run is always allowed).")
-    test_timeout_s: float = Field(30.0, gt=0, description="Wall-clock limit of one test run.")
+    test_timeout_s: float = Field(30.0, gt=0, description="CPU-seconds limit of one test run (wall-clock backstop 4x: verdicts do not depend on machine load).")
     episode_s: float = Field(600.0, gt=0, description="Wall-clock limit of one episode.")
     screen_patches: bool = Field(True, description="Refuse patches that add imports or process/introspection names.")
 

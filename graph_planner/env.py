@@ -20,13 +20,14 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from graph_planner.actions import ActionError, Explore, Memory, Repair, Submit, parse_action
 from graph_planner.graph import Budget, GraphSearch, RepoGraph, WorkingMemory
 from graph_planner.corpus.fetch import git
 from graph_planner.corpus.mutate import unified_diff
+from graph_planner.corpus.validate import load_proof
 from graph_planner.patching import PatchError, apply_diff, apply_edits, screen
 from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import RepairTask
@@ -47,7 +48,8 @@ class EnvLimits:
     memory: Budget = field(default_factory=Budget)
     """Working-memory budget."""
     test_timeout_s: float = 30.0
-    """Wall-clock limit of one test run (capped by the task's own limit); a hanging patch costs this."""
+    """CPU-seconds limit of one test run (capped by the task's own limit; the wall-clock backstop is 4x, so a
+    verdict does not depend on machine load); a patch that loops forever costs this much CPU."""
     read_chars: int = 4000
     """Characters of source a `read` returns per node."""
     screen_patches: bool = True
@@ -132,18 +134,20 @@ def run_patch(runtime, cache: ResultCache, task: RepairTask, patch: dict[str, st
     (task, patch, tests): a cached outcome carries 'cached': True."""
     key = ResultCache.key(task.instance_id, patch, tests)
     cached = cache.get(key)
-    if cached is not None:
+    # A timeout cached before runs were judged by CPU time (no "cpu_s") may only have been a loaded
+    # machine: judge it again rather than keep a reward of 0 that the patch may not deserve.
+    if cached is not None and not (cached.get("status") == "timeout" and "cpu_s" not in cached):
         return {**cached, "cached": True}
     work = runtime.reset(task)  # a clean checkout: nothing a previous run wrote survives
     for path, text in patch.items():
         (work / path).write_text(text)
-    suite = task.suite
-    run = runtime.run_tests(tests, replace(suite, timeout_s=min(suite.timeout_s, timeout_s)))
+    limit = min(task.suite.timeout_s, timeout_s)
+    run = runtime.run_tests(tests, load_proof(task.suite, limit))
     wanted = set(tests)
     failed = sorted(t for t in wanted if run.outcomes.get(t) != "passed")
     result = {"mode": mode, "status": run.status, "rc": run.rc, "seconds": round(run.seconds, 2),
               "passed": len(wanted) - len(failed), "failed": failed[:20], "n_failed": len(failed),
-              "tail": run.tail[-1500:]}
+              "tail": run.tail[-1500:], "cpu_s": limit}
     cache.put(key, result)
     return result
 

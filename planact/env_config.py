@@ -31,7 +31,7 @@ class RepairEnvConfig(_Strict):
     gigpo_step_weight: float = Field(1.0, ge=0.0, description="GiGPO weight of the step-level (anchor-state) advantage of the planner's turns.")
     gigpo_gamma: float = Field(0.95, gt=0.0, le=1.0, description="Discount of the planner's turn returns.")
     workers: int = Field(2, ge=1, le=32, description="Sandbox slots that run tests in parallel when scoring a round.")
-    test_timeout_s: float = Field(30.0, gt=0.0, description="Wall-clock limit of one test run.")
+    test_timeout_s: float = Field(30.0, gt=0.0, description="CPU-seconds limit of one test run (wall-clock backstop 4x: verdicts do not depend on machine load).")
     eval_unseen_functions: int = Field(60, ge=1, description="Held-out tasks from unseen functions of the training packages per evaluation (at most; below the split's size they are taken in turn from each package).")
     eval_unseen_packages: int = Field(60, ge=1, description="Held-out tasks from packages never trained on per evaluation (at most; below the split's size they are taken in turn from each package).")
     eval_budget: int = Field(2, ge=1, le=8, description="Submits per task at evaluation; solve rates are reported at every budget up to it.")

@@ -27,6 +27,7 @@ The audit hooks some callers add inside the child are a second line, never the b
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import random
 import resource
@@ -56,6 +57,10 @@ class Limits:
 
     timeout_s: float = 15.0
     """Wall-clock limit; the whole process tree is killed when it passes."""
+    cpu_s: float | None = None
+    """CPU-seconds limit per process (RLIMIT_CPU; SIGXCPU, reported as "timeout"); None = timeout_s + 2.
+    A verdict that must not depend on how loaded the machine is sets this to the real budget and
+    timeout_s to a wider backstop for programs that hang without computing."""
     memory_mb: int = 512
     """Address-space limit per process (RLIMIT_AS): a larger allocation raises MemoryError."""
     file_mb: int = 16
@@ -75,7 +80,7 @@ class Completed:
     """What a sandboxed run did: exit code (None if killed), status, bounded output, seconds."""
 
     status: str
-    """ok (exit 0) | error (non-zero exit) | timeout | memory | killed (by a signal)."""
+    """ok (exit 0) | error (non-zero exit) | timeout (wall-clock or CPU limit) | memory | killed (by a signal)."""
     returncode: int | None
     stdout: str = ""
     stderr: str = ""
@@ -155,7 +160,7 @@ def _set_limits(limits: Limits, root: bool, new_netns: bool) -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.unshare(0x40000000)  # CLONE_NEWNET: only a down loopback device remains
     mem = limits.memory_mb << 20
-    cpu = int(limits.timeout_s) + 2
+    cpu = int(limits.timeout_s) + 2 if limits.cpu_s is None else max(1, math.ceil(limits.cpu_s))
     resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_mb << 20, limits.file_mb << 20))
@@ -336,6 +341,8 @@ def _completed(box: Sandbox, timed_out: bool, out: Drain, err: Drain) -> Complet
         status = "ok"
     elif rc is not None and rc < 0:
         status = "timeout" if rc == -signal.SIGXCPU else "killed"
+    elif rc == 128 + signal.SIGXCPU and box.backend == "bwrap":
+        status = "timeout"  # bwrap exits 128 + the signal that ended its program: the CPU limit
     else:
         status = "error"
     return Completed(status, None if timed_out else rc, out.text(), stderr,

@@ -27,7 +27,8 @@ from typing import Callable
 from graph_planner.corpus.fetch import DEFAULT_CACHE, commit_change, fetch_sdist, init_repo, sha256, unpack
 from graph_planner.corpus.mutate import TOKEN_LEVEL, Mutant, mutants
 from graph_planner.corpus.spec import CorpusConfig, PackageSpec
-from graph_planner.corpus.validate import Baseline, Suite, Verdict, baseline, problem_statement, validate_mutant
+from graph_planner.corpus.validate import (Baseline, Suite, Verdict, baseline, load_proof, problem_statement,
+                                           validate_mutant)
 from graph_planner.graph.build import SKIP_DIRS, is_test_file
 
 
@@ -165,7 +166,7 @@ def build_package(spec: PackageSpec, cfg: CorpusConfig, out: Path, cache: Path =
         f"suite {base.seconds:.1f} s")
     # a mutant runs only the tests that call its function: a clean run's time x4 (at least 10 s) tells a
     # hang (a mutated loop condition) from work long before the suite-wide limit would
-    check = Suite(suite.source_root, suite.pythonpath, suite.pytest_args, min(cfg.timeout_s, max(10.0, 4 * base.seconds)))
+    check = load_proof(suite, min(cfg.timeout_s, max(10.0, 4 * base.seconds)))
     cands = candidates(src, base, cfg)
     workers = cfg.workers or os.cpu_count() or 1
     repo = out / "repos" / f"{spec.key}.git"

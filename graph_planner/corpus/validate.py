@@ -21,7 +21,7 @@ import shutil
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from graph_planner.corpus.mutate import Mutant
@@ -46,8 +46,23 @@ class Suite:
     that need packages the sandbox does not have)."""
     timeout_s: float = 120.0
     """Wall-clock limit of one whole test run (SWE-smith uses 120 s)."""
+    cpu_s: float | None = None
+    """CPU-seconds limit of the test process; None = the wall-clock limit alone decides (see load_proof)."""
     memory_mb: int = 2048
     """Address-space limit per process."""
+
+
+# Wall-clock backstop of a CPU-limited run, in multiples of its CPU limit: wide enough that a run slowed
+# down by everything else on a loaded 2-core machine (three benchmark processes, two test slots each)
+# still finishes, while a run that computes forever is stopped by its CPU limit alone.
+WALL_BACKSTOP = 4.0
+
+
+def load_proof(suite: Suite, seconds: float) -> Suite:
+    """`suite` judged by `seconds` of CPU time instead of wall-clock time, so that a verdict (kept or
+    dropped mutant, reward 1 or 0) does not depend on how busy the machine was; a run that blocks without
+    computing is still stopped, at WALL_BACKSTOP x `seconds`."""
+    return replace(suite, timeout_s=WALL_BACKSTOP * seconds, cpu_s=seconds)
 
 
 @dataclass
@@ -108,7 +123,7 @@ def run_in_place(workdir: str | Path, tests: list[str] | None = None, suite: Sui
         argv += ["-p", "planact_coverage"]
         pythonpath.append(_PLUGIN_DIR)
     argv += list(tests or [])
-    limits = sandbox.Limits(timeout_s=suite.timeout_s, memory_mb=suite.memory_mb, processes=64,
+    limits = sandbox.Limits(timeout_s=suite.timeout_s, cpu_s=suite.cpu_s, memory_mb=suite.memory_mb, processes=64,
                             open_files=256, output_bytes=32 * 1024, file_mb=64)
     # Only the plugins named here: the entry-point plugins installed beside planact (xdist, anyio,
     # hypothesis, timeout, ...) cost ~0.8 s of every ~1.1 s run's startup and no corpus suite uses them.

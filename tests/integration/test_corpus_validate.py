@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from graph_planner.corpus.mutate import mutants
-from graph_planner.corpus.validate import Suite, baseline, run_tests, validate_mutant
+from graph_planner.corpus.validate import Suite, baseline, load_proof, run_tests, validate_mutant
 
 from .repair_fixture import write_files
 
@@ -86,6 +86,20 @@ def test_a_hanging_test_run_is_a_timeout_not_a_task(repo):
     hang = "def clamp(x, lo, hi):\n    while True:\n        pass\n"
     run = run_tests(repo, suite=Suite(timeout_s=3), overrides={"mini/core.py": hang})
     assert run.status == "timeout" and run.seconds < 8
+
+
+@pytest.mark.serial  # asserts a wall-clock limit: run with the machine to itself
+def test_a_load_proof_limit_keeps_a_slow_but_finite_run_and_still_stops_a_hang(repo):
+    """A mutant's verdict must not depend on how loaded the machine is: a test that waits past the limit
+    (as a starved run does) passes under a CPU-time limit, while a busy hang is still a timeout."""
+    slow = "import time\n\n\ndef clamp(x, lo, hi):\n    time.sleep(1.5)\n    return max(lo, min(x, hi))\n"
+    tests = ["tests/test_core.py::test_high"]
+    assert run_tests(repo, tests, Suite(timeout_s=1.0), overrides={"mini/core.py": slow}).status == "timeout"
+    waited = run_tests(repo, tests, load_proof(Suite(), 1.0), overrides={"mini/core.py": slow})
+    assert waited.status == "ok" and waited.passed() == set(tests)
+    hang = "def clamp(x, lo, hi):\n    while True:\n        pass\n"
+    run = run_tests(repo, tests, load_proof(Suite(), 2.0), overrides={"mini/core.py": hang})
+    assert run.status == "timeout" and run.seconds < 6
 
 
 def test_a_packages_suite_runs_without_the_pytest_plugins_installed_beside_planact(tmp_path):

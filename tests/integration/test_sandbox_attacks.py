@@ -142,6 +142,18 @@ def test_a_run_past_its_timeout_is_killed_with_its_children(problem):
     assert score == 0.0 and why.startswith("timeout")
 
 
+def test_a_cpu_limit_stops_a_busy_loop_but_not_a_run_that_only_waits():
+    """Verdicts judged by CPU time (repair rewards, corpus validation): a run that waits, as one starved
+    by a loaded machine does, finishes; one that computes forever stops at its CPU limit, long before
+    its wall-clock backstop, and reads as a timeout on either backend."""
+    limits = sandbox.Limits(timeout_s=20.0, cpu_s=1.0)
+    t0 = time.monotonic()
+    spin = sandbox.run(PY + ["while True:\n    pass"], limits=limits)
+    assert spin.status == "timeout" and time.monotonic() - t0 < 6
+    wait = sandbox.run(PY + ["import time; time.sleep(2.5); print('done')"], limits=limits)
+    assert wait.status == "ok" and wait.stdout.strip() == "done"
+
+
 def test_a_fork_bomb_hits_the_process_limit():
     t0 = time.monotonic()
     r = sandbox.run(PY + ["import os\nwhile True:\n    os.fork()"], limits=sandbox.Limits(timeout_s=5.0, processes=16))

@@ -100,3 +100,40 @@ def test_result_caches_over_one_file_share_what_each_other_appends(tmp_path):
     with open(path, "a") as fh:
         fh.write(': "ok"}}\n')
     assert a.get("k2") == {"status": "ok"} and ResultCache(path).get("k2") == {"status": "ok"}
+
+
+class _CountingRuntime:
+    """Stands in for LocalRuntime: records the suite each run gets and answers `status`."""
+
+    def __init__(self, tmp_path, status: str):
+        self.tmp_path, self.status, self.suites = tmp_path, status, []
+
+    def reset(self, task):
+        return self.tmp_path
+
+    def run_tests(self, tests, suite):
+        from graph_planner.corpus.validate import TestRun
+
+        self.suites.append(suite)
+        return TestRun({t: "passed" for t in tests} if self.status == "ok" else {}, self.status, 1.0)
+
+
+def test_a_reward_run_is_judged_by_cpu_time_and_an_old_wall_clock_timeout_is_judged_again(tmp_path):
+    """A test run starved by a loaded machine must not become a cached reward of 0."""
+    from graph_planner.env import ResultCache, passed, run_patch
+    from graph_planner.tasks import RepairTask
+
+    task = RepairTask("t1", "", ["tests/test_a.py::test_x"], [], "abc", "pkg")
+    cache = ResultCache(tmp_path / "cache.jsonl")
+    key = ResultCache.key("t1", {}, task.fail_to_pass)
+    cache.put(key, {"mode": "fail_to_pass", "status": "timeout", "failed": task.fail_to_pass})  # wall-clock era
+    runtime = _CountingRuntime(tmp_path, "ok")
+    result = run_patch(runtime, cache, task, {}, task.fail_to_pass, "fail_to_pass", 30.0)
+    assert passed(result) and not result.get("cached") and len(runtime.suites) == 1
+    assert runtime.suites[0].cpu_s == 30.0 and runtime.suites[0].timeout_s == 4 * 30.0
+    # a timeout judged by CPU time is a verdict: remembered, not run again (also by the next process)
+    hang = _CountingRuntime(tmp_path, "timeout")
+    other = ["tests/test_a.py::test_y"]
+    assert not passed(run_patch(hang, cache, task, {}, other, "fail_to_pass", 30.0))
+    again = run_patch(hang, ResultCache(tmp_path / "cache.jsonl"), task, {}, other, "fail_to_pass", 30.0)
+    assert again["cached"] and again["status"] == "timeout" and len(hang.suites) == 1
