@@ -58,9 +58,10 @@ class Limits:
     timeout_s: float = 15.0
     """Wall-clock limit; the whole process tree is killed when it passes."""
     cpu_s: float | None = None
-    """CPU-seconds limit per process (RLIMIT_CPU; SIGXCPU, reported as "timeout"); None = timeout_s + 2.
-    A verdict that must not depend on how loaded the machine is sets this to the real budget and
-    timeout_s to a wider backstop for programs that hang without computing."""
+    """CPU-seconds limit (reported as "timeout"): RLIMIT_CPU per process, and with a uid of its own (bwrap
+    as root) also the whole run's CPU, checked every 0.2 s; None = timeout_s + 2 per process. A verdict
+    that must not depend on how loaded the machine is sets this to the real budget and timeout_s to a
+    wider backstop for programs that hang without computing."""
     memory_mb: int = 512
     """Address-space limit per process (RLIMIT_AS): a larger allocation raises MemoryError."""
     file_mb: int = 16
@@ -181,6 +182,41 @@ def _count_user_processes(uid: int) -> int:
             except OSError:
                 pass
     return n
+
+
+def _tree_cpu_s(uid: int) -> float:
+    """CPU seconds of every live process of `uid`, with what each has reaped from its children."""
+    ticks = 0
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if os.stat(f"/proc/{d}").st_uid != uid:
+                    continue
+                with open(f"/proc/{d}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+                ticks += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+            except (OSError, ValueError, IndexError):
+                pass  # exited while we looked
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _wait(box: Sandbox, limits: Limits) -> bool:
+    """Wait for the program; True when it passed its wall-clock limit, or its CPU limit counted over the
+    whole run (a run with its own uid: RLIMIT_CPU alone is per process, so N spinning children of a fork
+    bomb would each get the whole budget)."""
+    if limits.cpu_s is None or box.uid is None:
+        try:
+            box.proc.wait(timeout=limits.timeout_s)
+            return False
+        except subprocess.TimeoutExpired:
+            return True
+    while True:
+        try:
+            box.proc.wait(timeout=0.2)
+            return False
+        except subprocess.TimeoutExpired:
+            if time.monotonic() - box.started > limits.timeout_s or _tree_cpu_s(box.uid) > limits.cpu_s:
+                return True
 
 
 def _kill_uid(uid: int) -> None:
@@ -319,10 +355,7 @@ def run(argv: list[str], *, stdin: bytes = b"", workdir: str | os.PathLike | Non
             box.proc.stdin.close()
         except (BrokenPipeError, OSError):
             pass  # the program exited without reading its input
-        try:
-            box.proc.wait(timeout=limits.timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+        timed_out = _wait(box, limits)
     finally:
         box.close()
     out.join(5)

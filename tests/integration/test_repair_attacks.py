@@ -63,9 +63,9 @@ def test_infinite_loop_and_fork_bomb_are_killed_with_nothing_left(corpus, env):
     loop = _attack(env, task, "while True:\n    pass")
     assert loop["status"] == "timeout" and loop["seconds"] < 8 + 5
     bomb = _attack(env, task, "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass")
-    # Each forked process has its own CPU budget, so a bomb of spinning processes ends at the wall-clock
-    # backstop (4x the CPU limit) at the latest: it costs time, never reward.
-    assert bomb["status"] in ("timeout", "killed", "ok") and bomb["seconds"] < 4 * 8 + 5
+    # The CPU limit counts the whole run, not each forked process: the bomb does not last until the
+    # wall-clock backstop (4x the limit).
+    assert bomb["status"] in ("timeout", "killed", "ok") and bomb["seconds"] < 8 + 5
     assert _sandbox_processes() == []
     assert _restored(env, task)
 

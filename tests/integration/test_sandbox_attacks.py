@@ -152,6 +152,10 @@ def test_a_cpu_limit_stops_a_busy_loop_but_not_a_run_that_only_waits():
     assert spin.status == "timeout" and time.monotonic() - t0 < 6
     wait = sandbox.run(PY + ["import time; time.sleep(2.5); print('done')"], limits=limits)
     assert wait.status == "ok" and wait.stdout.strip() == "done"
+    # 16 spinning processes share one budget (RLIMIT_CPU alone would give each its own second)
+    t0 = time.monotonic()
+    bomb = sandbox.run(PY + ["import os\nfor _ in range(4):\n    os.fork()\nwhile True:\n    pass"], limits=limits)
+    assert bomb.status == "timeout" and time.monotonic() - t0 < 4
 
 
 def test_a_fork_bomb_hits_the_process_limit():
