@@ -173,30 +173,33 @@ def _set_limits(limits: Limits, root: bool, new_netns: bool) -> None:
     resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
 
 
-def _count_user_processes(uid: int) -> int:
-    n = 0
+def _user_pids(uid: int) -> list[str]:
+    """/proc entries of the processes `uid` runs now."""
+    pids = []
     for d in os.listdir("/proc"):
         if d.isdigit():
             try:
-                n += os.stat(f"/proc/{d}").st_uid == uid
+                if os.stat(f"/proc/{d}").st_uid == uid:
+                    pids.append(d)
             except OSError:
-                pass
-    return n
+                pass  # exited while we looked
+    return pids
+
+
+def _count_user_processes(uid: int) -> int:
+    return len(_user_pids(uid))
 
 
 def _tree_cpu_s(uid: int) -> float:
     """CPU seconds of every live process of `uid`, with what each has reaped from its children."""
     ticks = 0
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                if os.stat(f"/proc/{d}").st_uid != uid:
-                    continue
-                with open(f"/proc/{d}/stat") as fh:
-                    fields = fh.read().rsplit(")", 1)[1].split()
-                ticks += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
-            except (OSError, ValueError, IndexError):
-                pass  # exited while we looked
+    for d in _user_pids(uid):
+        try:
+            with open(f"/proc/{d}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            ticks += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+        except (OSError, ValueError, IndexError):
+            pass  # exited while we looked
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
