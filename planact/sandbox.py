@@ -30,6 +30,7 @@ import ctypes
 import math
 import os
 import random
+import re
 import resource
 import shutil
 import signal
@@ -88,6 +89,8 @@ class Completed:
     truncated: bool = False
     seconds: float = 0.0
     backend: str = ""
+    cpu_s: float | None = None
+    """CPU seconds of the program and every descendant it reaped (None when it was killed)."""
 
 
 def backend() -> str:
@@ -122,7 +125,17 @@ def _hidden_paths() -> list[str]:
     return [p for p in dict.fromkeys(paths) if os.path.isdir(p) and p != "/"]
 
 
-def _bwrap_argv(argv: list[str], workdir: str, limits: Limits, read_only: list[str], uid: int | None) -> list[str]:
+def _measuring_shell(fd: int) -> list[str]:
+    """argv prefix of a bash that runs the program and writes `times` (CPU of everything it reaped) to
+    `fd`. It runs before the drop to the run's uid (as root when bwrap runs as root), so the program can
+    neither signal it nor write to its pipe; its own job-status messages ("Killed") go to /dev/null."""
+    err = 3 if fd != 3 else 4
+    script = f'exec {err}>&2 2>/dev/null; "$@" 2>&{err} {err}>&- {fd}>&-; rc=$?; times >&{fd}; exit $rc'
+    return [shutil.which("bash") or "bash", "-c", script, "planact-measure"]
+
+
+def _bwrap_argv(argv: list[str], workdir: str, limits: Limits, read_only: list[str], uid: int | None,
+                wrapper: list[str] = ()) -> list[str]:
     cmd = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
            "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp"]
     hidden = _hidden_paths()
@@ -143,10 +156,10 @@ def _bwrap_argv(argv: list[str], workdir: str, limits: Limits, read_only: list[s
         cmd += ["--ro-bind", p, p]
     cmd += ["--bind", workdir, workdir, "--chdir", workdir, "--die-with-parent", "--new-session"]
     if uid is None:  # an ordinary user: an unprivileged user namespace carries the others
-        return cmd + ["--unshare-all", "--"] + argv
+        return cmd + ["--unshare-all", "--", *wrapper] + argv
     # Root: bwrap mounts as root, then the program drops to the run's own uid with no capabilities, so
     # file permissions protect the host too and RLIMIT_NPROC counts this run's processes only.
-    cmd += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--"]
+    cmd += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--", *wrapper]
     return cmd + ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
                   "--inh-caps=-all", "--bounding-set=-all", "--"] + argv
 
@@ -203,23 +216,28 @@ def _tree_cpu_s(uid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def _wait(box: Sandbox, limits: Limits) -> bool:
-    """Wait for the program; True when it passed its wall-clock limit, or its CPU limit counted over the
-    whole run (a run with its own uid: RLIMIT_CPU alone is per process, so N spinning children of a fork
-    bomb would each get the whole budget)."""
-    if limits.cpu_s is None or box.uid is None:
-        try:
-            box.proc.wait(timeout=limits.timeout_s)
-            return False
-        except subprocess.TimeoutExpired:
-            return True
+def _wait(box: Sandbox, limits: Limits) -> tuple[bool, float | None]:
+    """Wait for the program: (True, None) when it passed its wall-clock limit, or its CPU limit counted
+    over the whole run (a run with its own uid: RLIMIT_CPU alone is per process, so N spinning children
+    of a fork bomb would each get the whole budget); else (False, the CPU seconds it used)."""
+    whole_run = limits.cpu_s is not None and box.uid is not None
+    delay, next_check = 0.0005, 0.0
     while True:
-        try:
-            box.proc.wait(timeout=0.2)
-            return False
-        except subprocess.TimeoutExpired:
-            if time.monotonic() - box.started > limits.timeout_s or _tree_cpu_s(box.uid) > limits.cpu_s:
-                return True
+        # wait4 rather than Popen.wait: its rusage is the program's CPU time with every descendant it
+        # reaped, a measure of the work a run needs that, unlike seconds, does not grow with the load.
+        pid, status, usage = os.wait4(box.proc.pid, os.WNOHANG)
+        if pid:
+            box.proc.returncode = os.waitstatus_to_exitcode(status)
+            return False, box.cpu_seconds(usage.ru_utime + usage.ru_stime)
+        now = time.monotonic()
+        if now - box.started > limits.timeout_s:
+            return True, None
+        if whole_run and now >= next_check:
+            if _tree_cpu_s(box.uid) > limits.cpu_s:
+                return True, None
+            next_check = now + 0.2
+        delay = min(2 * delay, 0.05)
+        time.sleep(delay)
 
 
 def _kill_uid(uid: int) -> None:
@@ -266,6 +284,21 @@ class Sandbox:
     backend: str
     owns_workdir: bool
     started: float = field(default_factory=time.monotonic)
+    cpu_pipe: int | None = None
+    """Read end of the pipe the bwrap backend's measuring shell reports the program's CPU time on."""
+
+    def cpu_seconds(self, reaped: float) -> float | None:
+        """CPU seconds of the finished program and the descendants it reaped: what the measuring shell
+        reported (bwrap: the program is not our child), else `reaped` (our child's own rusage)."""
+        if self.cpu_pipe is None:
+            return reaped
+        os.set_blocking(self.cpu_pipe, False)
+        try:
+            report = os.read(self.cpu_pipe, 4096).decode("ascii", "replace")
+        except OSError:
+            return None
+        times = re.findall(r"(\d+)m([\d.]+)s", report)  # bash's `times`: self user/sys, then children's
+        return sum(60 * int(m) + float(sec) for m, sec in times[-2:]) if len(times) == 4 else None
 
     def kill(self) -> None:
         """End every process of the run (idempotent)."""
@@ -290,6 +323,9 @@ class Sandbox:
     def close(self) -> None:
         """Kill the tree and remove a working directory the sandbox created."""
         self.kill()
+        if self.cpu_pipe is not None:
+            os.close(self.cpu_pipe)
+            self.cpu_pipe = None
         if self.owns_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
         if self.uid is not None:
@@ -338,11 +374,27 @@ def start(argv: list[str], *, workdir: str | os.PathLike | None = None, limits: 
     uid = _claim_uid() if root and kind == "bwrap" else None
     if uid is not None:
         _chown_tree(work, uid)
-    full = _bwrap_argv(argv, work, limits, list(read_only), uid) if kind == "bwrap" else argv
-    proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            cwd=work, env=clean_env(env, home=work), start_new_session=True, close_fds=True,
-                            preexec_fn=lambda: _set_limits(limits, root, new_netns=(kind == "process" and root)))
-    return Sandbox(proc, work, uid, kind, owns)
+    read_end = write_end = None
+    full = argv
+    if kind == "bwrap":
+        wrapper = []
+        if shutil.which("bash"):
+            read_end, write_end = os.pipe()
+            wrapper = _measuring_shell(write_end)
+        full = _bwrap_argv(argv, work, limits, list(read_only), uid, wrapper)
+    try:
+        proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                cwd=work, env=clean_env(env, home=work), start_new_session=True, close_fds=True,
+                                pass_fds=() if write_end is None else (write_end,),
+                                preexec_fn=lambda: _set_limits(limits, root, new_netns=(kind == "process" and root)))
+    except BaseException:
+        if read_end is not None:
+            os.close(read_end)
+        raise
+    finally:
+        if write_end is not None:
+            os.close(write_end)
+    return Sandbox(proc, work, uid, kind, owns, cpu_pipe=read_end)
 
 
 def run(argv: list[str], *, stdin: bytes = b"", workdir: str | os.PathLike | None = None,
@@ -351,22 +403,22 @@ def run(argv: list[str], *, stdin: bytes = b"", workdir: str | os.PathLike | Non
     """Run `argv` to completion in the sandbox; never raises on what the program does."""
     box = start(argv, workdir=workdir, limits=limits, env=env, read_only=read_only, files=files)
     out, err = Drain(box.proc.stdout, limits.output_bytes), Drain(box.proc.stderr, limits.output_bytes)
-    timed_out = False
+    timed_out, cpu_s = False, None
     try:
         try:
             box.proc.stdin.write(stdin)
             box.proc.stdin.close()
         except (BrokenPipeError, OSError):
             pass  # the program exited without reading its input
-        timed_out = _wait(box, limits)
+        timed_out, cpu_s = _wait(box, limits)
     finally:
         box.close()
     out.join(5)
     err.join(5)
-    return _completed(box, timed_out, out, err)
+    return _completed(box, timed_out, out, err, cpu_s)
 
 
-def _completed(box: Sandbox, timed_out: bool, out: Drain, err: Drain) -> Completed:
+def _completed(box: Sandbox, timed_out: bool, out: Drain, err: Drain, cpu_s: float | None = None) -> Completed:
     rc = box.proc.returncode
     stderr = err.text()
     if timed_out:
@@ -382,4 +434,4 @@ def _completed(box: Sandbox, timed_out: bool, out: Drain, err: Drain) -> Complet
     else:
         status = "error"
     return Completed(status, None if timed_out else rc, out.text(), stderr,
-                     out.total > out.cap or err.total > err.cap, time.monotonic() - box.started, box.backend)
+                     out.total > out.cap or err.total > err.cap, time.monotonic() - box.started, box.backend, cpu_s)

@@ -154,7 +154,8 @@ def build_package(spec: PackageSpec, cfg: CorpusConfig, out: Path, cache: Path =
     pin = out / "src" / f"{spec.key}.sha256"
     report = {"package": spec.key, "split": spec.split, "settings": key,
               "sha256": pin.read_text() if pin.is_file() else "", "tests_passing": len(base.passing),
-              "tests_flaky": len(base.flaky), "tests_slow": len(base.slow), "suite_s": round(base.seconds, 2)}
+              "tests_flaky": len(base.flaky), "tests_slow": len(base.slow), "suite_s": round(base.seconds, 2),
+              "suite_cpu_s": round(base.cpu_seconds, 2)}
     if not base.passing:
         raise RuntimeError(f"{spec.key}: no test passes on the clean source; is pytest collecting it? ")
     if base.seconds > cfg.max_suite_s:
@@ -163,10 +164,12 @@ def build_package(spec: PackageSpec, cfg: CorpusConfig, out: Path, cache: Path =
         raise RuntimeError(f"{spec.key}: the tests ran no function of the repository (they imported an installed "
                            f"copy?); set source_root ('.' or 'src') in its corpus entry")
     log(f"{spec.key}: {len(base.passing)} tests pass reliably ({len(base.flaky)} flaky, {len(base.slow)} slow dropped), "
-        f"suite {base.seconds:.1f} s")
-    # a mutant runs only the tests that call its function: a clean run's time x4 (at least 10 s) tells a
-    # hang (a mutated loop condition) from work long before the suite-wide limit would
-    check = load_proof(suite, min(cfg.timeout_s, max(10.0, 4 * base.seconds)))
+        f"suite {base.seconds:.1f} s ({base.cpu_seconds:.1f} s CPU)")
+    # a mutant runs only the tests that call its function: 4x the CPU seconds of the clean suite (at least
+    # 10) tells a hang (a mutated loop condition) from work long before the suite-wide limit would, and,
+    # being CPU time on both sides, keeps the same mutants however loaded the machine is
+    check = load_proof(suite, min(cfg.timeout_s, max(10.0, 4 * base.cpu_seconds)))
+    report["mutant_cpu_limit_s"] = round(check.cpu_s, 2)
     cands = candidates(src, base, cfg)
     workers = cfg.workers or os.cpu_count() or 1
     repo = out / "repos" / f"{spec.key}.git"

@@ -65,7 +65,7 @@ class CorpusConfig(_Strict):
     per_function: int = Field(3, ge=1, description="Mutants tried per covered function at most (distinct kinds first).")
     max_tried: int = Field(90, ge=1, description="Mutants validated per package at most.")
     max_kept: int = Field(70, ge=1, description="Tasks kept per package at most.")
-    timeout_s: float = Field(60.0, gt=0, description="Limit of one test run: wall-clock for the clean suite; CPU seconds for a mutant's tests (at most 4x the clean run's wall seconds, at least 10 s: that limit itself still follows the load the clean run saw).")
+    timeout_s: float = Field(60.0, gt=0, description="Limit of one test run: wall-clock seconds for the clean suite; CPU seconds for a mutant's tests, where the limit is 4x the clean suite's CPU seconds (at least 10, at most this), so the same mutants are kept on a loaded machine and an idle one.")
     max_suite_s: float = Field(60.0, gt=0, description="A package whose clean suite takes longer is refused (slow suites make slow episodes).")
     workers: int = Field(0, ge=0, description="Test runs in parallel; 0 = one per CPU.")
 

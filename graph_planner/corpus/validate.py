@@ -76,6 +76,7 @@ class TestRun:
     rc: int | None = None
     coverage: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     durations: dict[str, float] = field(default_factory=dict)
+    cpu_s: float | None = None
 
     def passed(self) -> set[str]:
         """Ids of the tests that passed."""
@@ -139,7 +140,8 @@ def run_in_place(workdir: str | Path, tests: list[str] | None = None, suite: Sui
     if coverage and (workdir / COVERAGE).is_file():
         cov = {k: [tuple(x) for x in v] for k, v in json.loads((workdir / COVERAGE).read_text()).items()}
     status = done.status if done.status in ("timeout", "memory") or not outcomes else "ok"
-    return TestRun(outcomes, status, done.seconds, done.stdout + done.stderr, done.returncode, cov, durations)
+    return TestRun(outcomes, status, done.seconds, done.stdout + done.stderr, done.returncode, cov, durations,
+                   done.cpu_s)
 
 
 def run_tests(repo: str | Path, tests: list[str] | None = None, suite: Suite = Suite(),
@@ -166,6 +168,9 @@ class Baseline:
     flaky: set[str]
     seconds: float
     slow: set[str] = field(default_factory=set)
+    cpu_seconds: float = 0.0
+    """CPU seconds of the slowest clean run: what a mutant's time limit is derived from, because unlike
+    `seconds` it does not grow with the machine's load."""
 
     def covering(self, file: str, function: str) -> list[str] | None:
         """Passing tests that call `function` in `file`; None when it runs at import time (all tests)."""
@@ -191,7 +196,7 @@ def baseline(repo: str | Path, runs: int = 2, suite: Suite = Suite(), slow_test_
     seen: set[str] = set()
     slow: set[str] = set()
     cov: dict = {}
-    seconds = 0.0
+    seconds = cpu_seconds = 0.0
     for i in range(runs):
         result = run_tests(repo, suite=suite, coverage=(i == 0))
         cov = cov or result.coverage
@@ -199,9 +204,10 @@ def baseline(repo: str | Path, runs: int = 2, suite: Suite = Suite(), slow_test_
         if i > 0 or runs == 1:  # the recorder's run is slower than an episode's would be
             slow |= {t for t, s in result.durations.items() if s > slow_test_s}
         seconds = max(seconds, result.seconds)
+        cpu_seconds = max(cpu_seconds, result.cpu_s or 0.0)
         passing = result.passed() if passing is None else passing & result.passed()
     passing = (passing or set()) - slow
-    return Baseline(passing, cov, seen - passing - slow, seconds, slow)
+    return Baseline(passing, cov, seen - passing - slow, seconds, slow, cpu_seconds)
 
 
 @dataclass

@@ -102,6 +102,19 @@ def test_a_load_proof_limit_keeps_a_slow_but_finite_run_and_still_stops_a_hang(r
     assert run.status == "timeout" and run.seconds < 6
 
 
+def test_the_clean_suites_cpu_seconds_count_its_work_and_not_its_waiting(tmp_path):
+    """A mutant's CPU limit is derived from the clean suite's CPU seconds: a suite that waits 1.5 s
+    takes that long on the clock but its CPU time stays the interpreter's and pytest's work."""
+    slow = write_files(tmp_path, {
+        "slow/__init__.py": "",
+        "slow/core.py": "def one():\n    return 1\n",
+        "tests/test_slow.py": "import time\nfrom slow.core import one\n\n\ndef test_one():\n    time.sleep(1.5)\n    assert one() == 1\n",
+    })
+    base = baseline(slow, runs=2)
+    assert base.passing == {"tests/test_slow.py::test_one"}
+    assert base.seconds > 1.5 and 0.05 < base.cpu_seconds < base.seconds - 1.0
+
+
 def test_a_packages_suite_runs_without_the_pytest_plugins_installed_beside_planact(tmp_path):
     """Verdicts must not depend on what else is installed (a reordering or timeout plugin would change them)."""
     repo = write_files(tmp_path / "plugins", {

@@ -29,6 +29,8 @@ def env(tmp_path):
 def test_corpus_tasks_are_swe_bench_instances_with_reasons_for_drops(corpus):
     report = json.loads((corpus / "report.json").read_text())["packages"][0]
     assert report["kept"] >= 5 and report["tried"] == report["kept"] + sum(report["dropped"].values())
+    # a mutant's limit comes from the clean suite's CPU seconds (not its wall seconds, which follow the load)
+    assert 0 < report["suite_cpu_s"] and abs(report["mutant_cpu_limit_s"] - max(10.0, 4 * report["suite_cpu_s"])) < 0.05
     rows = [json.loads(line) for line in (corpus / "heldout.jsonl").read_text().splitlines()]
     for row in rows:
         assert {"instance_id", "repo", "version", "base_commit", "patch", "test_patch", "FAIL_TO_PASS",

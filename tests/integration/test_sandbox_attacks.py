@@ -12,6 +12,7 @@ import os
 import socket
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -156,6 +157,36 @@ def test_a_cpu_limit_stops_a_busy_loop_but_not_a_run_that_only_waits():
     t0 = time.monotonic()
     bomb = sandbox.run(PY + ["import os\nfor _ in range(4):\n    os.fork()\nwhile True:\n    pass"], limits=limits)
     assert bomb.status == "timeout" and time.monotonic() - t0 < 4
+
+
+@pytest.mark.skipif(sandbox.backend() != "bwrap", reason="the process backend hides no other process: as root "
+                    "this attack would write into every pipe on the machine")
+def test_a_run_reports_the_cpu_time_of_its_tree_and_the_program_cannot_forge_it():
+    """Completed.cpu_s (what the corpus build derives its limits from) counts a reaped child's work, not
+    the time the run waited, and stays honest when the program writes fake reports into every pipe it
+    can open (the measuring shell's included: it runs as another user)."""
+    prog = textwrap.dedent("""
+        import glob, os, stat, time
+        if os.fork() == 0:
+            t = time.process_time()
+            while time.process_time() - t < 0.6:
+                pass
+            os._exit(0)
+        os.wait()
+        fake = b"0m0.000s 0m0.000s\\n0m0.000s 0m0.000s\\n"
+        for path in glob.glob("/proc/*/fd/*"):
+            try:
+                if stat.S_ISFIFO(os.stat(path).st_mode):  # pipes only: the measuring shell's report pipe
+                    fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+                    os.write(fd, fake)
+                    os.close(fd)
+            except OSError:
+                pass
+        time.sleep(1.0)
+    """)
+    r = sandbox.run(PY + [prog], limits=sandbox.Limits(timeout_s=20.0))
+    assert r.status == "ok" and r.seconds > 1.5
+    assert 0.55 < r.cpu_s < 1.2, r.cpu_s
 
 
 def test_a_fork_bomb_hits_the_process_limit():
