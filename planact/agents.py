@@ -88,7 +88,7 @@ def scheduler_for(cfg: RunConfig) -> Scheduler:
         state = Path(ctx.get_temp_dir()) / ctx.get_session_name() / f"schedulemesh-{cfg.barrier.namespace}.pkl"
     else:
         state = Path(cfg.checkpoint.root) / ".schedulemesh" / f"{cfg.barrier.namespace}.pkl"
-    return Scheduler(namespace=cfg.barrier.namespace, state_path=state)
+    return Scheduler(namespace=cfg.barrier.namespace, state_path=state, ready_timeout_s=cfg.ray.agent_ready_timeout_s)
 
 
 def create_role_group(cfg: RunConfig, role: str, scheduler: Scheduler | None = None) -> RoleGroup:

@@ -74,6 +74,7 @@ class RayConfig(_Strict):
     num_cpus: int | None = Field(None, ge=1, description="Logical CPUs for a locally started Ray (None = detect).")
     runtime_env: dict[str, Any] = Field(default_factory=dict, description="Ray runtime_env for workers (pip, env_vars, working_dir...).")
     task_num_cpus: float = Field(0.1, gt=0.0, description="CPUs reserved by each Prefect task on Ray (fractional so actors leave room).")
+    agent_ready_timeout_s: float = Field(120.0, gt=0.0, description="Seconds an engine or trainer agent may take from its request until its constructor has finished (placed on a node, torch imported, model built) before the run fails with AgentCreationError; raise it on a loaded machine or for a large model. Applies when this run starts its namespace's schedulemesh supervisor.")
     agent_stages: Literal["threads", "ray"] = Field("threads", description="Where the stages whose work is a call to the agents run (actor-execute, train-<role>, warm-start): 'threads' = threads of the flow process (their work runs in the agents on Ray either way; saves a Ray task hop and a task-run start in a Ray worker, ~0.6 s a round), 'ray' = Ray task workers, like every other task of the flow.")
 
 

@@ -262,8 +262,11 @@ class Supervisor(SupervisionMixin, RecoveryMixin, QueueingMixin):
             ready = await asyncio.wait_for(handle.sm_ready.remote(), self.ready_timeout_s)
         except asyncio.TimeoutError:
             ray.kill(handle, no_restart=True)
+            # sm_ready answers once the constructor has run, so this also covers a placed agent whose
+            # constructor is slow (a worker importing torch on a loaded machine): say both.
             raise AgentCreationError(f"agent {rec.name!r} was not scheduled within {self.ready_timeout_s:g}s "
-                                     f"(requested {rec.resources}; pool {rec.pool!r})") from None
+                                     f"(requested {rec.resources}; pool {rec.pool!r}), or its constructor had "
+                                     f"not finished by then (raise ready_timeout_s for a slow start)") from None
         except Exception as exc:
             ray.kill(handle, no_restart=True)
             raise AgentCreationError(f"agent {rec.name!r}: constructor of {rec.actor_class.__name__} failed: "

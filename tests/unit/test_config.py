@@ -146,3 +146,15 @@ def test_secrets_never_sit_in_a_config_and_are_masked_where_they_slip_through():
     assert params["ray.runtime_env.env_vars.MODE"] == "***"  # env_vars values never reach MLflow
     assert params["ray.runtime_env.env_vars.OPENAI_API_KEY"] == "***"
     assert redact({"uri": "postgresql://u:secretpw@db/x"}) == {"uri": "postgresql://***@db/x"}
+
+
+def test_the_agents_ready_timeout_reaches_the_scheduler_and_is_validated(monkeypatch, tmp_path):
+    """A loaded machine or a large model needs longer than 120 s to build an agent: the run config says so."""
+    import planact.agents as agents
+
+    seen = {}
+    monkeypatch.setattr(agents, "Scheduler", lambda **kw: seen.update(kw) or "scheduler")
+    cfg = load_config(None, ["ray.address=auto", "ray.agent_ready_timeout_s=300", f"checkpoint.root={tmp_path}"])
+    assert agents.scheduler_for(cfg) == "scheduler" and seen["ready_timeout_s"] == 300.0
+    with pytest.raises(ConfigError, match="ray.agent_ready_timeout_s"):
+        load_config(None, ["ray.agent_ready_timeout_s=0"])
