@@ -70,6 +70,15 @@ def sft_arm(workers, env, cfg, seconds: float, seed: int) -> int:
     return sft_continuation(workers, demos, cfg, seconds, seed, chunk=10)
 
 
+def plateau(curve: list[dict]) -> dict:
+    """Where a warm start with patience stopped: last step, the step whose weights it kept, their held-out loss."""
+    kept = [p["best_heldout_loss"] for p in curve if "best_heldout_loss" in p]
+    if not kept:
+        return {}
+    step = next(p["step"] for p in curve if p.get("heldout_loss") == kept[0])
+    return {"stopped": curve[-1]["step"], "kept": step, "heldout_loss": kept[0]}
+
+
 def one_seed(args, seed: int) -> dict:
     """Warm start, both arms and every evaluation for one seed."""
     root = tempfile.mkdtemp(prefix="planact-repair-rl-")
@@ -86,7 +95,8 @@ def one_seed(args, seed: int) -> dict:
     warnings.filterwarnings("ignore", message=r"Seems like `optimizer.step\(\)` has been overridden")
     rl = tuple(copy.deepcopy(w) for w in base)
     sf = tuple(copy.deepcopy(w) for w in base)
-    out = {"seed": seed, "warm_start_s": ws_s, "warm_start_loss": {r: [p for p in c if "loss" in p][-1]["loss"] for r, c in curves.items()}}
+    out = {"seed": seed, "warm_start_s": ws_s, "warm_start_loss": {r: [p for p in c if "loss" in p][-1]["loss"] for r, c in curves.items()},
+           "warm_start_plateau": {r: plateau(c) for r, c in curves.items() if plateau(c)}}
     out["warm"] = env.evaluate(*base)
     _progress(seed, f"warm start {ws_s:.0f} s", out["warm"])
     out["rl_s"], out["rl_log"] = rl_arm(rl, env, args.rounds or cfg.rounds)
@@ -115,6 +125,8 @@ def report(runs: list[dict], budget: int) -> None:
     for r in runs:
         print(f"\nseed {r['seed']}: warm start {r['warm_start_s']:.0f} s (final losses "
               + ", ".join(f"{k} {v:.3f}" for k, v in r["warm_start_loss"].items())
+              + "".join(f"; {k} stopped at step {v['stopped']}, kept step {v['kept']} (held-out loss {v['heldout_loss']:.3f})"
+                        for k, v in r.get("warm_start_plateau", {}).items())
               + f"); RL {r['rl_s']:.0f} s; SFT continuation {r['sft_steps']} steps in the same time")
         for split in SPLITS:
             if not r["tasks"][split]:
