@@ -82,8 +82,8 @@ def plateau(curve: list[dict]) -> dict:
 def one_seed(args, seed: int) -> dict:
     """Warm start, both arms and every evaluation for one seed."""
     root = tempfile.mkdtemp(prefix="planact-repair-rl-")
-    whole = [] if args.tiny else WHOLE_SPLITS + PLATEAU
-    cfg = load_config(args.config, whole + args.overrides + [f"checkpoint.root={root}", f"run_name=seed{seed}", f"seed={seed}"])
+    measurement = [] if args.tiny else WHOLE_SPLITS + PLATEAU
+    cfg = load_config(args.config, measurement + args.overrides + [f"checkpoint.root={root}", f"run_name=seed{seed}", f"seed={seed}"])
     env = make_env(cfg)
     t0 = time.perf_counter()
     base = (RoleWorker(cfg, "planner"), RoleWorker(cfg, "actor"))
@@ -96,7 +96,7 @@ def one_seed(args, seed: int) -> dict:
     rl = tuple(copy.deepcopy(w) for w in base)
     sf = tuple(copy.deepcopy(w) for w in base)
     out = {"seed": seed, "warm_start_s": ws_s, "warm_start_loss": {r: [p for p in c if "loss" in p][-1]["loss"] for r, c in curves.items()},
-           "warm_start_plateau": {r: plateau(c) for r, c in curves.items() if plateau(c)}}
+           "warm_start_plateau": {r: stop for r, c in curves.items() if (stop := plateau(c))}}
     out["warm"] = env.evaluate(*base)
     _progress(seed, f"warm start {ws_s:.0f} s", out["warm"])
     out["rl_s"], out["rl_log"] = rl_arm(rl, env, args.rounds or cfg.rounds)
