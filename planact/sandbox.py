@@ -4,16 +4,19 @@ A sandboxed command runs as a separate process tree with:
 
 * rlimits set before exec: address space, CPU seconds, file size, open files, process count, no core;
 * a private working directory (the only writable place besides a small private /tmp);
-* no network, a read-only root, a hidden home directory (Ray's auth token, Prefect and MLflow
-  settings live there) and hidden /tmp, /var/tmp, /run;
+* no network, and a file system built from an allow-list (`planact.sandbox_view`): the system's
+  programs and libraries, the interpreter's standard library, exactly the packages the caller names
+  and its working copy; never `/`, the home directory, the project, corpora, caches or the venv;
+* an optional channel: a pipe the host opens and alone reads, for results the host trusts more than
+  files in the working copy;
 * an environment rebuilt from a short allow-list, so API keys and tokens never reach it;
 * the whole tree killed on timeout, including children that called `setsid`;
 * stdout/stderr read in bounded chunks and truncated, so a print flood cannot grow the caller.
 
 Backends (what holds in each case is in the README's "Sandbox" section):
 
-* ``bwrap`` (default; Debian's `bubblewrap`): mount, PID, network, IPC and UTS namespaces, `/`
-  bound read-only, tmpfs over the hidden paths. As root the program then drops to a fresh
+* ``bwrap`` (default; Debian's `bubblewrap`): mount, PID, network, IPC and UTS namespaces, an empty
+  root holding only the view. As root the program then drops to a fresh
   unprivileged uid (one per run) with no capabilities, so the process limit is per run and file
   permissions protect the host as well; as an ordinary user an unprivileged user namespace does the
   same work. Killing bwrap ends the PID namespace, and the kernel ends every process in it.
@@ -41,6 +44,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from planact.sandbox_view import CODE, View, bwrap_mounts, python
 
 # Variables a sandboxed program may inherit; everything else (keys, tokens, cloud settings) is dropped.
 _ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "TZ")
@@ -91,6 +96,8 @@ class Completed:
     backend: str = ""
     cpu_s: float | None = None
     """CPU seconds of the program and every descendant it reaped (None when it was killed)."""
+    channel: str = ""
+    """What the program wrote to the host's channel (run(..., channel=True)), bounded like stdout."""
 
 
 def backend() -> str:
@@ -119,12 +126,6 @@ def clean_env(extra: dict[str, str] | None = None, home: str = "/tmp") -> dict[s
     return env
 
 
-def _hidden_paths() -> list[str]:
-    home = os.path.expanduser("~")
-    paths = [home, "/root", "/var/tmp", "/run"]
-    return [p for p in dict.fromkeys(paths) if os.path.isdir(p) and p != "/"]
-
-
 def _measuring_shell(fd: int) -> list[str]:
     """argv prefix of a bash that runs the program and writes `times` (CPU of everything it reaped) to
     `fd`. It runs before the drop to the run's uid (as root when bwrap runs as root), so the program can
@@ -134,27 +135,10 @@ def _measuring_shell(fd: int) -> list[str]:
     return [shutil.which("bash") or "bash", "-c", script, "planact-measure"]
 
 
-def _bwrap_argv(argv: list[str], workdir: str, limits: Limits, read_only: list[str], uid: int | None,
+def _bwrap_argv(argv: list[str], workdir: str, limits: Limits, view: View, uid: int | None,
                 wrapper: list[str] = ()) -> list[str]:
-    cmd = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-           "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp"]
-    hidden = _hidden_paths()
-    for p in hidden:
-        cmd += ["--tmpfs", p]
-    # The interpreter (a venv in a checkout under /tmp, a pyenv under ~) stays reachable when it lives
-    # under a hidden path.
-    interpreters = [p for p in (sys.base_prefix, sys.prefix) if any(_under(p, h) for h in [*hidden, "/tmp"])]
-    binds = list(dict.fromkeys([*interpreters, *read_only]))
-    # Folders bwrap creates on a tmpfs to hold a bind copy their source's mode (mkdtemp's 0700 would lock
-    # the run's uid out): make each such ancestor traversable first.
-    tops = [*hidden, "/tmp"]
-    ancestors = {str(a) for b in [*binds, workdir] for a in Path(b).parents
-                 if any(_under(str(a), t) and str(a) != t for t in tops)}
-    for a in sorted(ancestors, key=lambda x: x.count("/")):
-        cmd += ["--perms", "0755", "--dir", a]
-    for p in binds:  # re-exposed read-only, after the tmpfs that hid them
-        cmd += ["--ro-bind", p, p]
-    cmd += ["--bind", workdir, workdir, "--chdir", workdir, "--die-with-parent", "--new-session"]
+    cmd = ["bwrap", *bwrap_mounts(view, workdir, limits.tmp_mb), "--chdir", workdir, "--die-with-parent",
+           "--new-session"]
     if uid is None:  # an ordinary user: an unprivileged user namespace carries the others
         return cmd + ["--unshare-all", "--", *wrapper] + argv
     # Root: bwrap mounts as root, then the program drops to the run's own uid with no capabilities, so
@@ -162,10 +146,6 @@ def _bwrap_argv(argv: list[str], workdir: str, limits: Limits, read_only: list[s
     cmd += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--", *wrapper]
     return cmd + ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
                   "--inh-caps=-all", "--bounding-set=-all", "--"] + argv
-
-
-def _under(path: str, parent: str) -> bool:
-    return os.path.commonpath([os.path.abspath(path), parent]) == parent
 
 
 def _set_limits(limits: Limits, root: bool, new_netns: bool) -> None:
@@ -359,16 +339,23 @@ def _chown_tree(path: str, uid: int) -> None:
 
 def start(argv: list[str], *, workdir: str | os.PathLike | None = None, limits: Limits = Limits(),
           env: dict[str, str] | None = None, read_only: list[str] | tuple = (),
-          files: dict[str, str] | None = None) -> Sandbox:
+          files: dict[str, str] | None = None, view: View = CODE, channel_fd: int | None = None) -> Sandbox:
     """Start `argv` in the sandbox with pipes on all three streams; the caller must `close()` it.
 
-    Without `workdir` a private temporary one is made (holding `files`) and removed on `close()`.
+    Without `workdir` a private temporary one is made (holding `files`) and removed on `close()`. The
+    program sees `view` plus the folders in `read_only`; `argv[0]` naming this process's interpreter runs
+    the real interpreter behind it (a venv is outside every view). `channel_fd`: the write end of a pipe
+    the program inherits (its number is in PLANACT_CHANNEL_FD).
     """
     kind = backend()
     owns = workdir is None
     work = tempfile.mkdtemp(prefix="planact-sbx-") if owns else os.fspath(Path(workdir).resolve())
     for name, text in (files or {}).items():
         Path(work, name).write_text(text)
+    if argv and argv[0] == sys.executable:
+        argv = [python(), *argv[1:]]
+    if read_only:
+        view = View(view.packages, tuple(dict.fromkeys([*view.paths, *map(str, read_only)])), view.extra_etc)
     root = os.geteuid() == 0
     # A fresh uid per run (bwrap as root): it owns the working directory and nothing else.
     uid = _claim_uid() if root and kind == "bwrap" else None
@@ -381,11 +368,15 @@ def start(argv: list[str], *, workdir: str | os.PathLike | None = None, limits: 
         if shutil.which("bash"):
             read_end, write_end = os.pipe()
             wrapper = _measuring_shell(write_end)
-        full = _bwrap_argv(argv, work, limits, list(read_only), uid, wrapper)
+        full = _bwrap_argv(argv, work, limits, view, uid, wrapper)
+    env = dict(env or {})
+    if channel_fd is not None:
+        env["PLANACT_CHANNEL_FD"] = str(channel_fd)
+    passed = tuple(fd for fd in (write_end, channel_fd) if fd is not None)
     try:
         proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 cwd=work, env=clean_env(env, home=work), start_new_session=True, close_fds=True,
-                                pass_fds=() if write_end is None else (write_end,),
+                                pass_fds=passed,
                                 preexec_fn=lambda: _set_limits(limits, root, new_netns=(kind == "process" and root)))
     except BaseException:
         if read_end is not None:
@@ -399,10 +390,27 @@ def start(argv: list[str], *, workdir: str | os.PathLike | None = None, limits: 
 
 def run(argv: list[str], *, stdin: bytes = b"", workdir: str | os.PathLike | None = None,
         limits: Limits = Limits(), env: dict[str, str] | None = None, read_only: list[str] | tuple = (),
-        files: dict[str, str] | None = None) -> Completed:
-    """Run `argv` to completion in the sandbox; never raises on what the program does."""
-    box = start(argv, workdir=workdir, limits=limits, env=env, read_only=read_only, files=files)
+        files: dict[str, str] | None = None, view: View = CODE, channel: bool = False) -> Completed:
+    """Run `argv` to completion in the sandbox; never raises on what the program does.
+
+    channel=True: the program inherits the write end of a pipe (fd number in PLANACT_CHANNEL_FD) that only
+    this process reads; what arrives is `Completed.channel`.
+    """
+    ch_read = ch_write = None
+    if channel:
+        ch_read, ch_write = os.pipe()
+    try:
+        box = start(argv, workdir=workdir, limits=limits, env=env, read_only=read_only, files=files, view=view,
+                    channel_fd=ch_write)
+    except BaseException:
+        if ch_read is not None:
+            os.close(ch_read)
+        raise
+    finally:
+        if ch_write is not None:
+            os.close(ch_write)  # the program holds the only write end: EOF once its tree is gone
     out, err = Drain(box.proc.stdout, limits.output_bytes), Drain(box.proc.stderr, limits.output_bytes)
+    chan = Drain(os.fdopen(ch_read, "rb"), limits.output_bytes) if ch_read is not None else None
     timed_out, cpu_s = False, None
     try:
         try:
@@ -415,7 +423,13 @@ def run(argv: list[str], *, stdin: bytes = b"", workdir: str | os.PathLike | Non
         box.close()
     out.join(5)
     err.join(5)
-    return _completed(box, timed_out, out, err, cpu_s)
+    done = _completed(box, timed_out, out, err, cpu_s)
+    if chan is not None:
+        chan.join(5)
+        done.channel = chan.text()
+        done.truncated = done.truncated or chan.total > chan.cap
+        chan.stream.close()
+    return done
 
 
 def _completed(box: Sandbox, timed_out: bool, out: Drain, err: Drain, cpu_s: float | None = None) -> Completed:
