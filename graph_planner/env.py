@@ -10,6 +10,8 @@ info). Rules that keep the reward honest:
   * a Repair replaces the previous one (patches are always against the base commit);
   * reward is 1 only when Submit's run of FAIL_TO_PASS + PASS_TO_PASS passes every one of them;
   * malformed or invalid actions, patches that do not apply, budgets spent: observations, never raised.
+  * a run whose own report is void (graph_planner.corpus.validate: canaries, exit status, counts) scores
+    0, is counted in `EpisodeStats.tampering` and is never cached.
 Test results are cached by (task, patch hash, tests); one telemetry JSONL line is written per step.
 """
 
@@ -123,6 +125,8 @@ class EpisodeStats:
     malformed: int = 0
     patch_errors: int = 0
     refused: int = 0
+    tampering: int = 0
+    """Test runs whose own report was voided (canaries, exit status or counts disagreed): each scored 0."""
     resolved: bool = False
     seconds: float = 0.0
     done_reason: str = ""
@@ -148,6 +152,9 @@ def run_patch(runtime, cache: ResultCache, task: RepairTask, patch: dict[str, st
     result = {"mode": mode, "status": run.status, "rc": run.rc, "seconds": round(run.seconds, 2),
               "passed": len(wanted) - len(failed), "failed": failed[:20], "n_failed": len(failed),
               "tail": run.tail[-1500:], "cpu_s": limit}
+    if run.tampered:
+        # a void verdict scores 0, is counted, and never enters the cache every later run and seed reads
+        return {**result, "tampered": run.tampered}
     cache.put(key, result)
     return result
 
@@ -298,7 +305,7 @@ class PlannerEnv:
         return obs
 
     def _submit(self) -> dict:
-        result = self._run(self.task.fail_to_pass + self.task.pass_to_pass, "submit")
+        result = self._run(self.task.submit_tests(), "submit")
         self.stats.resolved = passed(result)
         return {"resolved": self.stats.resolved, "tests": result}
 
@@ -308,6 +315,7 @@ class PlannerEnv:
 
     def _run(self, tests: list[str], mode: str) -> dict:
         result = run_patch(self.runtime, self.cache, self.task, self.patch, tests, mode, self.limits.test_timeout_s)
+        self.stats.tampering += int(bool(result.get("tampered")))
         if result.get("cached"):
             self.stats.cache_hits += 1
         else:

@@ -85,6 +85,7 @@ def summarize(results: list[dict], wall_s: float | None = None) -> dict:
            "mean_seconds": round(statistics.fmean(r["seconds"] for r in results), 2) if results else 0.0,
            "malformed": sum(r["malformed"] for r in results), "fallbacks": sum(r.get("fallbacks", 0) for r in results),
            "patch_errors": sum(r["patch_errors"] for r in results), "refused": sum(r["refused"] for r in results),
+           "tampering": sum(r.get("tampering", 0) for r in results),
            "by_package": _table(results, "package"), "by_mutation": _table(results, "mutation")}
     if wall_s is not None:
         out["wall_s"] = round(wall_s, 1)
@@ -96,7 +97,8 @@ def markdown(summary: dict, title: str = "Code repair") -> str:
     """The summary as a markdown report (Prefect artifact, README)."""
     lines = [f"# {title}", "", f"solve rate **{summary['solve_rate']:.3f}** ({summary['solved']}/{summary['tasks']}), "
              f"mean test runs {summary['mean_test_runs']}, mean steps {summary['mean_steps']}, "
-             f"mean seconds {summary['mean_seconds']}, fallbacks {summary['fallbacks']}", ""]
+             f"mean seconds {summary['mean_seconds']}, fallbacks {summary['fallbacks']}, "
+             f"refused patches {summary.get('refused', 0)}, voided verdicts (tampering) {summary.get('tampering', 0)}", ""]
     for key in ("package", "mutation"):
         lines += [f"| {key} | tasks | solved | solve rate |", "|---|---|---|---|"]
         lines += [f"| {row[key]} | {row['tasks']} | {row['solved']} | {row['solve_rate']:.3f} |"

@@ -27,6 +27,18 @@ class RepairTask:
     meta: dict = field(default_factory=dict)
     """mutation, file, function, difficulty, version, split (planact fields), or the instance's extras."""
 
+    submit_order: list[int] = field(default_factory=list)
+    """Positions of the FAIL_TO_PASS tests in Submit's run (planact corpora); empty: FAIL_TO_PASS first."""
+
+    def submit_tests(self) -> list[str]:
+        """The tests Submit runs, in the order the task was validated in (FAIL_TO_PASS + PASS_TO_PASS)."""
+        n = len(self.fail_to_pass) + len(self.pass_to_pass)
+        at = set(self.submit_order)
+        if len(at) != len(self.fail_to_pass) or not all(0 <= i < n for i in at):
+            return self.fail_to_pass + self.pass_to_pass
+        f2p, p2p = iter(self.fail_to_pass), iter(self.pass_to_pass)
+        return [next(f2p) if i in at else next(p2p) for i in range(n)]
+
     @property
     def local(self) -> bool:
         """Runs on the local backend (a planact corpus task) rather than needing a Docker image."""
@@ -50,7 +62,7 @@ def from_record(row: dict, root: Path) -> RepairTask:
                       tuple(env.get("pytest_args", ("-o", "addopts="))), float(env.get("timeout_s", 120.0)))
     return RepairTask(row["instance_id"], row.get("problem_statement", ""), _tests(row.get("FAIL_TO_PASS")),
                       _tests(row.get("PASS_TO_PASS")), row.get("base_commit", ""), row.get("repo", ""), repo_dir,
-                      suite, row.get("patch", ""), meta)
+                      suite, row.get("patch", ""), meta, list((env or {}).get("fail_to_pass_at", [])))
 
 
 def load_tasks(source: str | Path, split: str | None = None, limit: int | None = None) -> list[RepairTask]:

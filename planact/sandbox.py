@@ -390,11 +390,13 @@ def start(argv: list[str], *, workdir: str | os.PathLike | None = None, limits: 
 
 def run(argv: list[str], *, stdin: bytes = b"", workdir: str | os.PathLike | None = None,
         limits: Limits = Limits(), env: dict[str, str] | None = None, read_only: list[str] | tuple = (),
-        files: dict[str, str] | None = None, view: View = CODE, channel: bool = False) -> Completed:
+        files: dict[str, str] | None = None, view: View = CODE, channel: bool = False,
+        channel_bytes: int | None = None) -> Completed:
     """Run `argv` to completion in the sandbox; never raises on what the program does.
 
     channel=True: the program inherits the write end of a pipe (fd number in PLANACT_CHANNEL_FD) that only
-    this process reads; what arrives is `Completed.channel`.
+    this process reads; what arrives is `Completed.channel` (its first `channel_bytes`, default
+    limits.output_bytes).
     """
     ch_read = ch_write = None
     if channel:
@@ -410,7 +412,7 @@ def run(argv: list[str], *, stdin: bytes = b"", workdir: str | os.PathLike | Non
         if ch_write is not None:
             os.close(ch_write)  # the program holds the only write end: EOF once its tree is gone
     out, err = Drain(box.proc.stdout, limits.output_bytes), Drain(box.proc.stderr, limits.output_bytes)
-    chan = Drain(os.fdopen(ch_read, "rb"), limits.output_bytes) if ch_read is not None else None
+    chan = Drain(os.fdopen(ch_read, "rb"), channel_bytes or limits.output_bytes) if ch_read is not None else None
     timed_out, cpu_s = False, None
     try:
         try:

@@ -118,7 +118,7 @@ def difficulty(mutant: Mutant, output: str) -> str:
 
 
 def task_record(spec: PackageSpec, mutant: Mutant, verdict: Verdict, original: str, out: Path,
-                repo: Path, clean: str, suite: Suite) -> dict:
+                repo: Path, clean: str, suite: Suite, base: Baseline) -> dict:
     """A SWE-bench-format instance for one kept mutant (its buggy commit is created in `repo`)."""
     digest = hashlib.sha256(f"{mutant.file}\0{mutant.source}".encode()).hexdigest()[:10]
     instance_id = f"{spec.key}__{digest}"
@@ -134,8 +134,18 @@ def task_record(spec: PackageSpec, mutant: Mutant, verdict: Verdict, original: s
         "split": spec.split,
         "planact_env": {"repo_dir": f"repos/{spec.key}.git", "source_root": suite.source_root,
                         "pythonpath": [os.path.relpath(p, out) for p in suite.pythonpath], "pytest_args": list(suite.pytest_args),
-                        "timeout_s": suite.timeout_s},
+                        "timeout_s": suite.timeout_s,
+                        # Submit runs FAIL_TO_PASS + PASS_TO_PASS in the clean suite's order (an order-dependent
+                        # test behaves as it did there): where in that order each FAIL_TO_PASS test sits
+                        "fail_to_pass_at": submit_positions(base, verdict)},
     }
+
+
+def submit_positions(base: Baseline, verdict: Verdict) -> list[int]:
+    """Positions of the FAIL_TO_PASS tests in Submit's run (both lists merged in the clean suite's order)."""
+    f2p = set(verdict.fail_to_pass)
+    merged = base.in_order([*verdict.fail_to_pass, *verdict.pass_to_pass])
+    return [i for i, t in enumerate(merged) if t in f2p]
 
 
 def build_package(spec: PackageSpec, cfg: CorpusConfig, out: Path, cache: Path = DEFAULT_CACHE,
@@ -197,7 +207,7 @@ def build_package(spec: PackageSpec, cfg: CorpusConfig, out: Path, cache: Path =
                     continue
                 seen.add((m.function, tuple(v.fail_to_pass)))
                 original = originals.setdefault(m.file, (src / m.file).read_text())
-                tasks.append(task_record(spec, m, v, original, out, repo, clean, suite))
+                tasks.append(task_record(spec, m, v, original, out, repo, clean, suite, base))
     report.update(functions_covered=sum(len(v) for v in base.covered_functions().values()), tried=tried,
                   kept=len(tasks), dropped=dict(dropped), kinds=dict(Counter(t["mutation"] for t in tasks)),
                   build_s=round(time.monotonic() - t0, 1))

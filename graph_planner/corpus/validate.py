@@ -1,8 +1,12 @@
 """Running a repository's own tests in the sandbox, and keeping a mutant only when its tests say so.
 
 A test run happens in a private copy of the repository (or in place, in an episode's working copy)
-with `python -m pytest` in planact's sandbox (no network, the host read-only, a wall-clock limit for
-the whole run); per-test outcomes come from a JUnit XML report the run writes into that directory.
+with `python -m pytest` in planact's sandbox (no network, a view holding only the interpreter, pytest,
+the package's dependencies and the copy; a CPU and a wall-clock limit). Per-test outcomes come over a
+channel only the host reads (`plugin/planact_verdict.py`), never from a file the code under test can
+rewrite. A run of named tests also carries two canary tests the host writes with values only it knows
+(one must fail, one must pass); when a test is reported passed, the canaries, pytest's exit status and
+its failure count must all agree, or the run is void ("tampered", every test failed).
 A mutant is kept when at least one test that passed on the clean source fails with the bug
 (FAIL_TO_PASS) and every other baseline test still passes (PASS_TO_PASS); otherwise the reason it was
 dropped is returned.
@@ -17,19 +21,21 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import shutil
 import sys
 import tempfile
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from graph_planner.corpus.mutate import Mutant
 from planact import sandbox
+from planact.sandbox_view import SITE, pytest_view
 
 _IGNORE = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".pytest_cache")
 _PLUGIN_DIR = str(Path(__file__).parent / "plugin")
-REPORT, COVERAGE = ".planact-junit.xml", ".planact-coverage.json"
+COVERAGE = ".planact-coverage.json"
+CANARY_DIR = ".planact-canary"
 IMPORT_TIME = "<import>"
 
 
@@ -77,6 +83,10 @@ class TestRun:
     coverage: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     durations: dict[str, float] = field(default_factory=dict)
     cpu_s: float | None = None
+    order: list[str] = field(default_factory=list)
+    """Test ids in the order the run executed them."""
+    tampered: str = ""
+    """Why the run's own report was not believed ("" when it was): its outcomes are then all failures."""
 
     def passed(self) -> set[str]:
         """Ids of the tests that passed."""
@@ -88,60 +98,118 @@ class TestRun:
         return self.output[-2000:]
 
 
-def _test_id(case: ET.Element) -> str:
-    """pytest's node id from a JUnit testcase: file::Class::name (classname is dotted module[.Class])."""
-    classname, name = case.get("classname", ""), case.get("name", "")
-    file = case.get("file")
-    parts = classname.split(".")
-    if file:
-        module_parts = Path(file).with_suffix("").parts
-        rest = parts[len(module_parts):]
-        return "::".join([file, *rest, name])
-    return "::".join([classname, name])
+CHANNEL_BYTES = 32 << 20  # outcome lines of the largest suites (~100 bytes per test phase)
 
 
-def read_junit(path: Path) -> tuple[dict[str, str], dict[str, float]]:
-    """Per-test outcomes and seconds from a pytest JUnit XML report."""
-    out, seconds = {}, {}
-    for case in ET.parse(path).getroot().iter("testcase"):
-        children = {c.tag for c in case}
-        outcome = "failed" if children & {"failure", "error"} else "skipped" if "skipped" in children else "passed"
-        out[_test_id(case)] = outcome
-        seconds[_test_id(case)] = float(case.get("time") or 0.0)
-    return out, seconds
+def read_channel(text: str) -> tuple[dict[str, str], dict[str, float], list[str], dict | None, str]:
+    """(outcomes, seconds, order, end line, why the report is malformed) from the verdict plugin's lines.
+
+    A test passed when its call phase passed and no phase failed; skipped when a phase was skipped."""
+    phases: dict[str, dict[str, str]] = {}
+    seconds: dict[str, float] = {}
+    end, problem = None, ""
+    for line in text.splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            problem = problem or "an unreadable report line"
+            continue
+        if not isinstance(row, dict):
+            problem = problem or "an unreadable report line"
+        elif end is not None:
+            problem = problem or "report lines after the end of the session"
+        elif "end" in row:
+            end = row
+        elif "id" in row:
+            seen = phases.setdefault(str(row["id"]), {})
+            if row.get("when") in seen:
+                problem = problem or f"{row['id']} reported twice"
+            seen[str(row.get("when"))] = str(row.get("outcome"))
+            seconds[str(row["id"])] = seconds.get(str(row["id"]), 0.0) + float(row.get("s") or 0.0)
+    outcomes = {}
+    for test, seen in phases.items():
+        if "failed" in seen.values():
+            outcomes[test] = "failed"
+        elif "skipped" in seen.values():
+            outcomes[test] = "skipped"
+        else:
+            outcomes[test] = "passed" if seen.get("call") == "passed" else "failed"
+    return outcomes, seconds, list(phases), end, problem
+
+
+def _canaries(workdir: Path) -> tuple[str, str, str]:
+    """Write two tests only the host can predict (one must fail, one must pass); (path, fail id, pass id)."""
+    tag = secrets.token_hex(8)
+    folder = workdir / CANARY_DIR
+    folder.mkdir(exist_ok=True)
+    a, b, c = (secrets.token_hex(12) for _ in range(3))
+    rel = f"{CANARY_DIR}/test_planact_{tag}.py"
+    (workdir / rel).write_text(f"def test_fails_{tag}():\n    assert {a!r} == {b!r}\n\n\n"
+                               f"def test_passes_{tag}():\n    assert {c!r} == {c!r}\n")
+    return rel, f"{rel}::test_fails_{tag}", f"{rel}::test_passes_{tag}"
+
+
+def tampering(outcomes: dict[str, str], end: dict | None, rc: int | None, problem: str,
+              canary_fail: str, canary_pass: str) -> str:
+    """Why a run's report of a passed test cannot be believed ("" when everything agrees)."""
+    if problem:
+        return problem
+    if outcomes.get(canary_fail) != "failed":
+        return "the host's must-fail test was reported " + outcomes.get(canary_fail, "missing")
+    if outcomes.get(canary_pass) != "passed":
+        return "the host's must-pass test was reported " + outcomes.get(canary_pass, "missing")
+    if end is None:
+        return "the session's end was never reported"
+    if end.get("end") != rc or rc != 1:
+        return f"pytest's exit status disagrees (reported {end.get('end')}, process {rc}, expected 1)"
+    if end.get("failed") != sum(o == "failed" for o in outcomes.values()):
+        return "pytest's failure count disagrees with the reported outcomes"
+    return ""
 
 
 def run_in_place(workdir: str | Path, tests: list[str] | None = None, suite: Suite = Suite(),
                  coverage: bool = False) -> TestRun:
-    """Run pytest (all tests or `tests`) in the sandbox with `workdir` as the only writable place."""
+    """Run pytest (all tests or `tests`, in that order) in the sandbox with `workdir` as the only writable
+    place; named tests run with the host's canaries and are judged as the module docstring says."""
     workdir = Path(workdir)
-    for name in (REPORT, COVERAGE):
-        (workdir / name).unlink(missing_ok=True)
-    argv = [sys.executable, "-m", "pytest", "-q", "-rf", "--tb=short", "-p", "no:cacheprovider",
-            "-o", "junit_family=xunit1", f"--junitxml={REPORT}", *suite.pytest_args]
-    pythonpath = [str(workdir / suite.source_root), *suite.pythonpath]
+    (workdir / COVERAGE).unlink(missing_ok=True)
+    argv = [sandbox.python(), "-s", "-m", "pytest", "-q", "-rf", "--tb=short", "-p", "no:cacheprovider",
+            "-p", "planact_verdict", *suite.pytest_args]
+    pythonpath = [str(workdir / suite.source_root), SITE, *suite.pythonpath, _PLUGIN_DIR]
     if coverage:
         argv += ["-p", "planact_coverage"]
-        pythonpath.append(_PLUGIN_DIR)
+    canary = None
+    if tests:
+        canary = _canaries(workdir)
+        argv.append(canary[0])  # first: collected before any module of the repository is imported
     argv += list(tests or [])
     limits = sandbox.Limits(timeout_s=suite.timeout_s, cpu_s=suite.cpu_s, memory_mb=suite.memory_mb, processes=64,
                             open_files=256, output_bytes=32 * 1024, file_mb=64)
     # Only the plugins named here: the entry-point plugins installed beside planact (xdist, anyio,
     # hypothesis, timeout, ...) cost ~0.8 s of every ~1.1 s run's startup and no corpus suite uses them.
     env = {"PYTHONPATH": ":".join(pythonpath), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    done = sandbox.run(argv, workdir=workdir, limits=limits, env=env,
-                       read_only=[p for p in pythonpath[1:] if Path(p).exists()])
-    report = workdir / REPORT
+    view = pytest_view(tuple(p for p in [*suite.pythonpath, _PLUGIN_DIR] if Path(p).exists()))
     try:
-        outcomes, durations = read_junit(report) if report.is_file() else ({}, {})
-    except ET.ParseError:
-        outcomes, durations = {}, {}
+        done = sandbox.run(argv, workdir=workdir, limits=limits, env=env, view=view, channel=True,
+                           channel_bytes=CHANNEL_BYTES)
+    finally:
+        if canary is not None:
+            shutil.rmtree(workdir / CANARY_DIR, ignore_errors=True)
+    outcomes, durations, order, end, problem = read_channel(done.channel)
+    tampered = ""
+    if canary is not None:
+        if any(o == "passed" for t, o in outcomes.items() if t not in canary[1:]):
+            tampered = tampering(outcomes, end, done.returncode, problem, canary[1], canary[2])
+        outcomes = {t: o for t, o in outcomes.items() if t not in canary[1:]}
+        order = [t for t in order if t not in canary[1:]]
     cov = {}
     if coverage and (workdir / COVERAGE).is_file():
         cov = {k: [tuple(x) for x in v] for k, v in json.loads((workdir / COVERAGE).read_text()).items()}
     status = done.status if done.status in ("timeout", "memory") or not outcomes else "ok"
+    if tampered:
+        outcomes, status = {t: "failed" for t in outcomes}, "tampered"
     return TestRun(outcomes, status, done.seconds, done.stdout + done.stderr, done.returncode, cov, durations,
-                   done.cpu_s)
+                   done.cpu_s, order, tampered)
 
 
 def run_tests(repo: str | Path, tests: list[str] | None = None, suite: Suite = Suite(),
@@ -171,13 +239,21 @@ class Baseline:
     cpu_seconds: float = 0.0
     """CPU seconds of the slowest clean run: what a mutant's time limit is derived from, because unlike
     `seconds` it does not grow with the machine's load."""
+    order: list[str] = field(default_factory=list)
+    """Test ids in the order the clean suite ran them."""
 
     def covering(self, file: str, function: str) -> list[str] | None:
-        """Passing tests that call `function` in `file`; None when it runs at import time (all tests)."""
+        """Passing tests that call `function` in `file`, in the clean run's order; None when it runs at
+        import time (all tests)."""
         key = (file, function)
         if key in self.coverage.get(IMPORT_TIME, []):
             return None
-        return sorted(t for t, calls in self.coverage.items() if t in self.passing and key in calls)
+        return self.in_order(t for t, calls in self.coverage.items() if t in self.passing and key in calls)
+
+    def in_order(self, tests) -> list[str]:
+        """`tests` in the order the clean suite ran them (order-dependent suites give the same outcomes)."""
+        rank = {t: i for i, t in enumerate(self.order)}
+        return sorted(set(tests), key=lambda t: (rank.get(t, len(rank)), t))
 
     def covered_functions(self) -> dict[str, set[str]]:
         """file -> functions some passing test (or the import of the package) calls."""
@@ -197,9 +273,11 @@ def baseline(repo: str | Path, runs: int = 2, suite: Suite = Suite(), slow_test_
     slow: set[str] = set()
     cov: dict = {}
     seconds = cpu_seconds = 0.0
+    order: list[str] = []
     for i in range(runs):
         result = run_tests(repo, suite=suite, coverage=(i == 0))
         cov = cov or result.coverage
+        order = order or result.order
         seen |= result.passed()
         if i > 0 or runs == 1:  # the recorder's run is slower than an episode's would be
             slow |= {t for t, s in result.durations.items() if s > slow_test_s}
@@ -207,7 +285,7 @@ def baseline(repo: str | Path, runs: int = 2, suite: Suite = Suite(), slow_test_
         cpu_seconds = max(cpu_seconds, result.cpu_s or 0.0)
         passing = result.passed() if passing is None else passing & result.passed()
     passing = (passing or set()) - slow
-    return Baseline(passing, cov, seen - passing - slow, seconds, slow, cpu_seconds)
+    return Baseline(passing, cov, seen - passing - slow, seconds, slow, cpu_seconds, order)
 
 
 @dataclass
@@ -233,10 +311,11 @@ def validate_mutant(repo: str | Path, mutant: Mutant, base: Baseline | set[str],
         return Verdict(False, f"test run {run.status}", seconds=run.seconds, output=run.tail)
     # a covering test missing from the report (collection broke) counts as failed
     now = run.passed() | (passing - set(tests) if tests is not None else set())
-    f2p = sorted(passing - now)
+    order = base.in_order if isinstance(base, Baseline) else sorted
+    f2p = order(passing - now)
     if not f2p:
         return Verdict(False, "no baseline test fails", seconds=run.seconds)
-    return Verdict(True, "", f2p, sorted(passing & now), run.seconds, run.output)
+    return Verdict(True, "", f2p, order(passing & now), run.seconds, run.output)
 
 
 _FAILURES = re.compile(r"^=+ FAILURES =+$", re.M)

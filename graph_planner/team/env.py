@@ -203,6 +203,7 @@ class RepairTeamEnv:
         m["sandbox/test_runs"], m["sandbox/cache_hits"] = float(runs), float(hits)
         m["sandbox/cache_hit_rate"] = hits / max(1, runs + hits)
         m["sandbox/refused"] = float(after["refused"] - before["refused"])
+        m["sandbox/tampering"] = float(after["tampering"] - before["tampering"])  # voided verdicts, each scored 0
         m["time/sandbox_s"] = after["seconds"] - before["seconds"]
         res.metrics = m
         return res

@@ -95,4 +95,5 @@ def evaluate_team(env, planner, actor) -> dict[str, float]:
     out["sandbox/eval_test_runs"] = float(env.sandbox.stats["test_runs"] - before["test_runs"])
     out["sandbox/eval_full_runs"] = float(env.sandbox.stats["full_runs"] - before["full_runs"])
     out["sandbox/eval_cache_hits"] = float(env.sandbox.stats["cache_hits"] - before["cache_hits"])
+    out["sandbox/eval_tampering"] = float(env.sandbox.stats["tampering"] - before["tampering"])
     return out

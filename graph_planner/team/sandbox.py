@@ -53,7 +53,7 @@ class Sandbox:
         self._parse = threading.Lock()
         self._files: dict[str, set[str]] = {}
         self._texts: OrderedDict[tuple[str, str], str] = OrderedDict()
-        self.stats = {"test_runs": 0, "full_runs": 0, "cache_hits": 0, "refused": 0, "seconds": 0.0}
+        self.stats = {"test_runs": 0, "full_runs": 0, "cache_hits": 0, "refused": 0, "tampering": 0, "seconds": 0.0}
 
     def _slot(self) -> tuple[LocalRuntime, Path | None]:
         rt = getattr(self._local, "runtime", None)
@@ -113,6 +113,7 @@ class Sandbox:
             self.stats["full_runs"] += result["full"]
             self.stats["cache_hits"] += int(result["cached"])
             self.stats["refused"] += int(result["refused"])
+            self.stats["tampering"] += result.get("tampering", 0)
             self.stats["seconds"] += seconds
         if telemetry is not None:
             telemetry.parent.mkdir(parents=True, exist_ok=True)
@@ -126,14 +127,15 @@ class Sandbox:
         if texts is None:
             return {"resolved": False, "cached": False, "refused": True, "runs": 0, "full": 0, "error": error[:200]}
         f2p = run_patch(runtime, self.cache, task, texts, task.fail_to_pass, "fail_to_pass", self.test_timeout_s)
-        runs = int(not f2p.get("cached"))
+        runs, tampering = int(not f2p.get("cached")), int("tampered" in f2p)
         if mode == "train" or not passed(f2p):
-            return {"resolved": passed(f2p), "cached": runs == 0, "refused": False, "runs": runs, "full": 0}
-        whole = run_patch(runtime, self.cache, task, texts, task.fail_to_pass + task.pass_to_pass, "submit",
+            return {"resolved": passed(f2p), "cached": runs == 0, "refused": False, "runs": runs, "full": 0,
+                    "tampering": tampering}
+        whole = run_patch(runtime, self.cache, task, texts, task.submit_tests(), "submit",
                           self.test_timeout_s)
         full = int(not whole.get("cached"))
         return {"resolved": passed(whole), "cached": runs + full == 0, "refused": False, "runs": runs + full,
-                "full": full}
+                "full": full, "tampering": tampering + int("tampered" in whole)}
 
     def judge_many(self, jobs: list[tuple[RepairTask, dict]], mode: str) -> list[dict]:
         """Judge (task, edit) pairs in parallel slots; identical pairs are judged once."""

@@ -57,7 +57,10 @@ def test_baseline_reads_every_test_by_node_id(repo):
                             "tests/test_core.py::test_high", "tests/test_core.py::TestMore::test_equal_bounds"}
     assert not base.flaky
     # the coverage recorder saw which function each test calls; `unused` is called by none
-    assert base.covering("mini/core.py", "clamp") == sorted(base.passing)
+    # ...in the order the clean suite ran them (file order), which every later run of the task keeps
+    assert base.covering("mini/core.py", "clamp") == base.order == [
+        "tests/test_core.py::test_inside", "tests/test_core.py::test_low_edge", "tests/test_core.py::test_high",
+        "tests/test_core.py::TestMore::test_equal_bounds"]
     assert base.covering("mini/core.py", "unused") == []
     assert base.covered_functions()["mini/core.py"] == {"clamp"}
 
@@ -126,3 +129,53 @@ def test_a_packages_suite_runs_without_the_pytest_plugins_installed_beside_plana
     })
     run = run_tests(repo, suite=Suite(".", (), (), 30.0))
     assert run.outcomes == {"tests/test_isolated.py::test_only_pytests_own_plugins": "passed"}, run.tail[-1500:]
+
+
+INHERITED = {
+    "inh/__init__.py": "",
+    "inh/core.py": "def double(x):\n    return 2 * x\n",
+    # unittest-style suites that keep their test methods on a base class in the test package's __init__
+    "tests/__init__.py": '''
+        import unittest
+
+        from inh.core import double
+
+
+        class DoubleChecks:
+            def test_double_two(self):
+                self.assertEqual(double(2), 4)
+
+            def test_double_zero(self):
+                self.assertEqual(double(0), 0)
+        ''',
+    "tests/test_inh.py": '''
+        import unittest
+
+        import pytest
+
+        from inh.core import double
+        from tests import DoubleChecks
+
+
+        class TestDouble(DoubleChecks, unittest.TestCase):
+            pass
+
+
+        @pytest.mark.parametrize("x,y", [(1, 2), (3, 6)])
+        def test_param(x, y):
+            assert double(x) == y
+        ''',
+}
+
+
+def test_inherited_parametrised_and_unittest_tests_are_recorded_under_ids_pytest_can_run_again(tmp_path):
+    repo = write_files(tmp_path / "inh", INHERITED)
+    base = baseline(repo, runs=1)
+    assert set(base.order) == base.passing == {
+        "tests/test_inh.py::TestDouble::test_double_two", "tests/test_inh.py::TestDouble::test_double_zero",
+        "tests/test_inh.py::test_param[1-2]", "tests/test_inh.py::test_param[3-6]"}
+    # the recorded ids run as they are, one by one and all together, with the host's canaries beside them
+    for test in base.order:
+        assert run_tests(repo, tests=[test]).outcomes == {test: "passed"}
+    again = run_tests(repo, tests=base.order)
+    assert again.order == base.order and not again.tampered and again.passed() == base.passing
