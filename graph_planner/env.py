@@ -164,6 +164,30 @@ def passed(result: dict) -> bool:
     return result.get("status") == "ok" and not result.get("failed")
 
 
+def gold_submit(runtime, task: RepairTask, timeout_s: float = EnvLimits.test_timeout_s) -> str:
+    """Why the task's own gold patch fails the path an agent's patch takes ("" when it resolves the task):
+    applied to the base commit, through the patch check, then Submit's run of FAIL_TO_PASS + PASS_TO_PASS
+    in the task's order, on a clean checkout in the sandbox."""
+    files = set(git(task.repo_dir, "ls-tree", "-r", "--name-only", task.base_commit).splitlines())
+
+    def base(path: str) -> str:
+        return git(task.repo_dir, "show", f"{task.base_commit}:{path}", strip=False)
+
+    try:
+        texts = apply_diff(task.gold_patch, base, {f for f in files if f.endswith(".py")})
+    except PatchError as e:
+        return f"gold patch does not apply: {e}"
+    refused = {p: r for p, t in texts.items() if (r := screen(base(p), t))}
+    if refused:
+        return f"gold patch refused by the patch check: {refused}"
+    result = run_patch(runtime, ResultCache(), task, texts, task.submit_tests(), "submit", timeout_s)
+    if passed(result):
+        return ""
+    what = result.get("tampered") or f"{result['n_failed']} of its tests fail" if result["status"] in ("ok", "tampered") \
+        else result["status"]
+    return f"gold patch fails Submit ({what})"
+
+
 class PlannerEnv:
     """The code-repair environment over one runtime slot."""
 

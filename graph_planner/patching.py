@@ -2,16 +2,17 @@
 
 Nothing here touches the disk or runs code. A patch that does not parse or apply raises PatchError with
 a message the agent sees as its observation. Paths must name existing non-test Python files of the
-repository: a patch cannot add files, edit tests, or reach outside the working copy.
+repository: a patch cannot add files, edit tests, or reach outside the working copy. What a patch may
+change inside a file is graph_planner.patch_check's allow-list (`screen`, re-exported here).
 """
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import PurePosixPath
 
 from graph_planner.graph.build import is_test_file
+from graph_planner.patch_check import screen  # noqa: F401 - the check every patch path uses
 
 
 class PatchError(ValueError):
@@ -109,47 +110,3 @@ def apply_edits(edits: list[dict], read, files: set[str]) -> dict[str, str]:
             raise PatchError(f"edit {n}: `old` must occur exactly once in {path} (found {count})")
         texts[path] = text.replace(old, new, 1)
     return texts
-
-
-# Names a repair never needs and a verdict forger always does: process control, the import system,
-# introspection of frames and the test runner. A patch that introduces one is refused before it runs.
-DENY = frozenset({
-    "os", "sys", "subprocess", "builtins", "exec", "eval", "compile", "open", "globals", "locals", "vars",
-    "getattr", "setattr", "delattr", "exit", "quit", "_exit", "importlib", "ctypes", "signal", "gc", "inspect",
-    "atexit", "threading", "multiprocessing", "socket", "pytest", "_pytest", "unittest", "breakpoint", "shutil",
-    "pathlib", "io", "fork", "system", "popen", "kill", "environ", "settrace", "setprofile", "modules",
-    "f_back", "f_globals", "f_locals", "tb_frame", "input", "memoryview", "bytearray",
-})
-
-
-def _names(tree: ast.AST) -> set[str]:
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            out.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            out.add(node.attr)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            out.add("<import>" + ast.dump(node))
-    return out
-
-
-def screen(before: str, after: str) -> list[str]:
-    """Why a changed file is refused: new imports, new dunder or denied names; [] when it is acceptable."""
-    try:
-        new_tree = ast.parse(after)
-    except SyntaxError as e:
-        return [f"syntax error on line {e.lineno}: {e.msg}"]
-    try:
-        old = _names(ast.parse(before))
-    except SyntaxError:
-        old = set()
-    added = _names(new_tree) - old
-    reasons = []
-    if any(n.startswith("<import>") for n in added):
-        reasons.append("adds an import")
-    bad = sorted(n for n in added if n in DENY or (n.startswith("__") and n.endswith("__")))
-    if bad:
-        reasons.append(f"introduces {', '.join(bad)}")
-    return reasons
-

@@ -18,6 +18,7 @@ import json
 import os
 import random
 import shutil
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -29,13 +30,21 @@ from graph_planner.corpus.mutate import TOKEN_LEVEL, Mutant, mutants
 from graph_planner.corpus.spec import CorpusConfig, PackageSpec
 from graph_planner.corpus.validate import (Baseline, Suite, Verdict, baseline, load_proof, problem_statement,
                                            validate_mutant)
+from graph_planner.env import gold_submit
 from graph_planner.graph.build import SKIP_DIRS, is_test_file
+from graph_planner.runtime import LocalRuntime
+from graph_planner.tasks import from_record
+
+
+# What a task's validity means; a package built under an older meaning is rebuilt. 2: test ids as pytest
+# runs them, the clean suite's order, outcomes over the host's channel, the gold patch through Submit.
+VALIDITY = 2
 
 
 def settings_hash(spec: PackageSpec, cfg: CorpusConfig) -> str:
-    """What decides a package's tasks: its pin and the mutation budget."""
+    """What decides a package's tasks: its pin, the mutation budget and the validity rules."""
     budget = cfg.model_dump(include={"seed", "kinds", "per_function", "max_tried", "max_kept", "timeout_s"})
-    blob = json.dumps([spec.model_dump(), budget], sort_keys=True)
+    blob = json.dumps([spec.model_dump(), budget, VALIDITY], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -184,10 +193,11 @@ def build_package(spec: PackageSpec, cfg: CorpusConfig, out: Path, cache: Path =
     workers = cfg.workers or os.cpu_count() or 1
     repo = out / "repos" / f"{spec.key}.git"
     clean = init_repo(src, repo)
-    tasks, seen, dropped = [], set(), Counter()
+    tasks, seen, dropped, gold_failures = [], set(), Counter(), []
     originals: dict[str, str] = {}
     tried = 0
-    with ThreadPoolExecutor(workers) as pool:
+    slots = _Slots()
+    with slots, ThreadPoolExecutor(workers) as pool:
         # Kept tasks are the first max_kept valid mutants in candidate order, so validating in order, a
         # few at a time, and stopping once max_kept are kept builds the same tasks without the test runs
         # of mutants that could only be dropped ("max_kept reached": a quarter of the tries of a big package).
@@ -195,27 +205,63 @@ def build_package(spec: PackageSpec, cfg: CorpusConfig, out: Path, cache: Path =
             if len(tasks) >= cfg.max_kept:
                 break
             chunk = cands[start:start + 2 * workers]
+            fresh = []
             for m, v in zip(chunk, pool.map(lambda m: validate_mutant(src, m, base, check), chunk)):
                 tried += 1
                 reason = v.reason
                 if v.kept and (m.function, tuple(v.fail_to_pass)) in seen:
                     reason = "same failing tests as a kept mutant of the function"
-                elif v.kept and len(tasks) >= cfg.max_kept:
+                elif v.kept and len(tasks) + len(fresh) >= cfg.max_kept:
                     reason = "max_kept reached"
                 if reason:
                     dropped[reason] += 1
                     continue
                 seen.add((m.function, tuple(v.fail_to_pass)))
                 original = originals.setdefault(m.file, (src / m.file).read_text())
-                tasks.append(task_record(spec, m, v, original, out, repo, clean, suite, base))
+                fresh.append(task_record(spec, m, v, original, out, repo, clean, suite, base))
+            # A task counts only if its own gold patch resolves it through the very path an agent's takes.
+            for row, why in zip(fresh, pool.map(lambda r: slots.gold_submit(from_record(r, out)), fresh)):
+                if why:
+                    dropped[why.split(" (")[0].split(":")[0]] += 1
+                    gold_failures.append({"instance_id": row["instance_id"], "reason": why[:500]})
+                else:
+                    tasks.append(row)
     report.update(functions_covered=sum(len(v) for v in base.covered_functions().values()), tried=tried,
                   kept=len(tasks), dropped=dict(dropped), kinds=dict(Counter(t["mutation"] for t in tasks)),
-                  build_s=round(time.monotonic() - t0, 1))
+                  gold_failures=gold_failures[:50], build_s=round(time.monotonic() - t0, 1))
+    if not tasks and gold_failures:
+        # every kept mutant's own fix fails an agent's Submit: the package yields nothing, and says why
+        report["unusable"] = (f"all {len(gold_failures)} validated tasks fail Submit with their own gold patch, "
+                              f"e.g. {gold_failures[0]['reason']}")
+        log(f"{spec.key}: UNUSABLE: {report['unusable']}")
     log(f"{spec.key}: tried {tried}, kept {len(tasks)}, dropped {dict(dropped)} in {report['build_s']} s")
     write_jsonl(tasks_path, tasks)
     report_path.parent.mkdir(parents=True, exist_ok=True)
     report_path.write_text(json.dumps(report, indent=1))
     return tasks, report
+
+
+class _Slots:
+    """One sandbox working copy per build thread, for the gold patches' Submit runs; removed at exit."""
+
+    def __init__(self):
+        self._local, self._all, self._lock = threading.local(), [], threading.Lock()
+
+    def gold_submit(self, task) -> str:
+        """Why `task`'s gold patch fails an agent's Submit ("" when it resolves the task)."""
+        rt = getattr(self._local, "runtime", None)
+        if rt is None:
+            rt = self._local.runtime = LocalRuntime()
+            with self._lock:
+                self._all.append(rt)
+        return gold_submit(rt, task)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for rt in self._all:
+            rt.close()
 
 
 def build_corpus(cfg: CorpusConfig, out: str | Path, cache: Path = DEFAULT_CACHE,

@@ -113,7 +113,7 @@ def test_evaluation_runs_the_whole_suite_only_for_edits_whose_failing_tests_pass
             wrong = {"file": task.meta["file"], "old": minus[0], "new": minus[0] + "  # unchanged"}
             before = dict(box.stats)
             assert box.judge(task, gold, "eval") == {"resolved": True, "cached": False, "refused": False,
-                                                     "runs": 2, "full": 1}
+                                                     "runs": 2, "full": 1, "tampering": 0}
             w = box.judge(task, wrong, "eval")
             assert not w["resolved"] and w["full"] == 0 and w["runs"] == 1
             assert box.stats["full_runs"] - before["full_runs"] == 1
