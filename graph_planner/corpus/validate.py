@@ -35,7 +35,6 @@ from planact.sandbox_view import SITE, pytest_view
 _IGNORE = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".pytest_cache")
 _PLUGIN_DIR = str(Path(__file__).parent / "plugin")
 COVERAGE = ".planact-coverage.json"
-CANARY_DIR = ".planact-canary"
 IMPORT_TIME = "<import>"
 
 
@@ -137,16 +136,15 @@ def read_channel(text: str) -> tuple[dict[str, str], dict[str, float], list[str]
     return outcomes, seconds, list(phases), end, problem
 
 
-def _canaries(workdir: Path) -> tuple[str, str, str]:
-    """Write two tests only the host can predict (one must fail, one must pass); (path, fail id, pass id)."""
+def _canaries(folder: Path) -> tuple[str, str, str]:
+    """Write two tests only the host can predict (one must fail, one must pass) into `folder`, outside the
+    working copy and bound read-only; (path, fail id suffix, pass id suffix)."""
     tag = secrets.token_hex(8)
-    folder = workdir / CANARY_DIR
-    folder.mkdir(exist_ok=True)
     a, b, c = (secrets.token_hex(12) for _ in range(3))
-    rel = f"{CANARY_DIR}/test_planact_{tag}.py"
-    (workdir / rel).write_text(f"def test_fails_{tag}():\n    assert {a!r} == {b!r}\n\n\n"
-                               f"def test_passes_{tag}():\n    assert {c!r} == {c!r}\n")
-    return rel, f"{rel}::test_fails_{tag}", f"{rel}::test_passes_{tag}"
+    path = folder / f"test_planact_{tag}.py"
+    path.write_text(f"def test_fails_{tag}():\n    assert {a!r} == {b!r}\n\n\n"
+                    f"def test_passes_{tag}():\n    assert {c!r} == {c!r}\n")
+    return str(path), f"::test_fails_{tag}", f"::test_passes_{tag}"
 
 
 def tampering(outcomes: dict[str, str], end: dict | None, rc: int | None, problem: str,
@@ -171,37 +169,42 @@ def run_in_place(workdir: str | Path, tests: list[str] | None = None, suite: Sui
                  coverage: bool = False) -> TestRun:
     """Run pytest (all tests or `tests`, in that order) in the sandbox with `workdir` as the only writable
     place; named tests run with the host's canaries and are judged as the module docstring says."""
-    workdir = Path(workdir)
+    workdir = Path(workdir).resolve()
     (workdir / COVERAGE).unlink(missing_ok=True)
+    # --rootdir: test ids stay relative to the copy whatever else is collected (the canaries live outside)
     argv = [sandbox.python(), "-s", "-m", "pytest", "-q", "-rf", "--tb=short", "-p", "no:cacheprovider",
-            "-p", "planact_verdict", *suite.pytest_args]
+            f"--rootdir={workdir}", "-p", "planact_verdict", *suite.pytest_args]
     pythonpath = [str(workdir / suite.source_root), SITE, *suite.pythonpath, _PLUGIN_DIR]
     if coverage:
         argv += ["-p", "planact_coverage"]
-    canary = None
-    if tests:
-        canary = _canaries(workdir)
-        argv.append(canary[0])  # first: collected before any module of the repository is imported
     argv += list(tests or [])
+    folder = Path(tempfile.mkdtemp(prefix="planact-canary-")) if tests else None
+    canary = None
+    if folder is not None:
+        folder.chmod(0o755)
+        canary = _canaries(folder)
+        argv.append(canary[0])  # last: a forger active at any point of the run is still active when it runs
     limits = sandbox.Limits(timeout_s=suite.timeout_s, cpu_s=suite.cpu_s, memory_mb=suite.memory_mb, processes=64,
                             open_files=256, output_bytes=32 * 1024, file_mb=64)
     # Only the plugins named here: the entry-point plugins installed beside planact (xdist, anyio,
     # hypothesis, timeout, ...) cost ~0.8 s of every ~1.1 s run's startup and no corpus suite uses them.
     env = {"PYTHONPATH": ":".join(pythonpath), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    view = pytest_view(tuple(p for p in [*suite.pythonpath, _PLUGIN_DIR] if Path(p).exists()))
+    shown = [*suite.pythonpath, _PLUGIN_DIR, *([str(folder)] if folder else [])]
+    view = pytest_view(tuple(p for p in shown if Path(p).exists()))
     try:
         done = sandbox.run(argv, workdir=workdir, limits=limits, env=env, view=view, channel=True,
                            channel_bytes=CHANNEL_BYTES)
     finally:
-        if canary is not None:
-            shutil.rmtree(workdir / CANARY_DIR, ignore_errors=True)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
     outcomes, durations, order, end, problem = read_channel(done.channel)
     tampered = ""
     if canary is not None:
-        if any(o == "passed" for t, o in outcomes.items() if t not in canary[1:]):
-            tampered = tampering(outcomes, end, done.returncode, problem, canary[1], canary[2])
-        outcomes = {t: o for t, o in outcomes.items() if t not in canary[1:]}
-        order = [t for t in order if t not in canary[1:]]
+        ids = {suffix: next((t for t in outcomes if t.endswith(suffix)), suffix) for suffix in canary[1:]}
+        if any(o == "passed" for t, o in outcomes.items() if t not in ids.values()):
+            tampered = tampering(outcomes, end, done.returncode, problem, ids[canary[1]], ids[canary[2]])
+        outcomes = {t: o for t, o in outcomes.items() if t not in ids.values()}
+        order = [t for t in order if t not in ids.values()]
     cov = {}
     if coverage and (workdir / COVERAGE).is_file():
         cov = {k: [tuple(x) for x in v] for k, v in json.loads((workdir / COVERAGE).read_text()).items()}
