@@ -179,3 +179,50 @@ def test_inherited_parametrised_and_unittest_tests_are_recorded_under_ids_pytest
         assert run_tests(repo, tests=[test]).outcomes == {test: "passed"}
     again = run_tests(repo, tests=base.order)
     assert again.order == base.order and not again.tampered and again.passed() == base.passing
+
+
+def test_a_package_whose_tests_inherit_from_a_base_class_yields_tasks_whose_gold_patch_passes_submit(tmp_path):
+    """The build checks every kept task's gold patch through the agent's own Submit, and the rule agent
+    solves tasks of a package whose test methods live on a base class in tests/__init__.py."""
+    from graph_planner.corpus.build import build_corpus
+    from graph_planner.corpus.spec import CorpusConfig, PackageSpec
+    from graph_planner.env import EnvLimits, PlannerEnv, gold_submit
+    from graph_planner.evaluate import run_episode
+    from graph_planner.agents.rule import RuleAgent
+    from graph_planner.runtime import LocalRuntime
+    from graph_planner.tasks import load_tasks
+
+    src = write_files(tmp_path / "inh-src", INHERITED)
+    spec = PackageSpec(name="inh", version="0.1", source=str(src), split="heldout")
+    cfg = CorpusConfig(packages=[spec], per_function=4, max_tried=8, max_kept=8, timeout_s=30, kinds=["binop", "constant"])
+    summary = build_corpus(cfg, tmp_path / "corpus", log=lambda _: None)
+    tasks = load_tasks(tmp_path / "corpus", split="heldout")
+    assert summary["tasks"] == len(tasks) > 0 and "unusable" not in summary["packages"][0]
+    assert all("::TestDouble::" in t or "test_param[" in t for task in tasks for t in task.fail_to_pass)
+    runtime = LocalRuntime()
+    try:
+        assert [gold_submit(runtime, t) for t in tasks] == [""] * len(tasks)
+    finally:
+        runtime.close()
+    env = PlannerEnv(limits=EnvLimits(test_timeout_s=20))
+    try:
+        solved = [run_episode(env, t, RuleAgent())["resolved"] for t in tasks]
+    finally:
+        env.runtime.close()
+    assert any(solved)
+
+
+def test_a_package_whose_gold_patches_all_fail_submit_is_reported_unusable(tmp_path):
+    """Removing a statement that uses `os` makes a task whose own fix the patch check refuses: dropped with
+    the reason, and the package, left with none, is reported unusable instead of yielding tasks."""
+    from graph_planner.corpus.build import build_corpus
+    from graph_planner.corpus.spec import CorpusConfig, PackageSpec
+
+    files = {"paths/__init__.py": "", "paths/core.py": "import os\n\n\ndef join(a, b):\n    a = os.path.join(a, b)\n    return a\n",
+             "tests/test_paths.py": "from paths.core import join\n\n\ndef test_join():\n    assert join('a', 'b') == 'a/b'\n"}
+    src = write_files(tmp_path / "paths-src", files)
+    spec = PackageSpec(name="paths", version="0.1", source=str(src), split="heldout")
+    cfg = CorpusConfig(packages=[spec], per_function=4, max_tried=8, max_kept=8, timeout_s=30, kinds=["remove_stmt"])
+    report = build_corpus(cfg, tmp_path / "corpus", log=lambda _: None)["packages"][0]
+    assert report["kept"] == 0 and "refused by the patch check" in report["unusable"]
+    assert report["gold_failures"] and "os" in report["gold_failures"][0]["reason"]
