@@ -100,10 +100,11 @@ class TestRun:
 CHANNEL_BYTES = 32 << 20  # outcome lines of the largest suites (~100 bytes per test phase)
 
 
-def read_channel(text: str) -> tuple[dict[str, str], dict[str, float], list[str], dict | None, str]:
-    """(outcomes, seconds, order, end line, why the report is malformed) from the verdict plugin's lines.
-
-    A test passed when its call phase passed and no phase failed; skipped when a phase was skipped."""
+def read_channel(text: str) -> tuple[dict[str, str], dict[str, float], list[str], dict | None, str, int]:
+    """(outcomes, seconds, order, end line, why the report is malformed, failed phases) from the verdict
+    plugin's lines. A test passed when its call phase passed and no phase failed; skipped when a phase was
+    skipped. pytest counts a failure per failed phase (a test may fail its call and its teardown), and
+    the cross-check compares like with like."""
     phases: dict[str, dict[str, str]] = {}
     seconds: dict[str, float] = {}
     end, problem = None, ""
@@ -125,7 +126,7 @@ def read_channel(text: str) -> tuple[dict[str, str], dict[str, float], list[str]
                 problem = problem or f"{row['id']} reported twice"
             seen[str(row.get("when"))] = str(row.get("outcome"))
             seconds[str(row["id"])] = seconds.get(str(row["id"]), 0.0) + float(row.get("s") or 0.0)
-    outcomes = {}
+    outcomes, failed_phases = {}, sum(list(seen.values()).count("failed") for seen in phases.values())
     for test, seen in phases.items():
         if "failed" in seen.values():
             outcomes[test] = "failed"
@@ -133,7 +134,7 @@ def read_channel(text: str) -> tuple[dict[str, str], dict[str, float], list[str]
             outcomes[test] = "skipped"
         else:
             outcomes[test] = "passed" if seen.get("call") == "passed" else "failed"
-    return outcomes, seconds, list(phases), end, problem
+    return outcomes, seconds, list(phases), end, problem, failed_phases
 
 
 def _canaries(folder: Path) -> tuple[str, str, str]:
@@ -148,7 +149,7 @@ def _canaries(folder: Path) -> tuple[str, str, str]:
 
 
 def tampering(outcomes: dict[str, str], end: dict | None, rc: int | None, problem: str,
-              canary_fail: str, canary_pass: str) -> str:
+              canary_fail: str, canary_pass: str, failed_phases: int) -> str:
     """Why a run's report of a passed test cannot be believed ("" when everything agrees)."""
     if problem:
         return problem
@@ -160,7 +161,7 @@ def tampering(outcomes: dict[str, str], end: dict | None, rc: int | None, proble
         return "the session's end was never reported"
     if end.get("end") != rc or rc != 1:
         return f"pytest's exit status disagrees (reported {end.get('end')}, process {rc}, expected 1)"
-    if end.get("failed") != sum(o == "failed" for o in outcomes.values()):
+    if end.get("failed") != failed_phases:
         return "pytest's failure count disagrees with the reported outcomes"
     return ""
 
@@ -197,18 +198,22 @@ def run_in_place(workdir: str | Path, tests: list[str] | None = None, suite: Sui
     finally:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
-    outcomes, durations, order, end, problem = read_channel(done.channel)
+    outcomes, durations, order, end, problem, failed_phases = read_channel(done.channel)
     tampered = ""
     if canary is not None:
         ids = {suffix: next((t for t in outcomes if t.endswith(suffix)), suffix) for suffix in canary[1:]}
         if any(o == "passed" for t, o in outcomes.items() if t not in ids.values()):
-            tampered = tampering(outcomes, end, done.returncode, problem, ids[canary[1]], ids[canary[2]])
+            tampered = tampering(outcomes, end, done.returncode, problem, ids[canary[1]], ids[canary[2]],
+                                 failed_phases)
         outcomes = {t: o for t, o in outcomes.items() if t not in ids.values()}
         order = [t for t in order if t not in ids.values()]
     cov = {}
     if coverage and (workdir / COVERAGE).is_file():
         cov = {k: [tuple(x) for x in v] for k, v in json.loads((workdir / COVERAGE).read_text()).items()}
-    status = done.status if done.status in ("timeout", "memory") or not outcomes else "ok"
+    # A session that ended normally is a verdict even with no outcome (a module that no longer imports
+    # stops pytest at collection): its named tests are missing, so they failed.
+    finished = bool(outcomes) or end is not None
+    status = done.status if done.status in ("timeout", "memory") or not finished else "ok"
     if tampered:
         outcomes, status = {t: "failed" for t in outcomes}, "tampered"
     return TestRun(outcomes, status, done.seconds, done.stdout + done.stderr, done.returncode, cov, durations,
