@@ -55,8 +55,9 @@ class View:
 
 
 def python() -> str:
-    """The interpreter to run inside a view: the real binary behind this process's (venv) interpreter."""
-    return os.path.realpath(sys.executable)
+    """The interpreter to run inside a view: the base installation's binary behind this process's (venv)
+    interpreter, also for a venv made with --copies."""
+    return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
 
 
 def interpreter_prefix() -> str:
@@ -129,6 +130,7 @@ def bwrap_mounts(view: View, workdir: str, tmp_mb: int) -> list[str]:
             args += ["--symlink", os.readlink(p), str(p)]
         elif p.is_dir():
             args += ["--ro-bind", str(p), str(p)]
+    args += ["--perms", "0755", "--dir", "/etc"]
     for name in (*_ETC, *view.extra_etc):
         p = Path("/etc", name)
         if p.exists():

@@ -226,3 +226,17 @@ def test_an_object_equal_to_anything_cannot_be_built_by_a_patch(corpus):
         assert _gold(env, task) == 1.0
     finally:
         env.runtime.close()
+
+
+def test_the_view_command_shows_each_kind_sees_only_its_allow_list(capsys):
+    from planact.sandbox_view import main
+
+    assert main([]) == 0
+    code, tests = (json.loads(block) for block in capsys.readouterr().out.replace("}\n{", "}\n\x00{").split("\x00"))
+    for seen in (code, tests):
+        tops = set(seen["files_under"])
+        assert tops <= {"/bin", "/dev", "/etc", "/lib", "/lib64", "/lib32", "/opt", "/proc", "/root", "/sbin", "/tmp", "/usr"}
+        assert not any(".venv" in p or str(PROJECT) in p for p in seen["sys_path"])
+        assert seen["pids_visible"] <= 4  # its own processes only
+    assert code["site"] == [] and code["listing"]["/opt/planact-site"] == []
+    assert "pytest" in tests["site"] and "_pytest" in tests["listing"]["/opt/planact-site"]
