@@ -20,7 +20,7 @@ from pathlib import Path
 
 from aflow_rl import benchmarks, operators
 from aflow_rl.llm import LLMHandle, sample_scope
-from aflow_rl.workflow import load_workflow_class
+from aflow_rl.workflow_box import SandboxedWorkflow
 
 ERROR_RETRIES = 5  # AFlow retries a problem up to 5 times when the workflow raises
 
@@ -55,7 +55,8 @@ async def _solve(workflow, benchmark: str, problem: dict, code_limits: dict) -> 
 
 async def _evaluate(graph_src: str, prompt_src: str, problems: list[dict], benchmark: str, llm: LLMHandle,
                     concurrency: int, code_limits: dict, sample_key: str | None) -> tuple[list[dict], dict]:
-    workflow = load_workflow_class(graph_src, prompt_src)(name=benchmark, llm_config=llm, dataset=benchmark.upper())
+    # graph.py runs in a sandbox of its own; its operator calls come back here (aflow_rl.workflow_box)
+    workflow = SandboxedWorkflow(graph_src, prompt_src, llm, name=benchmark, dataset=benchmark.upper())
     sem = asyncio.Semaphore(concurrency)
 
     async def one(p: dict) -> dict:
@@ -64,9 +65,11 @@ async def _evaluate(graph_src: str, prompt_src: str, problems: list[dict], bench
         async with sem:
             return await _solve(workflow, benchmark, p, code_limits)
 
-    rows = await asyncio.gather(*(one(p) for p in problems))
-    usage = workflow.llm.get_usage_summary() if hasattr(workflow, "llm") else {"total_cost": 0.0}
-    return list(rows), usage
+    try:
+        rows = await asyncio.gather(*(one(p) for p in problems))
+    finally:
+        workflow.close()
+    return list(rows), workflow.usage()
 
 
 def evaluate_rows(graph_src: str, prompt_src: str, problems: list[dict], benchmark: str, llm: LLMHandle,

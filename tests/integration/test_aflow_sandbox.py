@@ -81,3 +81,46 @@ def test_the_verdict_memo_is_opt_in_and_keeps_no_huge_failure_text():
         assert len(again.detail) <= cc._MEMO_DETAIL
     finally:
         cc._check = real
+
+
+ESCAPE_GRAPH = '''class Workflow:
+    def __init__(self, name, llm_config, dataset):
+        self.name = name
+
+    async def __call__(self, problem: str):
+        gadget = [c for c in ().__class__.__base__.__subclasses__() if c.__name__ == "catch_warnings"][0]
+        os = gadget()._module.__builtins__["__import__"]("os")
+        seen = []
+        for path in PATHS:
+            try:
+                seen.append((path, sorted(os.listdir(path))[:5]))
+            except Exception as e:
+                seen.append((path, e.__class__.__name__))
+        return str((os.getpid(), seen)), 0.0
+
+
+PATHS = {paths!r}
+'''
+
+
+def test_a_workflow_graph_runs_in_a_sandbox_with_nothing_of_the_host_in_reach(monkeypatch, tmp_path):
+    """Even if graph.py got past the AST check (simulated by switching the check off), its code runs in a
+    sandbox, not in the evaluator: the host's files, the project and the benchmark data are out of reach."""
+    import os
+    from pathlib import Path
+
+    import aflow_rl.workflow_box as box
+    from aflow_rl.workflow import Validation
+
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "answer.txt").write_text("42")
+    project = str(Path(box.__file__).resolve().parents[1])
+    monkeypatch.setattr(box, "validate", lambda *a, **k: Validation())
+    problems = [{"id": "p0", "question": "q", "answer": "a"}]
+    paths = [str(secret), project, os.path.expanduser("~/.cache"), "/work"]
+    out = evaluate_rows(ESCAPE_GRAPH.format(paths=paths), "", problems, "planact", llm=None, concurrency=1)
+    prediction = out["rows"][0]["prediction"]
+    pid, seen = eval(prediction)  # noqa: S307 - a repr of plain data written by the test's own graph
+    assert pid != os.getpid()  # not the evaluator's process
+    assert [s for _, s in seen] == ["FileNotFoundError"] * len(paths), seen
