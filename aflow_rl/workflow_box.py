@@ -99,12 +99,15 @@ class SandboxedWorkflow:
         return text.splitlines()[-1] if text else "no output"
 
     def _read_forever(self) -> None:
-        while True:
-            message = self._read_line()
-            if not message:
-                break
-            self.loop.call_soon_threadsafe(self._dispatch, message)
-        self.loop.call_soon_threadsafe(self._ended)
+        try:
+            while True:
+                message = self._read_line()
+                if not message:
+                    break
+                self.loop.call_soon_threadsafe(self._dispatch, message)
+            self.loop.call_soon_threadsafe(self._ended)
+        except RuntimeError:
+            pass  # the evaluation's event loop has closed: nobody waits for an answer any more
 
     def _ended(self) -> None:
         for future, _ in self._solving.values():
