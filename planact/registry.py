@@ -162,8 +162,13 @@ def model_version(uri: str, tracking_uri: str | None = None) -> tuple[str, str]:
 
 
 def resolve_model(path: str | os.PathLike, tracking_uri: str | None = None, cache_root: str | Path | None = None) -> Path:
-    """A folder as is; `models:/<name>/<version-or-alias>` downloaded once into an HF checkpoint folder
-    (under `cache_root`, else $PLANACT_MODEL_CACHE, else ~/.cache/planact/registry)."""
+    """A folder as is; `planact:<name>` an imported pretrained model (planact.model_import, imported on first
+    use); `models:/<name>/<version-or-alias>` downloaded once into an HF checkpoint folder (under
+    `cache_root`, else $PLANACT_MODEL_CACHE, else ~/.cache/planact/registry)."""
+    if isinstance(path, str) and path.startswith("planact:"):
+        from planact.model_import import resolve_alias
+
+        return resolve_alias(path)
     if not is_model_uri(path):
         return Path(path)
     import mlflow.artifacts

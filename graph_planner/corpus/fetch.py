@@ -7,66 +7,27 @@ with a fixed identity and date, so the same corpus builds the same commit ids on
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
 
-DEFAULT_CACHE = Path(os.environ.get("PLANACT_CACHE", Path.home() / ".cache" / "planact")) / "sdists"
+from planact.fetch import CACHE_ROOT, FetchError, pip_download, sha256  # noqa: F401 - re-exported for the corpus
+
+DEFAULT_CACHE = CACHE_ROOT / "sdists"
 _GIT_ENV = {"GIT_AUTHOR_NAME": "planact", "GIT_AUTHOR_EMAIL": "corpus@planact.invalid",
             "GIT_COMMITTER_NAME": "planact", "GIT_COMMITTER_EMAIL": "corpus@planact.invalid",
             "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000"}
-
-
-class FetchError(RuntimeError):
-    """The sdist could not be fetched or does not match its pinned hash."""
-
-
-def sha256(path: Path) -> str:
-    """Hex sha256 of a file."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _cached(cache: Path, name: str, version: str, digest: str) -> Path | None:
-    stem = f"{name}-{version}".replace("-", "_").lower()
-    for p in sorted(cache.glob("*")):
-        if p.is_file() and p.name.replace("-", "_").lower().startswith(stem) and sha256(p) == digest:
-            return p
-    return None
 
 
 def fetch_sdist(name: str, version: str, digest: str, cache: Path = DEFAULT_CACHE) -> Path:
     """The sdist of name==version with this sha256: from the cache, else downloaded once by pip.
 
     An empty `digest` fetches unpinned (for trying a new package); pin the hash the report prints."""
-    cache.mkdir(parents=True, exist_ok=True)
-    hit = _cached(cache, name, version, digest) if digest else None
-    if hit:
-        return hit
-    with tempfile.TemporaryDirectory() as tmp:
-        req = Path(tmp) / "requirements.txt"
-        req.write_text(f"{name}=={version}" + (f" --hash=sha256:{digest}\n" if digest else "\n"))
-        # --require-hashes: pip itself refuses an archive whose hash differs from the pin
-        cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-               *(["--require-hashes"] if digest else []), "-r", str(req), "-d", tmp]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        got = [p for p in Path(tmp).iterdir() if p.name != "requirements.txt"]
-        if done.returncode != 0 or not got:
-            raise FetchError(f"pip download {name}=={version} failed:\n{done.stderr[-1500:]}")
-        if digest and sha256(got[0]) != digest:
-            raise FetchError(f"{got[0].name}: sha256 {sha256(got[0])} is not the pinned {digest}")
-        target = cache / got[0].name
-        shutil.move(str(got[0]), target)
-        return target
+    return pip_download(name, version, digest, cache)
 
 
 def unpack(archive: Path, dest: Path) -> Path:

@@ -34,7 +34,14 @@ class Completion:
 
 
 def encode_prompt(tokenizer, prompt: str) -> list[int]:
-    """BOS + the prompt's tokens: the ids every local engine (hf, sglang) feeds the model."""
+    """The ids every local engine (hf, sglang) feeds the model: for an instruct model (its tokenizer has a
+    chat template) the prompt as one user turn of that template, ready for the assistant's answer; else
+    BOS + the prompt's tokens (planact's tiny models)."""
+    if getattr(tokenizer, "chat_template", None):
+        ids = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
+                                            tokenize=True)
+        ids = ids["input_ids"] if hasattr(ids, "keys") else ids
+        return list(ids)
     return [tokenizer.bos_token_id] + tokenizer.encode(prompt, add_special_tokens=False)
 
 

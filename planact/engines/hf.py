@@ -187,6 +187,50 @@ class HFEngine:
         self.model.train(was_training)
         return rows
 
+    @torch.no_grad()
+    def score_candidates(self, prompt: str, candidates: list[str], temperature: float = 1.0,
+                         eos: bool = True) -> list[list[float]]:
+        """Token logprobs of each candidate continuation of one prompt (+ EOS), the prompt computed once.
+
+        The prompt's keys and values are cached and shared by every candidate (a file's context of ~1,000
+        tokens before a few short edits costs one pass, not one per edit); equal to scoring each
+        candidate on its own to float32 rounding."""
+        p_ids = self.encode(prompt)
+        tail = [self.tokenizer.eos_token_id] if eos else []
+        c_ids = [self.tokenizer.encode(c, add_special_tokens=False) + tail for c in candidates]
+        return self._score_shared(p_ids, c_ids, temperature)
+
+    def _score_shared(self, prompt_ids: list[int], cand_ids: list[list[int]], temperature: float) -> list[list[float]]:
+        import copy
+
+        was_training = self.model.training
+        self.model.eval()
+        device = next(self.model.parameters()).device
+        prefix = self.model(input_ids=torch.tensor([prompt_ids], device=device), use_cache=True)
+        first = prefix.logits[:, -1:, :]  # predicts each candidate's first token
+        n, rows = len(prompt_ids), []
+        for start in range(0, len(cand_ids), self.max_batch):
+            chunk = [c for c in cand_ids[start:start + self.max_batch]]
+            width = max(1, max(len(c) for c in chunk))
+            ids = torch.full((len(chunk), width), self.tokenizer.pad_token_id, dtype=torch.long, device=device)
+            mask = torch.zeros((len(chunk), n + width), dtype=torch.long, device=device)
+            mask[:, :n] = 1
+            for i, c in enumerate(chunk):
+                ids[i, :len(c)] = torch.tensor(c, dtype=torch.long)
+                mask[i, n:n + len(c)] = 1
+            cache = copy.deepcopy(prefix.past_key_values)  # the forward appends to it: one copy per chunk
+            cache.batch_repeat_interleave(len(chunk))
+            positions = torch.arange(n, n + width, device=device).expand(len(chunk), -1)
+            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                             **{self._cache_kw: cache})
+            logits = torch.cat([first.expand(len(chunk), -1, -1), out.logits[:, :-1, :]], dim=1).float()
+            if temperature > 0:
+                logits = logits / temperature
+            lp = torch.log_softmax(logits, -1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+            rows.extend(lp[i, :len(c)].tolist() for i, c in enumerate(chunk))
+        self.model.train(was_training)
+        return rows
+
     def update_weights(self, state_dict: dict | None = None, version: int | None = None) -> int:
         """Load new weights (None when the trainer shares this model in-process) and bump the version."""
         if state_dict is not None:

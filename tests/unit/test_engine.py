@@ -138,3 +138,33 @@ def test_choice_with_row_seeds_does_not_depend_on_the_batch():
     assert batched == alone and len(set(batched)) > 1
     same_seed = [g[0].meta["choice"] for g in engine.choose([reqs[0]] * 6, SamplingParams(row_seeds=[7] * 6), True)]
     assert len(set(same_seed)) == 1
+
+
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_candidate_scoring_with_a_shared_prefix_equals_scoring_each_candidate(tiny_model_dir, attention):
+    """The prompt is computed once and its cache shared; every candidate's token logprobs equal a full
+    forward pass of prompt + candidate within 1e-4 (uneven lengths, batches split by max_batch)."""
+    torch.manual_seed(0)
+    model, tok = load_model(tiny_model_dir, attention=attention)
+    engine = HFEngine(model, tok, max_batch=2)
+    prompt = "sort it, then rev>inc " * 12
+    cands = ["inc", "rev>inc then sort", "sort", "then rev it, then sort it inc"]
+    shared = engine.score_candidates(prompt, cands, temperature=0.7)
+    p_ids = engine.encode(prompt)
+    for c, got in zip(cands, shared):
+        ids = tok.encode(c, add_special_tokens=False) + [tok.eos_token_id]
+        lp, _ = token_logprobs(model, pad_batch([p_ids], [ids], tok.pad_token_id), 0.7)
+        want = lp[0, len(p_ids):len(p_ids) + len(ids)].tolist()
+        assert len(got) == len(want) and max(abs(a - b) for a, b in zip(got, want)) < 1e-4
+
+
+def test_an_instruct_tokenizer_wraps_the_prompt_in_its_chat_template(tiny_model_dir):
+    from planact.engines.base import encode_prompt
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    plain = encode_prompt(tok, "sort it")
+    assert plain[0] == tok.bos_token_id  # planact's tiny models: BOS + the prompt
+    # a template in the tiny vocabulary's own words: the user's turn, then the assistant's cue
+    tok.chat_template = "{% for m in messages %}{{ m['content'] }}, then {% endfor %}inc"
+    wrapped = encode_prompt(tok, "sort it")
+    assert tok.decode(wrapped) == "sort it, then inc" and wrapped != plain
