@@ -42,6 +42,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -373,11 +374,20 @@ def start(argv: list[str], *, workdir: str | os.PathLike | None = None, limits: 
     if channel_fd is not None:
         env["PLANACT_CHANNEL_FD"] = str(channel_fd)
     passed = tuple(fd for fd in (write_end, channel_fd) if fd is not None)
-    try:
+    with _handing_over(read_end, write_end):
         proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 cwd=work, env=clean_env(env, home=work), start_new_session=True, close_fds=True,
                                 pass_fds=passed,
                                 preexec_fn=lambda: _set_limits(limits, root, new_netns=(kind == "process" and root)))
+    return Sandbox(proc, work, uid, kind, owns, cpu_pipe=read_end)
+
+
+@contextmanager
+def _handing_over(read_end: int | None, write_end: int | None):
+    """Around starting a child that inherits `write_end`: close our copy of it afterwards (the child holds
+    the only one, so the reader sees EOF when the child's tree is gone), and `read_end` too if it failed."""
+    try:
+        yield
     except BaseException:
         if read_end is not None:
             os.close(read_end)
@@ -385,7 +395,6 @@ def start(argv: list[str], *, workdir: str | os.PathLike | None = None, limits: 
     finally:
         if write_end is not None:
             os.close(write_end)
-    return Sandbox(proc, work, uid, kind, owns, cpu_pipe=read_end)
 
 
 def run(argv: list[str], *, stdin: bytes = b"", workdir: str | os.PathLike | None = None,
@@ -401,16 +410,9 @@ def run(argv: list[str], *, stdin: bytes = b"", workdir: str | os.PathLike | Non
     ch_read = ch_write = None
     if channel:
         ch_read, ch_write = os.pipe()
-    try:
+    with _handing_over(ch_read, ch_write):
         box = start(argv, workdir=workdir, limits=limits, env=env, read_only=read_only, files=files, view=view,
                     channel_fd=ch_write)
-    except BaseException:
-        if ch_read is not None:
-            os.close(ch_read)
-        raise
-    finally:
-        if ch_write is not None:
-            os.close(ch_write)  # the program holds the only write end: EOF once its tree is gone
     out, err = Drain(box.proc.stdout, limits.output_bytes), Drain(box.proc.stderr, limits.output_bytes)
     chan = Drain(os.fdopen(ch_read, "rb"), channel_bytes or limits.output_bytes) if ch_read is not None else None
     timed_out, cpu_s = False, None
