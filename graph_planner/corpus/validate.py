@@ -202,7 +202,10 @@ def run_in_place(workdir: str | Path, tests: list[str] | None = None, suite: Sui
     tampered = ""
     if canary is not None:
         ids = {suffix: next((t for t in outcomes if t.endswith(suffix)), suffix) for suffix in canary[1:]}
-        if any(o == "passed" for t, o in outcomes.items() if t not in ids.values()):
+        # Only a run that ended on its own has a report to judge: one the host stopped (CPU or wall limit,
+        # memory) is that failure, whatever it had reported so far.
+        ended_itself = done.status in ("ok", "error")
+        if ended_itself and any(o == "passed" for t, o in outcomes.items() if t not in ids.values()):
             tampered = tampering(outcomes, end, done.returncode, problem, ids[canary[1]], ids[canary[2]],
                                  failed_phases)
         outcomes = {t: o for t, o in outcomes.items() if t not in ids.values()}

@@ -226,3 +226,15 @@ def test_a_package_whose_gold_patches_all_fail_submit_is_reported_unusable(tmp_p
     report = build_corpus(cfg, tmp_path / "corpus", log=lambda _: None)["packages"][0]
     assert report["kept"] == 0 and "refused by the patch check" in report["unusable"]
     assert report["gold_failures"] and "os" in report["gold_failures"][0]["reason"]
+
+
+def test_a_run_the_host_stops_is_a_timeout_not_tampering(tmp_path):
+    """Tests that passed before the CPU limit stopped the run leave no end of session: that is the limit's
+    failure (timeout), never a voided verdict counted as tampering."""
+    files = {"slow/__init__.py": "", "slow/core.py": "def one():\n    return 1\n",
+             "tests/test_slow.py": "from slow.core import one\n\n\ndef test_quick():\n    assert one() == 1\n\n\n"
+                                   "def test_spins():\n    while True:\n        pass\n"}
+    repo = write_files(tmp_path / "slow", files)
+    run = run_tests(repo, tests=["tests/test_slow.py::test_quick", "tests/test_slow.py::test_spins"],
+                    suite=load_proof(Suite(), 2.0))
+    assert run.status == "timeout" and not run.tampered and run.outcomes.get("tests/test_slow.py::test_quick") == "passed"
