@@ -107,7 +107,7 @@ def read_channel(text: str) -> tuple[dict[str, str], dict[str, float], list[str]
     the cross-check compares like with like."""
     phases: dict[str, dict[str, str]] = {}
     seconds: dict[str, float] = {}
-    end, problem = None, ""
+    end, problem, sub_failures = None, "", 0
     for line in text.splitlines():
         try:
             row = json.loads(line)
@@ -120,13 +120,20 @@ def read_channel(text: str) -> tuple[dict[str, str], dict[str, float], list[str]
             problem = problem or "report lines after the end of the session"
         elif "end" in row:
             end = row
+        elif "id" in row and row.get("sub"):
+            # a subTest: several per test under its id; a failed one fails the test (and counts, as pytest does)
+            seen = phases.setdefault(str(row["id"]), {})
+            if row.get("outcome") == "failed":
+                seen["sub"] = "failed"
+                sub_failures += 1
         elif "id" in row:
             seen = phases.setdefault(str(row["id"]), {})
             if row.get("when") in seen:
                 problem = problem or f"{row['id']} reported twice"
             seen[str(row.get("when"))] = str(row.get("outcome"))
             seconds[str(row["id"])] = seconds.get(str(row["id"]), 0.0) + float(row.get("s") or 0.0)
-    outcomes, failed_phases = {}, sum(list(seen.values()).count("failed") for seen in phases.values())
+    failed_phases = sub_failures + sum(sum(o == "failed" for w, o in seen.items() if w != "sub") for seen in phases.values())
+    outcomes = {}
     for test, seen in phases.items():
         if "failed" in seen.values():
             outcomes[test] = "failed"

@@ -238,3 +238,18 @@ def test_a_run_the_host_stops_is_a_timeout_not_tampering(tmp_path):
     run = run_tests(repo, tests=["tests/test_slow.py::test_quick", "tests/test_slow.py::test_spins"],
                     suite=load_proof(Suite(), 2.0))
     assert run.status == "timeout" and not run.tampered and run.outcomes.get("tests/test_slow.py::test_quick") == "passed"
+
+
+def test_unittest_subtests_are_one_test_each_and_never_read_as_a_forged_report(tmp_path):
+    """pytest reports every subTest under its test's id: not a duplicate report; a failing one fails it."""
+    files = {"sub/__init__.py": "", "sub/core.py": "def sign(x):\n    return (x > 0) - (x < 0)\n",
+             "tests/test_sub.py": "import unittest\n\nfrom sub.core import sign\n\n\nclass Signs(unittest.TestCase):\n"
+                                  "    def test_signs(self):\n        for x, s in [(3, 1), (0, 0), (-2, -1)]:\n"
+                                  "            with self.subTest(x=x):\n                self.assertEqual(sign(x), s)\n\n"
+                                  "    def test_one(self):\n        self.assertEqual(sign(9), 1)\n"}
+    repo = write_files(tmp_path / "sub", files)
+    ids = ["tests/test_sub.py::Signs::test_signs", "tests/test_sub.py::Signs::test_one"]
+    run = run_tests(repo, tests=ids)
+    assert not run.tampered and run.outcomes == {t: "passed" for t in ids}
+    broken = run_tests(repo, tests=ids, overrides={"sub/core.py": "def sign(x):\n    return (x > 0) - (x <= 0)\n"})
+    assert not broken.tampered and broken.outcomes == {ids[0]: "failed", ids[1]: "passed"}

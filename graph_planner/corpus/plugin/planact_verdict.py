@@ -26,9 +26,12 @@ def pytest_configure(config) -> None:
 
 
 def pytest_runtest_logreport(report) -> None:
-    """One line per phase of each test: its node id (the id pytest can run again), outcome, seconds."""
-    _send({"id": report.nodeid, "when": report.when, "outcome": report.outcome,
-           "s": round(float(report.duration), 4)})
+    """One line per phase of each test: its node id (the id pytest can run again), outcome, seconds; a
+    unittest subTest's report is marked `sub` (pytest reports each under its test's id)."""
+    row = {"id": report.nodeid, "when": report.when, "outcome": report.outcome, "s": round(float(report.duration), 4)}
+    if type(report).__name__ == "SubtestReport":
+        row["sub"] = 1
+    _send(row)
 
 
 def pytest_collectreport(report) -> None:
