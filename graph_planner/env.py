@@ -35,6 +35,7 @@ from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import RepairTask
 
 GRAPHS_KEPT = 4  # code graphs a PlannerEnv keeps (per base commit)
+VERDICT_RULES = 2  # 2: outcomes over the host's channel, canaries and cross-checks, the allow-list patch check
 
 
 @dataclass
@@ -109,8 +110,9 @@ class ResultCache:
 
     @staticmethod
     def key(task_id: str, files: dict[str, str], tests: list[str]) -> str:
-        """The cache key of a run."""
-        blob = json.dumps([task_id, sorted(files.items()), sorted(tests)])
+        """The cache key of a run (with the verdict rules' version: a result judged under older rules, e.g.
+        a forged report believed before the host's channel and canaries, is never reused)."""
+        blob = json.dumps([task_id, sorted(files.items()), sorted(tests), VERDICT_RULES])
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
