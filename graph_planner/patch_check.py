@@ -32,7 +32,7 @@ from collections import Counter
 # exec / compile / open / __import__ / globals / locals / vars / getattr / setattr / delattr / type /
 # object / memoryview / breakpoint / input / exit: a body may keep those only where it already had them.
 SAFE_BUILTINS = frozenset({
-    "abs", "all", "any", "ascii", "bin", "bool", "bytes", "callable", "chr", "complex", "dict", "divmod",
+    "abs", "all", "any", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr", "complex", "dict", "divmod",
     "enumerate", "filter", "float", "format", "frozenset", "hash", "hex", "int", "isinstance", "issubclass",
     "iter", "len", "list", "map", "max", "min", "next", "oct", "ord", "pow", "print", "range", "repr",
     "reversed", "round", "set", "slice", "sorted", "str", "sum", "super", "tuple", "zip", "NotImplemented",
@@ -161,6 +161,14 @@ def _uses(fn: ast.AST) -> tuple[set[str], set[str], set[str], Counter]:
     return names, attrs, strings, kinds
 
 
+def _only_type_of(fn: ast.AST) -> bool:
+    """Every use of `type` in the body is a one-argument call, `type(x)`."""
+    calls = [n for n in ast.walk(_body(fn)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+             and n.func.id == "type"]
+    uses = [n for n in ast.walk(_body(fn)) if isinstance(n, ast.Name) and n.id == "type"]
+    return len(uses) == len(calls) and all(len(c.args) == 1 and not c.keywords for c in calls)
+
+
 def _check_function(old: ast.AST, new: ast.AST, defined: set[str], imported: dict[str, str]) -> list[str]:
     o_names, o_attrs, o_strings, o_kinds = _uses(old)
     n_names, n_attrs, n_strings, n_kinds = _uses(new)
@@ -170,6 +178,8 @@ def _check_function(old: ast.AST, new: ast.AST, defined: set[str], imported: dic
     if gained:
         reasons.append(f"{where}: adds {', '.join(gained)} (a patch changes statements, not structure)")
     allowed = _bound(new) | o_names | SAFE_BUILTINS
+    if _only_type_of(new):
+        allowed.add("type")  # type(x) asks a value's type; only type(name, bases, dict) builds a class
     bad_names = []
     for name in sorted(n_names - allowed):
         if name in defined:

@@ -67,6 +67,7 @@ def test_screen_allows_repairs_and_refuses_what_forging_needs():
     assert screen(SRC, SRC.replace("return 0", "return hyp(w, h)")) == []  # a function the file defines
     assert screen(SRC, SRC.replace("return 0", "total = w + h\n            return total")) == []  # its own local
     assert screen(SRC, SRC.replace("return 0", "return 0  # comments change nothing")) == []
+    assert screen(SRC, SRC.replace("return 0", "return type(w) in (bytes, bytearray)")) == []  # type of a value
     assert "adds Import" in screen(SRC, SRC.replace("return 0", "import os\n            return 0"))[0]
     assert "reads exec" in screen(SRC, SRC.replace("return 0", "return exec('1')"))[0]
     assert "__class__" in screen(SRC, SRC.replace("return 0", "return ().__class__"))[0]
