@@ -32,7 +32,6 @@ from __future__ import annotations
 import ctypes
 import math
 import os
-import random
 import re
 import resource
 import shutil
@@ -46,12 +45,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from planact.sandbox_uids import (_UID_RANGE, _chown_tree, _claim_uid, _count_user_processes,  # noqa: F401
+                                  _kill_uid, _tree_cpu_s, _uid_claim)
 from planact.sandbox_view import CODE, View, bwrap_mounts, python
 
 # Variables a sandboxed program may inherit; everything else (keys, tokens, cloud settings) is dropped.
 _ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "TZ")
 _SECRETISH = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
-_UID_RANGE = (200_000, 260_000)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -167,36 +167,6 @@ def _set_limits(limits: Limits, root: bool, new_netns: bool) -> None:
     resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
 
 
-def _user_pids(uid: int) -> list[str]:
-    """/proc entries of the processes `uid` runs now."""
-    pids = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                if os.stat(f"/proc/{d}").st_uid == uid:
-                    pids.append(d)
-            except OSError:
-                pass  # exited while we looked
-    return pids
-
-
-def _count_user_processes(uid: int) -> int:
-    return len(_user_pids(uid))
-
-
-def _tree_cpu_s(uid: int) -> float:
-    """CPU seconds of every live process of `uid`, with what each has reaped from its children."""
-    ticks = 0
-    for d in _user_pids(uid):
-        try:
-            with open(f"/proc/{d}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            ticks += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
-        except (OSError, ValueError, IndexError):
-            pass  # exited while we looked
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
 def _wait(box: Sandbox, limits: Limits) -> tuple[bool, float | None]:
     """Wait for the program: (True, None) when it passed its wall-clock limit, or its CPU limit counted
     over the whole run (a run with its own uid: RLIMIT_CPU alone is per process, so N spinning children
@@ -219,22 +189,6 @@ def _wait(box: Sandbox, limits: Limits) -> tuple[bool, float | None]:
             next_check = now + 0.2
         delay = min(2 * delay, 0.05)
         time.sleep(delay)
-
-
-def _kill_uid(uid: int) -> None:
-    """SIGKILL every process running as `uid` (a helper drops to the uid and signals -1)."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the forked helper
-        try:
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            for _ in range(3):
-                os.kill(-1, signal.SIGKILL)  # every process this uid may signal: all of the run's
-        except OSError:
-            pass
-        os._exit(0)
-    os.waitpid(pid, 0)
 
 
 class Drain(threading.Thread):
@@ -311,31 +265,6 @@ class Sandbox:
             shutil.rmtree(self.workdir, ignore_errors=True)
         if self.uid is not None:
             _uid_claim(self.uid).unlink(missing_ok=True)
-
-
-def _uid_claim(uid: int) -> Path:
-    return Path(tempfile.gettempdir()) / "planact-sandbox-uids" / str(uid)
-
-
-def _claim_uid() -> int:
-    """A uid no other live sandbox on this machine holds (claimed with an exclusive file create): the
-    timeout kill signals every process of the uid, so two runs must never share one."""
-    rng = random.SystemRandom()
-    _uid_claim(0).parent.mkdir(mode=0o700, exist_ok=True)
-    while True:
-        uid = rng.randrange(*_UID_RANGE)
-        try:
-            os.close(os.open(_uid_claim(uid), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-            return uid
-        except FileExistsError:
-            continue
-
-
-def _chown_tree(path: str, uid: int) -> None:
-    os.chown(path, uid, uid)
-    for root, dirs, files in os.walk(path):
-        for name in dirs + files:
-            os.lchown(os.path.join(root, name), uid, uid)
 
 
 def start(argv: list[str], *, workdir: str | os.PathLike | None = None, limits: Limits = Limits(),
