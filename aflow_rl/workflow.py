@@ -145,14 +145,22 @@ class _Rewriter(ast.NodeTransformer):
         return out
 
 
-def load_workflow_class(graph_src: str, prompt_src: str, max_operator_calls: int = 10):
-    """Check graph.py and prompt.py, then run graph.py with safe builtins and its imports bound; its Workflow class."""
+def checked_tree(graph_src: str, prompt_src: str, max_operator_calls: int = 10) -> ast.Module:
+    """graph.py's syntax tree with its imports rewritten to namespace bindings, once it passed the check
+    (ValueError naming every problem otherwise)."""
     v = validate(graph_src, prompt_src, max_operator_calls)
     if not v.ok:
         raise ValueError("workflow refused: " + "; ".join(v.errors))
-    prompt_mod = types.SimpleNamespace(**prompt_constants(prompt_src))
     tree = _Rewriter().visit(ast.parse(graph_src))
     ast.fix_missing_locations(tree)
+    return tree
+
+
+def load_workflow_class(graph_src: str, prompt_src: str, max_operator_calls: int = 10):
+    """Check graph.py and prompt.py, then run graph.py in this process with safe builtins and its imports
+    bound; its Workflow class (evaluations run it in a sandbox instead: aflow_rl.workflow_box)."""
+    tree = checked_tree(graph_src, prompt_src, max_operator_calls)
+    prompt_mod = types.SimpleNamespace(**prompt_constants(prompt_src))
     ns = {"__name__": "aflow_graph", "__builtins__": SAFE_BUILTINS, "__aflow_prompt__": prompt_mod,
           "__aflow_operator__": types.SimpleNamespace(**{k: getattr(operators_module, k) for k in OPERATORS}),
           "__aflow_mod__": LLM_FACE, "__aflow_llm__": LLM_FACE, "__aflow_faces__": FACES}

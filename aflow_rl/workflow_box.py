@@ -21,7 +21,7 @@ from pathlib import Path
 from aflow_rl import operators as operators_module
 from aflow_rl.llm import LLMHandle, create_llm_instance
 from aflow_rl.operators import OPERATORS
-from aflow_rl.workflow import _Rewriter, prompt_constants, validate
+from aflow_rl.workflow import checked_tree, prompt_constants
 from planact import sandbox
 
 _SCRIPT = Path(__file__).with_name("sandboxed") / "workflow_host.py"
@@ -40,11 +40,10 @@ class SandboxedWorkflow:
 
     def __init__(self, graph_src: str, prompt_src: str, llm_config: LLMHandle, name: str, dataset: str,
                  max_operator_calls: int = 10, limits: sandbox.Limits = LIMITS):
-        v = validate(graph_src, prompt_src, max_operator_calls)
-        if not v.ok:
-            raise WorkflowLoadError("workflow refused: " + "; ".join(v.errors))
-        tree = _Rewriter().visit(ast.parse(graph_src))
-        ast.fix_missing_locations(tree)
+        try:
+            tree = checked_tree(graph_src, prompt_src, max_operator_calls)
+        except ValueError as e:
+            raise WorkflowLoadError(str(e)) from None
         self._llm_config, self._llm = llm_config, None
         self._ops: dict[int, operators_module.Operator] = {}
         self._solving: dict[int, tuple[asyncio.Future, contextvars.Context]] = {}

@@ -115,10 +115,11 @@ def site_entries(packages: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(out.items()))
 
 
-def _hide_packages() -> list[str]:
+@lru_cache(maxsize=1)
+def _hide_packages() -> tuple[str, ...]:
     """Folders to cover with an empty tmpfs: Python package folders under /usr and the interpreter's."""
     found = [p for g in _PACKAGE_GLOBS for p in glob.glob(g) if os.path.isdir(p)]
-    return list(dict.fromkeys(os.path.realpath(p) for p in [*found, *_site_dirs()]))
+    return tuple(dict.fromkeys(os.path.realpath(p) for p in [*found, *_site_dirs()]))
 
 
 def bwrap_mounts(view: View, workdir: str, tmp_mb: int) -> list[str]:
