@@ -18,7 +18,7 @@ from prefect import flow
 
 from flows import runtime
 from planact.config import RunConfig, validate_config
-from planact.registry import ROLES, registered_name
+from planact.registry import ROLES, has_model, registered_name
 from planact.storage import RunState
 from planact.tracking import tracking_uri
 from tasks.plan_act import register_models
@@ -32,7 +32,7 @@ def register_checkpoint_models(config: RunConfig = runtime.DEMO, checkpoint: str
     folder = checkpoint or state.get("checkpoint")
     if not folder or not state.get("mlflow_run_id"):
         raise ValueError(f"checkpoint: run {cfg.run_name!r} has no completed checkpoint under {cfg.run_dir()}")
-    roles = [r for r in ROLES if (Path(folder) / r / "config.json").is_file()]
+    roles = [r for r in ROLES if has_model(Path(folder) / r)]
     if not roles:
         raise ValueError(f"checkpoint: {folder} holds no planner/ or actor/ model")
     m = re.search(r"round_(\d+)$", str(folder).rstrip("/"))

@@ -106,8 +106,18 @@ def load_model(path: str | Path, device: str = "cpu",
     """Load a causal LM and tokenizer by path: the same call for tiny and real checkpoints.
 
     `attention` ('eager' | 'sdpa') must be the same wherever a role's model is loaded: its engine's
-    sampling log-probabilities and its trainer's must come from the same kernel.
+    sampling log-probabilities and its trainer's must come from the same kernel. A LoRA checkpoint's
+    folder (adapter only) loads its base and applies the adapter.
     """
+    from planact.lora import base_of, is_adapter_folder, resolve_base
+
+    if is_adapter_folder(path):  # a LoRA checkpoint: its base loaded as configured, the adapter over it
+        from peft import PeftModel
+
+        base, tokenizer = load_model(resolve_base(base_of(path)), device, attention)
+        if (Path(path) / "tokenizer_config.json").is_file():
+            tokenizer = AutoTokenizer.from_pretrained(str(path))
+        return PeftModel.from_pretrained(base, str(path)).to(device), tokenizer
     tokenizer = AutoTokenizer.from_pretrained(str(path))
     if tokenizer.pad_token_id is None or tokenizer.pad_token_id == tokenizer.eos_token_id:
         raise ValueError(f"{path}: the tokenizer needs a pad token distinct from EOS (logprob alignment depends on it)")
@@ -115,6 +125,6 @@ def load_model(path: str | Path, device: str = "cpu",
     return model.to(device), tokenizer
 
 
-def param_count(model: torch.nn.Module) -> int:
-    """Number of parameters (tied weights counted once)."""
-    return sum(p.numel() for p in model.parameters())
+def param_count(model: torch.nn.Module, trainable_only: bool = False) -> int:
+    """Number of parameters (tied weights counted once); with `trainable_only`, those an optimizer updates."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)

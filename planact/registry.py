@@ -89,8 +89,13 @@ def register_role(tracking_uri: str, run_id: str, folder: str | Path, role: str,
 
     from planact.models import load_model
 
+    from planact import lora
+
     src = Path(folder) / role
     model, tokenizer = load_model(src)
+    # A LoRA checkpoint is logged as its adapter plus a reference to the local base folder (MLflow's PEFT
+    # support): mlflow.transformers.load_model loads that base and applies the adapter.
+    base = {"base_model_path": str(lora.resolve_base(lora.base_of(src)))} if lora.is_adapter_folder(src) else {}
     client = _client(tracking_uri)
     from mlflow.models import ModelSignature
     from mlflow.types import ColSpec, Schema
@@ -103,7 +108,7 @@ def register_role(tracking_uri: str, run_id: str, folder: str | Path, role: str,
             # Text in, text out: stated, so MLflow does not run the model to infer it.
             signature=ModelSignature(inputs=Schema([ColSpec("string")]), outputs=Schema([ColSpec("string")])),
             # Listed, not inferred: inference imports the model in a subprocess (slow, and it guesses).
-            pip_requirements=[f"transformers=={transformers.__version__}", f"torch=={torch.__version__}"])
+            pip_requirements=[f"transformers=={transformers.__version__}", f"torch=={torch.__version__}"], **base)
     version = int(info.registered_model_version)
     for k, v in tags.items():
         client.set_model_version_tag(name, str(version), k, str(v))
@@ -127,7 +132,7 @@ def register_checkpoint(cfg, tracking_uri: str, run_id: str, folder: str | Path,
     """Register each of `roles` saved in `folder` (once per run and checkpoint); returns role -> version."""
     out = {}
     for role in roles:
-        if not (Path(folder) / role / "config.json").is_file():
+        if not has_model(Path(folder) / role):
             raise FileNotFoundError(f"{folder}/{role}: no saved model to register")
         name = registered_name(cfg, role)
         done = registered_versions(tracking_uri, name, run_id).get(str(folder))
@@ -140,6 +145,11 @@ def register_checkpoint(cfg, tracking_uri: str, run_id: str, folder: str | Path,
                 **{f"heldout/{k}".replace("@", "_at_"): f"{v:.6g}" for k, v in (heldout or {}).items()}}
         out[role] = register_role(tracking_uri, run_id, folder, role, name, tags)
     return out
+
+
+def has_model(folder: Path) -> bool:
+    """True when `folder` holds a saved role: a full model, or a LoRA adapter over a named base."""
+    return (folder / "config.json").is_file() or (folder / "adapter_config.json").is_file()
 
 
 def _version(client, name: str, ref: str) -> str:
@@ -178,7 +188,7 @@ def resolve_model(path: str | os.PathLike, tracking_uri: str | None = None, cach
     run_id = _client(tracking_uri).get_model_version(name, version).run_id or "norun"
     root = Path(cache_root or os.environ.get("PLANACT_MODEL_CACHE") or Path.home() / ".cache" / "planact" / "registry")
     out = root / name / f"v{version}-{run_id[:12]}"
-    if (out / "config.json").is_file():
+    if has_model(out):
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
@@ -189,7 +199,11 @@ def resolve_model(path: str | os.PathLike, tracking_uri: str | None = None, cach
         staged = Path(tmp) / "hf"
         # The transformers flavour keeps weights in model/ and the tokenizer in components/tokenizer/;
         # planact loads one folder holding both, as save_pretrained writes it.
-        shutil.copytree(local / "model", staged)
+        if (local / "peft").is_dir():  # a LoRA version: the adapter, its base named by the flavour's config
+            shutil.copytree(local / "peft", staged)
+            _name_base(local, staged)
+        else:
+            shutil.copytree(local / "model", staged)
         for f in (local / "components" / "tokenizer").iterdir():
             shutil.copy2(f, staged / f.name)
         try:
@@ -197,3 +211,15 @@ def resolve_model(path: str | os.PathLike, tracking_uri: str | None = None, cach
         except OSError:  # another process resolved the same version first
             pass
     return out
+
+
+def _name_base(logged: Path, adapter: Path) -> None:
+    """Record in an adapter folder the base folder its MLflow version was logged against."""
+    import json
+
+    import yaml
+
+    flavor = yaml.safe_load((logged / "MLmodel").read_text())["flavors"]["transformers"]
+    base = flavor.get("source_model_name") or flavor.get("base_model_path")
+    if base:
+        (adapter / "planact_base.json").write_text(json.dumps({"model_path": str(base)}))

@@ -74,6 +74,16 @@ class WarmStartConfig(_Strict):
     min_delta: float = Field(0.01, ge=0.0, lt=1.0, description="Relative improvement of the held-out loss that counts as progress (0.01 = 1%).")
 
 
+class LoRAConfig(_Strict):
+    """Low-rank adapters (peft LoRA) instead of full fine-tuning: the base stays frozen, only adapters train."""
+
+    enabled: bool = Field(False, description="Train LoRA adapters instead of every weight (the KL reference is then the base with adapters off, weight sync and checkpoints carry the adapters only).")
+    rank: int = Field(8, ge=1, le=512, description="Rank r of each adapter's A (r x in) and B (out x r) matrices.")
+    alpha: float = Field(16.0, gt=0.0, description="Adapter scale numerator: the update is (alpha / rank) * B A.")
+    dropout: float = Field(0.0, ge=0.0, lt=1.0, description="Dropout on the adapter's input (0 keeps the engine's and the trainer's logprobs identical in train mode).")
+    target_modules: list[str] = Field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"], min_length=1, description="Names of the linear layers that get adapters (Llama: q_proj k_proj v_proj o_proj gate_proj up_proj down_proj).")
+
+
 class ResourceConfig(_Strict):
     """Where a role's engines and trainer run on Ray."""
 
@@ -106,6 +116,7 @@ class RoleConfig(_Strict):
     sampling: SamplingConfig = Field(default_factory=SamplingConfig, description="Rollout sampling settings.")
     rl: RLConfig = Field(default_factory=RLConfig, description="GRPO hyper-parameters.")
     warm_start: WarmStartConfig = Field(default_factory=WarmStartConfig, description="Supervised warm start.")
+    lora: LoRAConfig = Field(default_factory=LoRAConfig, description="LoRA adapters (off: full fine-tuning).")
     resources: ResourceConfig = Field(default_factory=ResourceConfig, description="Ray resources and replicas.")
 
     @model_validator(mode="after")
@@ -120,6 +131,11 @@ class RoleConfig(_Strict):
             raise ValueError("resources.trainer_workers > 1 needs train: true (a frozen role has no trainer)")
         if self.resources.fsdp and self.resources.trainer_workers < 2:
             raise ValueError("resources.fsdp: sharding needs a trainer group (resources.trainer_workers >= 2)")
+        if self.lora.enabled and (not self.train or self.engine != "hf"):
+            raise ValueError("lora.enabled: adapters are trained and served by the in-process 'hf' engine of a trained "
+                             "role (train: true, engine: hf); serving adapters from sglang is not built yet")
+        if self.lora.enabled and self.resources.trainer_workers > 1:
+            raise ValueError("lora.enabled: data-parallel adapter training (resources.trainer_workers > 1) is not built yet")
         if self.resources.fsdp and self.rl.kl_coef > 0:
             raise ValueError("resources.fsdp: the KL reference model is not sharded; set rl.kl_coef: 0 or fsdp: false")
         return self

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from planact.config import API_ENGINES, RoleConfig, RunConfig
-from planact import faults
+from planact import faults, lora
 from planact.engines.base import Completion, SamplingParams
 from planact.engines.factory import make_engine, needs_local_model
 from planact.envs.base import RoundEnv, make_env
@@ -88,6 +88,8 @@ class RoleWorker(AgentActor):
         path = "" if rc.engine in API_ENGINES else (model_path or str(initial_model_path(cfg, role)))
         if needs_local_model(rc, with_trainer):
             self.model, self.tokenizer = load_model(path, rc.resources.device, rc.resources.attention)
+            if rc.lora.enabled and not lora.is_lora(self.model):  # every replica: adapters ride the same base
+                self.model = lora.apply_lora(self.model, rc.lora, seed=cfg.seed)
         elif rc.engine == "sglang":
             self.tokenizer = AutoTokenizer.from_pretrained(path)  # prompts go to the server as token ids
         self.engine = make_engine(rc, f"{role}-{replica}", path, self.model, self.tokenizer,
@@ -210,16 +212,22 @@ class RoleWorker(AgentActor):
         return str(out)
 
     def get_weights(self) -> tuple[dict | str, int]:
-        """What other replicas need to catch up: a CPU state_dict (hf) or the exported folder (sglang)."""
+        """What other replicas need to catch up: a CPU state_dict (hf; the adapters alone with LoRA) or the
+        exported folder (sglang)."""
         if self.rc.engine == "sglang":
             return getattr(self, "_exported", None) or (self._export(self.engine.weight_version),
                                                         self.engine.weight_version)
+        if self.rc.lora.enabled:
+            return lora.adapter_state(self.model), self.engine.weight_version
         return {k: v.detach().cpu() for k, v in self.model.state_dict().items()}, self.engine.weight_version
 
     def update_weights(self, weights: dict | str | None, version: int) -> int:
         """Install weights from the trainer (a state_dict, or a checkpoint folder for sglang)."""
         if isinstance(weights, str):
             return self.engine.update_weights_from_disk(weights, version)
+        if self.rc.lora.enabled and weights is not None:
+            lora.load_adapter_state(self.model, weights)
+            weights = None  # installed in the shared model; the engine only bumps its version
         return self.engine.update_weights(weights, version)
 
     def on_stop(self) -> None:
@@ -243,7 +251,10 @@ class RoleWorker(AgentActor):
                                "resume the run to re-run the rounds after it")
         out = Path(folder) / self.role
         out.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(out)
+        if self.rc.lora.enabled:  # the adapter and the base it adapts, named as configured
+            lora.save_adapter(self.model, out, self.rc.model_path or str(initial_model_path(self.cfg, self.role)))
+        else:
+            self.model.save_pretrained(out)
         faults.point("trainer.mid_checkpoint")  # weights written, optimizer state and meta not yet
         self.tokenizer.save_pretrained(out)
         state = {"weight_version": self.engine.weight_version, "torch_rng": torch.get_rng_state(),
@@ -262,8 +273,11 @@ class RoleWorker(AgentActor):
         from planact.models import load_model
 
         src = Path(folder) / self.role
-        model, _ = load_model(src, self.rc.resources.device, self.rc.resources.attention)
-        self.model.load_state_dict(model.state_dict())
+        if lora.is_adapter_folder(src):
+            lora.load_adapter_state(self.model, lora.read_adapter(src))
+        else:
+            model, _ = load_model(src, self.rc.resources.device, self.rc.resources.attention)
+            self.model.load_state_dict(model.state_dict())
         state = torch.load(src / "trainer_state.pt", weights_only=False)
         torch.set_rng_state(state["torch_rng"])
         if self.trainer is not None and state["trainer"] is not None:

@@ -246,7 +246,8 @@ class HFEngine:
 
 def _cache_keyword(model: torch.nn.Module) -> str:
     """The KV-cache argument's name: transformers renamed `past_key_values` to `cache` within 5.x (and warns)."""
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft passes it through
+    return "cache" if "cache" in inspect.signature(inner.forward).parameters else "past_key_values"
 
 
 def _top_p_filter(probs: torch.Tensor, top_p: float) -> torch.Tensor:

@@ -13,6 +13,7 @@ from planact.config import RLConfig, WarmStartConfig
 from planact.rl.data_parallel import DataParallel
 from planact.rl.grpo import grpo_loss
 from planact.rl.logprobs import pad_batch, token_logprobs
+from planact import lora
 
 
 # What grpo_loss reports per step (kl only with a reference model; entropy always here).
@@ -43,7 +44,9 @@ class RoleTrainer:
         # Logprobs are taken at the sampling temperature, the distribution the engine sampled from.
         self.temperature = temperature if temperature > 0 else 1.0
         self.ref_model: torch.nn.Module | None = None
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=rl.lr, weight_decay=rl.weight_decay)
+        # A LoRA model's reference is itself with adapters off: set once KL is on, no copy of the weights.
+        self.ref_is_base = False
+        self.optimizer = torch.optim.AdamW(lora.trainable(model), lr=rl.lr, weight_decay=rl.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, _warmup_lambda(rl.warmup_steps))
         self.steps = 0
 
@@ -53,7 +56,9 @@ class RoleTrainer:
 
     def snapshot_reference(self) -> None:
         """Freeze the current weights as the KL reference (after the warm start, or at RL's first step without one)."""
-        if self.rl.kl_coef > 0:
+        if self.rl.kl_coef > 0 and lora.is_lora(self.model):
+            self.ref_is_base = True  # the issue's choice: the base model, not the adapter's warm start
+        elif self.rl.kl_coef > 0:
             self.ref_model = copy.deepcopy(self.model).eval()
             for p in self.ref_model.parameters():
                 p.requires_grad_(False)
@@ -71,7 +76,7 @@ class RoleTrainer:
             if len(s["logprobs"]) != len(s["token_ids"]):
                 raise ValueError(f"sample {s.get('sample_id', '?')}: {len(s['logprobs'])} logprobs for "
                                  f"{len(s['token_ids'])} tokens; the engine must return one logprob per token")
-        if rl.kl_coef > 0 and self.ref_model is None:
+        if rl.kl_coef > 0 and self.ref_model is None and not self.ref_is_base:
             # No warm start snapshotted a reference: the weights RL starts from are the reference.
             self.snapshot_reference()
         # Zero-advantage samples carry no policy gradient; without KL/entropy terms they are pure cost.
@@ -114,7 +119,7 @@ class RoleTrainer:
                 if not dp.sharded:  # FSDP reduce-scatters the gradients itself during backward
                     dp.all_reduce_grads(self.model)
                 stats = dict(zip(STEP_STATS, dp.all_reduce_sum([stats.get(k, 0.0) for k in STEP_STATS])))
-            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), rl.grad_clip)
+            norm = torch.nn.utils.clip_grad_norm_(lora.trainable(self.model), rl.grad_clip)
             stats["grad_norm"] = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
             stats["lr"] = self.scheduler.get_last_lr()[0]
             self.optimizer.step()
@@ -183,6 +188,9 @@ class RoleTrainer:
         if self.ref_model is not None:
             with torch.no_grad():
                 ref_lp, _ = token_logprobs(self.ref_model, batch, self.temperature)
+        elif self.ref_is_base:
+            with torch.no_grad(), lora.adapters_off(self.model):
+                ref_lp, _ = token_logprobs(self.model, batch, self.temperature)
         loss, stats = grpo_loss(logp, old, adv, mask, eps_clip=rl.eps_clip, eps_clip_high=rl.eps_clip_high,
                                 clip_ratio_c=rl.clip_ratio_c, ref_logp=ref_lp, kl_coef=rl.kl_coef,
                                 kl_estimator=rl.kl_estimator, entropy=ent.detach() if rl.entropy_coef == 0 else ent,
@@ -192,13 +200,15 @@ class RoleTrainer:
     def state_dict(self) -> dict:
         """Optimizer, scheduler and step count (weights are saved with save_pretrained)."""
         return {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(), "steps": self.steps,
-                "ref_model": self.ref_model.state_dict() if self.ref_model is not None else None}
+                "ref_model": self.ref_model.state_dict() if self.ref_model is not None else None,
+                "ref_is_base": self.ref_is_base}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore what state_dict() saved."""
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.steps = state["steps"]
+        self.ref_is_base = bool(state.get("ref_is_base", False))
         if state.get("ref_model") is not None:
             self.ref_model = copy.deepcopy(self.model).eval()
             self.ref_model.load_state_dict(state["ref_model"])
@@ -232,7 +242,7 @@ def sft(
     heldout: list = []
     if cfg.patience and len(demos) > 2 * cfg.heldout:
         demos, heldout = demos[: -cfg.heldout], demos[-cfg.heldout:]
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
+    opt = torch.optim.AdamW(lora.trainable(model), lr=cfg.lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _cosine_lambda(steps, cfg.warmup_steps, cfg.final_lr_ratio))
     rng = random.Random(seed)
     curve: list[dict[str, float]] = []
@@ -247,7 +257,7 @@ def sft(
         loss = -(logp * batch["resp_mask"]).sum() / batch["resp_mask"].sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(lora.trainable(model), 1.0)
         opt.step()
         sched.step()
         running += float(loss.detach())
