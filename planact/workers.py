@@ -122,8 +122,9 @@ class RoleWorker(AgentActor):
             return self.engine.generate(prompts, params)
 
     def choose(self, requests: list[tuple[str, list[str]]], temperature: float | None = None, n: int | None = None,
-               seed: int | None = None) -> list[list[Completion]]:
-        """Sample completions constrained to each request's candidate set (the tiny repair roles' decoding)."""
+               seed: int | None = None, raw: bool = False) -> list[list[Completion]]:
+        """Sample completions constrained to each request's candidate set (the repair roles' decoding); `raw`:
+        prompts are text to continue, not chat turns (planact.engines.base.encode_prompt)."""
         choose = getattr(self.engine, "choose", None)
         if choose is None:
             raise NotImplementedError(f"{self.role}: engine {self.rc.engine!r} cannot score candidate sets; "
@@ -131,7 +132,7 @@ class RoleWorker(AgentActor):
                                       "to let a real model write its actions and patches)")
         s = self.rc.sampling
         params = SamplingParams(temperature=s.temperature if temperature is None else temperature, top_p=1.0,
-                                max_new_tokens=s.max_new_tokens, n=n or self.rc.group_size, seed=seed)
+                                max_new_tokens=s.max_new_tokens, n=n or self.rc.group_size, seed=seed, raw_prompt=raw)
         with self.busy():
             return choose(requests, params)
 

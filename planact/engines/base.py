@@ -18,6 +18,9 @@ class SamplingParams:
     # One seed per prompt: each row samples from its own generator, so what a prompt draws does not
     # depend on which other prompts share its batch (the AFlow executor batches concurrent calls by timing).
     row_seeds: list[int] | None = None
+    # The prompt as plain text to continue (a file's code before a function), not a chat turn: a
+    # pretrained model scores code best where it reads like the files it was trained on.
+    raw_prompt: bool = False
 
 
 @dataclass
@@ -33,11 +36,14 @@ class Completion:
     meta: dict = field(default_factory=dict)
 
 
-def encode_prompt(tokenizer, prompt: str) -> list[int]:
+def encode_prompt(tokenizer, prompt: str, raw: bool = False) -> list[int]:
     """The ids every local engine (hf, sglang) feeds the model: for an instruct model (its tokenizer has a
-    chat template) the prompt as one user turn of that template, ready for the assistant's answer; else
-    BOS + the prompt's tokens (planact's tiny models)."""
-    if getattr(tokenizer, "chat_template", None):
+    chat template) the prompt as one user turn of that template, ready for the assistant's answer, or with
+    `raw` its plain tokens (text to continue); else BOS + the prompt's tokens (planact's tiny models)."""
+    templated = bool(getattr(tokenizer, "chat_template", None))
+    if raw and templated:
+        return tokenizer.encode(prompt, add_special_tokens=False)
+    if templated:
         ids = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
                                             tokenize=True)
         ids = ids["input_ids"] if hasattr(ids, "keys") else ids

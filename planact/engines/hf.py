@@ -29,9 +29,9 @@ class HFEngine:
         self._cache_kw = _cache_keyword(model)
         self._calls = 0
 
-    def encode(self, prompt: str) -> list[int]:
-        """BOS + the prompt's tokens."""
-        return encode_prompt(self.tokenizer, prompt)
+    def encode(self, prompt: str, raw: bool = False) -> list[int]:
+        """The prompt's ids as the model reads them (planact.engines.base.encode_prompt)."""
+        return encode_prompt(self.tokenizer, prompt, raw)
 
     def generate(self, prompts: list[str], params: SamplingParams) -> list[list[Completion]]:
         """Sample `params.n` completions per prompt, batched up to max_batch rows."""
@@ -156,9 +156,12 @@ class HFEngine:
             if not candidates:
                 out.append([])
                 continue
-            p_ids = self.encode(prompt)
+            p_ids = self.encode(prompt, params.raw_prompt)
             c_ids = [self.tokenizer.encode(c, add_special_tokens=False) + [eos] for c in candidates]
-            token_lp = self._score(p_ids, c_ids, temp)
+            # A long prompt (a file's context) is computed once and shared; a short one is scored in one
+            # padded batch, bit-identical to the trainer's recomputation.
+            score = self._score_shared if len(p_ids) >= SHARED_PREFIX_MIN else self._score
+            token_lp = score(p_ids, c_ids, temp)
             scores = torch.tensor([sum(lp) / (len(lp) if length_normalise else 1) for lp in token_lp],
                                   dtype=torch.float64)
             set_logp = torch.log_softmax(scores, -1)
@@ -200,17 +203,29 @@ class HFEngine:
         c_ids = [self.tokenizer.encode(c, add_special_tokens=False) + tail for c in candidates]
         return self._score_shared(p_ids, c_ids, temperature)
 
+    @torch.no_grad()
     def _score_shared(self, prompt_ids: list[int], cand_ids: list[list[int]], temperature: float) -> list[list[float]]:
         import copy
 
         was_training = self.model.training
         self.model.eval()
         device = next(self.model.parameters()).device
-        prefix = self.model(input_ids=torch.tensor([prompt_ids], device=device), use_cache=True)
-        first = prefix.logits[:, -1:, :]  # predicts each candidate's first token
-        n, rows = len(prompt_ids), []
-        for start in range(0, len(cand_ids), self.max_batch):
-            chunk = [c for c in cand_ids[start:start + self.max_batch]]
+        # Tokens every candidate starts with (an edited function's unchanged opening lines) join the shared
+        # prefix: computed once, their logprobs copied to every candidate.
+        k = _common_prefix(cand_ids)
+        shared_ids = prompt_ids + cand_ids[0][:k]
+        prefix = self.model(input_ids=torch.tensor([shared_ids], device=device), use_cache=True)
+        common: list[float] = []
+        if k:
+            lg = prefix.logits[0, len(prompt_ids) - 1:len(shared_ids) - 1, :].float()
+            lg = lg / temperature if temperature > 0 else lg
+            common = torch.log_softmax(lg, -1).gather(-1, torch.tensor(cand_ids[0][:k], device=device)
+                                                      .unsqueeze(-1)).squeeze(-1).tolist()
+        first = prefix.logits[:, -1:, :]  # predicts each candidate's first token after the shared part
+        n, rows = len(shared_ids), []
+        tails = [c[k:] for c in cand_ids]
+        for start in range(0, len(tails), self.max_batch):
+            chunk = tails[start:start + self.max_batch]
             width = max(1, max(len(c) for c in chunk))
             ids = torch.full((len(chunk), width), self.tokenizer.pad_token_id, dtype=torch.long, device=device)
             mask = torch.zeros((len(chunk), n + width), dtype=torch.long, device=device)
@@ -227,7 +242,7 @@ class HFEngine:
             if temperature > 0:
                 logits = logits / temperature
             lp = torch.log_softmax(logits, -1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
-            rows.extend(lp[i, :len(c)].tolist() for i, c in enumerate(chunk))
+            rows.extend(common + lp[i, :len(c)].tolist() for i, c in enumerate(chunk))
         self.model.train(was_training)
         return rows
 
@@ -242,6 +257,17 @@ class HFEngine:
         """Identity and weight version."""
         return {"engine": "hf", "name": self.name, "weight_version": self.weight_version,
                 "device": str(next(self.model.parameters()).device)}
+
+
+SHARED_PREFIX_MIN = 128  # prompt tokens from which choose() computes the prompt once for all candidates
+
+
+def _common_prefix(seqs: list[list[int]]) -> int:
+    """Leading tokens all `seqs` share, leaving each at least one token of its own."""
+    k, shortest = 0, min(len(s) for s in seqs) - 1
+    while k < shortest and all(s[k] == seqs[0][k] for s in seqs):
+        k += 1
+    return k
 
 
 def _cache_keyword(model: torch.nn.Module) -> str:

@@ -39,21 +39,33 @@ def token_logprobs(
     column 0 is zero (nothing predicts the first token).
     """
     device = next(model.parameters()).device
+    T = batch["input_ids"].shape[1]
+    # Only columns from the earliest response token on are ever used: the LM head (a pretrained model's
+    # 49k-word vocabulary costs more than its blocks) runs on those positions alone, not on the prompt's.
+    start = _first_response_column(batch.get("resp_mask"))
     out = model(
         input_ids=batch["input_ids"].to(device),
         attention_mask=batch["attention_mask"].to(device),
         position_ids=batch["position_ids"].to(device),
         use_cache=False,
+        logits_to_keep=T - start + 1,
     )
     logits = out.logits[:, :-1, :].float()
     if temperature > 0:
         logits = logits / temperature
     logp_all = F.log_softmax(logits, dim=-1)
-    target = batch["input_ids"][:, 1:].to(device)
+    target = batch["input_ids"][:, start:].to(device)
     lp = logp_all.gather(-1, target.unsqueeze(-1)).squeeze(-1)
-    lp = F.pad(lp, (1, 0))
+    lp = F.pad(lp, (start, 0))
     ent = None
     if with_entropy:
         ent = -(logp_all.exp() * logp_all).sum(-1)
-        ent = F.pad(ent, (1, 0))
+        ent = F.pad(ent, (start, 0))
     return lp, ent
+
+
+def _first_response_column(resp_mask: torch.Tensor | None) -> int:
+    """The first column any row's response occupies (1 without a mask: every next-token logprob)."""
+    if resp_mask is None or not bool(resp_mask.any()):
+        return 1
+    return max(1, int(resp_mask.any(0).float().argmax()))

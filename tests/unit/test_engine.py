@@ -148,6 +148,7 @@ def test_candidate_scoring_with_a_shared_prefix_equals_scoring_each_candidate(ti
     model, tok = load_model(tiny_model_dir, attention=attention)
     engine = HFEngine(model, tok, max_batch=2)
     prompt = "sort it, then rev>inc " * 12
+    # the last two share their opening tokens: those join the prefix computed once
     cands = ["inc", "rev>inc then sort", "sort", "then rev it, then sort it inc"]
     shared = engine.score_candidates(prompt, cands, temperature=0.7)
     p_ids = engine.encode(prompt)
@@ -168,3 +169,20 @@ def test_an_instruct_tokenizer_wraps_the_prompt_in_its_chat_template(tiny_model_
     tok.chat_template = "{% for m in messages %}{{ m['content'] }}, then {% endfor %}inc"
     wrapped = encode_prompt(tok, "sort it")
     assert tok.decode(wrapped) == "sort it, then inc" and wrapped != plain
+    # raw: text to continue (a file's code), the template left out
+    assert tok.decode(encode_prompt(tok, "sort it", raw=True)) == "sort it"
+
+
+def test_choose_over_a_long_prompt_shares_it_and_matches_the_trainers_logprobs(tiny_model_dir):
+    """choose() computes a long prompt once (and the candidates' common opening tokens with it); every
+    chosen completion's logprobs still equal the trainer's recomputation of prompt + candidate."""
+    model, tok = load_model(tiny_model_dir)
+    engine = HFEngine(model, tok)
+    prompt = "sort it, then rev>inc " * 12
+    cands = ["sort it then inc", "sort it then rev", "sort it, inc", "rev"]
+    (comps,) = engine.choose([(prompt, cands)], SamplingParams(temperature=1.0, n=6, seed=2))
+    assert len(engine.encode(prompt)) >= 128  # the shared path
+    for c in comps:
+        lp, _ = token_logprobs(model, pad_batch([c.prompt_ids], [c.token_ids], tok.pad_token_id), 1.0)
+        want = lp[0, len(c.prompt_ids):].tolist()
+        assert max(abs(a - b) for a, b in zip(c.logprobs, want)) < 1e-4
