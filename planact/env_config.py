@@ -35,6 +35,8 @@ class RepairEnvConfig(_Strict):
     eval_unseen_functions: int = Field(60, ge=1, description="Held-out tasks from unseen functions of the training packages per evaluation (at most; below the split's size they are taken in turn from each package).")
     eval_unseen_packages: int = Field(60, ge=1, description="Held-out tasks from packages never trained on per evaluation (at most; below the split's size they are taken in turn from each package).")
     eval_budget: int = Field(2, ge=1, le=8, description="Submits per task at evaluation; solve rates are reported at every budget up to it.")
+    prompt_style: Literal["compact", "file"] = Field("compact", description="'compact': the tiny models' prompts (the function with traceback lines marked, edits written `<line>: <old> -> <new>`, functions named by rank or mark); 'file': for pretrained models, the patch model continues the module's own code before the target function and its options are the whole function as each candidate edit leaves it; the planner is asked in words and names functions (set the actor's sampling.chat_template: false).")
+    context_chars: int = Field(3000, ge=0, le=100_000, description="prompt_style 'file': characters of the module before the target function the patch model reads (~4 per token).")
     sft_extra_sources: int = Field(40, ge=0, description="Standard-library modules mutated (unvalidated) for extra warm-start data of the actor.")
 
     @model_validator(mode="after")

@@ -39,6 +39,7 @@ class SamplingConfig(_Strict):
     temperature: float = Field(1.0, ge=0.0, le=5.0, description="Softmax temperature; 0 means greedy.")
     top_p: float = Field(1.0, gt=0.0, le=1.0, description="Nucleus sampling mass (1.0 disables it).")
     max_new_tokens: int = Field(24, ge=1, le=4096, description="Longest response the engine may produce.")
+    chat_template: bool = Field(True, description="Wrap prompts in the tokenizer's chat template as a user turn (instruct models; tokenizers without one are unaffected); false: prompts are text the model continues (env.repair.prompt_style 'file' for the patch model).")
 
 
 class RLConfig(_Strict):

@@ -116,15 +116,15 @@ class RoleWorker(AgentActor):
         """Sample completions with the role's sampling config (temperature/n overridable)."""
         s = self.rc.sampling
         params = SamplingParams(temperature=s.temperature if temperature is None else temperature, top_p=s.top_p,
-                                max_new_tokens=s.max_new_tokens, n=n or self.rc.group_size, seed=seed)
+                                max_new_tokens=s.max_new_tokens, n=n or self.rc.group_size, seed=seed,
+                                raw_prompt=not s.chat_template)
         with self.busy():
             faults.point("engine.mid_generate")
             return self.engine.generate(prompts, params)
 
     def choose(self, requests: list[tuple[str, list[str]]], temperature: float | None = None, n: int | None = None,
-               seed: int | None = None, raw: bool = False) -> list[list[Completion]]:
-        """Sample completions constrained to each request's candidate set (the repair roles' decoding); `raw`:
-        prompts are text to continue, not chat turns (planact.engines.base.encode_prompt)."""
+               seed: int | None = None) -> list[list[Completion]]:
+        """Sample completions constrained to each request's candidate set (the repair roles' decoding)."""
         choose = getattr(self.engine, "choose", None)
         if choose is None:
             raise NotImplementedError(f"{self.role}: engine {self.rc.engine!r} cannot score candidate sets; "
@@ -132,7 +132,8 @@ class RoleWorker(AgentActor):
                                       "to let a real model write its actions and patches)")
         s = self.rc.sampling
         params = SamplingParams(temperature=s.temperature if temperature is None else temperature, top_p=1.0,
-                                max_new_tokens=s.max_new_tokens, n=n or self.rc.group_size, seed=seed, raw_prompt=raw)
+                                max_new_tokens=s.max_new_tokens, n=n or self.rc.group_size, seed=seed,
+                                raw_prompt=not s.chat_template)
         with self.busy():
             return choose(requests, params)
 
@@ -157,7 +158,8 @@ class RoleWorker(AgentActor):
         if pairs:
             self._input_example = pairs[0][0]
         eos = self.tokenizer.eos_token_id
-        return [(self.engine.encode(p), self.tokenizer.encode(t, add_special_tokens=False) + [eos]) for p, t in pairs]
+        raw = not self.rc.sampling.chat_template
+        return [(self.engine.encode(p, raw), self.tokenizer.encode(t, add_special_tokens=False) + [eos]) for p, t in pairs]
 
     def warm_start(self, seed: int, steps: int | None = None) -> list[dict]:
         """Supervised warm start on the environment's teacher demonstrations; returns the loss curve."""

@@ -19,7 +19,7 @@ import torch
 
 from graph_planner.corpus.fetch import git
 from graph_planner.patching import PatchError, apply_diff
-from graph_planner.team import prompts
+from graph_planner.team import file_prompts, prompts
 from graph_planner.team.context import load_contexts, unseen_function
 from graph_planner.team.evaluate import evaluate_team
 from graph_planner.team.sandbox import Sandbox
@@ -68,6 +68,8 @@ class RepairTeamEnv:
         self._sandbox: Sandbox | None = None
         self._levels: dict[str, list[int]] = {}
         self.by_mark = r.planner_labels == "mark"  # prompts.function_labels
+        self.file_style = r.prompt_style == "file"  # graph_planner.team.file_prompts
+        self._files: dict[tuple[str, str], str] = {}
 
     @property
     def sandbox(self) -> Sandbox:
@@ -99,8 +101,13 @@ class RepairTeamEnv:
                 ctx = self.ctx[e["task_id"]]
                 left = min(self.r.planner_reads - len(e["read"]), len(ctx.nodes) - len(e["read"]))
                 levels = self.edit_levels(e["task_id"])
-                options = prompts.planner_options(ctx, e["read"], left, levels, self.by_mark)
-                reqs.append((prompts.planner_observation(ctx, e["read"], levels, self.by_mark), [o[0] for o in options]))
+                if self.file_style:
+                    options = file_prompts.planner_choices(ctx, e["read"], left)
+                    obs = file_prompts.planner_question(ctx, e["read"], levels)
+                else:
+                    options = prompts.planner_options(ctx, e["read"], left, levels, self.by_mark)
+                    obs = prompts.planner_observation(ctx, e["read"], levels, self.by_mark)
+                reqs.append((obs, [o[0] for o in options]))
                 opts.append(options)
             if turn == 0:  # every episode of a task starts from the same observation: one request, G picks
                 picks = planner.choose(reqs[::G], temperature=temp, n=G, seed=seed)
@@ -125,7 +132,28 @@ class RepairTeamEnv:
         return self._levels[task_id]
 
     def _teacher(self, ctx) -> list[tuple[str, str]]:
-        return prompts.teacher_trajectory(ctx, self.r.teacher, self.edit_levels(ctx.instance_id), self.by_mark)
+        levels = self.edit_levels(ctx.instance_id)
+        if self.file_style:
+            return file_prompts.teacher_answers(ctx, prompts.teacher_index(self.r.teacher, levels), levels)
+        return prompts.teacher_trajectory(ctx, self.r.teacher, levels, self.by_mark)
+
+    def file_text(self, task_id: str, path: str) -> str:
+        """A module of the task's repository as the bug left it (read once per task and file)."""
+        key = (task_id, path)
+        if key not in self._files:
+            task = self.tasks[task_id]
+            try:
+                self._files[key] = git(task.repo_dir, "show", f"{task.base_commit}:{path}", strip=False)
+            except RuntimeError:
+                self._files[key] = ""  # the view's own text is then all the context there is
+        return self._files[key]
+
+    def actor_request(self, task_id: str, view) -> tuple[str, list[str]]:
+        """The patch model's prompt and options for one target function, in the configured style."""
+        if self.file_style:
+            context = file_prompts.file_context(self.file_text(task_id, view.file), view.first_line, self.r.context_chars)
+            return context, file_prompts.edited_functions(view)[0]
+        return prompts.actor_prompt(self.ctx[task_id], view), prompts.actor_options(view, self.r.actor_marks)[0]
 
     def _view(self, task_id: str, target: str):
         ctx = self.ctx[task_id]
@@ -137,8 +165,7 @@ class RepairTeamEnv:
         for ti, t in enumerate(batch):
             targets = [p["target"] for p in plans[ti]] if plans is not None else [""]
             for target in targets:
-                view = self._view(t["task_id"], target)
-                out.append((prompts.actor_prompt(self.ctx[t["task_id"]], view), prompts.actor_options(view, self.r.actor_marks)[0]))
+                out.append(self.actor_request(t["task_id"], self._view(t["task_id"], target)))
         return out
 
     def score(self, batch: list[dict], plans, answers, n_rollouts: int = 0) -> RoundResult:
@@ -238,9 +265,14 @@ class RepairTeamEnv:
         validated = []
         for ctx in train:
             texts = self._fixed_file(self.tasks[ctx.instance_id])
-            pair = prompts.true_edit(ctx, *texts, marks=self.r.actor_marks) if texts else None
+            if self.file_style:
+                pair = self._true_function(ctx, *texts) if texts else None
+            else:
+                pair = prompts.true_edit(ctx, *texts, marks=self.r.actor_marks) if texts else None
             if pair:
                 validated.append(pair)
+        if self.file_style:  # a pretrained patch model learns from the validated fixes alone
+            return [validated[rng.randrange(len(validated))] for _ in range(count)] if validated else []
         frac = self.r.unseen_function_frac
         sources = self._sft_sources()
         package_of = {path: pkg for pkg, path, _ in sources}
@@ -253,6 +285,18 @@ class RepairTeamEnv:
             [(p, t) for _, p, t in sources] + prompts.stdlib_files(self.r.sft_extra_sources), self.r.max_function_chars,
             keep, rng, max(0, count - 4 * len(validated)), self.traced_fraction(), self.r.actor_marks)
         return validated * 4 + extra
+
+    def _true_function(self, ctx, buggy: str, fixed: str) -> tuple[str, str] | None:
+        """(file context, the fixed function) when the localisation offers the bug's function and a
+        candidate edit turns the buggy file into the fixed one."""
+        view = next((v for v in ctx.nodes if v.node == ctx.target), None)
+        if view is None:
+            return None
+        texts, cands = file_prompts.edited_functions(view)
+        for text, c in zip(texts, cands):
+            if buggy.replace(c.edit["old"], c.edit["new"], 1) == fixed:
+                return self.actor_request(ctx.instance_id, view)[0], text
+        return None
 
     def traced_fraction(self) -> float:
         """How often a training bug's line is on its failing tests' traceback (when its function is offered)."""

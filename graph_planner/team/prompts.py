@@ -125,6 +125,13 @@ def actor_options(view: NodeView, marks: bool = False) -> tuple[list[str], list]
     return [edit_text(view, c, marks) for c in cands], cands
 
 
+def teacher_index(teacher: str, levels: list[int] | None) -> int:
+    """Which offered function the teacher targets (see teacher_trajectory)."""
+    if teacher == "traced_edit" and levels:
+        return next((i for i, lv in enumerate(levels) if lv == 2), next((i for i, lv in enumerate(levels) if lv), 0))
+    return 0
+
+
 def teacher_trajectory(ctx: TaskContext, teacher: str = "top", levels: list[int] | None = None,
                        by_mark: bool = False) -> list[tuple[str, str]]:
     """An imperfect teacher's episode: read one function, then target it.
@@ -132,9 +139,7 @@ def teacher_trajectory(ctx: TaskContext, teacher: str = "top", levels: list[int]
     'top': the top-ranked function. 'traced_edit': the rule agent's localisation, the first function
     with a candidate edit on a traceback line, else the first with any candidate edit, else the
     top-ranked one; needs `levels`."""
-    k = 0
-    if teacher == "traced_edit" and levels:
-        k = next((i for i, lv in enumerate(levels) if lv == 2), next((i for i, lv in enumerate(levels) if lv), 0))
+    k = teacher_index(teacher, levels)
     node, label = ctx.nodes[k].node, function_labels(ctx, levels, by_mark)[k]
     return [(planner_observation(ctx, [], levels, by_mark), f" read {label}"),
             (planner_observation(ctx, [node], levels, by_mark), f" repair {label}")]

@@ -35,7 +35,7 @@ class HFEngine:
 
     def generate(self, prompts: list[str], params: SamplingParams) -> list[list[Completion]]:
         """Sample `params.n` completions per prompt, batched up to max_batch rows."""
-        rows = [self.encode(p) for p in prompts for _ in range(params.n)]
+        rows = [self.encode(p, params.raw_prompt) for p in prompts for _ in range(params.n)]
         self._calls += 1
         if params.row_seeds is not None:
             if len(params.row_seeds) != len(prompts):

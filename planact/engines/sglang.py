@@ -174,9 +174,9 @@ class SGLangEngine:
                                concurrency=cfg.concurrency, usage=self.usage)
         self._pool = ThreadPoolExecutor(max_workers=cfg.concurrency, thread_name_prefix=name)
 
-    def encode(self, prompt: str) -> list[int]:
-        """BOS + the prompt's tokens."""
-        return encode_prompt(self.tokenizer, prompt)
+    def encode(self, prompt: str, raw: bool = False) -> list[int]:
+        """The prompt's ids as the model reads them (planact.engines.base.encode_prompt)."""
+        return encode_prompt(self.tokenizer, prompt, raw)
 
     def generate(self, prompts: list[str], params: SamplingParams) -> list[list[Completion]]:
         """`params.n` completions per prompt; one batched /generate request per prompt, run concurrently."""
@@ -188,7 +188,7 @@ class SGLangEngine:
         return self.http.request("POST", path, body)
 
     def _one(self, prompt: str, params: SamplingParams) -> list[Completion]:
-        ids = self.encode(prompt)
+        ids = self.encode(prompt, params.raw_prompt)
         sampling = {"max_new_tokens": params.max_new_tokens, "temperature": params.temperature,
                     "top_p": params.top_p, "stop_token_ids": [self.tokenizer.eos_token_id]}
         if params.seed is not None:

@@ -153,3 +153,22 @@ def test_labels_by_mark_name_functions_by_what_they_are():
                                                                                     " repair trace-noedit 1"]
     with pytest.raises(ValueError, match="mark_editable_trace"):
         function_labels(ctx, None, by_mark=True)
+
+
+def test_file_style_prompts_read_like_the_module_and_name_functions():
+    """prompt_style 'file' (pretrained models): the patch model continues the module's code before the
+    function and its options are whole edited functions; the planner names functions in words."""
+    from graph_planner.team.file_prompts import (edited_functions, file_context, planner_choices,
+                                                 planner_question, teacher_answers)
+
+    ctx = _ctx()
+    module = "import os\n\n\n" + SRC_A + "\n" + SRC_B
+    assert file_context(module, 9, 1000) == "import os\n\n\n" + SRC_A + "\n"
+    assert file_context(module, 9, 16) == SRC_A.splitlines(True)[-1] + "\n"  # cut at a line start
+    texts, cands = edited_functions(ctx.nodes[0])
+    assert texts and all(t.startswith("def lo(a, b):") and t != SRC_A for t in texts)
+    assert [c.edit["new"] for c in cands] == texts
+    q = planner_question(ctx, ["m.py::lo"])
+    assert "- lo (on the traceback)\n- hi" in q and "You read lo:\n```python\ndef lo(a, b):" in q
+    assert [o[0] for o in planner_choices(ctx, ["m.py::lo"], 1)] == ["read hi", "repair lo"]
+    assert [a for _, a in teacher_answers(ctx, 1)] == ["read hi", "repair hi"]
