@@ -17,7 +17,8 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from planact.engine_config import _Strict
 from planact.env_config import EnvConfig
 # Role-level models live in role_config; importable from here as before (RLConfig, TinyModelSpec, ...).
-from planact.role_config import API_ENGINES, RLConfig, RoleConfig, SamplingConfig, TinyModelSpec, WarmStartConfig
+from planact.role_config import (API_ENGINES, LoRAConfig, RLConfig, RoleConfig, SamplingConfig, TinyModelSpec,  # noqa: F401
+                                 WarmStartConfig)
 
 
 class ConfigError(ValueError):

@@ -26,19 +26,30 @@ def _excerpt(view: NodeView, lines: int = 12) -> str:
     return "\n".join(src[:lines]) + more
 
 
+def listing_order(ctx: TaskContext, levels: list[int] | None) -> list[int]:
+    """The offered functions most likely first: a candidate edit on a traced line, then any candidate edit,
+    then the rest, each kind in the localisation's order (what the rule agent tries first)."""
+    if levels is None:
+        return list(range(len(ctx.nodes)))
+    return sorted(range(len(ctx.nodes)), key=lambda i: (-levels[i], i))
+
+
 def planner_question(ctx: TaskContext, read: list[str], levels: list[int] | None = None) -> str:
     """The planner's chat prompt: the failure, the offered functions by name, and what it has read."""
     test = ctx.failing[0].split("::")[-1] if ctx.failing else "a test"
     names = function_names(ctx)
     offered = []
-    for i, (name, view) in enumerate(zip(names, ctx.nodes)):
+    for i in listing_order(ctx, levels):
+        view, level = ctx.nodes[i], (levels[i] if levels is not None else None)
         notes = ["on the traceback"] if view.trace_lines else []
-        if levels is not None and levels[i] == 0:
+        if level == 2:
+            notes.append("a traced line can be edited")
+        elif level == 0:
             notes.append("no candidate edit")
-        offered.append(f"- {name}" + (f" ({', '.join(notes)})" if notes else ""))
+        offered.append(f"- {names[i]}" + (f" ({', '.join(notes)})" if notes else ""))
     seen = "".join(f"\n\nYou read {name}:\n```python\n{_excerpt(v)}\n```" for name, v in zip(names, ctx.nodes)
                    if v.node in read)
-    return (f"The test {test} fails with: {ctx.error[:160]}\nThe functions it may involve:\n" + "\n".join(offered)
+    return (f"The test {test} fails with: {ctx.error[:160]}\nThe functions it may involve, most likely first:\n" + "\n".join(offered)
             + seen + "\n\nWhich function do you read next, or repair? Answer `read <function>` or `repair <function>`.")
 
 

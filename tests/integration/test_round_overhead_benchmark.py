@@ -61,6 +61,18 @@ def test_engine_throughput_benchmark_tiny_mode():
     assert ratio and float(ratio.group(1)) > 0, out.stdout
 
 
+def test_pretrained_throughput_benchmark_tiny_mode():
+    """benchmarks/pretrained_throughput.py --tiny: each of its three comparisons prints a ratio, and the
+    shared-prefix scores equal the per-candidate ones."""
+    out = subprocess.run([sys.executable, "benchmarks/pretrained_throughput.py", "--tiny"], cwd=REPO,
+                         capture_output=True, text=True, timeout=300, env=cli_env())
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    ratios = re.findall(r"ratio ([0-9.]+)x", out.stdout)
+    assert len(ratios) == 3 and all(float(r) > 0 for r in ratios), out.stdout
+    diff = re.search(r"largest logprob difference ([0-9.e+-]+)", out.stdout)
+    assert diff and float(diff.group(1)) < 1e-4, out.stdout
+
+
 def test_gpu_determinism_benchmark_tiny_mode():
     """benchmarks/gpu_determinism.py --tiny: SFT + GRPO rounds repeated in two fresh processes on the CPU
     give the same samples and the same weights, bit for bit (on a GPU machine it also runs the cuda modes)."""
