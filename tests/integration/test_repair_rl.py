@@ -101,3 +101,36 @@ def test_repair_rl_benchmark_tiny_mode_compares_rl_sft_rule_and_random(corpus, t
     assert re.search(r"unseen_functions +warm [\d.]+ \+- [\d.]+ +RL .* rule .* random", out.stdout)
     assert re.search(r"RL - warm [+-]\d+\.\d points, RL - SFT [+-]\d+\.\d, RL - rule [+-]\d+\.\d", out.stdout)
     assert "SFT continuation" in out.stdout and "steps in the same time" in out.stdout
+
+
+def test_file_style_round_with_lora_roles_in_process(corpus, tmp_path):
+    """prompt_style 'file' with LoRA roles (what configs/repair-smollm.yaml runs, here on tiny models): the
+    patch model continues the module's own code and picks a whole edited function, a round's rewards come
+    from the tests, both roles train their adapters only, and the held-out evaluation covers every system."""
+    import torch
+
+    from planact.config import load_config
+    from planact.envs.base import make_env
+    from planact.workers import RoleWorker
+
+    cfg = load_config(SMOKE, [f"checkpoint.root={tmp_path}", f"env.repair.corpus={corpus}", "env.repair.prompt_style=file",
+                              "env.repair.context_chars=600", "planner.lora.enabled=true", "actor.lora.enabled=true",
+                              "actor.sampling.chat_template=false", "env.repair.eval_budget=1"])
+    env = make_env(cfg)
+    planner, actor = RoleWorker(cfg, "planner"), RoleWorker(cfg, "actor")
+    before = {k: v.clone() for k, v in actor.model.state_dict().items()}
+    batch = env.sample_tasks(1)
+    plans = env.plan(batch, planner, seed=1)
+    requests = env.actor_requests(batch, plans)
+    for (prompt, options), t in zip(requests, [t for t in batch for _ in range(cfg.planner.group_size)]):
+        assert not prompt.startswith("fix ") and len(prompt) <= 600  # the module's code, not the compact prompt
+        assert options and all(o.lstrip().startswith(("def ", "async def ", "@")) for o in options)
+    assert all(e["turns"][0]["obs"].startswith("The test ") for group in plans for e in group)
+    res = env.score(batch, plans, actor.choose(requests, seed=2))
+    assert res.actor_samples and res.planner_samples and 0.0 <= res.metrics["success"] <= 1.0
+    actor.train(res.actor_samples)
+    planner.train(res.planner_samples)
+    moved = {k for k, v in actor.model.state_dict().items() if not torch.equal(v, before[k])}
+    assert all("lora_" in k for k in moved)
+    m = env.evaluate(planner, actor)
+    assert {"unseen_functions/team/solve_at_1", "unseen_functions/rule/solve_at_1"} <= set(m)
