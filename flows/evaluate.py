@@ -11,7 +11,6 @@ Run it: python -m flows.evaluate --config configs/demo.yaml [--set ...]   (the r
 
 from __future__ import annotations
 
-import ray
 from prefect import flow
 from prefect.runtime import flow_run
 
@@ -49,8 +48,8 @@ def evaluate_checkpoint(config: RunConfig = runtime.DEMO, checkpoint: str | None
                                   "planact.checkpoint": str(folder), "planact.models": source},
                       run_name=f"{cfg.run_name}-eval")
     owns_ray = connect_ray(ecfg, runtime.worker_env())
-    groups = []
-    try:
+    groups: list = []
+    with runtime.tracked(tracker, owns_ray, otherwise=lambda: groups and agents.delete_role_groups(ecfg, groups)):
         scheduler = agents.scheduler_for(ecfg)
         groups = [agents.create_role_group(ecfg, role, scheduler) for role in ("planner", "actor")]
         for g in groups:
@@ -64,14 +63,6 @@ def evaluate_checkpoint(config: RunConfig = runtime.DEMO, checkpoint: str | None
                                  f"| metric | value |\n|---|---|\n{rows}", f"planact-eval-{cfg.run_name}")
         print("held-out: " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(metrics.items())))
         return {**metrics, "checkpoint": str(folder), "models": source, "mlflow_run_id": tracker.run_id}
-    except BaseException:
-        tracker.finish("FAILED")
-        raise
-    finally:
-        if owns_ray:
-            ray.shutdown()
-        elif groups:
-            agents.delete_role_groups(ecfg, groups)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -181,8 +181,9 @@ def worker_env() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def tracked(tracker, owns_ray: bool):
-    """Mark the MLflow run FAILED when the body raises, and stop a Ray the flow started itself."""
+def tracked(tracker, owns_ray: bool, otherwise=None):
+    """Mark the MLflow run FAILED when the body raises, and stop a Ray the flow started itself (on a Ray it
+    joined, call `otherwise` instead: e.g. remove the agents it created there)."""
     try:
         yield
     except BaseException:
@@ -193,6 +194,8 @@ def tracked(tracker, owns_ray: bool):
             import ray
 
             ray.shutdown()
+        elif otherwise is not None:
+            otherwise()
 
 
 def publish_markdown(markdown: str, key: str) -> None:

@@ -5,14 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from planact.config import ConfigError, RayConfig, TrackingConfig, _format_error, check_run_name, load_config
-from planact.engine_config import OpenAIConfig
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+from planact.engine_config import OpenAIConfig, _Strict
 
 
 class EpisodeConfig(_Strict):

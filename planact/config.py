@@ -94,7 +94,7 @@ class AFlowHookConfig(_Strict):
 class PipelineConfig(_Strict):
     """Overlap of rounds: generation of the next round while this one trains (README, "Pipelined rounds")."""
 
-    max_staleness: Literal[0, 1, 2] = Field(0, description="0 = synchronous rounds; 1 = round t+1 generates (with the weights of round t-1) while round t trains, the loss correcting for the stale policy. Needs every trained role's trainer in its own actor (resources.colocate_trainer: false). 2 is not built yet.")
+    max_staleness: Literal[0, 1] = Field(0, description="0 = synchronous rounds; 1 = round t+1 generates (with the weights of round t-1) while round t trains, the loss correcting for the stale policy. Needs every trained role's trainer in its own actor (resources.colocate_trainer: false). (2 would need versioned weight and optimizer snapshots to checkpoint and sync from: not built.)")
 
 
 class RunConfig(_Strict):
@@ -159,10 +159,6 @@ class RunConfig(_Strict):
 
     @model_validator(mode="after")
     def _pipelined(self) -> "RunConfig":
-        if self.pipeline.max_staleness == 2:
-            raise NotImplementedError(
-                "pipeline.max_staleness: 2 is not built: a trainer two versions ahead of its engines needs "
-                "versioned weight and optimizer snapshots to checkpoint and sync from; use 0 or 1")
         if self.pipeline.max_staleness:
             for role in (("planner", "actor") if self.agent_role == "both" else (self.agent_role,)):
                 rc = getattr(self, role)

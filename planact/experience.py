@@ -21,7 +21,7 @@ from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
-from planact.storage import atomic_write
+from planact.storage import atomic_write, fsync_path
 
 INDEX_FIELDS = ("run", "round", "role", "anchor")
 
@@ -101,7 +101,7 @@ class ExperienceStore:
                 f.flush()
                 os.fsync(f.fileno())
             if new_file:
-                _fsync_dir(self.dir)
+                fsync_path(self.dir)
         self.refresh()
         return len(items)
 
@@ -149,14 +149,6 @@ class ExperienceStore:
             atomic_write(self.file, "".join(json.dumps(it, separators=(",", ":")) + "\n" for it in items))
             self._offset, self._lines = self.file.stat().st_size, len(items)
         return {"bytes_before": before, "bytes_after": self._offset, "items": len(items)}
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class ExperiencePoolActor:

@@ -29,11 +29,16 @@ def atomic_write(path: str | Path, data: bytes | str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    dfd = os.open(path.parent, os.O_RDONLY)
+    fsync_path(path.parent)
+
+
+def fsync_path(path: str | Path) -> None:
+    """fsync one file or folder (a folder's fsync makes the names created in it durable)."""
+    fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(dfd)
+        os.fsync(fd)
     finally:
-        os.close(dfd)
+        os.close(fd)
 
 
 def fsync_tree(folder: str | Path) -> None:
@@ -42,17 +47,9 @@ def fsync_tree(folder: str | Path) -> None:
     folder = Path(folder)
     for root, _dirs, files in os.walk(folder):
         for name in files:
-            fd = os.open(os.path.join(root, name), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_path(os.path.join(root, name))
     for d in [p for p, _, _ in os.walk(folder)] + [str(folder.parent)]:
-        dfd = os.open(d, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        fsync_path(d)
 
 
 class RunState:

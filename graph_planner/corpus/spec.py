@@ -7,14 +7,11 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from graph_planner.corpus.mutate import KINDS
 from planact.config import ConfigError
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+from planact.engine_config import _Strict
 
 
 class PackageRef(_Strict):
