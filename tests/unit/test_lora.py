@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from planact.config import load_config
-from planact.rl.logprobs import pad_batch, token_logprobs
+
+from .test_trainer import _seq_logprob as _logprob  # a sample's summed response logprob under a model
 
 SMOKE = Path(__file__).resolve().parents[2] / "configs" / "smoke.yaml"
 
@@ -24,11 +25,6 @@ def _samples(worker):
              "weight_version": c.weight_version} for c, a in zip(group, (1.0, -1.0))]
 
 
-def _logprob(model, s, pad):
-    b = pad_batch([s["prompt_ids"]], [s["token_ids"]], pad)
-    with torch.no_grad():
-        lp, _ = token_logprobs(model, b)
-    return float((lp * b["resp_mask"]).sum())
 
 
 def test_lora_step_moves_only_adapters_and_a_replica_serves_them_after_sync(tmp_path):
