@@ -117,7 +117,8 @@ def load_model(path: str | Path, device: str = "cpu",
         base, tokenizer = load_model(resolve_base(base_of(path)), device, attention)
         if (Path(path) / "tokenizer_config.json").is_file():
             tokenizer = AutoTokenizer.from_pretrained(str(path))
-        return PeftModel.from_pretrained(base, str(path)).to(device), tokenizer
+        # trainable: a role may go on training the adapter it starts from (model_path = a LoRA checkpoint)
+        return PeftModel.from_pretrained(base, str(path), is_trainable=True).to(device), tokenizer
     tokenizer = AutoTokenizer.from_pretrained(str(path))
     if tokenizer.pad_token_id is None or tokenizer.pad_token_id == tokenizer.eos_token_id:
         raise ValueError(f"{path}: the tokenizer needs a pad token distinct from EOS (logprob alignment depends on it)")

@@ -90,6 +90,13 @@ def test_lora_checkpoint_holds_the_adapter_and_its_base_and_restores_the_policy(
     fresh = RoleWorker(cfg, "planner", 0, with_trainer=True)
     assert fresh.load_checkpoint(str(tmp_path / "ckpt")) == worker.engine.weight_version
     assert _logprob(fresh.model, samples[0], pad) == pytest.approx(want, abs=1e-5)
+    # a role that starts from the checkpoint (model_path) goes on training that adapter
+    onward = RoleWorker(_cfg(tmp_path, f"planner.model_path={out}"), "planner", 0, with_trainer=True)
+    assert _logprob(onward.model, samples[0], pad) == pytest.approx(want, abs=1e-5)
+    before = {k: v.clone() for k, v in onward.model.state_dict().items()}
+    onward.train(samples)
+    moved = {k for k, v in onward.model.state_dict().items() if not torch.equal(v, before[k])}
+    assert moved and all("lora_" in k for k in moved)
 
 
 @pytest.mark.parametrize("override, field", [("planner.engine=sglang", "lora.enabled"),
