@@ -21,6 +21,23 @@ from schedulemesh.errors import (
 )
 from schedulemesh.scheduler import AgentRef, Scheduler
 
+__version__ = "0.3.0"
+
+# The original ScheduleMesh's top-level names, imported on first use (they pull in Ray-side modules).
+_LAZY = {"RayScheduler": "schedulemesh.core.controllers.ray_scheduler",
+         "ScheduleMesh": "schedulemesh.core.controllers.schedule_mesh",
+         "SimpleScheduler": "schedulemesh.simple", "SimpleTaskSpec": "schedulemesh.simple"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'schedulemesh' has no attribute {name!r}")
+
+
 __all__ = ["AgentActor", "AgentCreationError", "AgentNotFound", "AgentRef", "AlreadyExists", "InsufficientCapacity",
            "InvalidOptions", "PoolNotFound", "STRATEGIES", "Scheduler", "SchedulemeshError", "free_port",
-           "load_strategies", "register_strategy"]
+           "load_strategies", "register_strategy", "RayScheduler", "ScheduleMesh", "SimpleScheduler", "SimpleTaskSpec",
+           "__version__"]

@@ -16,6 +16,9 @@ import time
 
 import ray
 
+from schedulemesh.agent_tasks import SimulatedTasks
+from schedulemesh.reporting import MetricsReportingAgent
+
 
 def free_port(host: str = "") -> int:
     """A TCP port that is free on this node now (bind port 0, read it back, close)."""
@@ -25,12 +28,14 @@ def free_port(host: str = "") -> int:
         return s.getsockname()[1]
 
 
-class AgentActor:
+class AgentActor(MetricsReportingAgent, SimulatedTasks):
     """Base class for long-lived agents: identity, heartbeats, a metrics report and a graceful stop.
 
     Subclasses override `metrics()` to add figures to the heartbeat, `on_stop()` to release what they
     hold, and `on_preempt(reason)` to react before a higher-priority pool evicts them. `busy()` counts
-    in-flight work so `least_busy` and `power_of_two` dispatch see the load.
+    in-flight work so `least_busy` and `power_of_two` dispatch see the load. From the original
+    ScheduleMesh: `report_metrics` / `flush_metrics` (explicit pushes, throttled by `report_interval`)
+    and `invoke` / `process` / `cancel` / `get_running_tasks` (simulated work for demos and tests).
     """
 
     heartbeat_interval_s: float = 1.0
@@ -38,7 +43,10 @@ class AgentActor:
     """Heartbeat reports sent and not yet taken by the supervisor, at most (a restarting supervisor must not
     find a backlog of stale load figures; beats over the bound are dropped and counted)."""
 
-    def __init__(self, name: str | None = None, labels: dict[str, str] | None = None, supervisor=None):
+    def __init__(self, name: str | None = None, labels: dict[str, str] | None = None, supervisor=None, *,
+                 report_interval: float = 5.0, max_pending_reports: int = 16):
+        MetricsReportingAgent.__init__(self, name, labels, supervisor, report_interval=report_interval,
+                                       max_pending_reports=max_pending_reports)
         # The scheduler binds these before __init__; explicit arguments only fill what it did not.
         if getattr(self, "_sm_name", None) is None:
             self._sm_name = name

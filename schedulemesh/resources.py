@@ -101,6 +101,14 @@ def to_ray_options(resources: Mapping[str, float]) -> dict:
     return opts
 
 
+def to_bundle(resources: Mapping[str, float]) -> dict[str, float]:
+    """A placement-group bundle in Ray's spelling (CPU, GPU, memory bytes, custom), zero entries dropped."""
+    opts = to_ray_options(resources)
+    bundle = {"CPU": opts["num_cpus"], "GPU": opts["num_gpus"], "memory": opts.get("memory", 0),
+              **opts.get("resources", {})}
+    return {k: v for k, v in bundle.items() if v}
+
+
 def split_ray_options(ray_options: Mapping | None) -> tuple[dict, dict[str, float]]:
     """(the other options, checked; the resources they name in Ray's spelling, as a request).
 

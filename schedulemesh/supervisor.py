@@ -40,13 +40,6 @@ from schedulemesh.supervision import SupervisionMixin
 log = logging.getLogger("schedulemesh")
 
 
-def _bundle(spec: dict[str, float]) -> dict[str, float]:
-    opts = R.to_ray_options(spec)
-    bundle = {"CPU": opts["num_cpus"], "GPU": opts["num_gpus"], "memory": opts.get("memory", 0),
-              **opts.get("resources", {})}
-    return {k: v for k, v in bundle.items() if v}
-
-
 def _node_totals(node_labels: dict[str, str]) -> list[dict[str, float]]:
     """Total resources of each alive node whose labels match."""
     out = []
@@ -121,7 +114,7 @@ class Supervisor(SupervisionMixin, RecoveryMixin, QueueingMixin):
         cluster = R.from_ray(ray.cluster_resources())
         R.require(f"cluster (for pool {name!r})", pool.capacity, cluster)
         if pool.placement_strategy:
-            bundle = _bundle(pool.spec)
+            bundle = R.to_bundle(pool.spec)
             if not bundle:
                 raise InvalidOptions(f"pool {name!r}: a placement group needs a non-zero per-agent resource spec")
             if pool.placement_strategy == "STRICT_SPREAD":

@@ -1,1 +1,6 @@
-"""ScheduleMesh's controller import path (`schedulemesh.core.controllers.ray_scheduler`)."""
+"""ScheduleMesh's controllers: `RayScheduler` (.ray_scheduler) and `ScheduleMesh` (.schedule_mesh)."""
+
+from schedulemesh.core.controllers.ray_scheduler import RayScheduler
+from schedulemesh.core.controllers.schedule_mesh import ScheduleMesh
+
+__all__ = ["RayScheduler", "ScheduleMesh"]

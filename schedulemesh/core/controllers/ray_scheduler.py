@@ -1,139 +1,270 @@
-"""`RayScheduler`: the original ScheduleMesh's dict-returning facade, over planact's Scheduler.
+"""`RayScheduler`: the original ScheduleMesh's dict-returning scheduler, over planact's Scheduler.
 
 Code written against ScheduleMesh checks `result["success"]` and reads `result["pool"]`,
 `result["agent"]`, `result["agents"]`, `result["error"]`; planact's `Scheduler` returns values and
-raises typed errors. This facade translates one into the other and adds nothing else: pools, agents,
-supervision, queues and dispatch are the same core. A queue `label` names a pool (each pool has one
-priority queue); the agent for a chosen task is picked among the pool's agents matching the task's
-labels with the strategy given at submission.
-
-Not on this facade (planact's `Scheduler` has its own forms of some): placement-group pools
-(`pg_pool_config`, `configure_pg_pool`), the original's preemption and state-handler calls,
-`ensure_agent_health`. Calling one raises AttributeError; `pg_pool_config` with `enable` is refused
-as `{"success": False, "error": ...}`.
+raises typed errors. This facade translates one into the other; pools, ledgers, agents, supervision,
+queues and dispatch are the same core. A queue `label` names a pool (each pool has one priority
+queue); the agent for a chosen task is picked among the pool's agents matching the task's labels with
+the strategy given at submission. The preemption registry and placement-group pools are in
+`preemption_calls` (kept by this object, see the README's "Coming from ScheduleMesh").
 """
 
 from __future__ import annotations
 
+import time
+import uuid
 from functools import wraps
 from typing import Any
 
 import ray
 
-from schedulemesh.errors import SchedulemeshError
+from schedulemesh import resources as R
+from schedulemesh.core.controllers.preemption_calls import PreemptionCalls
+from schedulemesh.core.controllers.views import CORE, agent_view, pool_view, shaped
+from schedulemesh.core.config import get_scheduling_config
+from schedulemesh.dispatch import CUSTOM, STRATEGIES
+from schedulemesh.errors import InsufficientCapacity, SchedulemeshError
+from schedulemesh.pg_pools import PGPools
+from schedulemesh.rules import PreemptionPolicy
 from schedulemesh.scheduler import Scheduler
 
+FAILURES = (SchedulemeshError, ValueError, TypeError, KeyError, ray.exceptions.RayError)
 
-def _dict_result(fn):
-    # The original reports failures in the result, never as exceptions.
+
+def dict_result(fn):
+    """Wrap a method so it returns {success: True, ...} or {success: False, error} (the original never raises)."""
     @wraps(fn)
-    def wrapper(*args, **kwargs) -> dict:
+    def wrapper(self, *args, **kwargs) -> dict:
+        self._live()
         try:
-            return {"success": True, **fn(*args, **kwargs)}
-        except (SchedulemeshError, ValueError, TypeError, ray.exceptions.RayError) as err:
+            return {"success": True, **fn(self, *args, **kwargs)}
+        except FAILURES as err:
+            if isinstance(err, Refused):
+                raise
             return {"success": False, "error": str(err)}
     return wrapper
 
 
-class RayScheduler:
+class Refused(ValueError):
+    """What the original raises instead of answering {success: False}: an unknown strategy, a PG spec too big."""
+
+
+def _class_path(cls: type) -> str:
+    cls = getattr(cls, "__ray_actor_class__", cls)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+class RayScheduler(PreemptionCalls):
     """The original's scheduler entry point: every call returns `{"success": bool, ...}`."""
 
     def __init__(self, name: str = "schedulemesh-supervisor", *, namespace: str | None = None,
                  detached: bool = False, max_restarts: int = -1, max_task_retries: int = 0,
-                 state_path: str | None = None):
-        # planact's supervisor is always a detached, restartable named actor; `detached`, `max_restarts`
-        # and `max_task_retries` are accepted for compatibility.
+                 state_path: str | None = None, _owned: bool = True):
+        # planact's supervisor is always a named, detached, restartable actor (it must outlive drivers to
+        # supervise); `detached`, `max_restarts`, `max_task_retries` are accepted and recorded.
+        if not ray.is_initialized():
+            ray.init()
         self.name = name
+        self.options = {"detached": detached, "max_restarts": max_restarts, "max_task_retries": max_task_retries}
         self.scheduler = Scheduler(namespace or ray.get_runtime_context().namespace, name=name, state_path=state_path)
-        self._strategies: dict[str, str] = {}
+        self._owned, self._closed = _owned, False
+        self._strategies: dict[str, str] = {}  # task id -> strategy given at submission
+        self._placement: dict[str, str] = {}  # pool -> placement_strategy given at creation
+        self._created: dict[str, dict] = {}  # agent -> class path, init args/kwargs, options
+        self.policy = PreemptionPolicy()
+        self.running: dict = {}  # task id -> rules.RunningTask
+        self.history: list[dict] = []
+        self.handlers: dict[str, tuple] = {}
+        self.pg_pools = PGPools()
 
     @classmethod
-    def attach(cls, name: str = "schedulemesh-supervisor", *, namespace: str | None = None) -> "RayScheduler":
-        """Attach to a running supervisor by name (planact's Scheduler attaches when it exists)."""
-        return cls(name, namespace=namespace)
+    def attach(cls, name: str = "schedulemesh-supervisor", *, namespace: str | None = None,
+               state_path: str | None = None) -> "RayScheduler":
+        """Bind to a running supervisor by name without owning it (shutdown then leaves it running)."""
+        return cls(name, namespace=namespace, state_path=state_path, _owned=False)
 
-    @_dict_result
+    def _live(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"RayScheduler {self.name!r} was shut down")
+
+    def supervisor_handle(self):
+        """The supervisor actor's Ray handle."""
+        self._live()
+        return self.scheduler.supervisor
+
+    def shutdown(self) -> None:
+        """Stop the supervisor with its pools, agents and placement groups if this object created it."""
+        self._live()
+        self._closed = True
+        if not self._owned:
+            return
+        for pool in list(self.pg_pools.configs):
+            self.pg_pools.destroy_pool(pool)
+        for pool in self.scheduler.list_pools():
+            self.scheduler.delete_pool(pool["name"], force=True)
+        ray.kill(self.scheduler.supervisor, no_restart=True)
+
+    # --- pools ---
+
+    def _check_cluster(self, capacity: dict[str, float]) -> dict:
+        total = shaped(R.from_ray(ray.cluster_resources()))
+        committed = shaped({})
+        for pool in self.scheduler.list_pools():
+            committed = R.add(committed, {k: v for k, v in pool["capacity"].items() if k in CORE})
+        available = {k: total.get(k, 0.0) - committed.get(k, 0.0) for k in CORE}
+        short = {k: capacity.get(k, 0.0) for k in CORE if capacity.get(k, 0.0) > available[k] + R.EPS}
+        if short:
+            raise ValueError("Insufficient cluster capacity: " + "; ".join(
+                f"{k} requested {v:g}, available {max(available[k], 0.0):g}" for k, v in short.items()))
+        return {"total": total, "committed": shaped(committed), "available": available}
+
+    @dict_result
     def create_pool(self, name: str, labels: dict[str, str], resources: dict[str, float], *, target_agents: int = 0,
-                    placement_strategy: str | None = None, pg_pool_config: dict | None = None) -> dict:
-        """{"success", "pool"}. A placement group (PACK, STRICT_PACK, ...) is made only when a strategy is given."""
-        if pg_pool_config and pg_pool_config.get("enable"):
-            raise ValueError("pg_pool_config: placement-group pools are not part of planact's schedulemesh")
-        return {"pool": self.scheduler.create_pool(name, labels, resources, target_agents=target_agents,
-                                                   placement_strategy=placement_strategy)}
+                    placement_strategy: str = "STRICT_PACK", pg_pool_config: dict | None = None) -> dict:
+        """{success, pool, cluster[, pg_pool_config_result]}; `resources` is per agent when target_agents > 0."""
+        spec = R.normalize(resources)
+        pg = dict(pg_pool_config or {})
+        for hp in pg.get("high_priority_pg_specs") or []:
+            short = R.shortfall(R.normalize({k: v for k, v in hp.items() if k != "custom_resources"}), spec)
+            if short:
+                # The original raises here rather than answering: a misconfiguration, not a capacity state.
+                raise Refused(f"pool {name!r}: high-priority placement group spec {hp} exceeds the pool's resources "
+                          f"{resources} ({', '.join(sorted(short))})")
+        if any(p["name"] == name for p in self.scheduler.list_pools()):
+            raise ValueError(f"pool {name!r} exists already")
+        cluster = self._check_cluster(R.scale(spec, target_agents) if target_agents else spec)
+        pool = self.scheduler.create_pool(name, labels, resources, target_agents=target_agents)
+        self._placement[name] = placement_strategy
+        out = {"pool": pool_view(pool, placement_strategy), "cluster": cluster}
+        if pg and pg.get("enable", True):
+            pg.pop("enable", None)
+            pg.setdefault("pg_strategy", placement_strategy)
+            out["pg_pool_config_result"] = self.pg_pools.configure(name, **pg)
+        return out
 
-    @_dict_result
-    def list_pools(self) -> dict:
-        """{"success", "pools"}."""
-        return {"pools": self.scheduler.list_pools()}
+    def _pool_view(self, pool: dict) -> dict:
+        return pool_view(pool, self._placement.get(pool["name"], "STRICT_PACK"))
 
-    @_dict_result
+    @dict_result
     def get_pool(self, name: str) -> dict:
-        """{"success", "pool"}."""
-        return {"pool": self.scheduler.get_pool(name)}
+        """{success, pool}."""
+        return {"pool": self._pool_view(self.scheduler.get_pool(name))}
 
-    @_dict_result
+    @dict_result
+    def list_pools(self) -> dict:
+        """{success, pools}."""
+        return {"pools": [self._pool_view(p) for p in self.scheduler.list_pools()]}
+
+    # --- agents ---
+
+    def _spawn(self, name: str, pool: str, actor_class: type, resources: dict | None, ray_options: dict | None,
+               actor_args, actor_kwargs, labels: dict | None = None) -> dict:
+        """Create through the core (reserve -> create -> commit, rolled back on failure); the agent view."""
+        self.scheduler.create_agent(name, pool, actor_class, resources=resources, ray_options=ray_options,
+                                    actor_args=tuple(actor_args or ()), actor_kwargs=dict(actor_kwargs or {}),
+                                    labels=labels)
+        info = self.scheduler.agent_info(name)
+        user = {k: v for k, v in (ray_options or {}).items()}
+        self._created[name] = {"actor_class_path": _class_path(actor_class), "actor_init_args": list(actor_args or ()),
+                               "actor_init_kwargs": dict(actor_kwargs or {}),
+                               "options": {**R.to_ray_options(info["resources"]), **user}}
+        return agent_view(info, self._created[name], self.scheduler.get_agent(name).handle)
+
+    @dict_result
     def create_agent(self, name: str, pool: str, actor_class: type, *, resources: dict[str, float] | None = None,
                      ray_options: dict[str, Any] | None = None, actor_args: list | None = None,
                      actor_kwargs: dict[str, Any] | None = None) -> dict:
-        """{"success", "agent"}: the agent's record once its constructor finished."""
-        self.scheduler.create_agent(name, pool, actor_class, resources=resources, ray_options=ray_options,
-                                    actor_args=tuple(actor_args or ()), actor_kwargs=dict(actor_kwargs or {}))
-        return {"agent": self.scheduler.agent_info(name)}
+        """{success, agent}: the agent once its constructor finished (quota rolled back if it failed)."""
+        return {"agent": self._spawn(name, pool, actor_class, resources, ray_options, actor_args, actor_kwargs)}
 
-    @_dict_result
-    def list_agents(self, pool: str | None = None, *, include_handle: bool = False) -> dict:
-        """{"success", "agents"} (with each live agent's Ray handle when asked)."""
-        agents = self.scheduler.list_agents(pool)
-        if include_handle:
-            for a in agents:
-                try:
-                    a["handle"] = self.scheduler.get_agent(a["name"]).handle
-                except ValueError:  # not alive right now
-                    a["handle"] = None
-        return {"agents": agents}
-
-    @_dict_result
     def delete_agent(self, name: str, *, force: bool = False, destroy_pg: bool = True) -> dict:
-        """{"success"}: the agent is stopped (killed at once with force) and its resources released."""
-        self.scheduler.delete_agent(name, graceful=not force)
-        return {}
+        """{success, agent}: actor stopped (at once with force), quota returned, its placement group freed."""
+        self._live()
+        try:
+            self.scheduler.delete_agent(name, graceful=not force)
+        except FAILURES as err:
+            if not force:
+                return {"success": False, "error": str(err)}
+        self.pg_pools.release(name, destroy=destroy_pg)
+        self._created.pop(name, None)
+        return {"success": True, "agent": name}
 
-    @_dict_result
+    @dict_result
+    def list_agents(self, pool: str | None = None, *, include_handle: bool = False) -> dict:
+        """{success, agents} (with each live agent's Ray handle when asked)."""
+        out = []
+        for info in self.scheduler.list_agents(pool):
+            handle = None
+            if include_handle:
+                try:
+                    handle = self.scheduler.get_agent(info["name"]).handle
+                except ValueError:  # not alive right now
+                    handle = None
+            out.append(agent_view(info, self._created.get(info["name"]), handle))
+        return {"agents": out}
+
+    def ensure_agent_health(self, timeout: float = 120.0, recreate: bool = True) -> dict:
+        """{stale, recovered, recreated, timestamp}: agents silent for `timeout` s (or dead) recreated now.
+
+        `stale` lists every agent examined, as the original's does; `recovered` the ones found stale."""
+        self._live()
+        result = self.scheduler.reconcile(timeout, recreate)
+        return {"stale": list(result["checked"]), "recovered": list(result["stale"]),
+                "recreated": list(result["recreated"]), "timestamp": time.time()}
+
+    # --- queues ---
+
+    @dict_result
     def submit_task(self, label: str, payload: Any, *, labels: dict[str, str] | None = None,
                     strategy: str | None = None, priority: float = 0.0, task_id: str | None = None) -> dict:
-        """{"success", "task_id", "queue_length", "strategy", "priority"}: queued on pool `label`."""
-        strategy = (strategy or "round_robin").strip().lower()
-        task_id = self.scheduler.submit_task(label, payload, priority=priority, labels=labels, task_id=task_id)
+        """{success, task_id, queue_length, strategy, priority, submit_latency_ms}: queued on pool `label`."""
+        start = time.perf_counter()
+        strategy = check_strategy(strategy)
+        task_id = self.scheduler.submit_task(label, payload, priority=priority, labels=labels,
+                                             task_id=task_id or f"task-{uuid.uuid4().hex[:8]}")
         self._strategies[task_id] = strategy
         return {"task_id": task_id, "queue_length": len(self.scheduler.pending_tasks(label)), "strategy": strategy,
-                "priority": priority}
+                "priority": priority, "submit_latency_ms": (time.perf_counter() - start) * 1000}
 
     def choose_task(self, label: str) -> dict:
-        """{"success", "task", "task_id", "priority", "agent", "queue_length", "strategy"}; success False when the
-        queue is empty or no agent matches the task's labels (the task then stays queued)."""
+        """{success, task, task_id, priority, agent, queue_length, strategy, schedule_latency_ms}; success False
+        when the queue is empty or no agent matches the head task's labels (the task then stays queued)."""
+        self._live()
+        start = time.perf_counter()
         try:
             pending = self.scheduler.pending_tasks(label)
             if not pending:
                 return {"success": False, "queue_length": 0}
             head = pending[0]
-            strategy = self._strategies.get(head["task_id"], "round_robin")
+            strategy = self._strategies.get(head["task_id"]) or check_strategy(None)
             agent = self.scheduler.choose(pool=label, labels=head["labels"] or None, strategy=strategy)
             task = self.scheduler.choose_task(label, agent.name)
-        except (SchedulemeshError, ValueError, ray.exceptions.RayError) as err:
+        except FAILURES as err:
             return {"success": False, "queue_length": len(self.scheduler.pending_tasks(label)), "error": str(err)}
         self._strategies.pop(task["task_id"], None)
+        info = self.scheduler.agent_info(agent.name)
         return {"success": True, "task": task["payload"], "task_id": task["task_id"], "priority": task["priority"],
-                "agent": self.scheduler.agent_info(agent.name), "queue_length": len(pending) - 1, "strategy": strategy}
+                "agent": agent_view(info, self._created.get(agent.name)), "queue_length": len(pending) - 1,
+                "strategy": strategy, "schedule_latency_ms": (time.perf_counter() - start) * 1000}
 
-    @_dict_result
+    @dict_result
     def update_agent_metrics(self, name: str, metrics: dict[str, Any]) -> dict:
-        """{"success", "agent"}: metrics pushed for an agent (`load` steers least_busy / power_of_two)."""
-        return {"agent": self.scheduler.update_agent_metrics(name, metrics)}
+        """{success}: metrics replace the agent's pushed ones and count as a heartbeat."""
+        self.scheduler.update_agent_metrics(name, metrics)
+        return {}
 
-    @_dict_result
+    @dict_result
     def reconcile_agents(self, timeout: float = 120.0, recreate: bool = True) -> dict:
-        """{"success", "stale", "recreated", "checked"}: agents silent for `timeout` s (or dead) recreated now."""
+        """{success, stale, recreated, checked}: planact's form of ensure_agent_health."""
         return self.scheduler.reconcile(timeout, recreate)
 
-    def shutdown(self) -> None:
-        """Nothing to stop here: planact's supervisor is detached and shared; delete pools to free them."""
+
+def check_strategy(strategy: str | None) -> str:
+    """The strategy name to use (the configured default for None); raises ValueError for an unknown one."""
+    name = (strategy or get_scheduling_config().default_strategy).strip().lower()
+    if name not in STRATEGIES and name not in CUSTOM:
+        raise Refused(f"unknown strategy {strategy!r}; available: {', '.join([*STRATEGIES, *sorted(CUSTOM)])}")
+    return name
+
+
+__all__ = ["RayScheduler", "Refused"]

@@ -1,0 +1,1 @@
+"""`schedulemesh.core.actors.control`: the original's control-plane module paths."""

@@ -1,0 +1,6 @@
+"""`schedulemesh.core.agents`: the original's agent base classes."""
+
+from schedulemesh.agent import AgentActor
+from schedulemesh.reporting import MetricsReportingAgent
+
+__all__ = ["AgentActor", "MetricsReportingAgent"]
