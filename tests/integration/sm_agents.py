@@ -149,3 +149,19 @@ class TaskWorker(AgentActor):
 
     def preempted_told(self) -> list:
         return self.told
+
+
+class OriginalStyle(AgentActor):
+    """Written as the original ScheduleMesh's agents are: (name, labels, supervisor) first, then own arguments."""
+
+    def __init__(self, name, labels, supervisor=None, greeting: str = "hello", *, interval: float = 60.0):
+        super().__init__(name, labels, supervisor, report_interval=interval)
+        self.greeting = greeting
+
+    def greet(self) -> str:
+        return f"{self.greeting} from {self.name}"
+
+    def push(self, metrics: dict, force: bool = False) -> bool:
+        sent = self.report_metrics(metrics, force=force)
+        self.flush_metrics()
+        return sent
