@@ -22,15 +22,18 @@ def _prefect(*args: str, env: dict, timeout: float = 300) -> subprocess.Complete
     return subprocess.run([PREFECT, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.fixture
-def worker(prefect_api, mlflow_server, tmp_path):
-    """The `planact` pool, every deployment of prefect.yaml, and a worker polling every second."""
+@pytest.fixture(scope="module")
+def worker(prefect_api, mlflow_server, tmp_path_factory):
+    """The `planact` pool, every deployment of prefect.yaml, and a worker polling every second.
+
+    One for the module: `prefect deploy --all` and a worker start cost ~30 s, and a process worker serves
+    flow runs one after another (and side by side) as it would in production."""
     env = cli_env(PREFECT_API_URL=prefect_api, PLANACT_ROOT=str(REPO), MLFLOW_TRACKING_URI=mlflow_server,
                   PREFECT_WORKER_QUERY_SECONDS="1", RAY_AUTH_MODE="token")
     _prefect("work-pool", "create", "planact", "--type", "process", "--overwrite", env=env)
     out = _prefect("deploy", "--all", "--no-prompt", env=env)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    log = open(tmp_path / "worker.log", "w")
+    log = open(tmp_path_factory.mktemp("prefect-worker") / "worker.log", "w")
     proc = subprocess.Popen([PREFECT, "worker", "start", "--pool", "planact"], cwd=REPO, env=env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
