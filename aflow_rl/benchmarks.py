@@ -18,7 +18,7 @@ from pathlib import Path
 
 from aflow_rl.code_check import check_solution
 from aflow_rl.operators import candidate_program
-from planact.sandbox import Limits
+from sandbox import Limits
 
 CODE_BENCHMARKS = ("humaneval", "mbpp")
 

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from planact import sandbox
+import sandbox
 
 _HERE = Path(__file__).with_name("sandboxed")
 _LINE_CAP = 4 << 20  # one protocol message; a longer one is an error, not an allocation

@@ -21,7 +21,7 @@ import re
 from collections import Counter
 
 from aflow_rl.code_check import call_function, check_solution
-from planact.sandbox import Limits
+from sandbox import Limits
 
 PARSE_FAILURES: Counter = Counter()
 CODE_LIMITS = Limits(timeout_s=15.0, memory_mb=512)

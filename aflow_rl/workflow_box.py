@@ -22,7 +22,7 @@ from aflow_rl import operators as operators_module
 from aflow_rl.llm import LLMHandle, create_llm_instance
 from aflow_rl.operators import OPERATORS
 from aflow_rl.workflow import checked_tree, prompt_constants
-from planact import sandbox
+import sandbox
 
 _SCRIPT = Path(__file__).with_name("sandboxed") / "workflow_host.py"
 _LINE_CAP = 4 << 20  # one protocol line; a longer one ends the box

@@ -33,7 +33,7 @@ import torch  # noqa: E402
 from aflow_rl.config import AFlowConfig  # noqa: E402
 from aflow_rl.optimizer_rl import OptimizerModel, run_searches, train_iteration  # noqa: E402
 from aflow_rl.search import run_local  # noqa: E402
-from planact.stats import sign_test  # noqa: E402
+from stats import sign_test  # noqa: E402  (benchmarks/stats.py: this script's folder is on sys.path)
 
 
 def main() -> int:

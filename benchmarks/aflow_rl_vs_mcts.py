@@ -28,7 +28,7 @@ import torch  # noqa: E402
 
 from aflow_rl.config import AFlowConfig  # noqa: E402
 from aflow_rl.search import Search, run_local  # noqa: E402
-from planact.stats import sign_test  # noqa: E402
+from stats import sign_test  # noqa: E402  (benchmarks/stats.py: this script's folder is on sys.path)
 
 
 def best_and_round(history: list[dict]) -> tuple[float, int]:

@@ -57,7 +57,7 @@ def rl_arm(workers, env, rounds: int) -> tuple[float, list[dict]]:
     for r in range(1, rounds + 1):
         batch = env.sample_tasks(r)
         plans = env.plan(batch, p, seed=r)
-        answers = a.choose(env.actor_requests(batch, plans), seed=r + 1)
+        answers = a.choose(env.actor_requests(batch, plans), n=env.cfg.actor.group_size, seed=r + 1)
         res = env.score(batch, plans, answers)
         res.metrics.update({f"planner/{k}": v for k, v in p.train(res.planner_samples).items()})
         res.metrics.update({f"actor/{k}": v for k, v in a.train(res.actor_samples).items()})

@@ -43,10 +43,10 @@ def heldout(workers, env, cfg) -> dict:
     p, a = workers
 
     def plan_fn(prompts, t, n):
-        return p.generate(prompts, t, n, seed=1)
+        return p.generate(prompts, t, n=n, seed=1)
 
     def act_fn(prompts, t, n):
-        return a.generate(prompts, t, n, seed=2)
+        return a.generate(prompts, t, n=n, seed=2)
 
     return evaluate([t.to_dict() for t in env.heldout], plan_fn, act_fn, cfg.actor.sampling.temperature,
                     cfg.tracking.eval_samples)
@@ -58,8 +58,8 @@ def rl_arm(workers, env, cfg, rounds: int) -> float:
     t0 = time.perf_counter()
     for r in range(1, rounds + 1):
         batch = [t.to_dict() for t in env.sample_tasks(r)]
-        plans = p.generate([planner_prompt(t) for t in batch], seed=r)
-        answers = a.generate(actor_requests(batch, plans), seed=r + 1)
+        plans = p.generate([planner_prompt(t) for t in batch], n=cfg.planner.group_size, seed=r)
+        answers = a.generate(actor_requests(batch, plans), n=cfg.actor.group_size, seed=r + 1)
         res = score_round(batch, plans, answers, cfg.credit, (cfg.planner.rl.std_normalize, cfg.actor.rl.std_normalize))
         p.train(res.planner_samples)
         a.train(res.actor_samples)

@@ -14,7 +14,7 @@ COMMANDS = {
     "train": ("the Plan/Act training flow on Ray, tracked in MLflow (same as planact-train)", "flows.plan_act"),
     "repair": ("code-repair corpus building and agent evaluation (same as planact-repair)", "graph_planner.cli"),
     "models": ("import pretrained models for offline use, list them", "planact.model_import"),
-    "sandbox": ("print what a sandbox of each kind can see", "planact.sandbox_view"),
+    "sandbox": ("print what a sandbox of each kind can see", "sandbox.describe"),
 }
 
 

@@ -16,7 +16,8 @@ from prefect.runtime import flow_run
 
 from flows import runtime
 from planact import agents
-from planact.config import RunConfig, check_runtime, validate_config
+from planact.config import RunConfig, validate_config
+from planact.preflight import check_runtime
 from planact.session import connect_ray
 from planact.storage import RunState
 from planact.tracking import Tracker

@@ -19,7 +19,8 @@ from prefect_ray.context import remote_options
 
 from flows import runtime
 from flows.rounds import Rounds, named
-from planact.config import RunConfig, check_runtime, validate_config
+from planact.config import RunConfig, validate_config
+from planact.preflight import check_runtime
 from planact.progress import ProgressDisplay
 from planact.resume import check_resume
 from planact.session import TrainingSession

@@ -19,7 +19,8 @@ from pydantic import BaseModel
 
 from planact.envs.base import HEADLINE_KEYS
 from tasks import QUIET_ENV, quiet_state_lines
-from planact.config import ConfigError, check_runtime, load_config
+from planact.config import ConfigError, load_config
+from planact.preflight import check_runtime
 
 # The embedded default of every flow's `config` parameter (and of the deployments' UI form).
 DEMO = load_config(Path(__file__).resolve().parents[1] / "configs" / "demo.yaml")

@@ -9,16 +9,7 @@ from pydantic import Field, ValidationError, field_validator
 
 from planact.config import ConfigError, RayConfig, TrackingConfig, _format_error, check_run_name, load_config
 from planact.engine_config import OpenAIConfig, _Strict
-
-
-class EpisodeConfig(_Strict):
-    """Budgets of one episode."""
-
-    steps: int = Field(24, ge=1, description="Actions per episode (malformed ones count).")
-    test_runs: int = Field(6, ge=0, description="Test runs Repair may start before Submit (Submit's run is always allowed).")
-    test_timeout_s: float = Field(30.0, gt=0, description="CPU-seconds limit of one test run (wall-clock backstop 4x: verdicts do not depend on machine load).")
-    episode_s: float = Field(600.0, gt=0, description="Wall-clock limit of one episode.")
-    screen_patches: bool = Field(True, description="Refuse patches that add imports or process/introspection names.")
+from planact.env_config import EpisodeConfig
 
 
 class RepairEvalConfig(_Strict):

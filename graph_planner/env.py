@@ -33,6 +33,9 @@ from graph_planner.corpus.validate import load_proof
 from graph_planner.patching import PatchError, apply_diff, apply_edits, screen
 from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import RepairTask
+from planact.env_config import EpisodeConfig
+
+_EPISODE = EpisodeConfig()  # the defaults, defined once
 
 GRAPHS_KEPT = 4  # code graphs a PlannerEnv keeps (per base commit)
 VERDICT_RULES = 2  # 2: outcomes over the host's channel, canaries and cross-checks, the allow-list patch check
@@ -40,23 +43,21 @@ VERDICT_RULES = 2  # 2: outcomes over the host's channel, canaries and cross-che
 
 @dataclass
 class EnvLimits:
-    """Budgets of one episode."""
+    """Budgets of one episode: planact.env_config.EpisodeConfig's fields (defaults and meaning defined there
+    once) plus the working-memory budget."""
 
-    steps: int = 24
-    """Actions per episode (malformed ones count)."""
-    test_runs: int = 6
-    """Test runs Repair may start (Submit's final run is always allowed)."""
-    episode_s: float = 600.0
-    """Wall-clock limit of an episode; past it the next step ends the episode unrewarded."""
+    steps: int = _EPISODE.steps
+    test_runs: int = _EPISODE.test_runs
+    episode_s: float = _EPISODE.episode_s
     memory: Budget = field(default_factory=Budget)
-    """Working-memory budget."""
-    test_timeout_s: float = 30.0
-    """CPU-seconds limit of one test run (capped by the task's own limit; the wall-clock backstop is 4x, so a
-    verdict does not depend on machine load); a patch that loops forever costs this much CPU."""
-    read_chars: int = 4000
-    """Characters of source a `read` returns per node."""
-    screen_patches: bool = True
-    """Refuse patches that add imports or process/introspection names (turn off only to test the sandbox)."""
+    test_timeout_s: float = _EPISODE.test_timeout_s
+    read_chars: int = _EPISODE.read_chars
+    screen_patches: bool = _EPISODE.screen_patches
+
+    @classmethod
+    def from_episode(cls, episode: EpisodeConfig, **extra) -> "EnvLimits":
+        """The limits an episode config sets (plus `memory=` when given)."""
+        return cls(**episode.model_dump(), **extra)
 
 
 class ResultCache:

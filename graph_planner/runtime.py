@@ -17,7 +17,7 @@ from graph_planner.tasks import RepairTask
 
 
 class LocalRuntime:
-    """A sandboxed working copy on this machine (bubblewrap; see planact.sandbox)."""
+    """A sandboxed working copy on this machine (bubblewrap; see the sandbox package)."""
 
     name = "local"
 

@@ -8,6 +8,21 @@ from pydantic import Field, model_validator
 
 from planact.engine_config import _Strict
 
+# One definition for the episode config and the repair team environment (a test run's limit is one setting).
+TEST_TIMEOUT_S = Field(30.0, gt=0.0, description="CPU-seconds limit of one test run (wall-clock backstop 4x: verdicts do not depend on machine load); a patch that loops forever costs this much CPU.")
+
+
+class EpisodeConfig(_Strict):
+    """Budgets of one code-repair episode (graph_planner's PlannerEnv; its EnvLimits are built from this)."""
+
+    steps: int = Field(24, ge=1, description="Actions per episode (malformed ones count).")
+    test_runs: int = Field(6, ge=0, description="Test runs Repair may start before Submit (Submit's run is always allowed).")
+    test_timeout_s: float = TEST_TIMEOUT_S
+    episode_s: float = Field(600.0, gt=0, description="Wall-clock limit of one episode; past it the next step ends the episode unrewarded.")
+    read_chars: int = Field(4000, ge=100, description="Characters of source a `read` returns per node.")
+    screen_patches: bool = Field(True, description="Refuse patches that add imports or process/introspection names (turn off only to test the sandbox).")
+
+
 # The mutation kinds a tiny model can repair from what it sees (graph_planner.corpus.mutate.TOKEN_LEVEL).
 TOKEN_KINDS = ("comparison", "boolop", "constant", "binop", "bound", "swap_args")
 
@@ -31,7 +46,7 @@ class RepairEnvConfig(_Strict):
     gigpo_step_weight: float = Field(1.0, ge=0.0, description="GiGPO weight of the step-level (anchor-state) advantage of the planner's turns.")
     gigpo_gamma: float = Field(0.95, gt=0.0, le=1.0, description="Discount of the planner's turn returns.")
     workers: int = Field(2, ge=1, le=32, description="Sandbox slots that run tests in parallel when scoring a round.")
-    test_timeout_s: float = Field(30.0, gt=0.0, description="CPU-seconds limit of one test run (wall-clock backstop 4x: verdicts do not depend on machine load).")
+    test_timeout_s: float = TEST_TIMEOUT_S
     eval_unseen_functions: int = Field(60, ge=1, description="Held-out tasks from unseen functions of the training packages per evaluation (at most; below the split's size they are taken in turn from each package).")
     eval_unseen_packages: int = Field(60, ge=1, description="Held-out tasks from packages never trained on per evaluation (at most; below the split's size they are taken in turn from each package).")
     eval_budget: int = Field(2, ge=1, le=8, description="Submits per task at evaluation; solve rates are reported at every budget up to it.")

@@ -28,9 +28,11 @@ def run_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup, actor: 
     with clock("sample"):
         batch = [t.to_dict() for t in env.sample_tasks(round_idx)]
     with clock("planner_generate"):
-        plans = agents.generate_sharded(planner, [planner_prompt(t) for t in batch], seed=round_idx)
+        plans = agents.generate_sharded(planner, [planner_prompt(t) for t in batch], n=cfg.planner.group_size,
+                                        seed=round_idx)
     with clock("actor_execute"):
-        answers = agents.generate_sharded(actor, actor_requests(batch, plans), seed=round_idx + 1)
+        answers = agents.generate_sharded(actor, actor_requests(batch, plans), n=cfg.actor.group_size,
+                                          seed=round_idx + 1)
     with clock("score"):
         scored = score_round(batch, plans, answers, cfg.credit,
                              (cfg.planner.rl.std_normalize, cfg.actor.rl.std_normalize))

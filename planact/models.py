@@ -20,7 +20,7 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, train
 from transformers.utils import logging as hf_logging
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from planact.config import TinyModelSpec
+from planact.role_config import TinyModelSpec
 
 hf_logging.disable_progress_bar()  # per-shard progress bars from every Ray worker drown the run's own output
 hf_logging.set_verbosity_error()

@@ -35,7 +35,7 @@ from planact.secrets import expand_references, redact
 from planact.storage import RunState, atomic_write, checkpoint_dir, prune_checkpoints
 from planact.timing import freeze_heap, thaw_heap
 from planact.tracking import Tracker
-from planact.workers import prebuild_initial_models
+from planact.initial_models import prebuild_initial_models
 
 TABLE_KEYS = ("success", "planner/reward_mean", "actor/reward_mean", "planner/loss", "actor/loss", "fallback",
               "time/round_s")

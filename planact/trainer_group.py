@@ -56,7 +56,7 @@ class TrainerRank(AgentActor):
 
         from planact.models import load_model
         from planact.rl.trainer import RoleTrainer
-        from planact.workers import initial_model_path
+        from planact.initial_models import initial_model_path
 
         rc: RoleConfig = getattr(cfg, role)
         torch.set_num_threads(rc.resources.torch_threads)
@@ -83,7 +83,7 @@ class TrainerRank(AgentActor):
             model = self.model
             if model is None:  # a re-formed group: the shape again; the values come from rank 0
                 from planact.models import load_model
-                from planact.workers import initial_model_path
+                from planact.initial_models import initial_model_path
                 model, _ = load_model(initial_model_path(self.cfg, self.role), self.rc.resources.device,
                                       self.rc.resources.attention)
             self.replica = fsdp.Replica(model, self.trainer, self.rc.resources.device)

@@ -19,10 +19,9 @@ from planact import faults, lora
 from planact.engines.base import Completion, SamplingParams
 from planact.engines.factory import make_engine, needs_local_model
 from planact.envs.base import RoundEnv, make_env
-from planact.registry import resolve_model
+from planact.initial_models import initial_model_path
 from planact.storage import fsync_tree
 from planact.storage import RunState
-from planact.tracking import tracking_uri
 from schedulemesh import AgentActor
 
 # torch, transformers and the modules built on them are imported where they are used: the schedulemesh
@@ -30,39 +29,6 @@ from schedulemesh import AgentActor
 # those imports cost ~5 s of CPU in every such process (measured on 2 cores).
 if TYPE_CHECKING:
     from planact.rl.trainer import RoleTrainer
-
-
-def initial_model_path(cfg: RunConfig, role: str, texts=None) -> Path:
-    """The role's starting checkpoint: its model_path, or a tiny model built once under the run folder
-    (`texts`: a callable giving its tokenizer's training text; default: the environment's)."""
-    rc: RoleConfig = getattr(cfg, role)
-    if rc.model_path:  # a folder, a hub id, or a registered model (downloaded once per machine)
-        return resolve_model(rc.model_path, tracking_uri(cfg))
-    from planact.models import materialize_tiny
-
-    seed = cfg.seed * 1000 + (1 if role == "planner" else 2)
-    return materialize_tiny(rc.tiny, cfg.run_dir() / "models" / f"{role}-init", seed,
-                            texts=texts or (lambda: make_env(cfg).tokenizer_texts()))
-
-
-def prebuild_initial_models(cfg: RunConfig, roles) -> None:
-    """Build each role's tiny starting model (and its locally trained tokenizer) here, once, before its agents start.
-
-    Built inside the agents' constructors instead, every replica trained its own tokenizer, and on a fresh
-    clone the repair env's (BPE over the training packages' code, two roles at once on 2 cores) outlasted
-    the supervisor's 120 s wait for a constructor, failing `make repair-train` before its first round.
-    """
-    shared: list[list[str]] = []  # the environment's text, read once for both roles (a repair corpus' code)
-
-    def texts() -> list[str]:
-        if not shared:
-            shared.append(make_env(cfg).tokenizer_texts())
-        return shared[0]
-
-    for role in roles:
-        rc: RoleConfig = getattr(cfg, role)
-        if not rc.model_path and rc.engine not in API_ENGINES:
-            initial_model_path(cfg, role, texts)
 
 
 class RoleWorker(AgentActor):
@@ -111,18 +77,18 @@ class RoleWorker(AgentActor):
 
     # --- generation ---
 
-    def generate(self, prompts: list[str], temperature: float | None = None, n: int | None = None,
+    def generate(self, prompts: list[str], temperature: float | None = None, *, n: int,
                  seed: int | None = None) -> list[list[Completion]]:
-        """Sample completions with the role's sampling config (temperature/n overridable)."""
+        """n completions per prompt with the role's sampling config (temperature overridable)."""
         s = self.rc.sampling
         params = SamplingParams(temperature=s.temperature if temperature is None else temperature, top_p=s.top_p,
-                                max_new_tokens=s.max_new_tokens, n=n or self.rc.group_size, seed=seed,
+                                max_new_tokens=s.max_new_tokens, n=n, seed=seed,
                                 raw_prompt=not s.chat_template)
         with self.busy():
             faults.point("engine.mid_generate")
             return self.engine.generate(prompts, params)
 
-    def choose(self, requests: list[tuple[str, list[str]]], temperature: float | None = None, n: int | None = None,
+    def choose(self, requests: list[tuple[str, list[str]]], temperature: float | None = None, *, n: int,
                seed: int | None = None) -> list[list[Completion]]:
         """Sample completions constrained to each request's candidate set (the repair roles' decoding)."""
         choose = getattr(self.engine, "choose", None)
@@ -132,7 +98,7 @@ class RoleWorker(AgentActor):
                                       "to let a real model write its actions and patches)")
         s = self.rc.sampling
         params = SamplingParams(temperature=s.temperature if temperature is None else temperature, top_p=1.0,
-                                max_new_tokens=s.max_new_tokens, n=n or self.rc.group_size, seed=seed,
+                                max_new_tokens=s.max_new_tokens, n=n, seed=seed,
                                 raw_prompt=not s.chat_template)
         with self.busy():
             return choose(requests, params)

@@ -117,7 +117,8 @@ def actor_execute(cfg: RunConfig, actor: agents.RoleGroup, engine: str, prompts:
     prompts = _open(prompts)
     if not prompts:
         return Payload([])
-    answers = agents.call(actor, engine, method, prompts, seed=_seed(cfg, round_idx, f"act{shard_idx}"))
+    answers = agents.call(actor, engine, method, prompts, n=cfg.actor.group_size,
+                          seed=_seed(cfg, round_idx, f"act{shard_idx}"))
     return Payload(answers, where_am_i())
 
 

@@ -50,8 +50,7 @@ def _slot(tasks: list[RepairTask], agent: str, limits: EnvLimits, model: dict) -
 def run_episodes(cfg: RepairEvalConfig, tasks: list[RepairTask]) -> list[dict]:
     """Episodes as Ray tasks, one sandbox slot per CPU; telemetry written under the run folder."""
     slots = cfg.workers or max(1, int(ray.cluster_resources().get("CPU", os.cpu_count() or 1)))
-    limits = EnvLimits(steps=cfg.episode.steps, test_runs=cfg.episode.test_runs, episode_s=cfg.episode.episode_s,
-                       test_timeout_s=cfg.episode.test_timeout_s, screen_patches=cfg.episode.screen_patches)
+    limits = EnvLimits.from_episode(cfg.episode)
     parts = ray.get([_slot.remote(s, cfg.agent, limits, cfg.model.model_dump()) for s in shard(tasks, slots)])
     tele = cfg.run_dir() / "telemetry.jsonl"
     tele.parent.mkdir(parents=True, exist_ok=True)

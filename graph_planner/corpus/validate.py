@@ -29,8 +29,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from graph_planner.corpus.mutate import Mutant
-from planact import sandbox
-from planact.sandbox_view import SITE, pytest_view
+import sandbox
+from sandbox.view import SITE, pytest_view
 
 _IGNORE = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".pytest_cache")
 _PLUGIN_DIR = str(Path(__file__).parent / "plugin")

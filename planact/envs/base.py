@@ -9,6 +9,7 @@ gives the warm start its demonstrations and the held-out evaluation its metrics.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from planact.engines.base import Completion
@@ -17,11 +18,11 @@ from planact.engines.base import Completion
 class Policy(Protocol):
     """A role's engines as the environment sees them (Ray actors in a run, a worker in-process in tests)."""
 
-    def generate(self, prompts: list[str], temperature: float | None = None, n: int | None = None,
+    def generate(self, prompts: list[str], temperature: float | None = None, *, n: int,
                  seed: int | None = None) -> list[list[Completion]]:
         """Free sampling: n completions per prompt."""
 
-    def choose(self, requests: list[tuple[str, list[str]]], temperature: float | None = None, n: int | None = None,
+    def choose(self, requests: list[tuple[str, list[str]]], temperature: float | None = None, *, n: int,
                seed: int | None = None) -> list[list[Completion]]:
         """Constrained sampling: n picks per (prompt, candidates) from the model's distribution over the set."""
 
@@ -61,12 +62,30 @@ HEADLINE_KEYS = ("pass@1", "greedy/success", "greedy/success_but_first",
                  "unseen_packages/team/solve_at_2", "unseen_functions/team/solve_at_2")
 
 
+# Environments register from above: a package that builds on planact (graph_planner's repair team)
+# declares an entry point in the `planact.envs` group, and planact never imports it by name.
+ENTRY_POINT_GROUP = "planact.envs"
+_registered: dict[str, Callable[[Any], RoundEnv]] = {}
+
+
+def register_env(kind: str, factory: Callable[[Any], RoundEnv]) -> None:
+    """Make `factory(cfg) -> RoundEnv` the environment of `env.kind: <kind>` in this process."""
+    _registered[kind] = factory
+
+
+def env_factory(kind: str) -> Callable[[Any], RoundEnv]:
+    """The factory for an environment kind: registered in code, else the installed entry point of that name."""
+    if kind in _registered:
+        return _registered[kind]
+    from importlib.metadata import entry_points
+
+    found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    if kind not in found:
+        raise ValueError(f"env.kind {kind!r}: no environment of that kind is installed (entry points of "
+                         f"{ENTRY_POINT_GROUP!r}: {sorted(found) or 'none'}; reinstall the project: pip install -e .)")
+    return found[kind].load()
+
+
 def make_env(cfg) -> RoundEnv:
     """The run's environment plug-in (cfg.env.kind)."""
-    if cfg.env.kind == "repair":
-        from graph_planner.team.env import RepairTeamEnv  # graph_planner builds on planact: import on demand
-
-        return RepairTeamEnv(cfg)
-    from planact.envs.synthetic import SyntheticEnv
-
-    return SyntheticEnv(cfg)
+    return env_factory(cfg.env.kind)(cfg)

@@ -23,7 +23,7 @@ class SyntheticEnv:
 
     def plan(self, batch: list[dict], planner, seed: int) -> list[list]:
         """G plans per task from the planner's engines."""
-        return planner.generate([planner_prompt(t) for t in batch], seed=seed)
+        return planner.generate([planner_prompt(t) for t in batch], n=self.cfg.planner.group_size, seed=seed)
 
     def actor_requests(self, batch: list[dict], plans) -> list[str]:
         """Plan + data prompts (task-major)."""

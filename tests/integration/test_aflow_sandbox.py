@@ -12,7 +12,7 @@ import psutil
 from aflow_rl.benchmarks import load_problems
 from aflow_rl.evaluator import evaluate_rows
 from aflow_rl.code_check import call_function
-from planact.sandbox import Limits
+from sandbox import Limits
 
 BAD = {
     "loop": "def {e}(*args):\n    while True:\n        pass\n",

@@ -229,7 +229,7 @@ def test_an_object_equal_to_anything_cannot_be_built_by_a_patch(corpus):
 
 
 def test_the_view_command_shows_each_kind_sees_only_its_allow_list(capsys):
-    from planact.sandbox_view import main
+    from sandbox.describe import main
 
     assert main([]) == 0
     code, tests = (json.loads(block) for block in capsys.readouterr().out.replace("}\n{", "}\n\x00{").split("\x00"))

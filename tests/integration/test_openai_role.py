@@ -125,7 +125,7 @@ def test_run_with_a_frozen_openai_actor_trains_only_the_planner_and_leaks_no_key
 def test_sandboxed_code_never_sees_the_keys(monkeypatch):
     """Model-written code runs with an allow-listed environment and its own /proc: no key reaches it,
     not through os.environ and not through any process's /proc/<pid>/environ."""
-    from planact import sandbox
+    import sandbox
 
     canary = f"sk-canary-{uuid.uuid4().hex}"
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "LOOPBACK_KEY", "HF_TOKEN", "PLANACT_ANYTHING"):
@@ -144,7 +144,8 @@ def test_api_key_from_a_prefect_secret_block(prefect_api, monkeypatch):
     from prefect.blocks.system import Secret
 
     from flows.runtime import load_api_secrets
-    from planact.config import check_runtime, load_config
+    from planact.config import load_config
+    from planact.preflight import check_runtime
 
     Secret(value="sk-from-block").save("planact-test-key", overwrite=True)
     monkeypatch.delenv("PLANACT_TEST_KEY", raising=False)

@@ -14,7 +14,7 @@ import pytest
 from graph_planner.corpus.fetch import git
 from graph_planner.env import EnvLimits, PlannerEnv
 from graph_planner.tasks import load_tasks
-from planact.sandbox import _UID_RANGE
+from sandbox.uids import _UID_RANGE
 
 from .repair_fixture import build_minilib
 

@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 from aflow_rl.benchmarks import load_problems, score_code
-from planact import sandbox
+import sandbox
 
 PY = [sys.executable, "-I", "-c"]
 QUICK = sandbox.Limits(timeout_s=4.0, memory_mb=256)

@@ -17,7 +17,7 @@ from planact import agents
 from planact.config import load_config
 from planact.models import load_model
 from planact.rl.trainer import RoleTrainer
-from planact.workers import initial_model_path
+from planact.initial_models import initial_model_path
 
 from .conftest import SMOKE, kill_tree, read_state, run_cli, start_cli
 

@@ -115,7 +115,7 @@ def test_flatten_gives_dotted_params():
 
 
 def test_api_engine_roles_must_be_frozen_and_find_their_key(monkeypatch):
-    from planact.config import check_runtime
+    from planact.preflight import check_runtime
 
     with pytest.raises(ConfigError, match=r"actor.*cannot be trained: set train: false"):
         load_config(None, ["actor.engine=openai"])

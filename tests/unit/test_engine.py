@@ -25,7 +25,7 @@ def test_tiny_model_loads_through_auto_classes(tiny_model_dir):
 
 
 def test_planner_is_larger_than_actor(tmp_path):
-    from planact.workers import initial_model_path
+    from planact.initial_models import initial_model_path
 
     cfg = RunConfig(checkpoint={"root": str(tmp_path)})
     sizes = {r: param_count(load_model(initial_model_path(cfg, r))[0]) for r in ("planner", "actor")}

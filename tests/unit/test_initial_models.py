@@ -3,7 +3,7 @@
 import pytest
 
 from planact.config import load_config
-from planact.workers import initial_model_path, prebuild_initial_models
+from planact.initial_models import initial_model_path, prebuild_initial_models
 
 
 def test_starting_models_are_built_before_the_agents_and_api_roles_get_none(tmp_path):
@@ -23,7 +23,8 @@ def test_a_pretrained_model_alias_fails_before_any_work_naming_what_to_run(tmp_p
     """`planact:<name>` that is not imported and cannot be: a config error before any work, and offline
     without the cached wheel the error names the import command."""
     import planact.model_import as mi
-    from planact.config import ConfigError, RunConfig, check_runtime
+    from planact.config import ConfigError, RunConfig
+    from planact.preflight import check_runtime
 
     monkeypatch.setenv("PLANACT_MODELS", str(tmp_path / "models"))
     monkeypatch.setattr(mi, "wheels_cache", lambda: tmp_path / "wheels")

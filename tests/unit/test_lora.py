@@ -56,7 +56,8 @@ def test_lora_step_moves_only_adapters_and_a_replica_serves_them_after_sync(tmp_
 def test_lora_kl_reference_is_the_base_with_adapters_off(tmp_path):
     from planact import lora
     from planact.models import load_model
-    from planact.workers import RoleWorker, initial_model_path
+    from planact.initial_models import initial_model_path
+    from planact.workers import RoleWorker
 
     cfg = _cfg(tmp_path, "planner.rl.kl_coef=0.1")
     worker = RoleWorker(cfg, "planner", 0, with_trainer=True)

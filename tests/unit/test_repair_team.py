@@ -9,7 +9,8 @@ from graph_planner.team.context import NodeView, TaskContext
 from graph_planner.team.evaluate import spread
 from graph_planner.team.prompts import (actor_options, actor_prompt, edit_level, function_labels, planner_observation,
                                         planner_options, teacher_trajectory)
-from planact.config import ConfigError, RunConfig, check_runtime, validate_config
+from planact.config import ConfigError, RunConfig, validate_config
+from planact.preflight import check_runtime
 from planact.engines.base import SamplingParams
 from planact.engines.hf import HFEngine
 from planact.models import build_bpe_tokenizer, build_tiny_model

@@ -23,7 +23,7 @@ from schedulemesh.core.controllers.preemption_calls import PreemptionCalls
 from schedulemesh.core.controllers.views import CORE, agent_view, pool_view, shaped
 from schedulemesh.core.config import get_scheduling_config
 from schedulemesh.dispatch import CUSTOM, STRATEGIES
-from schedulemesh.errors import InsufficientCapacity, SchedulemeshError
+from schedulemesh.errors import SchedulemeshError
 from schedulemesh.pg_pools import PGPools
 from schedulemesh.rules import PreemptionPolicy
 from schedulemesh.scheduler import Scheduler

@@ -4,7 +4,7 @@ A sandboxed command runs as a separate process tree with:
 
 * rlimits set before exec: address space, CPU seconds, file size, open files, process count, no core;
 * a private working directory (the only writable place besides a small private /tmp);
-* no network, and a file system built from an allow-list (`planact.sandbox_view`): the system's
+* no network, and a file system built from an allow-list (`sandbox.view`): the system's
   programs and libraries, the interpreter's standard library, exactly the packages the caller names
   and its working copy; never `/`, the home directory, the project, corpora, caches or the venv;
 * an optional channel: a pipe the host opens and alone reads, for results the host trusts more than
@@ -45,9 +45,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from planact.sandbox_uids import (_UID_RANGE, _chown_tree, _claim_uid, _count_user_processes,  # noqa: F401
+from sandbox.uids import (_UID_RANGE, _chown_tree, _claim_uid, _count_user_processes,  # noqa: F401
                                   _kill_uid, _tree_cpu_s, _uid_claim)
-from planact.sandbox_view import CODE, View, bwrap_mounts, python
+from sandbox.view import CODE, View, bwrap_mounts, python
 
 # Variables a sandboxed program may inherit; everything else (keys, tokens, cloud settings) is dropped.
 _ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "TZ")

@@ -13,15 +13,13 @@ A bwrap sandbox starts from an empty root and gets, read-only:
 plus its private working copy, a private /tmp, /dev and its own /proc. Not the project checkout, run
 folders, corpora and their repositories, caches, the venv, other packages' files or wheels, home
 folders or other processes: whatever holds an answer (a benchmark's canonical solutions, a task's gold
-patch, the clean source) is outside the view. `python -m planact.sandbox_view` prints what each kind
+patch, the clean source) is outside the view. `python -m sandbox.describe` prints what each kind
 of sandbox sees.
 """
 
 from __future__ import annotations
 
-import argparse
 import glob
-import json
 import os
 import sys
 import sysconfig
@@ -176,50 +174,3 @@ CODE = View()
 def pytest_view(paths: tuple[str, ...] = ()) -> View:
     """A repository's test run: pytest (with what it needs) plus `paths` (dependencies, plugins)."""
     return View(packages=("pytest",), paths=paths)
-
-
-_WALK = r"""
-import json, os, sys
-out = {}
-for top in sorted(os.listdir('/')):
-    path = '/' + top
-    n = 0
-    for root, dirs, files in os.walk(path):
-        n += len(files)
-        if n > 200000:
-            break
-    out[path] = n
-kids = {p: sorted(os.listdir(p))[:40] for p in ('/opt/planact-site', '/tmp', os.getcwd()) if os.path.isdir(p)}
-print(json.dumps({'files_under': out, 'listing': kids, 'sys_path': sys.path,
-                  'pids_visible': len([d for d in os.listdir('/proc') if d.isdigit()])}))
-"""
-
-
-def describe(kind: str, paths: tuple[str, ...] = ()) -> dict:
-    """Run a walker inside a sandbox of `kind` ('code' or 'pytest') and return what it saw."""
-    from planact import sandbox
-
-    view = CODE if kind == "code" else pytest_view(paths)
-    env = {"PYTHONPATH": SITE} if kind != "code" else {}
-    done = sandbox.run([python(), "-s", "-c", _WALK], view=view, env=env, limits=sandbox.Limits(timeout_s=60))
-    try:
-        seen = json.loads(done.stdout)
-    except ValueError:
-        seen = {"error": done.status, "stderr": done.stderr[-2000:]}
-    return {"kind": kind, "backend": done.backend, "site": [n for n, _ in site_entries(view.packages)],
-            "paths": list(view.paths), **seen}
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m planact.sandbox_view [--kind code|pytest] [--path DIR ...]`: print what a sandbox sees."""
-    ap = argparse.ArgumentParser(description="Print what a planact sandbox of each kind can see.")
-    ap.add_argument("--kind", choices=["code", "pytest", "all"], default="all")
-    ap.add_argument("--path", action="append", default=[], help="a folder a pytest sandbox also binds")
-    a = ap.parse_args(argv)
-    for kind in (["code", "pytest"] if a.kind == "all" else [a.kind]):
-        print(json.dumps(describe(kind, tuple(a.path)), indent=1))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

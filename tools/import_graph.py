@@ -1,0 +1,118 @@
+"""The repository's module import graph, its layers and its cycles (run: python tools/import_graph.py).
+
+Every `import` counts, also those inside functions: a lazy import still ties two modules together.
+Layers, highest first; a module may import its own package and any package on a lower floor:
+
+    benchmarks, tests, tools
+    flows                      (Prefect flows: describe the round)
+    tasks                      (Prefect tasks: delegate to the libraries below)
+    aflow_rl                   (AFlow with RL; its coding benchmark uses graph_planner's mutation operators)
+    graph_planner              (code repair; its team environment plugs into planact by entry point)
+    planact                    (the library: roles, engines, training, rounds; never imports its users)
+    sandbox, schedulemesh      (rooms of their own: no planact, no workload)
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("sandbox", "schedulemesh", "planact", "graph_planner", "aflow_rl", "tasks", "flows")
+FLOOR = {"sandbox": 0, "schedulemesh": 0, "planact": 1, "graph_planner": 2, "aflow_rl": 3, "tasks": 4, "flows": 5}
+
+
+def module_name(path: Path) -> str:
+    """'planact.rl.trainer' for planact/rl/trainer.py ('pkg' for pkg/__init__.py)."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _resolve(mod: str, is_pkg: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def graph() -> dict[str, set[str]]:
+    """module -> the repository modules it imports (nearest existing module of each dotted name)."""
+    files = {module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+    edges: dict[str, set[str]] = defaultdict(set)
+    for mod, path in files.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                target = _resolve(mod, path.name == "__init__.py", node)
+                # `from pkg import mod` depends on pkg.mod; `from pkg import name` on pkg (its __init__ or module).
+                names = [f"{target}.{a.name}" if f"{target}.{a.name}" in files else target for a in node.names]
+            for name in names:
+                parts = name.split(".")
+                while parts and ".".join(parts) not in files:
+                    parts.pop()
+                if parts and ".".join(parts) != mod:
+                    edges[mod].add(".".join(parts))
+        edges.setdefault(mod, set())
+    return edges
+
+
+def upward(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Imports from a lower floor to a higher one, or between the two workloads."""
+    bad = []
+    for mod, targets in edges.items():
+        a = mod.split(".")[0]
+        for t in targets:
+            b = t.split(".")[0]
+            if a != b and (FLOOR[b] > FLOOR[a] or (FLOOR[a] == FLOOR[b])):
+                bad.append((mod, t))
+    return sorted(bad)
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+    sys.setrecursionlimit(10000)
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+if __name__ == "__main__":
+    g = graph()
+    up, cyc = upward(g), cycles(g)
+    for a, b in up:
+        print(f"upward: {a} -> {b}")
+    for comp in cyc:
+        print("cycle: " + " <-> ".join(comp))
+    print(f"{sum(len(v) for v in g.values())} imports among {len(g)} modules; {len(up)} upward, {len(cyc)} cycles")
+    sys.exit(1 if up or cyc else 0)
