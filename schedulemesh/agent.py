@@ -138,10 +138,13 @@ def unwrap(actor_class):
     return getattr(actor_class, "__ray_actor_class__", actor_class)
 
 
-def managed(actor_class: type) -> type:
-    """A subclass of actor_class that binds scheduler context, heartbeats and answers the supervisor."""
-    bases = (actor_class,) if issubclass(actor_class, AgentActor) else (actor_class, AgentActor)
-    identity = takes_identity(actor_class)
+class Managed:
+    """What the scheduler adds to every agent class: context bound before the user's constructor, the
+    heartbeat thread after it, and the `sm_*` calls the supervisor makes. `managed()` puts it first in a
+    subclass of the user's class, so these names win over the user's."""
+
+    _sm_user_class: type = object  # the class managed() wrapped
+    _sm_identity: bool = False  # its constructor takes (name, labels[, supervisor]) first
 
     def __init__(self, _sm_ctx: dict, *args, **kwargs):
         self._sm_name = _sm_ctx["name"]
@@ -153,14 +156,16 @@ def managed(actor_class: type) -> type:
         self._sm_pending: list = []  # ObjectRefs of reports the supervisor has not taken yet
         self._sm_dropped = 0
         self._sm_stopping = threading.Event()
-        if identity:  # the guide's convention: name, labels, supervisor first
-            params = list(inspect.signature(actor_class.__init__).parameters)[1:]
-            ident = (self._sm_name, dict(self._sm_labels)) + ((self._sm_supervisor,) if params[2:3] == ["supervisor"]
-                                                              else ())
-            actor_class.__init__(self, *ident, *args, **kwargs)
+        user = self._sm_user_class
+        if self._sm_identity:  # the guide's convention: name, labels, supervisor first
+            params = list(inspect.signature(user.__init__).parameters)[1:]
+            ident = (self._sm_name, dict(self._sm_labels))
+            if params[2:3] == ["supervisor"]:
+                ident += (self._sm_supervisor,)
+            user.__init__(self, *ident, *args, **kwargs)
         else:
-            actor_class.__init__(self, *args, **kwargs)
-        if not issubclass(actor_class, AgentActor):
+            user.__init__(self, *args, **kwargs)
+        if not issubclass(user, AgentActor):
             AgentActor.__init__(self)
         self._sm_thread = threading.Thread(target=self._sm_heartbeat_loop, name="schedulemesh-heartbeat",
                                            daemon=True)
@@ -227,10 +232,10 @@ def managed(actor_class: type) -> type:
         self._sm_stopping.set()
         self.on_preempt(reason)
 
-    members = {"__init__": __init__, "_sm_report": _sm_report, "_sm_heartbeat_loop": _sm_heartbeat_loop,
-               "sm_pending_reports": sm_pending_reports,
-               "sm_ready": sm_ready, "sm_ping": sm_ping, "sm_free_port": sm_free_port, "sm_stop": sm_stop,
-               "sm_preempt_task": sm_preempt_task,
-               "sm_preempt": sm_preempt, "__module__": actor_class.__module__,
-               "__qualname__": actor_class.__qualname__, "__doc__": actor_class.__doc__}
-    return type(actor_class.__name__, bases, members)
+
+def managed(actor_class: type) -> type:
+    """A subclass of actor_class (and AgentActor) with Managed first: scheduler context, heartbeats, sm_* calls."""
+    bases = (Managed, actor_class) + (() if issubclass(actor_class, AgentActor) else (AgentActor,))
+    return type(actor_class.__name__, bases, {
+        "_sm_user_class": actor_class, "_sm_identity": takes_identity(actor_class),
+        "__module__": actor_class.__module__, "__qualname__": actor_class.__qualname__, "__doc__": actor_class.__doc__})
