@@ -5,7 +5,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo aflow aflow-train repair repair-train repair-smollm test test-fast bench clean
+.PHONY: install demo aflow aflow-train repair repair-train repair-smollm lint docs test test-fast bench clean
 
 # torch 2.13.0 first: it resolves to the local CPU build; any other spec would pull GBs of CUDA wheels.
 # bubblewrap is the sandbox for model-written code (README, "Sandbox"); chromium renders the Prefect and MLflow UI
@@ -56,7 +56,17 @@ repair-smollm: install
 # Two phases: everything that tolerates a neighbour on 2 pytest-xdist workers (one file per worker at a time:
 # much of a test is waiting on services and single-threaded start-up), then the `serial` tests alone.
 # Both phases always run; the target fails if either did.
-test: install
+# Style first (seconds): ruff's linter and formatter, configured in pyproject.toml.
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+# The docs site (MkDocs + Material) into site/; --strict turns every warning (a broken link) into a failure.
+docs: install
+	$(PY) docs/gen_config_reference.py
+	$(VENV)/bin/mkdocs build --strict --quiet
+
+test: install lint
 	@rc=0; \
 	$(PY) -m pytest tests -n 2 --dist loadfile -m "not serial" -v -rA --durations=20 || rc=1; \
 	$(PY) -m pytest tests -m serial -v -rA --durations=5 || rc=1; \

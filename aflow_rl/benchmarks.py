@@ -25,6 +25,7 @@ CODE_BENCHMARKS = ("humaneval", "mbpp")
 
 # --- loaders ---
 
+
 def read_jsonl(path: str | Path) -> list[dict]:
     """Rows of a JSONL file (gzip allowed)."""
     p = Path(path)
@@ -39,11 +40,20 @@ def _from_row(benchmark: str, row: dict, i: int) -> dict:
     if benchmark == "math":
         return {"id": str(row.get("id", i)), "question": row["problem"], "answer": row["solution"]}
     if benchmark in CODE_BENCHMARKS:
-        return {"id": str(row.get("task_id", i)), "question": row["prompt"], "answer": row.get("canonical_solution", row.get("code", "")),
-                "entry_point": row["entry_point"], "test": row["test"]}
+        return {
+            "id": str(row.get("task_id", i)),
+            "question": row["prompt"],
+            "answer": row.get("canonical_solution", row.get("code", "")),
+            "entry_point": row["entry_point"],
+            "test": row["test"],
+        }
     if benchmark == "hotpotqa":
         ctx = row.get("context") or []
-        paragraphs = "\n".join(f"{t}: {''.join(s) if isinstance(s, list) else s}" for t, s in ctx) if isinstance(ctx, list) else str(ctx)
+        paragraphs = (
+            "\n".join(f"{t}: {''.join(s) if isinstance(s, list) else s}" for t, s in ctx)
+            if isinstance(ctx, list)
+            else str(ctx)
+        )
         question = f"Context:\n{paragraphs}\n\nQuestion: {row['question']}" if paragraphs else row["question"]
         return {"id": str(row.get("_id", i)), "question": question, "answer": row["answer"]}
     if benchmark == "drop":
@@ -56,9 +66,19 @@ def planact_problems(count: int, seed: int = 42) -> list[dict]:
     from planact.config import EnvConfig
     from planact.envs.plan_act import PlanActEnv
 
-    env = PlanActEnv(EnvConfig(heldout_size=count, heldout_seed=seed))  # the executor models were trained on this distribution
-    return [{"id": t.task_id, "question": f"{t.instruction}: {t.data}", "answer": t.answer,
-             "instruction": t.instruction, "data": t.data} for t in env.heldout]
+    env = PlanActEnv(
+        EnvConfig(heldout_size=count, heldout_seed=seed)
+    )  # the executor models were trained on this distribution
+    return [
+        {
+            "id": t.task_id,
+            "question": f"{t.instruction}: {t.data}",
+            "answer": t.answer,
+            "instruction": t.instruction,
+            "data": t.data,
+        }
+        for t in env.heldout
+    ]
 
 
 def load_problems(benchmark: str, data_path: str | None = None, count: int = 250, seed: int = 42) -> list[dict]:
@@ -180,16 +200,22 @@ def score_math(problem: dict, prediction: str) -> tuple[float, str]:
     return float(math_equal(pred, gold)), pred
 
 
-def score_code(problem: dict, prediction: str, timeout_s: float = 15.0, memory_mb: int = 512,
-               memo: bool = False) -> tuple[float, str]:
+def score_code(
+    problem: dict, prediction: str, timeout_s: float = 15.0, memory_mb: int = 512, memo: bool = False
+) -> tuple[float, str]:
     """The benchmark's tests against the sanitised solution, solution and tests in separate sandboxes; 1 iff all pass.
 
     `check(candidate)` (HumanEval) and AFlow's MBPP `check()` (the function called by name) both work.
     memo=True only for programs from a fixed set (the offline candidate coder's): see code_check.
     """
-    verdict = check_solution(candidate_program(problem["question"], prediction), problem["test"],
-                             problem["entry_point"], prompt=problem["question"],
-                             limits=Limits(timeout_s=timeout_s, memory_mb=memory_mb), memo=memo)
+    verdict = check_solution(
+        candidate_program(problem["question"], prediction),
+        problem["test"],
+        problem["entry_point"],
+        prompt=problem["question"],
+        limits=Limits(timeout_s=timeout_s, memory_mb=memory_mb),
+        memo=memo,
+    )
     return float(verdict.ok), "ok" if verdict.ok else f"{verdict.status}: {verdict.detail}"
 
 
@@ -228,8 +254,15 @@ def score_planact(problem: dict, prediction: str) -> tuple[float, str]:
     return float(pred == problem["answer"]), pred
 
 
-SCORERS = {"gsm8k": score_gsm8k, "math": score_math, "humaneval": score_code, "mbpp": score_code,
-           "hotpotqa": score_hotpotqa, "drop": score_drop, "planact": score_planact}
+SCORERS = {
+    "gsm8k": score_gsm8k,
+    "math": score_math,
+    "humaneval": score_code,
+    "mbpp": score_code,
+    "hotpotqa": score_hotpotqa,
+    "drop": score_drop,
+    "planact": score_planact,
+}
 
 
 def score(benchmark: str, problem: dict, prediction, code_limits: dict | None = None) -> tuple[float, str]:

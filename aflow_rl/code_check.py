@@ -70,8 +70,11 @@ class _Process:
     """A sandboxed helper script speaking the line protocol on stdin / its private stdout."""
 
     def __init__(self, script: str, files: dict[str, str], limits: sandbox.Limits):
-        self.box = sandbox.start([sys.executable, "-I", script], limits=limits,
-                                 files={"wire.py": _script("wire.py"), script: _script(script), **files})
+        self.box = sandbox.start(
+            [sys.executable, "-I", script],
+            limits=limits,
+            files={"wire.py": _script("wire.py"), script: _script(script), **files},
+        )
         self.lines = _Lines(self.box.proc.stdout)
         self.stderr = sandbox.Drain(self.box.proc.stderr, limits.output_bytes)
 
@@ -131,8 +134,10 @@ def call_function(code: str, fn: str, args: tuple = (), limits: sandbox.Limits =
                 return Verdict("ok", value=wire.decode(answer["ok"]))
             except (ValueError, TypeError, RecursionError) as e:
                 return Verdict("error", f"malformed answer: {e}")
-        return Verdict("memory" if answer.get("raise") == "MemoryError" else "error",
-                       f"{answer.get('raise')}: {answer.get('message', '')}")
+        return Verdict(
+            "memory" if answer.get("raise") == "MemoryError" else "error",
+            f"{answer.get('raise')}: {answer.get('message', '')}",
+        )
     finally:
         subject.box.close()
 
@@ -156,8 +161,14 @@ _MEMO_DETAIL = 2000
 _MEMO_LOCK = threading.Lock()
 
 
-def check_solution(code: str, test: str, entry_point: str, prompt: str = "",
-                   limits: sandbox.Limits = sandbox.Limits(), memo: bool = False) -> Verdict:
+def check_solution(
+    code: str,
+    test: str,
+    entry_point: str,
+    prompt: str = "",
+    limits: sandbox.Limits = sandbox.Limits(),
+    memo: bool = False,
+) -> Verdict:
     """Run `test` (defining `check(candidate)` or `check()`) against `code`'s `entry_point`; ok iff all pass.
 
     memo=True: answer from this process's memo of earlier identical checks (see _MEMO).

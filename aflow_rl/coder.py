@@ -68,7 +68,9 @@ class CandidateCoder:
             self.unknown += 1
             return "", {"prompt_tokens": len(prompt.split()), "completion_tokens": 0}
         pool = self._pool(problem)
-        weights = [self.skill] + [(1 - self.skill) / max(1, len(pool) - 1)] * (len(pool) - 1)  # relative: [skill] alone draws 1
+        weights = [self.skill] + [(1 - self.skill) / max(1, len(pool) - 1)] * (
+            len(pool) - 1
+        )  # relative: [skill] alone draws 1
         if _REPAIR.search(prompt):  # the Test step's fix request: anything but the program it was shown
             shown = _key(extract_code(prompt.split("Solution:", 1)[-1]))
             keep = [i for i, code in enumerate(pool) if _key(code) != shown] or list(range(len(pool)))

@@ -74,8 +74,10 @@ class Observation:
             steps = " ".join(f"{s['kind']}x{s['votes']}{'/' + s['op'] if s['op'] else ''}" for s in spec["steps"])
             shape = f"{steps} | " + " ".join(f"{k}={v}" for k, v in sorted(spec["templates"].items()))
         tried = "; ".join(self.experience) or "none"
-        return (f"benchmark {self.benchmark} | workflow {shape} | score {self.score:.2f} | tried {tried} | "
-                f"open {', '.join(self.allowed) or 'none'} | edit:")
+        return (
+            f"benchmark {self.benchmark} | workflow {shape} | score {self.score:.2f} | tried {tried} | "
+            f"open {', '.join(self.allowed) or 'none'} | edit:"
+        )
 
 
 class WorkflowEnv:
@@ -97,13 +99,18 @@ class WorkflowEnv:
         benchmark = benchmark or self.base.benchmark
         seed = self.base.seed if seed is None else seed
         name = f"{self.base.run_name}-{benchmark}-s{seed}"
-        cfg = self.base.model_copy(update={
-            "benchmark": benchmark, "seed": seed, "run_name": name,
-            "workspace": str(self.base.run_dir() / "searches" / f"{benchmark}-s{seed}" / "workflows"),
-            "policy": self.base.policy.model_copy(update={"enabled": False}),  # the optimizer is the policy here
-            # The answers come from outside: the search never calls an optimizer model of its own.
-            "search": self.base.search.model_copy(update={"optimizer": "structured"}),
-            "optimizer_rl": self.base.optimizer_rl.model_copy(update={"model_path": None})})
+        cfg = self.base.model_copy(
+            update={
+                "benchmark": benchmark,
+                "seed": seed,
+                "run_name": name,
+                "workspace": str(self.base.run_dir() / "searches" / f"{benchmark}-s{seed}" / "workflows"),
+                "policy": self.base.policy.model_copy(update={"enabled": False}),  # the optimizer is the policy here
+                # The answers come from outside: the search never calls an optimizer model of its own.
+                "search": self.base.search.model_copy(update={"optimizer": "structured"}),
+                "optimizer_rl": self.base.optimizer_rl.model_copy(update={"model_path": None}),
+            }
+        )
         self.search = Search(AFlowConfig.model_validate(cfg.model_dump()))
         r = self.search.bootstrap()
         if r == 1:
@@ -150,8 +157,12 @@ class WorkflowEnv:
     def done(self) -> bool:
         """Round budget spent, AFlow's convergence rule met, step budget spent, or nothing left to try."""
         s = self.search
-        return (s is not None and (s.next_round() > self.base.search.max_rounds or self.steps >= self.max_steps
-                                   or s.converged() or (self.obs is not None and self.obs.parent < 0)))
+        return s is not None and (
+            s.next_round() > self.base.search.max_rounds
+            or self.steps >= self.max_steps
+            or s.converged()
+            or (self.obs is not None and self.obs.parent < 0)
+        )
 
     # --- stages ---
 
@@ -198,15 +209,19 @@ class WorkflowEnv:
         parent, score = pick if pick else (-1, 0.0)  # -1: nothing left anywhere (the episode is done)
         graph, prompt = read_round(s.ws.round_dir(parent)) if parent > 0 else ("", "")
         node = s.ws.processed_experience().get(str(parent), {})
-        tries = [f"{v['score'] - score:+.4f} {v['modification']}" for b in ("success", "failure")
-                 for v in node.get(b, {}).values()]
+        tries = [
+            f"{v['score'] - score:+.4f} {v['modification']}"
+            for b in ("success", "failure")
+            for v in node.get(b, {}).values()
+        ]
         return Observation(s.cfg.benchmark, r, parent, score, graph, prompt, tries, allowed)
 
     def _open(self, parent: int) -> list[str]:
         s = self.search
         spec, prefix = s.optimizer.base_spec((s.ws.round_dir(parent) / "graph.py").read_text())
-        existing = [x for x in (space.spec_of((s.ws.round_dir(q) / "graph.py").read_text())
-                                for q in s.ws.rounds_on_disk()) if x]
+        existing = [
+            x for x in (space.spec_of((s.ws.round_dir(q) / "graph.py").read_text()) for q in s.ws.rounds_on_disk()) if x
+        ]
         tried = {m.removeprefix(prefix) for m in s.ws.tried_modifications(parent)}
         return [edit_text(e) for e in open_edits(s.ws, parent, spec, existing, tried)]
 
@@ -223,6 +238,14 @@ def step_advantages(transitions: list[dict], gamma: float, step_weight: float) -
     returns: dict[str, float] = {}
     for tr in transitions:  # an episode's return: its rewards (the last one carries the outcome)
         returns[tr["search"]] = returns.get(tr["search"], 0.0) + tr["reward"]
-    steps = [{"episode": tr["search"], "group": tr["benchmark"], "t": tr["t"], "reward": tr["reward"],
-              "anchor": tr["anchor"]} for tr in transitions]
+    steps = [
+        {
+            "episode": tr["search"],
+            "group": tr["benchmark"],
+            "t": tr["t"],
+            "reward": tr["reward"],
+            "anchor": tr["anchor"],
+        }
+        for tr in transitions
+    ]
     return gigpo_advantages(steps, returns, gamma, step_weight)

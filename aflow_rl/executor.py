@@ -20,7 +20,7 @@ import torch
 from planact.config import RunConfig
 from planact.engines.base import encode_prompt
 from planact.envs.plan_act import PlanActEnv
-from planact.models import build_tokenizer, build_tiny_model
+from planact.models import build_tiny_model, build_tokenizer
 from planact.rl.trainer import sft
 
 
@@ -50,8 +50,11 @@ def with_local_models(cfg, tracking_uri: str | None):
     """
     from planact.registry import is_model_uri, resolve_model
 
-    update = {f: str(resolve_model(getattr(cfg, f), tracking_uri)) for f in ("planner_model", "actor_model")
-              if is_model_uri(getattr(cfg, f))}
+    update = {
+        f: str(resolve_model(getattr(cfg, f), tracking_uri))
+        for f in ("planner_model", "actor_model")
+        if is_model_uri(getattr(cfg, f))
+    }
     return cfg.model_copy(update=update) if update else cfg
 
 
@@ -60,12 +63,15 @@ def _with_role_models(cfg, root: Path, threads: int | None) -> Path:
     given = {"planner": cfg.planner_model, "actor": cfg.actor_model}
     for role, path in given.items():
         if path and (str(path).startswith("models:/") or not (Path(path) / "config.json").is_file()):
-            raise FileNotFoundError(f"executor.{role}_model {path}: not an HF model folder (registered models are "
-                                    "resolved by the flow: call with_local_models first)")
+            raise FileNotFoundError(
+                f"executor.{role}_model {path}: not an HF model folder (registered models are "
+                "resolved by the flow: call with_local_models first)"
+            )
     base = None
     if not all(given.values()):
-        base = ensure_planact_checkpoint(cfg.model_copy(update={"planner_model": None, "actor_model": None}), root,
-                                         threads)
+        base = ensure_planact_checkpoint(
+            cfg.model_copy(update={"planner_model": None, "actor_model": None}), root, threads
+        )
     sources = {role: Path(path).resolve() if path else base / role for role, path in given.items()}
     key = hashlib.sha1(json.dumps({r: str(p) for r, p in sources.items()}).encode()).hexdigest()[:12]
     folder = Path(root).resolve() / "aflow-executor" / f"models-{key}"
@@ -90,8 +96,10 @@ def ensure_planact_checkpoint(cfg, root: str | Path, threads: int | None = None)
         folder = Path(cfg.checkpoint)
         missing = [r for r in ("planner", "actor") if not (folder / r / "config.json").is_file()]
         if missing:
-            raise FileNotFoundError(f"executor.checkpoint {folder}: no {', '.join(missing)} model in it "
-                                    "(expected a Plan/Act checkpoint folder with planner/ and actor/)")
+            raise FileNotFoundError(
+                f"executor.checkpoint {folder}: no {', '.join(missing)} model in it "
+                "(expected a Plan/Act checkpoint folder with planner/ and actor/)"
+            )
         return folder
     folder = Path(root).resolve() / "aflow-executor" / f"planner{cfg.planner_steps}-actor{cfg.actor_steps}"
     if (folder / "actor" / "config.json").is_file():

@@ -49,8 +49,12 @@ class Usage:
 
     def as_dict(self) -> dict:
         """Figures for results.json and metrics."""
-        return {"calls": self.calls, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "total_cost": self.total_cost}
+        return {
+            "calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_cost": self.total_cost,
+        }
 
 
 class _Batcher:
@@ -85,8 +89,9 @@ class _Batcher:
             for temp, items in by_temp.items():
                 seeds = [seed for _, _, seed, _ in items]
                 try:
-                    outs = await asyncio.to_thread(self._run, [p for p, _, _, _ in items], temp,
-                                                   None if None in seeds else seeds)
+                    outs = await asyncio.to_thread(
+                        self._run, [p for p, _, _, _ in items], temp, None if None in seeds else seeds
+                    )
                 except Exception as err:  # every waiter learns the engine's error; none hangs
                     for *_, fut in items:
                         if not fut.done():
@@ -103,16 +108,29 @@ class _Batcher:
         out = []
         for g in groups:
             c = g[0]
-            out.append((c.text, {"prompt_tokens": c.meta.get("prompt_tokens", len(c.prompt_ids)),
-                                 "completion_tokens": c.meta.get("completion_tokens", len(c.token_ids))}))
+            out.append(
+                (
+                    c.text,
+                    {
+                        "prompt_tokens": c.meta.get("prompt_tokens", len(c.prompt_ids)),
+                        "completion_tokens": c.meta.get("completion_tokens", len(c.token_ids)),
+                    },
+                )
+            )
         return out
 
 
 class Backend:
     """One or more engines with a routing rule and a price table; shared by every LLM of a process."""
 
-    def __init__(self, engines: dict[str, _Batcher], route, prices: tuple[float, float] = (0.0, 0.0),
-                 follows_instructions: bool = True, answers_from_known_programs: bool = False):
+    def __init__(
+        self,
+        engines: dict[str, _Batcher],
+        route,
+        prices: tuple[float, float] = (0.0, 0.0),
+        follows_instructions: bool = True,
+        answers_from_known_programs: bool = False,
+    ):
         self.engines, self.route, self.prices = engines, route, prices
         self.follows_instructions = follows_instructions
         self.answers_from_known_programs = answers_from_known_programs
@@ -137,7 +155,8 @@ class LLM:
 
     @property
     def answers_from_known_programs(self) -> bool:
-        """True for the offline candidate coder: its programs come from a fixed set, so their test verdicts are memoised."""
+        """True for the offline candidate coder: its programs come from a fixed set, so their test verdicts are
+        memoised."""
         return self.backend.answers_from_known_programs
 
     async def __call__(self, prompt: str, temperature: float | None = None) -> str:
@@ -152,7 +171,9 @@ class LLM:
         self.usage.prompt_tokens += int(u.get("prompt_tokens") or 0)
         self.usage.completion_tokens += int(u.get("completion_tokens") or 0)
         inp, outp = self.backend.prices
-        self.usage.total_cost += (int(u.get("prompt_tokens") or 0) * inp + int(u.get("completion_tokens") or 0) * outp) / 1e6
+        self.usage.total_cost += (
+            int(u.get("prompt_tokens") or 0) * inp + int(u.get("completion_tokens") or 0) * outp
+        ) / 1e6
         return text
 
     def get_usage_summary(self) -> dict:
@@ -226,5 +247,7 @@ class LLMHandle:
 
 def create_llm_instance(llm_config: LLMHandle) -> LLM:
     """AFlow's factory: a fresh usage counter over this process's cached backend."""
-    return LLM(backend_for(llm_config.config, llm_config.root, llm_config.benchmark, llm_config.data_path),
-               llm_config.config.temperature)
+    return LLM(
+        backend_for(llm_config.config, llm_config.root, llm_config.benchmark, llm_config.data_path),
+        llm_config.config.temperature,
+    )

@@ -27,26 +27,48 @@ PARSE_FAILURES: Counter = Counter()
 CODE_LIMITS = Limits(timeout_s=15.0, memory_mb=512)
 
 OPERATOR_DESCRIPTIONS = {
-    "Custom": {"description": "Generates anything from an instruction and an input.",
-               "interface": "custom(input: str, instruction: str) -> dict with key 'response'"},
-    "AnswerGenerate": {"description": "Thinks step by step, then gives a final answer.",
-                       "interface": "answer_generate(input: str) -> dict with keys 'thought', 'answer'"},
-    "CustomCodeGenerate": {"description": "Writes code for a problem and its entry point.",
-                           "interface": "custom_code_generate(problem: str, entry_point: str, instruction: str) -> dict with key 'response'"},
-    "ScEnsemble": {"description": "Picks the most consistent of several solutions (self-consistency).",
-                   "interface": "sc_ensemble(solutions: list[str], problem: str) -> dict with key 'response'"},
-    "MdEnsemble": {"description": "Votes several times over shuffled solutions and returns the winner.",
-                   "interface": "md_ensemble(solutions: list[str], problem: str) -> dict with key 'solution'"},
-    "Programmer": {"description": "Writes Python defining solve(), runs it in a sandbox (3 attempts), returns code and output.",
-                   "interface": "programmer(problem: str, analysis: str = 'None') -> dict with keys 'code', 'output'"},
-    "Test": {"description": "Runs the public examples of a code problem against a solution and repairs it on failure.",
-             "interface": "test(problem: str, solution: str, entry_point: str, test_loop: int = 3) -> dict with keys 'result', 'solution'"},
-    "Review": {"description": "Reviews a solution and says whether it is correct, with feedback.",
-               "interface": "review(problem: str, solution: str) -> dict with keys 'review_result', 'feedback'"},
-    "Revise": {"description": "Rewrites a solution using review feedback.",
-               "interface": "revise(problem: str, solution: str, feedback: str) -> dict with key 'solution'"},
-    "Format": {"description": "Extracts the final answer from a solution in the benchmark's answer format.",
-               "interface": "format(problem: str, solution: str) -> dict with key 'solution'"},
+    "Custom": {
+        "description": "Generates anything from an instruction and an input.",
+        "interface": "custom(input: str, instruction: str) -> dict with key 'response'",
+    },
+    "AnswerGenerate": {
+        "description": "Thinks step by step, then gives a final answer.",
+        "interface": "answer_generate(input: str) -> dict with keys 'thought', 'answer'",
+    },
+    "CustomCodeGenerate": {
+        "description": "Writes code for a problem and its entry point.",
+        "interface": "custom_code_generate(problem: str, entry_point: str, instruction: str) "
+        "-> dict with key 'response'",
+    },
+    "ScEnsemble": {
+        "description": "Picks the most consistent of several solutions (self-consistency).",
+        "interface": "sc_ensemble(solutions: list[str], problem: str) -> dict with key 'response'",
+    },
+    "MdEnsemble": {
+        "description": "Votes several times over shuffled solutions and returns the winner.",
+        "interface": "md_ensemble(solutions: list[str], problem: str) -> dict with key 'solution'",
+    },
+    "Programmer": {
+        "description": "Writes Python defining solve(), runs it in a sandbox (3 attempts), returns code and output.",
+        "interface": "programmer(problem: str, analysis: str = 'None') -> dict with keys 'code', 'output'",
+    },
+    "Test": {
+        "description": "Runs the public examples of a code problem against a solution and repairs it on failure.",
+        "interface": "test(problem: str, solution: str, entry_point: str, test_loop: int = 3) "
+        "-> dict with keys 'result', 'solution'",
+    },
+    "Review": {
+        "description": "Reviews a solution and says whether it is correct, with feedback.",
+        "interface": "review(problem: str, solution: str) -> dict with keys 'review_result', 'feedback'",
+    },
+    "Revise": {
+        "description": "Rewrites a solution using review feedback.",
+        "interface": "revise(problem: str, solution: str, feedback: str) -> dict with key 'solution'",
+    },
+    "Format": {
+        "description": "Extracts the final answer from a solution in the benchmark's answer format.",
+        "interface": "format(problem: str, solution: str) -> dict with key 'solution'",
+    },
 }
 OPERATORS = tuple(OPERATOR_DESCRIPTIONS)
 
@@ -118,8 +140,10 @@ class AnswerGenerate(Operator):
     """Step-by-step thought, then an answer in tags."""
 
     async def __call__(self, input: str) -> dict:
-        text = await self.llm(f"{input}\n\nThink step by step inside <thought></thought>, then give only the final "
-                              "answer inside <answer></answer>.")
+        text = await self.llm(
+            f"{input}\n\nThink step by step inside <thought></thought>, then give only the final "
+            "answer inside <answer></answer>."
+        )
         answer = parsed(text, "answer", "AnswerGenerate")
         return {"thought": tag(text, "thought") or "", "answer": text.strip() if answer is None else answer}
 
@@ -128,8 +152,9 @@ class CustomCodeGenerate(Operator):
     """Code for a problem's entry point, extracted from a fenced block."""
 
     async def __call__(self, problem: str, entry_point: str, instruction: str) -> dict:
-        text = await self.llm(f"{instruction}\n\n{problem}\n\nWrite the complete function `{entry_point}` in one "
-                              "```python block.")
+        text = await self.llm(
+            f"{instruction}\n\n{problem}\n\nWrite the complete function `{entry_point}` in one ```python block."
+        )
         return {"response": extract_code(text)}
 
 
@@ -143,8 +168,10 @@ async def _vote(llm, solutions: list[str], problem: str, counter_key: str) -> st
     tied = [next(s for s in solutions if normalise(s) == k) for k, c in ranked if c == ranked[0][1]]
     letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
     listing = "\n".join(f"{letters[i]}: {s}" for i, s in enumerate(tied[:26]))
-    text = await llm(f"Problem:\n{problem}\n\nCandidate solutions:\n{listing}\n\nWhich candidate is most consistent "
-                     "with the others and most likely correct? Answer with the letter inside <choice></choice>.")
+    text = await llm(
+        f"Problem:\n{problem}\n\nCandidate solutions:\n{listing}\n\nWhich candidate is most consistent "
+        "with the others and most likely correct? Answer with the letter inside <choice></choice>."
+    )
     choice = (tag(text, "choice") or "").strip().upper()[:1]
     if choice and choice in letters[: len(tied)]:
         return tied[letters.index(choice)]
@@ -184,9 +211,11 @@ class Programmer(Operator):
     async def __call__(self, problem: str, analysis: str = "None") -> dict:
         feedback, code = "", ""
         for _ in range(3):
-            text = await self.llm(f"Problem:\n{problem}\n\nAnalysis:\n{analysis}\n{feedback}\nWrite Python code that "
-                                  "defines solve() returning the answer, in one ```python block. No input(), no files, "
-                                  "no network.")
+            text = await self.llm(
+                f"Problem:\n{problem}\n\nAnalysis:\n{analysis}\n{feedback}\nWrite Python code that "
+                "defines solve() returning the answer, in one ```python block. No input(), no files, "
+                "no network."
+            )
             code = extract_code(text)
             res = call_function(code, "solve", limits=CODE_LIMITS)
             if res.ok:
@@ -219,12 +248,20 @@ class Test(Operator):
             return {"result": True, "solution": solution}
         check = "def check():\n" + "".join(f"    {t}\n" for t in tests)
         for _ in range(test_loop):
-            res = check_solution(candidate_program(problem, solution), check, entry_point, prompt=problem,
-                                 limits=CODE_LIMITS, memo=getattr(self.llm, "answers_from_known_programs", False))
+            res = check_solution(
+                candidate_program(problem, solution),
+                check,
+                entry_point,
+                prompt=problem,
+                limits=CODE_LIMITS,
+                memo=getattr(self.llm, "answers_from_known_programs", False),
+            )
             if res.ok:
                 return {"result": True, "solution": solution}
-            text = await self.llm(f"Problem:\n{problem}\n\nSolution:\n```python\n{solution}\n```\nIt fails a public "
-                                  f"test: {res.detail}\nReturn the corrected complete solution in one ```python block.")
+            text = await self.llm(
+                f"Problem:\n{problem}\n\nSolution:\n```python\n{solution}\n```\nIt fails a public "
+                f"test: {res.detail}\nReturn the corrected complete solution in one ```python block."
+            )
             solution = extract_code(text)
         return {"result": False, "solution": solution}
 
@@ -233,8 +270,10 @@ class Review(Operator):
     """A verdict and feedback on a solution; unparseable output counts as approval (and a parse failure)."""
 
     async def __call__(self, problem: str, solution: str) -> dict:
-        text = await self.llm(f"Problem:\n{problem}\n\nSolution:\n{solution}\n\nIs the solution correct? Answer "
-                              "<review_result>true</review_result> or false, and <feedback>...</feedback>.")
+        text = await self.llm(
+            f"Problem:\n{problem}\n\nSolution:\n{solution}\n\nIs the solution correct? Answer "
+            "<review_result>true</review_result> or false, and <feedback>...</feedback>."
+        )
         verdict = parsed(text, "review_result", "Review")
         return {"review_result": (verdict or "true").lower().startswith("t"), "feedback": tag(text, "feedback") or ""}
 
@@ -243,8 +282,10 @@ class Revise(Operator):
     """A rewritten solution that takes the feedback into account."""
 
     async def __call__(self, problem: str, solution: str, feedback: str) -> dict:
-        text = await self.llm(f"Problem:\n{problem}\n\nSolution:\n{solution}\n\nFeedback:\n{feedback}\n\nRewrite the "
-                              "solution, fixing what the feedback says. Put it inside <solution></solution>.")
+        text = await self.llm(
+            f"Problem:\n{problem}\n\nSolution:\n{solution}\n\nFeedback:\n{feedback}\n\nRewrite the "
+            "solution, fixing what the feedback says. Put it inside <solution></solution>."
+        )
         out = parsed(text, "solution", "Revise")
         return {"solution": text.strip() if out is None else out}
 
@@ -253,8 +294,10 @@ class Format(Operator):
     """The final answer alone, as the benchmark expects it."""
 
     async def __call__(self, problem: str, solution: str) -> dict:
-        text = await self.llm(f"Problem:\n{problem}\n\nSolution:\n{solution}\n\nGive only the final answer, with no "
-                              "explanation, inside <answer></answer>.")
+        text = await self.llm(
+            f"Problem:\n{problem}\n\nSolution:\n{solution}\n\nGive only the final answer, with no "
+            "explanation, inside <answer></answer>."
+        )
         out = parsed(text, "answer", "Format")
         return {"solution": solution if out is None else out}
 
@@ -287,7 +330,13 @@ def operator_calls(source: str) -> list[str]:
 
 
 def _range_literal(node: ast.AST) -> int | None:
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
-            and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, int)):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "range"
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, int)
+    ):
         return node.args[0].value
     return None

@@ -51,17 +51,24 @@ def observation_corpus(benchmark: str, n: int = 400, seed: int = 0) -> list[str]
         graph, prompt = space.render(spec)
         open_ = [edit_text(e) for e in edits if space.apply(spec, e) is not None]
         tried = [f"{rng.uniform(-0.3, 0.3):+.4f} {e.describe()}" for e in rng.sample(edits, rng.randrange(3))]
-        texts.append(Observation(benchmark, 2, 1, rng.random(), graph, prompt, tried,
-                                 rng.sample(open_, rng.randrange(1, len(open_) + 1))).text())
+        texts.append(
+            Observation(
+                benchmark, 2, 1, rng.random(), graph, prompt, tried, rng.sample(open_, rng.randrange(1, len(open_) + 1))
+            ).text()
+        )
     return texts
 
 
 class OptimizerModel:
     """The optimizer as a trainable tiny model: an engine that chooses among open edits, and its trainer."""
 
-    def __init__(self, cfg: OptimizerRLConfig, benchmarks: str | list[str], seed: int, folder: str | Path | None = None):
+    def __init__(
+        self, cfg: OptimizerRLConfig, benchmarks: str | list[str], seed: int, folder: str | Path | None = None
+    ):
         self.cfg = cfg
-        if folder is None:  # a fresh model: tokenizer trained here (on every benchmark's observations), weights from the seed
+        if (
+            folder is None
+        ):  # a fresh model: tokenizer trained here (on every benchmark's observations), weights from the seed
             names = [benchmarks] if isinstance(benchmarks, str) else list(benchmarks)
             corpus = [text for b in names for text in observation_corpus(b, seed=seed)]
             tok = build_bpe_tokenizer(corpus, cfg.tiny.vocab_size)
@@ -78,18 +85,35 @@ class OptimizerModel:
             self.trainer.load_state_dict(torch.load(Path(folder) / "trainer.pt", weights_only=False))
             self.engine.weight_version = self.trainer.steps
 
-    def act(self, observations: list[Observation], seeds: list[int], envs: list[WorkflowEnv] | None = None) -> list[dict]:
-        """One open edit per observation (each drawn with its own seed), from the model's distribution over the open edits."""
+    def act(
+        self, observations: list[Observation], seeds: list[int], envs: list[WorkflowEnv] | None = None
+    ) -> list[dict]:
+        """One open edit per observation (each drawn with its own seed), from the model's distribution over the open
+        edits."""
         params = SamplingParams(temperature=self.cfg.temperature, n=1, row_seeds=seeds)
-        picks = [c[0] for c in self.engine.choose([(o.text(), o.allowed) for o in observations], params,
-                                                  length_normalise=self.cfg.scoring == "mean")]
-        return [{"text": c.text, "prompt_ids": c.prompt_ids, "token_ids": c.token_ids, "logprobs": c.logprobs,
-                 "weight_version": c.weight_version} for c in picks]
+        picks = [
+            c[0]
+            for c in self.engine.choose(
+                [(o.text(), o.allowed) for o in observations], params, length_normalise=self.cfg.scoring == "mean"
+            )
+        ]
+        return [
+            {
+                "text": c.text,
+                "prompt_ids": c.prompt_ids,
+                "token_ids": c.token_ids,
+                "logprobs": c.logprobs,
+                "weight_version": c.weight_version,
+            }
+            for c in picks
+        ]
 
     def update(self, transitions: list[dict], advantages: list[float]) -> dict[str, float]:
         """One GRPO step over the transitions' choices with their GiGPO advantages; the engine sees it at once."""
-        samples = [{**{k: tr["completion"][k] for k in ("prompt_ids", "token_ids", "logprobs")}, "advantage": a}
-                   for tr, a in zip(transitions, advantages)]
+        samples = [
+            {**{k: tr["completion"][k] for k in ("prompt_ids", "token_ids", "logprobs")}, "advantage": a}
+            for tr, a in zip(transitions, advantages)
+        ]
         metrics = self.trainer.train_step(samples)
         self.engine.update_weights()  # the trainer updated the engine's own model in place
         return metrics
@@ -121,17 +145,37 @@ class FreeFormOptimizerModel(OptimizerModel):
         self.model, tok = load_model(folder or rl.model_path, rl.device)
         self._attach(tok, folder)
 
-    def act(self, observations: list[Observation], seeds: list[int], envs: list[WorkflowEnv] | None = None) -> list[dict]:
+    def act(
+        self, observations: list[Observation], seeds: list[int], envs: list[WorkflowEnv] | None = None
+    ) -> list[dict]:
         """One sampled answer per observed parent, to AFlow's optimizer request."""
         if envs is None:
             raise ValueError("the free-form optimizer reads each search's workspace: pass envs")
-        requests = [optimizer_request(env.search.ws, o.parent, o.score, random.Random(seed), o.benchmark,
-                                      self.search.failure_logs, self.search.max_operator_calls)
-                    for o, env, seed in zip(observations, envs, seeds)]
-        params = SamplingParams(temperature=self.cfg.temperature, max_new_tokens=self.cfg.max_new_tokens, n=1,
-                                row_seeds=seeds)
-        return [{"text": c.text, "prompt_ids": c.prompt_ids, "token_ids": c.token_ids, "logprobs": c.logprobs,
-                 "weight_version": c.weight_version} for c in (g[0] for g in self.engine.generate(requests, params))]
+        requests = [
+            optimizer_request(
+                env.search.ws,
+                o.parent,
+                o.score,
+                random.Random(seed),
+                o.benchmark,
+                self.search.failure_logs,
+                self.search.max_operator_calls,
+            )
+            for o, env, seed in zip(observations, envs, seeds)
+        ]
+        params = SamplingParams(
+            temperature=self.cfg.temperature, max_new_tokens=self.cfg.max_new_tokens, n=1, row_seeds=seeds
+        )
+        return [
+            {
+                "text": c.text,
+                "prompt_ids": c.prompt_ids,
+                "token_ids": c.token_ids,
+                "logprobs": c.logprobs,
+                "weight_version": c.weight_version,
+            }
+            for c in (g[0] for g in self.engine.generate(requests, params))
+        ]
 
 
 class FrozenAPIOptimizer:
@@ -151,11 +195,14 @@ class FrozenAPIOptimizer:
     def _optimizer(self, benchmark: str) -> LLMOptimizer:
         if benchmark not in self._by_benchmark:
             s = self.cfg.search
-            self._by_benchmark[benchmark] = LLMOptimizer(s.optimizer_llm, benchmark, 1, s.failure_logs,
-                                                         s.max_operator_calls)
+            self._by_benchmark[benchmark] = LLMOptimizer(
+                s.optimizer_llm, benchmark, 1, s.failure_logs, s.max_operator_calls
+            )
         return self._by_benchmark[benchmark]
 
-    def act(self, observations: list[Observation], seeds: list[int], envs: list[WorkflowEnv] | None = None) -> list[dict]:
+    def act(
+        self, observations: list[Observation], seeds: list[int], envs: list[WorkflowEnv] | None = None
+    ) -> list[dict]:
         """AFlow's optimizer request for each observed parent, one answer each (validated by the environment)."""
         if envs is None:
             raise ValueError("the API optimizer reads each search's workspace: pass envs")
@@ -163,8 +210,9 @@ class FrozenAPIOptimizer:
         for o, env, seed in zip(observations, envs, seeds):
             opt = self._optimizer(o.benchmark)
             request = opt.build_prompt(env.search.ws, o.parent, o.score, random.Random(seed), None)
-            out.append({"text": opt.ask(request), "prompt_ids": [], "token_ids": [], "logprobs": [],
-                        "weight_version": 0})
+            out.append(
+                {"text": opt.ask(request), "prompt_ids": [], "token_ids": [], "logprobs": [], "weight_version": 0}
+            )
         return out
 
     def update(self, transitions: list[dict], advantages: list[float]) -> dict[str, float]:
@@ -195,8 +243,13 @@ def _seed(*parts) -> int:
     return int.from_bytes(hashlib.blake2b(":".join(map(str, parts)).encode(), digest_size=8).digest(), "big") >> 1
 
 
-def run_searches(cfg: AFlowConfig, optimizer: OptimizerModel | FrozenAPIOptimizer, seeds: list[int], tag: str,
-                 benchmarks: list[str] | None = None) -> list[dict]:
+def run_searches(
+    cfg: AFlowConfig,
+    optimizer: OptimizerModel | FrozenAPIOptimizer,
+    seeds: list[int],
+    tag: str,
+    benchmarks: list[str] | None = None,
+) -> list[dict]:
     """Run one search per benchmark and seed to its end, all stepped together; returns every transition in order."""
     names = benchmarks or cfg.trained_benchmarks()
     keys = [(b, s) for b in names for s in seeds]
@@ -209,14 +262,25 @@ def run_searches(cfg: AFlowConfig, optimizer: OptimizerModel | FrozenAPIOptimize
         # One seed per search and step: a search draws the same edits whether it runs alone (one Ray task per
         # search in the flow) or batched with others (in-process); one seed per batch made the flow's
         # parallel searches identical draws of each other.
-        picks = optimizer.act([obs[k] for k in active], [_seed(tag, t, b, s) for b, s in active],
-                              envs=[envs[k] for k in active])
+        picks = optimizer.act(
+            [obs[k] for k in active], [_seed(tag, t, b, s) for b, s in active], envs=[envs[k] for k in active]
+        )
         for (b, s), pick in zip(active, picks):
             before = obs[b, s]
             obs[b, s], reward, _done, info = envs[b, s].step(pick["text"])
-            transitions.append({"search": f"{b}-s{s}", "benchmark": b, "t": t,
-                                "reward": reward, "anchor": before.anchor, "completion": pick,
-                                "invalid": info["invalid"], "best": info.get("best"), "outcome": info.get("outcome")})
+            transitions.append(
+                {
+                    "search": f"{b}-s{s}",
+                    "benchmark": b,
+                    "t": t,
+                    "reward": reward,
+                    "anchor": before.anchor,
+                    "completion": pick,
+                    "invalid": info["invalid"],
+                    "best": info.get("best"),
+                    "outcome": info.get("outcome"),
+                }
+            )
     return transitions
 
 
@@ -228,10 +292,15 @@ def training_seeds(cfg: AFlowConfig, iteration: int) -> list[int]:
 def _figures(trans: list[dict]) -> dict[str, float]:
     ends = [tr for tr in trans if tr["outcome"] is not None]
     adv = [tr["advantage"] for tr in trans]
-    return {"best": statistics.fmean(tr["best"] for tr in ends), "outcome": statistics.fmean(tr["outcome"] for tr in ends),
-            "reward": statistics.fmean(tr["reward"] for tr in trans), "invalid": float(sum(tr["invalid"] for tr in trans)),
-            "transitions": float(len(trans)), "adv_mean": statistics.fmean(adv),
-            "adv_std": statistics.pstdev(adv) if len(adv) > 1 else 0.0}
+    return {
+        "best": statistics.fmean(tr["best"] for tr in ends),
+        "outcome": statistics.fmean(tr["outcome"] for tr in ends),
+        "reward": statistics.fmean(tr["reward"] for tr in trans),
+        "invalid": float(sum(tr["invalid"] for tr in trans)),
+        "transitions": float(len(trans)),
+        "adv_mean": statistics.fmean(adv),
+        "adv_std": statistics.pstdev(adv) if len(adv) > 1 else 0.0,
+    }
 
 
 def learn(cfg: AFlowConfig, optimizer: OptimizerModel, trans: list[dict]) -> dict[str, float]:
@@ -244,8 +313,11 @@ def learn(cfg: AFlowConfig, optimizer: OptimizerModel, trans: list[dict]) -> dic
     for tr, a in zip(trans, adv):
         tr["advantage"] = a
     metrics = optimizer.update(trans, adv)
-    per_benchmark = {f"{b}/{k}": v for b in dict.fromkeys(tr["benchmark"] for tr in trans)
-                     for k, v in _figures([tr for tr in trans if tr["benchmark"] == b]).items()}
+    per_benchmark = {
+        f"{b}/{k}": v
+        for b in dict.fromkeys(tr["benchmark"] for tr in trans)
+        for k, v in _figures([tr for tr in trans if tr["benchmark"] == b]).items()
+    }
     return {**_figures(trans), **per_benchmark, **{f"optimizer/{k}": float(v) for k, v in metrics.items()}}
 
 
@@ -256,11 +328,20 @@ def train_iteration(cfg: AFlowConfig, optimizer: OptimizerModel, iteration: int)
 
 def transition_items(run: str, iteration: int, trans: list[dict]) -> list[dict]:
     """Experience-pool items, one per transition (anchor: the parent workflow; role 'aflow-optimizer')."""
-    return [{"id": f"{run}/{iteration}/{tr['search']}/{tr['t']}", "run": run, "round": iteration,
-             "role": "aflow-optimizer", "anchor": tr["anchor"], "benchmark": tr["benchmark"],
-             "priority": 1.0 + abs(tr.get("advantage", 0.0)),
-             "data": {k: tr[k] for k in ("search", "t", "reward", "invalid", "best", "outcome", "completion")}
-             | {"advantage": tr.get("advantage")}} for tr in trans]
+    return [
+        {
+            "id": f"{run}/{iteration}/{tr['search']}/{tr['t']}",
+            "run": run,
+            "round": iteration,
+            "role": "aflow-optimizer",
+            "anchor": tr["anchor"],
+            "benchmark": tr["benchmark"],
+            "priority": 1.0 + abs(tr.get("advantage", 0.0)),
+            "data": {k: tr[k] for k in ("search", "t", "reward", "invalid", "best", "outcome", "completion")}
+            | {"advantage": tr.get("advantage")},
+        }
+        for tr in trans
+    ]
 
 
 def train_local(cfg: AFlowConfig, log=print) -> tuple[OptimizerModel, list[dict]]:
@@ -272,6 +353,8 @@ def train_local(cfg: AFlowConfig, log=print) -> tuple[OptimizerModel, list[dict]
         figures = train_iteration(cfg, optimizer, it)
         optimizer.save(cfg.run_dir() / "optimizer" / f"iteration_{it:04d}")
         history.append({"iteration": it, **figures})
-        log(f"iteration {it}: mean best {figures['best']:.3f} outcome {figures['outcome']:+.3f} "
-            f"({int(figures['transitions'])} steps, {int(figures['invalid'])} invalid)")
+        log(
+            f"iteration {it}: mean best {figures['best']:.3f} outcome {figures['outcome']:+.3f} "
+            f"({int(figures['transitions'])} steps, {int(figures['invalid'])} invalid)"
+        )
     return optimizer, history

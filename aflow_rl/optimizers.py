@@ -57,12 +57,15 @@ class StructuredOptimizer:
             return spec, ""
         return space.initial_spec(self.benchmark), "Re-express the workflow in the structured space, then: "
 
-    def propose(self, ws: Workspace, parent: int, score: float, rng: random.Random,
-                policy: EditPolicy | None = None) -> Candidate | None:
+    def propose(
+        self, ws: Workspace, parent: int, score: float, rng: random.Random, policy: EditPolicy | None = None
+    ) -> Candidate | None:
         """One child of `parent`, or None when every edit from it has been tried."""
         graph, _ = (ws.round_dir(parent) / "graph.py").read_text(), None
         spec, prefix = self.base_spec(graph)
-        existing = [s for s in (space.spec_of((ws.round_dir(r) / "graph.py").read_text()) for r in ws.rounds_on_disk()) if s]
+        existing = [
+            s for s in (space.spec_of((ws.round_dir(r) / "graph.py").read_text()) for r in ws.rounds_on_disk()) if s
+        ]
         tried = {m.removeprefix(prefix) for m in ws.tried_modifications(parent)}
         edits = open_edits(ws, parent, spec, existing, tried)
         if not edits:
@@ -76,8 +79,16 @@ class StructuredOptimizer:
             choice = rng.choice(keys)
         edit = edits[keys.index(choice)]
         g, p = space.render(space.apply(spec, edit))
-        return Candidate(parent, g, p, prefix + edit.describe(), edit.key, keys, features(spec["family"], spec, score),
-                         prob=probs.get(choice, 1.0 / len(keys)))
+        return Candidate(
+            parent,
+            g,
+            p,
+            prefix + edit.describe(),
+            edit.key,
+            keys,
+            features(spec["family"], spec, score),
+            prob=probs.get(choice, 1.0 / len(keys)),
+        )
 
 
 OPTIMIZE_PROMPT = """You are improving an agentic workflow for the {dataset} benchmark. A workflow is a Python class
@@ -113,21 +124,38 @@ Answer in exactly this format:
 """
 
 
-def optimizer_request(ws: Workspace, parent: int, score: float, rng: random.Random, benchmark: str,
-                      failure_logs: int, max_calls: int, hint: str | None = None) -> str:
+def optimizer_request(
+    ws: Workspace,
+    parent: int,
+    score: float,
+    rng: random.Random,
+    benchmark: str,
+    failure_logs: int,
+    max_calls: int,
+    hint: str | None = None,
+) -> str:
     """AFlow's optimizer request for one expansion: parent code, operators, experience, failure samples, hint."""
     graph, prompt = (ws.round_dir(parent) / "graph.py").read_text(), (ws.round_dir(parent) / "prompt.py").read_text()
     node = ws.processed_experience().get(str(parent), {})
-    exp_lines = [f"- {'succeeded' if b == 'success' else 'failed'} ({v['score']:.4f}): {v['modification']}"
-                 for b in ("success", "failure") for v in node.get(b, {}).values()]
+    exp_lines = [
+        f"- {'succeeded' if b == 'success' else 'failed'} ({v['score']:.4f}): {v['modification']}"
+        for b in ("success", "failure")
+        for v in node.get(b, {}).values()
+    ]
     logs = read_json(ws.round_dir(parent) / "log.json", [])
     sample = rng.sample(logs, min(failure_logs, len(logs)))
     ops = "\n".join(f"- {n}: {d['description']} Interface: {d['interface']}" for n, d in OPERATOR_DESCRIPTIONS.items())
     return OPTIMIZE_PROMPT.format(
-        dataset=benchmark, score=score, graph=graph, prompt=prompt, operators=ops,
+        dataset=benchmark,
+        score=score,
+        graph=graph,
+        prompt=prompt,
+        operators=ops,
         experience="\n".join(exp_lines) or "- none yet",
         logs="\n".join(json.dumps(x)[:600] for x in sample) or "- none recorded",
-        hint=f"\nSuggested direction: {hint}\n" if hint else "", max_calls=max_calls)
+        hint=f"\nSuggested direction: {hint}\n" if hint else "",
+        max_calls=max_calls,
+    )
 
 
 class LLMOptimizer:
@@ -139,7 +167,9 @@ class LLMOptimizer:
         if llm_cfg.kind not in ("openai", "anthropic"):
             raise ValueError("search.optimizer_llm.kind must be 'openai' or 'anthropic' for the LLM optimizer")
         api = llm_cfg.openai if llm_cfg.kind == "openai" else llm_cfg.anthropic
-        self.engine = OpenAIEngine(api, name="optimizer") if llm_cfg.kind == "openai" else AnthropicEngine(api, name="optimizer")
+        self.engine = (
+            OpenAIEngine(api, name="optimizer") if llm_cfg.kind == "openai" else AnthropicEngine(api, name="optimizer")
+        )
         self.cfg, self.benchmark = llm_cfg, benchmark
         self.attempts, self.failure_logs, self.max_calls = attempts, failure_logs, max_calls
 
@@ -185,8 +215,15 @@ class LLMOptimizer:
             problems.append("no <graph>")
         return modification, graph, prompt, problems
 
-    def propose(self, ws: Workspace, parent: int, score: float, rng: random.Random, hint: str | None = None,
-                hint_key: str | None = None) -> Candidate | None:
+    def propose(
+        self,
+        ws: Workspace,
+        parent: int,
+        score: float,
+        rng: random.Random,
+        hint: str | None = None,
+        hint_key: str | None = None,
+    ) -> Candidate | None:
         """Ask up to `attempts` times for a valid, new modification; None when every answer was refused."""
         parent_prompt = (ws.round_dir(parent) / "prompt.py").read_text()
         tried = ws.tried_modifications(parent)

@@ -87,8 +87,14 @@ class EditPolicy:
         p = torch.softmax(logits[idx], -1).tolist()
         return dict(zip(allowed, p))
 
-    def advantages(self, steps: list[dict], episode_returns: dict[str, float], gamma: float, step_weight: float,
-                   window: int | None = None) -> tuple[list[dict], list[float]]:
+    def advantages(
+        self,
+        steps: list[dict],
+        episode_returns: dict[str, float],
+        gamma: float,
+        step_weight: float,
+        window: int | None = None,
+    ) -> tuple[list[dict], list[float]]:
         """GiGPO advantages of the steps in each run's latest `window` rounds (tree returns use every step)."""
         steps = [dict(s) for s in steps if s["action"] in self.index]
         for s, r in zip(steps, tree_returns(steps, gamma)):
@@ -100,8 +106,17 @@ class EditPolicy:
             steps = [s for s in steps if s["t"] > last[s["episode"]] - window]
         return steps, gigpo_advantages(steps, episode_returns, gamma, step_weight)
 
-    def train(self, steps: list[dict], episode_returns: dict[str, float], gamma: float, step_weight: float,
-              epochs: int, entropy_coef: float, clip: float = 0.2, window: int | None = None) -> dict[str, float]:
+    def train(
+        self,
+        steps: list[dict],
+        episode_returns: dict[str, float],
+        gamma: float,
+        step_weight: float,
+        epochs: int,
+        entropy_coef: float,
+        clip: float = 0.2,
+        window: int | None = None,
+    ) -> dict[str, float]:
         """PPO-clipped GiGPO steps on recorded expansions (features, action, allowed, parent, t, prob)."""
         steps, adv_list = self.advantages(steps, episode_returns, gamma, step_weight, window)
         if not steps:
@@ -127,14 +142,25 @@ class EditPolicy:
             self.opt.step()
         self.updates += 1
         clipped = ((ratio - 1).abs() > clip).float().mean()
-        return {"policy/loss": float(loss.detach()), "policy/entropy": float(entropy.detach()),
-                "policy/adv_abs_mean": float(adv.abs().mean()), "policy/steps": float(len(steps)),
-                "policy/clip_frac": float(clipped)}
+        return {
+            "policy/loss": float(loss.detach()),
+            "policy/entropy": float(entropy.detach()),
+            "policy/adv_abs_mean": float(adv.abs().mean()),
+            "policy/steps": float(len(steps)),
+            "policy/clip_frac": float(clipped),
+        }
 
     def save(self, path: str | Path) -> None:
         """Weights + optimizer state (resumable)."""
-        torch.save({"net": self.net.state_dict(), "opt": self.opt.state_dict(), "updates": self.updates,
-                    "edits": [e.key for e in self.edits]}, path)
+        torch.save(
+            {
+                "net": self.net.state_dict(),
+                "opt": self.opt.state_dict(),
+                "updates": self.updates,
+                "edits": [e.key for e in self.edits],
+            },
+            path,
+        )
 
     def load(self, path: str | Path) -> bool:
         """Restore from `save`; False when there is nothing to load."""
@@ -155,16 +181,29 @@ def state_json(state: WorkflowState) -> str:
     return json.dumps({"key": state.key, "spec": state.spec, "scores": state.scores}, sort_keys=True)
 
 
-def episodes_from_items(items: list[dict], benchmark: str, exclude_run: str | None = None) -> tuple[list[dict], dict[str, float]]:
+def episodes_from_items(
+    items: list[dict], benchmark: str, exclude_run: str | None = None
+) -> tuple[list[dict], dict[str, float]]:
     """Experience-pool items of AFlow expansions -> GiGPO steps and episode returns (best after - first before)."""
     steps, firsts, bests = [], {}, {}
     for it in sorted(items, key=lambda x: (x["run"], x["round"])):
         d = it["data"]
         if it["run"] == exclude_run or not d.get("edit") or not d.get("features"):
             continue
-        steps.append({"episode": it["run"], "group": benchmark, "t": it["round"], "parent": d.get("parent"),
-                      "reward": d["reward"], "anchor": it["anchor"], "features": d["features"], "action": d["edit"],
-                      "allowed": d.get("allowed") or [d["edit"]], "prob": d.get("prob")})
+        steps.append(
+            {
+                "episode": it["run"],
+                "group": benchmark,
+                "t": it["round"],
+                "parent": d.get("parent"),
+                "reward": d["reward"],
+                "anchor": it["anchor"],
+                "features": d["features"],
+                "action": d["edit"],
+                "allowed": d.get("allowed") or [d["edit"]],
+                "prob": d.get("prob"),
+            }
+        )
         firsts.setdefault(it["run"], d["before"])
         bests[it["run"]] = max(bests.get(it["run"], d["after"]), d["after"])
     return steps, {run: bests[run] - firsts[run] for run in firsts}

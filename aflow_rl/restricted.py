@@ -22,29 +22,121 @@ FORMAT_FIELD = re.compile(r"\{[^{}]*[.\[][^{}]*\}")
 _MODULES = ("typing", "asyncio", "re", "workspace", "scripts", "aflow_rl", "metagpt", "prompt")
 _MAX_INT = 10**6
 _MAX_RANGE = 20
-_BUILTIN_NAMES = ("len", "range", "str", "int", "float", "bool", "list", "dict", "set", "tuple", "min", "max",
-                  "sum", "sorted", "reversed", "enumerate", "zip", "any", "all", "abs", "round", "isinstance",
-                  "Exception", "ValueError", "KeyError", "IndexError", "TypeError", "RuntimeError")
+_BUILTIN_NAMES = (
+    "len",
+    "range",
+    "str",
+    "int",
+    "float",
+    "bool",
+    "list",
+    "dict",
+    "set",
+    "tuple",
+    "min",
+    "max",
+    "sum",
+    "sorted",
+    "reversed",
+    "enumerate",
+    "zip",
+    "any",
+    "all",
+    "abs",
+    "round",
+    "isinstance",
+    "Exception",
+    "ValueError",
+    "KeyError",
+    "IndexError",
+    "TypeError",
+    "RuntimeError",
+)
 # Refused by name already in the check (they are absent at run time too): the usual ways out.
-_DENIED = {"open", "exec", "eval", "compile", "getattr", "setattr", "delattr", "globals", "locals", "vars", "input",
-           "breakpoint", "help", "memoryview", "type", "object", "super", "classmethod", "staticmethod", "property"}
+_DENIED = {
+    "open",
+    "exec",
+    "eval",
+    "compile",
+    "getattr",
+    "setattr",
+    "delattr",
+    "globals",
+    "locals",
+    "vars",
+    "input",
+    "breakpoint",
+    "help",
+    "memoryview",
+    "type",
+    "object",
+    "super",
+    "classmethod",
+    "staticmethod",
+    "property",
+}
 SAFE_BUILTINS = {name: getattr(builtins, name) for name in (*_BUILTIN_NAMES, "__build_class__")}
 LLM_FACE = types.SimpleNamespace(create_llm_instance=llm_module.create_llm_instance)
 # The standard modules a graph may import, each seen through a namespace holding only these names.
 FACES = {
-    "typing": types.SimpleNamespace(**{n: getattr(typing, n) for n in ("Any", "Callable", "Dict", "List", "Literal",
-                                                                        "Optional", "Tuple", "Union")}),
+    "typing": types.SimpleNamespace(
+        **{n: getattr(typing, n) for n in ("Any", "Callable", "Dict", "List", "Literal", "Optional", "Tuple", "Union")}
+    ),
     "asyncio": types.SimpleNamespace(gather=asyncio.gather),  # AFlow's ensembles gather operator calls
-    "re": types.SimpleNamespace(**{n: getattr(re, n) for n in ("search", "match", "fullmatch", "findall", "sub",
-                                                                 "split", "DOTALL", "IGNORECASE", "MULTILINE")}),
+    "re": types.SimpleNamespace(
+        **{
+            n: getattr(re, n)
+            for n in ("search", "match", "fullmatch", "findall", "sub", "split", "DOTALL", "IGNORECASE", "MULTILINE")
+        }
+    ),
 }
 
-_EXPR = (ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.JoinedStr, ast.FormattedValue, ast.BinOp, ast.BoolOp,
-         ast.Compare, ast.UnaryOp, ast.IfExp, ast.Subscript, ast.Slice, ast.List, ast.Tuple, ast.Dict, ast.Set,
-         ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.comprehension, ast.Await, ast.Starred,
-         ast.keyword, ast.expr_context, ast.boolop, ast.cmpop, ast.unaryop, ast.arguments, ast.arg)
-_STMT = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.If, ast.For, ast.Expr, ast.Pass, ast.Break,
-         ast.Continue, ast.Assert)
+_EXPR = (
+    ast.Name,
+    ast.Attribute,
+    ast.Call,
+    ast.Constant,
+    ast.JoinedStr,
+    ast.FormattedValue,
+    ast.BinOp,
+    ast.BoolOp,
+    ast.Compare,
+    ast.UnaryOp,
+    ast.IfExp,
+    ast.Subscript,
+    ast.Slice,
+    ast.List,
+    ast.Tuple,
+    ast.Dict,
+    ast.Set,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+    ast.comprehension,
+    ast.Await,
+    ast.Starred,
+    ast.keyword,
+    ast.expr_context,
+    ast.boolop,
+    ast.cmpop,
+    ast.unaryop,
+    ast.arguments,
+    ast.arg,
+)
+_STMT = (
+    ast.Assign,
+    ast.AugAssign,
+    ast.AnnAssign,
+    ast.Return,
+    ast.If,
+    ast.For,
+    ast.Expr,
+    ast.Pass,
+    ast.Break,
+    ast.Continue,
+    ast.Assert,
+)
 _BINOPS = (ast.Add, ast.Sub, ast.Div, ast.FloorDiv, ast.Mod)  # no * or **: no amplification of strings
 
 
@@ -52,15 +144,20 @@ def _bounded_iter(node: ast.AST) -> bool:
     """Loops run over existing values, or over range(n) with a small literal n or len(...)."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"):
         return True
-    return all((isinstance(a, ast.Constant) and isinstance(a.value, int) and abs(a.value) <= _MAX_RANGE)
-               or (isinstance(a, ast.Call) and isinstance(a.func, ast.Name) and a.func.id == "len") for a in node.args)
+    return all(
+        (isinstance(a, ast.Constant) and isinstance(a.value, int) and abs(a.value) <= _MAX_RANGE)
+        or (isinstance(a, ast.Call) and isinstance(a.func, ast.Name) and a.func.id == "len")
+        for a in node.args
+    )
 
 
 def _is_prompt_format(call: ast.Call, prompt_aliases: set[str]) -> bool:
     """`.format` only on a prompt constant or a string literal, whose fields were checked (or `self.format`, the
     Format operator)."""
     owner = call.func.value
-    if (isinstance(owner, ast.Constant) and isinstance(owner.value, str)) or (isinstance(owner, ast.Name) and owner.id == "self"):
+    if (isinstance(owner, ast.Constant) and isinstance(owner.value, str)) or (
+        isinstance(owner, ast.Name) and owner.id == "self"
+    ):
         return True
     return isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name) and owner.value.id in prompt_aliases
 
@@ -84,7 +181,9 @@ def _node_error(node: ast.AST, prompt_aliases: set[str]) -> str | None:
     if isinstance(node, (ast.For, ast.comprehension)) and not _bounded_iter(node.iter):
         return f"a loop over range() beyond {_MAX_RANGE}"
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        if node.func.attr == "format_map" or (node.func.attr == "format" and not _is_prompt_format(node, prompt_aliases)):
+        if node.func.attr == "format_map" or (
+            node.func.attr == "format" and not _is_prompt_format(node, prompt_aliases)
+        ):
             return f"`.{node.func.attr}` on a computed string"
     return None
 
@@ -115,8 +214,10 @@ def restricted(tree: ast.Module, prompt_aliases: set[str] | None = None) -> list
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if not _import_ok(node):
-                errors.append(f"line {node.lineno}: only AFlow's own imports (typing, asyncio, re, workspace, scripts, "
-                              "aflow_rl, metagpt, prompt) are allowed")
+                errors.append(
+                    f"line {node.lineno}: only AFlow's own imports (typing, asyncio, re, workspace, scripts, "
+                    "aflow_rl, metagpt, prompt) are allowed"
+                )
         elif isinstance(node, ast.ClassDef):
             if node.name != "Workflow" or node.bases or node.keywords or node.decorator_list:
                 errors.append(f"line {node.lineno}: the only class allowed is a plain `class Workflow:`")
@@ -128,8 +229,11 @@ def restricted(tree: ast.Module, prompt_aliases: set[str] | None = None) -> list
                         errors.append(f"line {item.lineno}: method {item.name!r} is not allowed")
                     errors += _body_errors(item.body, aliases)
                     errors += _body_errors([ast.Expr(a) for a in item.args.defaults if a], aliases)
-                    errors += [f"line {item.lineno}: parameter {a.arg!r} is not allowed"
-                               for a in item.args.args if a.arg.startswith("_")]
+                    errors += [
+                        f"line {item.lineno}: parameter {a.arg!r} is not allowed"
+                        for a in item.args.args
+                        if a.arg.startswith("_")
+                    ]
                 elif not (isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant)):
                     errors += _body_errors([item], aliases)
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.Expr)):

@@ -58,17 +58,29 @@ class Search:
         self.validation, self.test = split(problems, seed=42)
         if cfg.limit:
             self.validation = self.validation[: cfg.limit]
-        self.llm = LLMHandle(cfg.executor, str(Path(cfg.root).resolve()), benchmark=cfg.benchmark,
-                             data_path=cfg.data_path)
+        self.llm = LLMHandle(
+            cfg.executor, str(Path(cfg.root).resolve()), benchmark=cfg.benchmark, data_path=cfg.data_path
+        )
         self.policy = EditPolicy(self.family, cfg.policy.lr, cfg.seed) if cfg.policy.enabled else None
         self.policy_path = cfg.run_dir() / "policy.pt"
         if self.policy is not None:
             self.policy.load(self.policy_path)
-        self.optimizer = (LLMOptimizer(cfg.search.optimizer_llm, cfg.benchmark, cfg.search.optimizer_attempts,
-                                       cfg.search.failure_logs, cfg.search.max_operator_calls)
-                          if cfg.search.optimizer == "llm" else StructuredOptimizer(cfg.benchmark))
-        self.code_limits = {"timeout_s": cfg.code_timeout_s, "memory_mb": cfg.code_memory_mb,
-                            "memo": cfg.executor.kind == "planact" and cfg.benchmark in CODE_BENCHMARKS}
+        self.optimizer = (
+            LLMOptimizer(
+                cfg.search.optimizer_llm,
+                cfg.benchmark,
+                cfg.search.optimizer_attempts,
+                cfg.search.failure_logs,
+                cfg.search.max_operator_calls,
+            )
+            if cfg.search.optimizer == "llm"
+            else StructuredOptimizer(cfg.benchmark)
+        )
+        self.code_limits = {
+            "timeout_s": cfg.code_timeout_s,
+            "memory_mb": cfg.code_memory_mb,
+            "memo": cfg.executor.kind == "planact" and cfg.benchmark in CODE_BENCHMARKS,
+        }
 
     # --- where are we ---
 
@@ -94,8 +106,16 @@ class Search:
         meta = self.ws.meta(r)
         graph, prompt = read_round(self.ws.round_dir(r))
         self.ws.clear_evaluation(r)
-        return Candidate(meta.get("parent") or 0, graph, prompt, meta.get("modification", ""), meta.get("edit"),
-                         meta.get("allowed", []), meta.get("features", []), prob=meta.get("prob"))
+        return Candidate(
+            meta.get("parent") or 0,
+            graph,
+            prompt,
+            meta.get("modification", ""),
+            meta.get("edit"),
+            meta.get("allowed", []),
+            meta.get("features", []),
+            prob=meta.get("prob"),
+        )
 
     # --- select ---
 
@@ -112,8 +132,10 @@ class Search:
         cands = self.candidates()
         probs = selection_probabilities([s for _, s in cands], self.cfg.search.alpha, self.cfg.search.lam)
         if self.policy is not None and isinstance(self.optimizer, StructuredOptimizer):
-            probs = [p * math.exp(self.cfg.policy.selection_beta * (self._promise(r, s) - 1.0))
-                     for (r, s), p in zip(cands, probs)]
+            probs = [
+                p * math.exp(self.cfg.policy.selection_beta * (self._promise(r, s) - 1.0))
+                for (r, s), p in zip(cands, probs)
+            ]
             z = sum(probs)
             probs = [p / z for p in probs] if z > 0 else probs
         return [(r, s, p) for (r, s), p in zip(cands, probs)]
@@ -123,10 +145,17 @@ class Search:
         graph = (self.ws.round_dir(r) / "graph.py").read_text()
         spec, _ = self.optimizer.base_spec(graph)
         all_keys = [e.key for e in space.catalogue(self.family) if space.apply(spec, e) is not None]
-        existing = [s for s in (space.spec_of((self.ws.round_dir(x) / "graph.py").read_text()) for x in self.ws.rounds_on_disk()) if s]
+        existing = [
+            s
+            for s in (space.spec_of((self.ws.round_dir(x) / "graph.py").read_text()) for x in self.ws.rounds_on_disk())
+            if s
+        ]
         tried = self.ws.tried_modifications(r)
-        open_keys = {e.key for e in space.catalogue(self.family)
-                     if (n := space.apply(spec, e)) is not None and e.describe() not in tried and n not in existing}
+        open_keys = {
+            e.key
+            for e in space.catalogue(self.family)
+            if (n := space.apply(spec, e)) is not None and e.describe() not in tried and n not in existing
+        }
         if not all_keys or not open_keys:
             return 0.0
         p = self.policy.probs(spec, score, all_keys)
@@ -181,15 +210,29 @@ class Search:
 
     def validate_and_write(self, r: int, cand: Candidate) -> list[str]:
         """Validate the child; write round_r when valid, else remember the refusal. Returns the errors."""
-        errors = (validate(cand.graph, cand.prompt, self.cfg.search.max_operator_calls).errors if accepted(cand)
-                  else cand.rejected or ["optimizer produced no workflow"])
+        errors = (
+            validate(cand.graph, cand.prompt, self.cfg.search.max_operator_calls).errors
+            if accepted(cand)
+            else cand.rejected or ["optimizer produced no workflow"]
+        )
         if errors:
             self.ws.record_refusal(r, cand.parent, cand.modification, errors)
         else:
-            self.ws.write_round(r, cand.graph, cand.prompt, {
-                "parent": cand.parent, "modification": cand.modification, "edit": cand.edit, "allowed": cand.allowed,
-                "features": cand.features, "prob": cand.prob, "optimizer_attempts": cand.attempts,
-                "rejected": cand.rejected})
+            self.ws.write_round(
+                r,
+                cand.graph,
+                cand.prompt,
+                {
+                    "parent": cand.parent,
+                    "modification": cand.modification,
+                    "edit": cand.edit,
+                    "allowed": cand.allowed,
+                    "features": cand.features,
+                    "prob": cand.prob,
+                    "optimizer_attempts": cand.attempts,
+                    "rejected": cand.rejected,
+                },
+            )
         return errors
 
     # --- evaluate, record ---
@@ -201,9 +244,17 @@ class Search:
     def evaluate_here(self, r: int, problems: list[dict] | None = None) -> list[list[dict]]:
         """All validation repeats of round r in this process."""
         graph, prompt = read_round(self.ws.round_dir(r))
-        return evaluate_local(graph, prompt, problems or self.validation, self.cfg.benchmark, self.llm,
-                              self.cfg.search.validation_repeats, self.cfg.concurrency, self.code_limits,
-                              self.sample_key("validation", r))
+        return evaluate_local(
+            graph,
+            prompt,
+            problems or self.validation,
+            self.cfg.benchmark,
+            self.llm,
+            self.cfg.search.validation_repeats,
+            self.cfg.concurrency,
+            self.code_limits,
+            self.sample_key("validation", r),
+        )
 
     def record(self, r: int, repeats: list[list[dict]], seconds: float) -> dict:
         """Write CSVs, log.json, results rows and (after round 1) the experience; return the round's figures."""
@@ -211,9 +262,16 @@ class Search:
         rows = write_round_evaluation(self.ws.round_dir(r), r, self.validation, repeats, seconds)
         self.ws.append_results(rows)
         meta = self.ws.meta(r)
-        out = {"round": r, "score": summary["score"], "std": summary["std"], "total_cost": summary["total_cost"],
-               "errors": summary["errors"], "parse_failures": summary["parse_failures"], "parent": meta.get("parent"),
-               "modification": meta.get("modification", "")}
+        out = {
+            "round": r,
+            "score": summary["score"],
+            "std": summary["std"],
+            "total_cost": summary["total_cost"],
+            "errors": summary["errors"],
+            "parse_failures": summary["parse_failures"],
+            "parent": meta.get("parent"),
+            "modification": meta.get("modification", ""),
+        }
         if r > 1 and meta.get("parent") is not None:
             before = self.ws.scores()[meta["parent"]]
             exp = self.ws.record_experience(r, meta["parent"], meta.get("modification", ""), before, summary["score"])
@@ -230,13 +288,25 @@ class Search:
                 continue
             parent = meta["parent"]
             state = WorkflowState(*read_round(self.ws.round_dir(parent)), None, [scores.get(parent, 0.0)])
-            steps.append({"episode": episode, "group": self.cfg.benchmark, "t": r, "parent": parent,
-                          "reward": exp["after"] - exp["before"], "anchor": state.key, "features": meta["features"],
-                          "action": meta["edit"], "allowed": meta.get("allowed") or [meta["edit"]],
-                          "prob": meta.get("prob")})
+            steps.append(
+                {
+                    "episode": episode,
+                    "group": self.cfg.benchmark,
+                    "t": r,
+                    "parent": parent,
+                    "reward": exp["after"] - exp["before"],
+                    "anchor": state.key,
+                    "features": meta["features"],
+                    "action": meta["edit"],
+                    "allowed": meta.get("allowed") or [meta["edit"]],
+                    "prob": meta.get("prob"),
+                }
+            )
         return steps
 
-    def train_policy(self, other_steps: list[dict] | None = None, other_returns: dict[str, float] | None = None) -> dict:
+    def train_policy(
+        self, other_steps: list[dict] | None = None, other_returns: dict[str, float] | None = None
+    ) -> dict:
         """GiGPO on this run's expansions (plus other runs' from the experience pool); saves the policy."""
         if self.policy is None:
             return {}
@@ -245,8 +315,9 @@ class Search:
         scores = self.ws.scores()
         returns = {episode: max(scores.values()) - scores.get(1, 0.0) if scores else 0.0, **(other_returns or {})}
         p = self.cfg.policy
-        metrics = self.policy.train(steps, returns, p.gamma, p.step_weight, p.epochs, p.entropy_coef, p.clip,
-                                    p.window_rounds)
+        metrics = self.policy.train(
+            steps, returns, p.gamma, p.step_weight, p.epochs, p.entropy_coef, p.clip, p.window_rounds
+        )
         self.policy_path.parent.mkdir(parents=True, exist_ok=True)
         self.policy.save(self.policy_path)
         return metrics
@@ -275,13 +346,22 @@ class Search:
 
     def test_score(self, r: int, repeats: int = 1) -> float:
         """Held-out test score of round r (the 4/5 of the problems never used for selection)."""
-        reps = evaluate_local(*read_round(self.ws.round_dir(r)), self.test, self.cfg.benchmark, self.llm, repeats,
-                              self.cfg.concurrency, self.code_limits, self.sample_key("test", r))
+        reps = evaluate_local(
+            *read_round(self.ws.round_dir(r)),
+            self.test,
+            self.cfg.benchmark,
+            self.llm,
+            repeats,
+            self.cfg.concurrency,
+            self.code_limits,
+            self.sample_key("test", r),
+        )
         return summarise(reps)["score"]
 
 
-def run_local(cfg: AFlowConfig, log=print, other_steps: list[dict] | None = None,
-              other_returns: dict[str, float] | None = None) -> list[dict]:
+def run_local(
+    cfg: AFlowConfig, log=print, other_steps: list[dict] | None = None, other_returns: dict[str, float] | None = None
+) -> list[dict]:
     """The whole search in this process (no Prefect, no Ray): what benchmarks/aflow_rl_vs_mcts.py runs.
 
     other_steps / other_returns: earlier runs' expansions (GiGPO episodes of the same group) for the policy.
@@ -305,7 +385,10 @@ def run_local(cfg: AFlowConfig, log=print, other_steps: list[dict] | None = None
         out = s.record(r, s.evaluate_here(r), time.perf_counter() - t0)
         out.update(s.train_policy(other_steps, other_returns) if r > 1 else {})
         history.append({**out, "best": s.best()[1], "acceptance_rate": s.acceptance_rate()})
-        log(f"round {r}: score {out['score']:.3f} ±{out['std']:.3f}  best {s.best()[1]:.3f}  {out.get('modification', '')}")
+        log(
+            f"round {r}: score {out['score']:.3f} ±{out['std']:.3f}  best {s.best()[1]:.3f}  "
+            f"{out.get('modification', '')}"
+        )
         if s.converged():
             log(f"converged after round {r}")
             break

@@ -15,20 +15,37 @@ from dataclasses import dataclass
 SPEC_TAG = "# planact-spec: "
 VOTES = (1, 3, 5)
 
-FAMILIES = {"planact": "planact", "gsm8k": "qa", "math": "qa", "hotpotqa": "qa", "drop": "qa",
-            "humaneval": "code", "mbpp": "code"}
+FAMILIES = {
+    "planact": "planact",
+    "gsm8k": "qa",
+    "math": "qa",
+    "hotpotqa": "qa",
+    "drop": "qa",
+    "humaneval": "code",
+    "mbpp": "code",
+}
 
 # Prompt template banks: index 0 is the starting template. For planact they are the two prompt shapes the
 # local models were trained on, and near-misses of them; the search finds out what each costs.
 TEMPLATES = {
-    "planact": {"PLAN_PROMPT": ["{input} =", "{input}=", "plan {input} ="],
-                "ACT_PROMPT": ["{plan}:{input}=", "{plan}: {input}=", "{plan}:{input} ="]},
-    "qa": {"SOLVE_PROMPT": ["Solve the problem. End with the final answer.\n\n",
-                            "Solve the problem step by step, checking each step. End with the final answer.\n\n",
-                            "Answer concisely. Give only the final answer.\n\n"]},
-    "code": {"CODE_PROMPT": ["Complete the function.",
-                             "Complete the function. Think about edge cases first and handle them.",
-                             "Complete the function; make it simple and correct."]},
+    "planact": {
+        "PLAN_PROMPT": ["{input} =", "{input}=", "plan {input} ="],
+        "ACT_PROMPT": ["{plan}:{input}=", "{plan}: {input}=", "{plan}:{input} ="],
+    },
+    "qa": {
+        "SOLVE_PROMPT": [
+            "Solve the problem. End with the final answer.\n\n",
+            "Solve the problem step by step, checking each step. End with the final answer.\n\n",
+            "Answer concisely. Give only the final answer.\n\n",
+        ]
+    },
+    "code": {
+        "CODE_PROMPT": [
+            "Complete the function.",
+            "Complete the function. Think about edge cases first and handle them.",
+            "Complete the function; make it simple and correct.",
+        ]
+    },
 }
 
 INITIAL = {
@@ -57,7 +74,7 @@ def _step(spec: dict, kind: str) -> dict | None:
 
 # --- rendering ---
 
-_HEADER = '''{tag}{spec}
+_HEADER = """{tag}{spec}
 from aflow_rl import operators as operator
 from aflow_rl.llm import create_llm_instance
 import prompt as prompt_custom  # this round's prompt.py (the loader binds it)
@@ -69,11 +86,19 @@ class Workflow:
         self.dataset = dataset
         self.llm = create_llm_instance(llm_config)
 {ops}
-'''
+"""
 
-_ATTR = {"Custom": "custom", "AnswerGenerate": "answer_generate", "ScEnsemble": "sc_ensemble", "Programmer": "programmer",
-         "Review": "review", "Revise": "revise", "Format": "format", "CustomCodeGenerate": "custom_code_generate",
-         "Test": "test"}
+_ATTR = {
+    "Custom": "custom",
+    "AnswerGenerate": "answer_generate",
+    "ScEnsemble": "sc_ensemble",
+    "Programmer": "programmer",
+    "Review": "review",
+    "Revise": "revise",
+    "Format": "format",
+    "CustomCodeGenerate": "custom_code_generate",
+    "Test": "test",
+}
 
 
 def _gen(op: str, inp: str, instruction: str) -> str:
@@ -85,8 +110,10 @@ def _gen(op: str, inp: str, instruction: str) -> str:
 def _voted(var: str, expr: str, votes: int, problem: str) -> list[str]:
     if votes == 1:
         return [f"{var} = {expr}"]
-    return [f"{var}_candidates = [{expr} for _ in range({votes})]",
-            f'{var} = (await self.sc_ensemble(solutions={var}_candidates, problem={problem}))["response"]']
+    return [
+        f"{var}_candidates = [{expr} for _ in range({votes})]",
+        f'{var} = (await self.sc_ensemble(solutions={var}_candidates, problem={problem}))["response"]',
+    ]
 
 
 def render(spec: dict) -> tuple[str, str]:
@@ -99,7 +126,9 @@ def render(spec: dict) -> tuple[str, str]:
         plan_step, act = _step(spec, "plan"), _step(spec, "act")
         if plan_step:
             ops.add("Custom")
-            body += _voted("plan", _gen("Custom", "instruction", "prompt_custom.PLAN_PROMPT"), plan_step["votes"], "instruction")
+            body += _voted(
+                "plan", _gen("Custom", "instruction", "prompt_custom.PLAN_PROMPT"), plan_step["votes"], "instruction"
+            )
         else:
             body.append('plan = ""')
         body.append('act_prompt = prompt_custom.ACT_PROMPT.replace("{plan}", plan.strip())')
@@ -112,14 +141,17 @@ def render(spec: dict) -> tuple[str, str]:
         body += _voted("answer", _gen(solve["op"], "problem", "prompt_custom.SOLVE_PROMPT"), solve["votes"], "problem")
         if _step(spec, "program"):
             ops.add("Programmer")
-            body.append('program = await self.programmer(problem=problem, analysis=answer)')
+            body.append("program = await self.programmer(problem=problem, analysis=answer)")
             body.append('if program["output"] and not str(program["output"]).startswith("Error"):')
             body.append('    answer = answer + "\\nProgram output: " + str(program["output"])')
         if _step(spec, "review"):
             ops |= {"Review", "Revise"}
             body.append("review = await self.review(problem=problem, solution=answer)")
             body.append('if not review["review_result"]:')
-            body.append('    answer = (await self.revise(problem=problem, solution=answer, feedback=review["feedback"]))["solution"]')
+            body.append(
+                "    answer = (await self.revise(problem=problem, solution=answer, "
+                'feedback=review["feedback"]))["solution"]'
+            )
         if _step(spec, "format"):
             ops.add("Format")
             body.append('answer = (await self.format(problem=problem, solution=answer))["solution"]')
@@ -127,12 +159,16 @@ def render(spec: dict) -> tuple[str, str]:
     else:
         gen = _step(spec, "generate")
         ops.add("CustomCodeGenerate")
-        expr = ('(await self.custom_code_generate(problem=problem, entry_point=entry_point, '
-                'instruction=prompt_custom.CODE_PROMPT))["response"]')
+        expr = (
+            "(await self.custom_code_generate(problem=problem, entry_point=entry_point, "
+            'instruction=prompt_custom.CODE_PROMPT))["response"]'
+        )
         body += _voted("answer", expr, gen["votes"], "problem")
         if _step(spec, "test"):
             ops.add("Test")
-            body.append('answer = (await self.test(problem=problem, solution=answer, entry_point=entry_point))["solution"]')
+            body.append(
+                'answer = (await self.test(problem=problem, solution=answer, entry_point=entry_point))["solution"]'
+            )
         sig = "problem: str, entry_point: str"
     if any(s["votes"] > 1 for s in spec["steps"]):
         ops.add("ScEnsemble")
@@ -141,7 +177,9 @@ def render(spec: dict) -> tuple[str, str]:
     graph += f"\n    async def __call__(self, {sig}):\n"
     graph += "".join(f"        {line}\n" for line in body)
     graph += '        return answer, self.llm.get_usage_summary()["total_cost"]\n'
-    prompt = "".join(f"{name} = {json.dumps(TEMPLATES[fam][name][i])}\n\n" for name, i in sorted(spec["templates"].items()))
+    prompt = "".join(
+        f"{name} = {json.dumps(TEMPLATES[fam][name][i])}\n\n" for name, i in sorted(spec["templates"].items())
+    )
     return graph, prompt
 
 
@@ -151,12 +189,13 @@ def spec_of(graph_src: str) -> dict | None:
     if not first.startswith(SPEC_TAG):
         return None
     try:
-        return json.loads(first[len(SPEC_TAG):])
+        return json.loads(first[len(SPEC_TAG) :])
     except json.JSONDecodeError:
         return None
 
 
 # --- edits (the policy's action space) ---
+
 
 @dataclass(frozen=True)
 class Edit:

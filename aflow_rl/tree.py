@@ -25,7 +25,9 @@ def to_dot(ws: Workspace) -> str:
         lines.append(f'  r{r} [label="round {r}\\n{scores.get(r, float("nan")):.3f}"];')
     for parent, kids in tree(ws).items():
         for k in kids:
-            mod = ((ws.experience(k) or {}).get("modification") or ws.meta(k).get("modification", ""))[:60].replace('"', "'")
+            mod = ((ws.experience(k) or {}).get("modification") or ws.meta(k).get("modification", ""))[:60].replace(
+                '"', "'"
+            )
             lines.append(f'  r{parent} -> r{k} [label="{mod}"];')
     return "\n".join(lines + ["}"]) + "\n"
 
@@ -52,7 +54,9 @@ def draw(ws: Workspace, out_png: str | Path, best: int | None = None) -> Path:
     roots = [r for r in ws.rounds_on_disk() if all(r not in v for v in kids.values())]
     for root in roots:
         place(root, 0)
-    fig, ax = plt.subplots(figsize=(max(4, 0.9 * next_x[0] + 2), 1.3 * (1 + max((-y for _, y in pos.values()), default=0)) + 1))
+    fig, ax = plt.subplots(
+        figsize=(max(4, 0.9 * next_x[0] + 2), 1.3 * (1 + max((-y for _, y in pos.values()), default=0)) + 1)
+    )
     for parent, cs in kids.items():
         for c in cs:
             if parent in pos and c in pos:
@@ -60,10 +64,24 @@ def draw(ws: Workspace, out_png: str | Path, best: int | None = None) -> Path:
     cmap = plt.get_cmap("viridis")
     for r, (x, y) in pos.items():
         s = scores.get(r)
-        ax.scatter([x], [y], s=500, color=cmap(s if s is not None else 0.0), edgecolors="red" if r == best else "black",
-                   linewidths=3 if r == best else 1, zorder=2)
-        ax.annotate(f"{r}\n{s:.2f}" if s is not None else f"{r}\n-", (x, y), ha="center", va="center", fontsize=7,
-                    color="white", zorder=3)
+        ax.scatter(
+            [x],
+            [y],
+            s=500,
+            color=cmap(s if s is not None else 0.0),
+            edgecolors="red" if r == best else "black",
+            linewidths=3 if r == best else 1,
+            zorder=2,
+        )
+        ax.annotate(
+            f"{r}\n{s:.2f}" if s is not None else f"{r}\n-",
+            (x, y),
+            ha="center",
+            va="center",
+            fontsize=7,
+            color="white",
+            zorder=3,
+        )
     ax.set_axis_off()
     ax.set_title("AFlow search tree (round / validation score; best outlined)")
     out = Path(out_png)

@@ -66,10 +66,14 @@ def _prompt_errors(prompt_src: str) -> list[str]:
     errors = []
     for node in ast.parse(prompt_src).body:
         is_doc = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-        is_const = (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
-                    and isinstance(node.value.value, str) and all(isinstance(t, ast.Name) for t in node.targets))
+        is_const = (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+            and all(isinstance(t, ast.Name) for t in node.targets)
+        )
         if not (is_doc or is_const):
-            errors.append(f"prompt.py line {node.lineno}: only string constants (NAME = \"...\") are allowed")
+            errors.append(f'prompt.py line {node.lineno}: only string constants (NAME = "...") are allowed')
         elif is_const and FORMAT_FIELD.search(node.value.value):
             errors.append(f"prompt.py line {node.lineno}: format fields with attributes or indexes are not allowed")
     return errors
@@ -120,7 +124,11 @@ class _Rewriter(ast.NodeTransformer):
             if a.name in FACES:
                 binds.append(ast.parse(f"{a.asname or a.name} = __aflow_faces__[{a.name!r}]").body[0])
             elif last in ("prompt", "operator") or a.name.startswith(("workspace", "scripts", "aflow_rl")):
-                binds.append(ast.parse(f"{a.asname or last} = __aflow_{last if last in ('prompt', 'operator') else 'mod'}__").body[0])
+                binds.append(
+                    ast.parse(
+                        f"{a.asname or last} = __aflow_{last if last in ('prompt', 'operator') else 'mod'}__"
+                    ).body[0]
+                )
             else:
                 keep.append(a)
         return ([ast.Import(names=keep)] if keep else []) + binds
@@ -161,9 +169,15 @@ def load_workflow_class(graph_src: str, prompt_src: str, max_operator_calls: int
     bound; its Workflow class (evaluations run it in a sandbox instead: aflow_rl.workflow_box)."""
     tree = checked_tree(graph_src, prompt_src, max_operator_calls)
     prompt_mod = types.SimpleNamespace(**prompt_constants(prompt_src))
-    ns = {"__name__": "aflow_graph", "__builtins__": SAFE_BUILTINS, "__aflow_prompt__": prompt_mod,
-          "__aflow_operator__": types.SimpleNamespace(**{k: getattr(operators_module, k) for k in OPERATORS}),
-          "__aflow_mod__": LLM_FACE, "__aflow_llm__": LLM_FACE, "__aflow_faces__": FACES}
+    ns = {
+        "__name__": "aflow_graph",
+        "__builtins__": SAFE_BUILTINS,
+        "__aflow_prompt__": prompt_mod,
+        "__aflow_operator__": types.SimpleNamespace(**{k: getattr(operators_module, k) for k in OPERATORS}),
+        "__aflow_mod__": LLM_FACE,
+        "__aflow_llm__": LLM_FACE,
+        "__aflow_faces__": FACES,
+    }
     exec(compile(tree, "graph.py", "exec"), ns)
     # AFlow graphs import create_llm_instance from scripts.async_llm; ours from aflow_rl.llm: both resolve here.
     ns.setdefault("create_llm_instance", llm_module.create_llm_instance)

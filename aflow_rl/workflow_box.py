@@ -18,11 +18,11 @@ import sys
 import threading
 from pathlib import Path
 
+import sandbox
 from aflow_rl import operators as operators_module
 from aflow_rl.llm import LLMHandle, create_llm_instance
 from aflow_rl.operators import OPERATORS
 from aflow_rl.workflow import checked_tree, prompt_constants
-import sandbox
 
 _SCRIPT = Path(__file__).with_name("sandboxed") / "workflow_host.py"
 _LINE_CAP = 4 << 20  # one protocol line; a longer one ends the box
@@ -38,8 +38,16 @@ class WorkflowLoadError(ValueError):
 class SandboxedWorkflow:
     """`await workflow(*args)` as AFlow's Workflow, with the graph in a sandbox; `close()` when done."""
 
-    def __init__(self, graph_src: str, prompt_src: str, llm_config: LLMHandle, name: str, dataset: str,
-                 max_operator_calls: int = 10, limits: sandbox.Limits = LIMITS):
+    def __init__(
+        self,
+        graph_src: str,
+        prompt_src: str,
+        llm_config: LLMHandle,
+        name: str,
+        dataset: str,
+        max_operator_calls: int = 10,
+        limits: sandbox.Limits = LIMITS,
+    ):
         try:
             tree = checked_tree(graph_src, prompt_src, max_operator_calls)
         except ValueError as e:
@@ -50,11 +58,19 @@ class SandboxedWorkflow:
         self._next = 0
         self._write = threading.Lock()
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.box = sandbox.start([sys.executable, "-I", _SCRIPT.name], limits=limits,
-                                 files={_SCRIPT.name: _SCRIPT.read_text()})
+        self.box = sandbox.start(
+            [sys.executable, "-I", _SCRIPT.name], limits=limits, files={_SCRIPT.name: _SCRIPT.read_text()}
+        )
         self._stderr = sandbox.Drain(self.box.proc.stderr, limits.output_bytes)
-        self._send({"graph": ast.unparse(tree), "prompt": prompt_constants(prompt_src), "operators": list(OPERATORS),
-                    "name": name, "dataset": dataset})
+        self._send(
+            {
+                "graph": ast.unparse(tree),
+                "prompt": prompt_constants(prompt_src),
+                "operators": list(OPERATORS),
+                "name": name,
+                "dataset": dataset,
+            }
+        )
         hello = self._read_line()
         if not hello.get("ready"):
             self.close()
@@ -168,4 +184,3 @@ class SandboxedWorkflow:
         except OSError:
             pass
         self.box.close()
-

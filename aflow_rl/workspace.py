@@ -103,8 +103,13 @@ class Workspace:
 
     def record_experience(self, r: int, parent: int, modification: str, before: float, after: float) -> dict:
         """Write round_N/experience.json and fold it into processed_experience.json."""
-        exp = {"father node": parent, "modification": modification, "before": before, "after": after,
-               "succeed": after > before}
+        exp = {
+            "father node": parent,
+            "modification": modification,
+            "before": before,
+            "after": after,
+            "succeed": after > before,
+        }
         self._write(self.round_dir(r) / "experience.json", exp)
         self._fold(r, exp)
         return exp
@@ -123,9 +128,13 @@ class Workspace:
         for r in self.rounds_on_disk():
             exp = self.experience(r)
             if exp:
-                node = processed.setdefault(str(exp["father node"]), {"score": exp["before"], "success": {}, "failure": {}})
-                node["success" if exp["succeed"] else "failure"][str(r)] = {"modification": exp["modification"],
-                                                                            "score": exp["after"]}
+                node = processed.setdefault(
+                    str(exp["father node"]), {"score": exp["before"], "success": {}, "failure": {}}
+                )
+                node["success" if exp["succeed"] else "failure"][str(r)] = {
+                    "modification": exp["modification"],
+                    "score": exp["after"],
+                }
         self._write(self.root / "processed_experience.json", processed)
         return processed
 
@@ -164,8 +173,10 @@ class Workspace:
 
     def record_refusal(self, r: int, parent: int | None, modification: str, errors: list[str]) -> None:
         """Remember a refused child so it is neither retried nor lost from the acceptance rate."""
-        self._write(self.root / "refused.json", self.refusals() + [
-            {"round": r, "parent": parent, "modification": modification, "errors": errors}])
+        self._write(
+            self.root / "refused.json",
+            self.refusals() + [{"round": r, "parent": parent, "modification": modification, "errors": errors}],
+        )
 
     def clear_evaluation(self, r: int) -> None:
         """Drop a half-finished evaluation's CSV/log files (before re-evaluating an interrupted round)."""

@@ -25,10 +25,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
+from stats import sign_test  # noqa: E402  (benchmarks/stats.py: this script's folder is on sys.path)
 
 from aflow_rl.config import AFlowConfig  # noqa: E402
 from aflow_rl.search import Search, run_local  # noqa: E402
-from stats import sign_test  # noqa: E402  (benchmarks/stats.py: this script's folder is on sys.path)
 
 
 def best_and_round(history: list[dict]) -> tuple[float, int]:
@@ -43,14 +43,20 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--root", default="runs", help="where the executor models are cached (runs/aflow-executor)")
     ap.add_argument("--executor", default=None, help="an executor checkpoint folder to use instead of building one")
-    ap.add_argument("--limit", type=int, default=None, help="validation problems per evaluation (default: the config's)")
-    ap.add_argument("--tiny", action="store_true", help="2 rounds, seeds 0 1, 20 problems (tests: the benchmark cannot rot)")
+    ap.add_argument(
+        "--limit", type=int, default=None, help="validation problems per evaluation (default: the config's)"
+    )
+    ap.add_argument(
+        "--tiny", action="store_true", help="2 rounds, seeds 0 1, 20 problems (tests: the benchmark cannot rot)"
+    )
     args = ap.parse_args()
     if args.tiny:
         args.rounds, args.seeds, args.limit = 2, [0, 1], args.limit or 20
     torch.set_num_threads(1)
-    extra = {**({"executor": {"checkpoint": args.executor}} if args.executor else {}),
-             **({"limit": args.limit} if args.limit else {})}
+    extra = {
+        **({"executor": {"checkpoint": args.executor}} if args.executor else {}),
+        **({"limit": args.limit} if args.limit else {}),
+    }
     work = Path(tempfile.mkdtemp(prefix="aflow-bench-"))
     results: dict[str, list[tuple[float, int, float]]] = {"mcts": [], "policy": [], "policy+pool": []}
     pool_steps: list[dict] = []
@@ -58,19 +64,32 @@ def main() -> int:
     t_start = time.perf_counter()
     for seed in args.seeds:
         for arm in results:
-            cfg = AFlowConfig(run_name=f"{arm.replace('+', '-')}-s{seed}", root=args.root, seed=seed,
-                              workspace=str(work / arm / str(seed) / "workflows"),
-                              policy={"enabled": arm != "mcts"}, search={"max_rounds": args.rounds}, **extra)
+            cfg = AFlowConfig(
+                run_name=f"{arm.replace('+', '-')}-s{seed}",
+                root=args.root,
+                seed=seed,
+                workspace=str(work / arm / str(seed) / "workflows"),
+                policy={"enabled": arm != "mcts"},
+                search={"max_rounds": args.rounds},
+                **extra,
+            )
             # Each arm keeps its policy under its own run name; remove a stale one from an earlier invocation.
             (cfg.run_dir() / "policy.pt").unlink(missing_ok=True)
             shared = arm == "policy+pool"
             t0 = time.perf_counter()
-            hist = run_local(cfg, log=lambda *_: None, other_steps=pool_steps if shared else None,
-                             other_returns=pool_returns if shared else None)
+            hist = run_local(
+                cfg,
+                log=lambda *_: None,
+                other_steps=pool_steps if shared else None,
+                other_returns=pool_returns if shared else None,
+            )
             best, at = best_and_round(hist)
             results[arm].append((best, at, hist[0]["score"]))
-            print(f"seed {seed} {arm:12s} best {best:.3f} at round {at:2d}  (round 1 {hist[0]['score']:.3f}; "
-                  f"{time.perf_counter() - t0:.0f} s)", flush=True)
+            print(
+                f"seed {seed} {arm:12s} best {best:.3f} at round {at:2d}  (round 1 {hist[0]['score']:.3f}; "
+                f"{time.perf_counter() - t0:.0f} s)",
+                flush=True,
+            )
             if shared:
                 s = Search(cfg)
                 pool_steps += s.experience_steps(cfg.run_name)
@@ -82,15 +101,19 @@ def main() -> int:
     for arm, rows in results.items():
         bests = [b for b, _, _ in rows]
         mean = statistics.fmean(bests)
-        print(f"{arm:12s} {mean:10.3f} {statistics.pstdev(bests):6.3f} {statistics.fmean(a for _, a, _ in rows):20.1f}  "
-              + "  ".join(f"{b:.3f}@{a}" for b, a, _ in rows)
-              + ("" if arm == "mcts" else f"   ratio to mcts {mean / base:.2f}" if base else ""))
+        print(
+            f"{arm:12s} {mean:10.3f} {statistics.pstdev(bests):6.3f} {statistics.fmean(a for _, a, _ in rows):20.1f}  "
+            + "  ".join(f"{b:.3f}@{a}" for b, a, _ in rows)
+            + ("" if arm == "mcts" else f"   ratio to mcts {mean / base:.2f}" if base else "")
+        )
     for arm in ("policy", "policy+pool"):  # paired by seed: the same split, executor and round budget
         diffs = [b - m for (b, _, _), (m, _, _) in zip(results[arm], results["mcts"])]
         spread = statistics.stdev(diffs) if len(diffs) > 1 else 0.0
         better, worse = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
-        print(f"paired {arm} - mcts: mean {statistics.fmean(diffs):+.3f} (sd {spread:.3f}; "
-              f"{better} of {len(diffs)} seeds better, {worse} worse; sign test p = {sign_test(better, worse):.3f})")
+        print(
+            f"paired {arm} - mcts: mean {statistics.fmean(diffs):+.3f} (sd {spread:.3f}; "
+            f"{better} of {len(diffs)} seeds better, {worse} worse; sign test p = {sign_test(better, worse):.3f})"
+        )
     return 0
 
 

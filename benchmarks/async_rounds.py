@@ -27,8 +27,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 # The pipelined arm: separate trainer actors, and 0.4 CPU per actor so that four actors leave Ray room for
 # the flow's tasks on a 2-CPU machine (the synchronous arm's two actors reserve 0.5 each).
-PIPELINED = ["pipeline.max_staleness=1", "planner.resources.colocate_trainer=false",
-             "actor.resources.colocate_trainer=false", "planner.resources.num_cpus=0.4", "actor.resources.num_cpus=0.4"]
+PIPELINED = [
+    "pipeline.max_staleness=1",
+    "planner.resources.colocate_trainer=false",
+    "actor.resources.colocate_trainer=false",
+    "planner.resources.num_cpus=0.4",
+    "actor.resources.num_cpus=0.4",
+]
 
 
 def run_flow(config: str, overrides: list[str], log: Path) -> float:
@@ -53,15 +58,22 @@ def arm_figures(run_dir: Path, tracking_uri: str) -> dict:
     seconds = sum(row["time/round_s"] for row in state["table"] if row.get("time/round_s") is not None)
     rounds = len(state["table"])
     client = mlflow.MlflowClient(tracking_uri)
-    run = client.search_runs([client.get_experiment_by_name("async-rounds").experiment_id],
-                             f"tags.mlflow.runName = '{run_dir.name}'")[0]
+    run = client.search_runs(
+        [client.get_experiment_by_name("async-rounds").experiment_id], f"tags.mlflow.runName = '{run_dir.name}'"
+    )[0]
     seen = {}
     for role in ("planner", "actor"):
         hist = client.get_metric_history(run.info.run_id, f"{role}/staleness_max")
         seen[role] = max((m.value for m in hist), default=0.0)
-    return {"rounds": rounds, "seconds": seconds, "rounds_per_hour": 3600.0 * rounds / seconds,
-            "pass@1": summary.get("final/pass@1"), "greedy": summary.get("final/greedy/success"),
-            "warm_pass@1": summary.get("warm_start/pass@1"), "staleness_max": seen}
+    return {
+        "rounds": rounds,
+        "seconds": seconds,
+        "rounds_per_hour": 3600.0 * rounds / seconds,
+        "pass@1": summary.get("final/pass@1"),
+        "greedy": summary.get("final/greedy/success"),
+        "warm_pass@1": summary.get("warm_start/pass@1"),
+        "staleness_max": seen,
+    }
 
 
 def main() -> None:
@@ -69,17 +81,28 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--config", default="configs/demo.yaml")
     ap.add_argument("--rounds", type=int, default=None, help="rounds per arm (default: the config's)")
-    ap.add_argument("--from", dest="ckpt", default=None,
-                    help="warm-start checkpoint folder (holding planner/ and actor/); without it one is trained first")
+    ap.add_argument(
+        "--from",
+        dest="ckpt",
+        default=None,
+        help="warm-start checkpoint folder (holding planner/ and actor/); without it one is trained first",
+    )
     ap.add_argument("--set", dest="overrides", action="append", default=[])
-    ap.add_argument("--quick", action="store_true", help="smoke config, 2 rounds per arm, each arm its own seconds-long warm start")
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke config, 2 rounds per arm, each arm its own seconds-long warm start"
+    )
     args = ap.parse_args()
     if args.quick:
         args.config, args.rounds = "configs/smoke.yaml", args.rounds or 2
     root = Path(tempfile.mkdtemp(prefix="planact-async-"))
     uri = f"sqlite:///{root / 'mlflow.db'}"
-    common = [f"checkpoint.root={root}", f"tracking.tracking_uri={uri}", "tracking.experiment=async-rounds",
-              "tracking.register_models=false", *args.overrides]
+    common = [
+        f"checkpoint.root={root}",
+        f"tracking.tracking_uri={uri}",
+        "tracking.experiment=async-rounds",
+        "tracking.register_models=false",
+        *args.overrides,
+    ]
     from planact.config import load_config
 
     rounds = args.rounds if args.rounds is not None else load_config(args.config, args.overrides).rounds
@@ -90,8 +113,12 @@ def main() -> None:
         ckpt = root / "warm" / "checkpoints" / "warm_start"
         print(f"warm start trained in {t:.0f} s: {ckpt}")
     if ckpt is not None:
-        start += [f"planner.model_path={ckpt / 'planner'}", f"actor.model_path={ckpt / 'actor'}",
-                  "planner.warm_start.enabled=false", "actor.warm_start.enabled=false"]
+        start += [
+            f"planner.model_path={ckpt / 'planner'}",
+            f"actor.model_path={ckpt / 'actor'}",
+            "planner.warm_start.enabled=false",
+            "actor.warm_start.enabled=false",
+        ]
     # (--quick: each arm runs the smoke config's seconds-long warm start itself; same seed, same weights.)
     figures = {}
     for name, extra in (("sync", []), ("staleness-1", PIPELINED)):
@@ -100,12 +127,16 @@ def main() -> None:
     print(f"{rounds} rounds per arm from one warm start ({ckpt or 'the same seed'}); config {args.config}")
     print(f"{'arm':<12} {'rounds/h':>9} {'s/round':>8} {'pass@1':>7} {'greedy':>7}  staleness seen (max)")
     for name, f in figures.items():
-        print(f"{name:<12} {f['rounds_per_hour']:>9.0f} {f['seconds'] / f['rounds']:>8.2f} {f['pass@1']:>7.3f} "
-              f"{f['greedy']:>7.3f}  planner {f['staleness_max']['planner']:.0f}, actor {f['staleness_max']['actor']:.0f}")
+        print(
+            f"{name:<12} {f['rounds_per_hour']:>9.0f} {f['seconds'] / f['rounds']:>8.2f} {f['pass@1']:>7.3f} "
+            f"{f['greedy']:>7.3f}  planner {f['staleness_max']['planner']:.0f}, actor {f['staleness_max']['actor']:.0f}"
+        )
     sync, stale = figures["sync"], figures["staleness-1"]
     print(f"warm start held-out pass@1 (both arms): {sync['warm_pass@1']:.3f}")
-    print(f"speedup {stale['rounds_per_hour'] / sync['rounds_per_hour']:.2f}x; "
-          f"held-out pass@1 sync {sync['pass@1']:.3f}, staleness-1 {stale['pass@1']:.3f}")
+    print(
+        f"speedup {stale['rounds_per_hour'] / sync['rounds_per_hour']:.2f}x; "
+        f"held-out pass@1 sync {sync['pass@1']:.3f}, staleness-1 {stale['pass@1']:.3f}"
+    )
     print(f"runs, logs and MLflow db under {root}")
 
 

@@ -46,8 +46,10 @@ def measure(folder: Path, attention: str, args) -> dict:
     engine = HFEngine(model, tok, name=attention)
     rng = random.Random(0)
     digits = "0123456789"
-    prompts = ["".join(rng.choice(digits) for _ in range(rng.randint(args.prompt_len // 2, args.prompt_len))) + ":"
-               for _ in range(args.prompts)]
+    prompts = [
+        "".join(rng.choice(digits) for _ in range(rng.randint(args.prompt_len // 2, args.prompt_len))) + ":"
+        for _ in range(args.prompts)
+    ]
     params = SamplingParams(temperature=1.0, max_new_tokens=args.new_tokens, n=1, seed=0)
     engine.generate(prompts[:2], params)  # warm-up (kernels, allocator)
     _sync(args.device)
@@ -63,12 +65,21 @@ def measure(folder: Path, attention: str, args) -> dict:
     gap = 0.0
     for i, c in enumerate(comps):
         start = len(c.prompt_ids)
-        trainer_lp = lp[i, start:start + len(c.token_ids)].float().cpu()
+        trainer_lp = lp[i, start : start + len(c.token_ids)].float().cpu()
         gap = max(gap, float((trainer_lp - torch.tensor(c.logprobs)).abs().max()) if c.token_ids else 0.0)
-    samples = [{"prompt_ids": c.prompt_ids, "token_ids": c.token_ids, "logprobs": c.logprobs,
-                "advantage": 1.0 if i % 2 else -1.0, "sample_id": i} for i, c in enumerate(comps)]
-    trainer = RoleTrainer(model, tok.pad_token_id, RLConfig(lr=1e-5, warmup_steps=0, num_minibatches=args.minibatches),
-                          temperature=1.0)
+    samples = [
+        {
+            "prompt_ids": c.prompt_ids,
+            "token_ids": c.token_ids,
+            "logprobs": c.logprobs,
+            "advantage": 1.0 if i % 2 else -1.0,
+            "sample_id": i,
+        }
+        for i, c in enumerate(comps)
+    ]
+    trainer = RoleTrainer(
+        model, tok.pad_token_id, RLConfig(lr=1e-5, warmup_steps=0, num_minibatches=args.minibatches), temperature=1.0
+    )
     _sync(args.device)
     t0 = time.perf_counter()
     trainer.train_step(samples)
@@ -80,8 +91,13 @@ def measure(folder: Path, attention: str, args) -> dict:
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
     trained_tokens = sum(len(c.prompt_ids) + len(c.token_ids) for c in comps)
-    return {"attention": attention, "gen_tps": new_tokens / gen_s, "train_tps": trained_tokens / train_s,
-            "gap": gap, "peak_gib": peak}
+    return {
+        "attention": attention,
+        "gen_tps": new_tokens / gen_s,
+        "train_tps": trained_tokens / train_s,
+        "gap": gap,
+        "peak_gib": peak,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,14 +123,20 @@ def main(argv: list[str] | None = None) -> int:
         del model
         rows = [measure(folder, a, args) for a in ("eager", "sdpa")]
     name = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "cpu"
-    print(f"attention kernels on {name}: {params:,} parameters (fp32), {args.prompts} prompts of up to "
-          f"{args.prompt_len} tokens, {args.new_tokens} new tokens each")
-    print(f"{'attention':>9} {'engine tok/s':>13} {'ratio':>6} {'train tok/s':>12} {'ratio':>6} "
-          f"{'max |engine lp - trainer lp|':>29} {'peak GiB':>9}")
+    print(
+        f"attention kernels on {name}: {params:,} parameters (fp32), {args.prompts} prompts of up to "
+        f"{args.prompt_len} tokens, {args.new_tokens} new tokens each"
+    )
+    print(
+        f"{'attention':>9} {'engine tok/s':>13} {'ratio':>6} {'train tok/s':>12} {'ratio':>6} "
+        f"{'max |engine lp - trainer lp|':>29} {'peak GiB':>9}"
+    )
     base = rows[0]
     for r in rows:
-        print(f"{r['attention']:>9} {r['gen_tps']:>13.0f} {r['gen_tps'] / base['gen_tps']:>6.2f} {r['train_tps']:>12.0f} "
-              f"{r['train_tps'] / base['train_tps']:>6.2f} {r['gap']:>29.2e} {r['peak_gib']:>9.1f}")
+        print(
+            f"{r['attention']:>9} {r['gen_tps']:>13.0f} {r['gen_tps'] / base['gen_tps']:>6.2f} {r['train_tps']:>12.0f} "
+            f"{r['train_tps'] / base['train_tps']:>6.2f} {r['gap']:>29.2e} {r['peak_gib']:>9.1f}"
+        )
     return 0
 
 

@@ -38,11 +38,17 @@ def naive_loop(model, tok, prompts: list[str], params: SamplingParams, device: s
     total = 0
     for p in prompts:
         ids = torch.tensor([[tok.bos_token_id] + tok.encode(p, add_special_tokens=False)], device=device)
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=params.temperature > 0,
-                             temperature=params.temperature or None, top_p=params.top_p,
-                             max_new_tokens=params.max_new_tokens, eos_token_id=tok.eos_token_id,
-                             pad_token_id=tok.pad_token_id)
-        total += generated_tokens(out[0, ids.shape[1]:].tolist(), tok.eos_token_id)
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            do_sample=params.temperature > 0,
+            temperature=params.temperature or None,
+            top_p=params.top_p,
+            max_new_tokens=params.max_new_tokens,
+            eos_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id,
+        )
+        total += generated_tokens(out[0, ids.shape[1] :].tolist(), tok.eos_token_id)
     return total
 
 
@@ -80,8 +86,10 @@ def main() -> None:
     t_naive = time.perf_counter() - t0
 
     batched, naive = n_batched / t_batched, n_naive / t_naive
-    print(f"model: {param_count(model) / 1e6:.2f}M params on {args.device} ({args.threads} CPU threads); "
-          f"{len(prompts)} prompts, max_new_tokens {args.max_new_tokens}, T={args.temperature}")
+    print(
+        f"model: {param_count(model) / 1e6:.2f}M params on {args.device} ({args.threads} CPU threads); "
+        f"{len(prompts)} prompts, max_new_tokens {args.max_new_tokens}, T={args.temperature}"
+    )
     print(f"{'':28}{'tokens':>8}{'seconds':>10}{'tokens/s':>12}")
     print(f"{'HF engine (batched, KV)':28}{n_batched:>8}{t_batched:>10.2f}{batched:>12.0f}")
     print(f"{'naive per-prompt generate':28}{n_naive:>8}{t_naive:>10.2f}{naive:>12.0f}")

@@ -5,7 +5,8 @@ Each cell runs the smoke config (4 rounds) through the CLI with `PLANACT_FAULT=<
 Points in the flow process kill the driver (the run must resume when re-run); points in Ray actors
 kill a trainer, an engine or the experience pool (the run must survive: supervision recreates the
 actor and the Prefect task retries); `<point>@supervisor` kills the schedulemesh supervisor at that
-point instead (Ray restarts it, it recreates the agents that died with it from its state file). After the run (and the resume, if the driver died) the cell
+point instead (Ray restarts it, it recreates the agents that died with it from its state file). After the run (and
+the resume, if the driver died) the cell
 checks what a user relies on:
   * rounds 1..4 completed, each once in the round table;
   * no MLflow metric step logged twice or missing (success, losses, rewards);
@@ -43,19 +44,19 @@ from planact.experience import ExperienceStore  # noqa: E402
 
 # (point, n): the n-th pass of the point in one process, chosen to land in round 2 of the smoke run.
 CELLS = [
-    ("flow.round_recorded", 2),    # driver: round 2 ran, its checkpoint not taken yet
-    ("flow.mid_checkpoint", 3),    # driver: round 2's checkpoint on disk, state not pointing at it
-    ("flow.mid_metrics", 3),       # driver: some metrics logged to MLflow, the rest pending
-    ("trainer.mid_train", 2),      # a trainer actor: gradient step taken, not published
-    ("trainer.mid_sync", 3),       # a trainer actor: weights about to reach the engine
+    ("flow.round_recorded", 2),  # driver: round 2 ran, its checkpoint not taken yet
+    ("flow.mid_checkpoint", 3),  # driver: round 2's checkpoint on disk, state not pointing at it
+    ("flow.mid_metrics", 3),  # driver: some metrics logged to MLflow, the rest pending
+    ("trainer.mid_train", 2),  # a trainer actor: gradient step taken, not published
+    ("trainer.mid_sync", 3),  # a trainer actor: weights about to reach the engine
     ("trainer.mid_checkpoint", 2),  # a trainer actor: weights written, optimizer state not yet
-    ("engine.mid_generate", 4),    # an engine actor: mid-generation
-    ("pool.mid_append", 3),        # the experience pool actor: items sent, not on disk
+    ("engine.mid_generate", 4),  # an engine actor: mid-generation
+    ("pool.mid_append", 3),  # the experience pool actor: items sent, not on disk
     ("orchestrator.mid_arrive", 3),  # the barrier's orchestrator actor: an arrival recorded, not released
     ("engine.mid_generate@supervisor", 4),  # the scheduler head mid-generation: its agents die with it
-    ("trainer.mid_train@supervisor", 2),    # the scheduler head while a trainer steps
-    ("outage.mlflow", 30),         # the MLflow tracking server down for 30 s from the end of round 1
-    ("outage.prefect", 30),        # the Prefect API server down for 30 s from the end of round 1
+    ("trainer.mid_train@supervisor", 2),  # the scheduler head while a trainer steps
+    ("outage.mlflow", 30),  # the MLflow tracking server down for 30 s from the end of round 1
+    ("outage.prefect", 30),  # the Prefect API server down for 30 s from the end of round 1
 ]
 KEYS = ("success", "planner/loss", "actor/loss", "planner/reward_mean", "actor/reward_mean")
 
@@ -101,22 +102,44 @@ def _serve(args: list[str], env: dict, health: str, log: Path | None = None) -> 
 def start_prefect(home: Path, port: int | None = None) -> tuple[subprocess.Popen, str]:
     """One Prefect server for every cell (a run without one starts a temporary server each time)."""
     port = port or free_port()
-    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-           "PREFECT_UI_ENABLED": "false"}
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(home),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_UI_ENABLED": "false",
+    }
     env.pop("PREFECT_API_URL", None)
     url = f"http://127.0.0.1:{port}/api"
-    proc = _serve([str(Path(sys.executable).parent / "prefect"), "server", "start", "--host", "127.0.0.1",
-                   "--port", str(port)], env, url + "/health")
+    proc = _serve(
+        [str(Path(sys.executable).parent / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env,
+        url + "/health",
+    )
     return proc, url
 
 
 def start_mlflow(root: Path, port: int) -> subprocess.Popen:
     """An MLflow tracking server over the cell's own SQLite store (what `check` reads afterwards)."""
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    return _serve([str(Path(sys.executable).parent / "mlflow"), "server", "--backend-store-uri",
-                   f"sqlite:///{root / 'mlflow.db'}", "--artifacts-destination", str(root / "mlartifacts"),
-                   "--host", "127.0.0.1", "--port", str(port), "--workers", "1"], env,
-                  f"http://127.0.0.1:{port}/health", root / "mlflow-server.log")
+    return _serve(
+        [
+            str(Path(sys.executable).parent / "mlflow"),
+            "server",
+            "--backend-store-uri",
+            f"sqlite:///{root / 'mlflow.db'}",
+            "--artifacts-destination",
+            str(root / "mlartifacts"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        env,
+        f"http://127.0.0.1:{port}/health",
+        root / "mlflow-server.log",
+    )
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -155,8 +178,22 @@ class Outage(threading.Thread):
 
 def run_cli(root: Path, rounds: int, env: dict, log: Path, extra: tuple[str, ...] = ()) -> int:
     """One training CLI run to its end; its whole process tree is gone afterwards."""
-    args = [sys.executable, "-m", "flows.plan_act", "--config", "configs/smoke.yaml", "--set", f"checkpoint.root={root}",
-            "--set", "run_name=fm", "--set", f"rounds={rounds}", "--set", "tracking.register_models=false", *extra]
+    args = [
+        sys.executable,
+        "-m",
+        "flows.plan_act",
+        "--config",
+        "configs/smoke.yaml",
+        "--set",
+        f"checkpoint.root={root}",
+        "--set",
+        "run_name=fm",
+        "--set",
+        f"rounds={rounds}",
+        "--set",
+        "tracking.register_models=false",
+        *extra,
+    ]
     with open(log, "a") as fh:
         proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
         try:
@@ -189,8 +226,10 @@ def check(root: Path, rounds: int) -> list[str]:
     for role in ("planner", "actor"):  # warm start publishes version 1, every round's update one more
         meta = json.loads((Path(state["checkpoint"]) / role / "meta.json").read_text())
         if meta["weight_version"] != rounds + 1:
-            problems.append(f"{role} weight_version {meta['weight_version']} (expected {rounds + 1}: an update lost "
-                            "or applied twice)")
+            problems.append(
+                f"{role} weight_version {meta['weight_version']} (expected {rounds + 1}: an update lost "
+                "or applied twice)"
+            )
     client = MlflowClient(f"sqlite:///{root / 'mlflow.db'}")
     for key in KEYS:
         steps = sorted(m.step for m in client.get_metric_history(state["mlflow_run_id"], key))
@@ -205,9 +244,18 @@ def check(root: Path, rounds: int) -> list[str]:
     return problems
 
 
-PIPELINED = ("--set", "pipeline.max_staleness=1", "--set", "planner.resources.colocate_trainer=false",
-             "--set", "actor.resources.colocate_trainer=false", "--set", "planner.resources.num_cpus=0.4",
-             "--set", "actor.resources.num_cpus=0.4")
+PIPELINED = (
+    "--set",
+    "pipeline.max_staleness=1",
+    "--set",
+    "planner.resources.colocate_trainer=false",
+    "--set",
+    "actor.resources.colocate_trainer=false",
+    "--set",
+    "planner.resources.num_cpus=0.4",
+    "--set",
+    "actor.resources.num_cpus=0.4",
+)
 
 
 def cell(point: str, nth: int, rounds: int, work: Path, prefect: dict, base: tuple[str, ...] = ()) -> str:
@@ -216,19 +264,29 @@ def cell(point: str, nth: int, rounds: int, work: Path, prefect: dict, base: tup
     point, _, victim = point.partition("@")
     root = work / f"{point}-{nth}{'-' + victim if victim else ''}"
     root.mkdir(parents=True)
-    env = {**os.environ, "PREFECT_API_URL": prefect["url"], "PLANACT_FAULT_DIR": str(root),
-           "TOKENIZERS_PARALLELISM": "false", "RAY_USAGE_STATS_ENABLED": "0"}
+    env = {
+        **os.environ,
+        "PREFECT_API_URL": prefect["url"],
+        "PLANACT_FAULT_DIR": str(root),
+        "TOKENIZERS_PARALLELISM": "false",
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
     extra: tuple[str, ...] = base
     outage = mlflow = None
     if point == "outage.mlflow":
         port = free_port()
         mlflow = {"proc": start_mlflow(root, port)}
         extra = (*base, "--set", f"tracking.tracking_uri=http://127.0.0.1:{port}")
-        outage = Outage(root, lambda: stop(mlflow["proc"]),
-                        lambda: mlflow.update(proc=start_mlflow(root, port)), seconds=nth)
+        outage = Outage(
+            root, lambda: stop(mlflow["proc"]), lambda: mlflow.update(proc=start_mlflow(root, port)), seconds=nth
+        )
     elif point == "outage.prefect":
-        outage = Outage(root, lambda: stop(prefect["proc"]),
-                        lambda: prefect.update(proc=start_prefect(prefect["home"], prefect["port"])[0]), seconds=nth)
+        outage = Outage(
+            root,
+            lambda: stop(prefect["proc"]),
+            lambda: prefect.update(proc=start_prefect(prefect["home"], prefect["port"])[0]),
+            seconds=nth,
+        )
     else:
         env["PLANACT_FAULT"] = f"{point}:{nth}" + (f"@{victim}" if victim else "")
     before = ray_processes()
@@ -260,8 +318,9 @@ def cell(point: str, nth: int, rounds: int, work: Path, prefect: dict, base: tup
         return "fault never fired (point not reached)"
     if rc != 0:
         return f"FAILED: exit {rc} after resume (see {log})"
-    problems = check(root, rounds) + ([f"{len(orphans)} Ray processes left after 20 s ({', '.join(names)})"]
-                                      if orphans else [])
+    problems = check(root, rounds) + (
+        [f"{len(orphans)} Ray processes left after 20 s ({', '.join(names)})"] if orphans else []
+    )
     if problems:
         return "FAILED: " + "; ".join(problems)
     return "resumed, nothing lost" if resumed else "completed"
@@ -272,8 +331,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tiny", action="store_true", help="one cell, 2 rounds (tests)")
     ap.add_argument("--points", nargs="+", default=None, help="run only these points")
-    ap.add_argument("--pipelined", action="store_true",
-                    help="every cell with pipeline.max_staleness 1 (separate trainer actors, rounds overlapping)")
+    ap.add_argument(
+        "--pipelined",
+        action="store_true",
+        help="every cell with pipeline.max_staleness 1 (separate trainer actors, rounds overlapping)",
+    )
     args = ap.parse_args(argv)
     cells = [("trainer.mid_train", 2)] if args.tiny else [c for c in CELLS if not args.points or c[0] in args.points]
     rounds = 2 if args.tiny else 4

@@ -50,8 +50,9 @@ def reward(text: str, target: str) -> float:
     return n / len(target)
 
 
-def run_once(device: str, seed: int, sft_steps: int, rounds: int, group: int, weights_out: str,
-             hidden: int = 64, layers: int = 2) -> dict:
+def run_once(
+    device: str, seed: int, sft_steps: int, rounds: int, group: int, weights_out: str, hidden: int = 64, layers: int = 2
+) -> dict:
     """One repeat: SFT then GRPO rounds on `device`; digests of samples and final weights."""
     torch.manual_seed(seed)
     tok = build_tokenizer()
@@ -59,28 +60,38 @@ def run_once(device: str, seed: int, sft_steps: int, rounds: int, group: int, we
     model = build_tiny_model(spec, len(tok), seed, tok).to(device)
     demos = [(encode_prompt(tok, p), tok.encode(t, add_special_tokens=False) + [tok.eos_token_id]) for p, t in TASKS]
     t0 = time.perf_counter()
-    sft(model, tok.pad_token_id, demos, WarmStartConfig(steps=sft_steps, batch_size=16, lr=3e-3, warmup_steps=5),
-        seed=seed)
+    sft(
+        model,
+        tok.pad_token_id,
+        demos,
+        WarmStartConfig(steps=sft_steps, batch_size=16, lr=3e-3, warmup_steps=5),
+        seed=seed,
+    )
     trainer = RoleTrainer(model, tok.pad_token_id, RLConfig(lr=1e-3, warmup_steps=0, num_minibatches=2), 1.0)
     engine = HFEngine(model, tok)
     samples_hash = hashlib.sha256()
     for r in range(rounds):
-        comps = engine.generate([p for p, _ in TASKS], SamplingParams(temperature=1.0, max_new_tokens=6, n=group,
-                                                                      seed=seed * 1000 + r))
+        comps = engine.generate(
+            [p for p, _ in TASKS], SamplingParams(temperature=1.0, max_new_tokens=6, n=group, seed=seed * 1000 + r)
+        )
         samples = []
         for (_, target), grp in zip(TASKS, comps):
             adv = group_advantages(torch.tensor([[reward(c.text, target) for c in grp]]))[0].tolist()
             for c, a in zip(grp, adv):
                 samples_hash.update(json.dumps([c.token_ids, c.logprobs]).encode())
-                samples.append({"prompt_ids": c.prompt_ids, "token_ids": c.token_ids, "logprobs": c.logprobs,
-                                "advantage": a})
+                samples.append(
+                    {"prompt_ids": c.prompt_ids, "token_ids": c.token_ids, "logprobs": c.logprobs, "advantage": a}
+                )
         trainer.train_step(samples)
         engine.weight_version += 1
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     torch.save(state, weights_out)
     weights_hash = hashlib.sha256(b"".join(state[k].numpy().tobytes() for k in sorted(state)))
-    return {"samples": samples_hash.hexdigest()[:16], "weights": weights_hash.hexdigest()[:16],
-            "seconds": round(time.perf_counter() - t0, 2)}
+    return {
+        "samples": samples_hash.hexdigest()[:16],
+        "weights": weights_hash.hexdigest()[:16],
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
 
 
 def child(args: argparse.Namespace) -> None:
@@ -89,8 +100,13 @@ def child(args: argparse.Namespace) -> None:
     if args.mode == "cuda-deterministic":
         torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)  # one float path on CPU whatever the core count
-    print(json.dumps(run_once(device, args.seed, args.sft_steps, args.rounds, args.group, args.weights_out,
-                                args.hidden, args.layers)))
+    print(
+        json.dumps(
+            run_once(
+                device, args.seed, args.sft_steps, args.rounds, args.group, args.weights_out, args.hidden, args.layers
+            )
+        )
+    )
 
 
 def main() -> None:
@@ -113,8 +129,11 @@ def main() -> None:
     modes = ["cpu"] + (["cuda", "cuda-deterministic"] if torch.cuda.is_available() and not args.tiny else [])
     if not torch.cuda.is_available():
         print("no CUDA device: CPU only")
-    print(f"seed {args.seed}, hidden {args.hidden} x {args.layers} layers, {args.sft_steps} SFT steps, {args.rounds} GRPO rounds x {len(TASKS)} prompts x "
-          f"{args.group} samples, {args.repeats} repeats per mode, one process each")
+    print(
+        f"seed {args.seed}, hidden {args.hidden} x {args.layers} layers, {args.sft_steps} SFT steps, {args.rounds} "
+        f"GRPO rounds x {len(TASKS)} prompts x "
+        f"{args.group} samples, {args.repeats} repeats per mode, one process each"
+    )
     results: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for mode in modes:
@@ -123,16 +142,35 @@ def main() -> None:
                 env["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
             for i in range(args.repeats):
                 out = Path(tmp) / f"{mode}-{i}.pt"
-                cmd = [sys.executable, __file__, "--mode", mode, "--weights-out", str(out), "--seed", str(args.seed),
-                       "--sft-steps", str(args.sft_steps), "--rounds", str(args.rounds), "--group", str(args.group),
-                       "--hidden", str(args.hidden), "--layers", str(args.layers)]
+                cmd = [
+                    sys.executable,
+                    __file__,
+                    "--mode",
+                    mode,
+                    "--weights-out",
+                    str(out),
+                    "--seed",
+                    str(args.seed),
+                    "--sft-steps",
+                    str(args.sft_steps),
+                    "--rounds",
+                    str(args.rounds),
+                    "--group",
+                    str(args.group),
+                    "--hidden",
+                    str(args.hidden),
+                    "--layers",
+                    str(args.layers),
+                ]
                 proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
                 if proc.returncode != 0:
                     raise SystemExit(f"{mode} repeat {i} failed:\n{proc.stderr[-3000:]}")
                 results.setdefault(mode, []).append({**json.loads(proc.stdout.strip().splitlines()[-1]), "path": out})
         ref = torch.load(results["cpu"][0]["path"])
-        print(f"{'mode':<20} {'samples equal':>14} {'weights equal':>14} {'max |dw| repeats':>17} "
-              f"{'max |dw| vs cpu':>16} {'s per run':>10}")
+        print(
+            f"{'mode':<20} {'samples equal':>14} {'weights equal':>14} {'max |dw| repeats':>17} "
+            f"{'max |dw| vs cpu':>16} {'s per run':>10}"
+        )
         for mode, reps in results.items():
             ws = [torch.load(r["path"]) for r in reps]
             d_rep = max(float((ws[0][k] - w[k]).abs().max()) for w in ws[1:] for k in ref) if len(ws) > 1 else 0.0

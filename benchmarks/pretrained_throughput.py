@@ -48,7 +48,7 @@ def repair_request(max_candidates: int, context_chars: int) -> tuple[str, list[s
     # The first function of at most 1,200 characters (the repair configs' bound) with enough candidate
     # edits, else the one with the most: the same on every machine with the same Python.
     for fn in (n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef)):
-        text = "".join(lines[fn.lineno - 1:fn.end_lineno])
+        text = "".join(lines[fn.lineno - 1 : fn.end_lineno])
         cands = [c.edit["new"] for c in candidate_edits("textwrap.py", fn.lineno, text)] if len(text) <= 1200 else []
         if len(cands) > len(best[2]):
             best = (fn.lineno, text, cands)
@@ -73,8 +73,14 @@ def scoring(engine: HFEngine, prompt: str, cands: list[str]) -> dict:
     one_by_one = HFEngine(engine.model, engine.tokenizer, max_batch=1)
     alone, t_alone = timed(lambda: one_by_one._score(p_ids, c_ids, 1.0))
     diff = max(abs(a - b) for x, y in zip(shared, alone) for a, b in zip(x, y))
-    return {"prompt_tokens": len(p_ids), "candidates": len(cands), "tokens": tokens, "shared_s": t_shared,
-            "alone_s": t_alone, "max_abs_diff": diff}
+    return {
+        "prompt_tokens": len(p_ids),
+        "candidates": len(cands),
+        "tokens": tokens,
+        "shared_s": t_shared,
+        "alone_s": t_alone,
+        "max_abs_diff": diff,
+    }
 
 
 def generation(engine: HFEngine, prompts: list[str], max_new: int) -> dict:
@@ -82,16 +88,27 @@ def generation(engine: HFEngine, prompts: list[str], max_new: int) -> dict:
     params = SamplingParams(temperature=0.0, max_new_tokens=max_new, n=1, seed=0)
     batched, t_b = timed(lambda: engine.generate(prompts, params))
     single, t_s = timed(lambda: [engine.generate([p], params)[0] for p in prompts])
-    return {"prompts": len(prompts), "tokens_batched": sum(len(g[0].token_ids) for g in batched), "batched_s": t_b,
-            "tokens_single": sum(len(g[0].token_ids) for g in single), "single_s": t_s}
+    return {
+        "prompts": len(prompts),
+        "tokens_batched": sum(len(g[0].token_ids) for g in batched),
+        "batched_s": t_b,
+        "tokens_single": sum(len(g[0].token_ids) for g in single),
+        "single_s": t_s,
+    }
 
 
 def training(model, tok, prompt: str, cands: list[str], lora: LoRAConfig, samples: int) -> dict:
     """One GRPO step over the same samples: LoRA adapters vs every weight."""
     engine = HFEngine(model, tok)
     p_ids = engine.encode(prompt, raw=True)
-    batch = [{"prompt_ids": p_ids, "token_ids": tok.encode(c, add_special_tokens=False) + [tok.eos_token_id],
-              "advantage": 1.0 if i % 2 else -1.0} for i, c in enumerate((cands * samples)[:samples])]
+    batch = [
+        {
+            "prompt_ids": p_ids,
+            "token_ids": tok.encode(c, add_special_tokens=False) + [tok.eos_token_id],
+            "advantage": 1.0 if i % 2 else -1.0,
+        }
+        for i, c in enumerate((cands * samples)[:samples])
+    ]
     for s in batch:  # the engine's logprobs make the first step exactly on-policy
         s["logprobs"] = engine._score(p_ids, [s["token_ids"]], 1.0)[0]
     out = {}
@@ -100,8 +117,11 @@ def training(model, tok, prompt: str, cands: list[str], lora: LoRAConfig, sample
         trainer = RoleTrainer(m, tok.pad_token_id, rl, 1.0)
         trainer.train_step(batch[:1])  # warm-up: optimizer state, allocator
         metrics = trainer.train_step(batch)
-        out[name] = {"tokens_per_s": metrics["tokens_per_s"], "seconds": metrics["train_time_s"],
-                     "trainable": param_count(m, trainable_only=True)}
+        out[name] = {
+            "tokens_per_s": metrics["tokens_per_s"],
+            "seconds": metrics["train_time_s"],
+            "trainable": param_count(m, trainable_only=True),
+        }
     out["tokens"] = sum(len(s["token_ids"]) for s in batch)
     return out
 
@@ -109,7 +129,9 @@ def training(model, tok, prompt: str, cands: list[str], lora: LoRAConfig, sample
 def main() -> None:
     """Measure and print the three comparisons."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="planact:smollm2-135m-instruct", help="model_path (folder, planact:<name>, models:/...)")
+    ap.add_argument(
+        "--model", default="planact:smollm2-135m-instruct", help="model_path (folder, planact:<name>, models:/...)"
+    )
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (a Ray actor's default is 1)")
     ap.add_argument("--candidates", type=int, default=12)
     ap.add_argument("--context-chars", type=int, default=1500)
@@ -120,32 +142,44 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     if args.tiny:
-        path = materialize_tiny(TinyModelSpec(tokenizer="bpe", vocab_size=400, max_positions=512),
-                                Path(tempfile.mkdtemp()) / "tiny", seed=0,
-                                texts=lambda: [Path(inspect.getsourcefile(textwrap)).read_text()])
+        path = materialize_tiny(
+            TinyModelSpec(tokenizer="bpe", vocab_size=400, max_positions=512),
+            Path(tempfile.mkdtemp()) / "tiny",
+            seed=0,
+            texts=lambda: [Path(inspect.getsourcefile(textwrap)).read_text()],
+        )
         args.candidates, args.context_chars, args.prompts, args.max_new_tokens, args.samples = 4, 400, 4, 8, 4
     else:
         path = resolve_model(args.model)
     model, tok = load_model(path)
     engine = HFEngine(model, tok)
     prompt, cands = repair_request(args.candidates, args.context_chars)
-    questions = [f"Write a Python function that returns the {w} of a list." for w in
-                 ("sum", "maximum", "minimum", "mean", "median", "length", "product", "reverse")][:args.prompts]
+    questions = [
+        f"Write a Python function that returns the {w} of a list."
+        for w in ("sum", "maximum", "minimum", "mean", "median", "length", "product", "reverse")
+    ][: args.prompts]
     print(f"model: {path} ({param_count(model) / 1e6:.1f}M parameters), {args.threads} CPU thread(s)")
     s = scoring(engine, prompt, cands)
     shared, alone = s["tokens"] / s["shared_s"], s["tokens"] / s["alone_s"]
-    print(f"scoring  {s['candidates']} candidate functions ({s['tokens']} tokens) after {s['prompt_tokens']} prompt tokens: "
-          f"shared prefix {shared:.0f} tokens/s ({s['shared_s']:.1f} s), each alone {alone:.0f} tokens/s "
-          f"({s['alone_s']:.1f} s); ratio {shared / alone:.2f}x; largest logprob difference {s['max_abs_diff']:.1e}")
+    print(
+        f"scoring  {s['candidates']} candidate functions ({s['tokens']} tokens) after {s['prompt_tokens']} prompt "
+        "tokens: "
+        f"shared prefix {shared:.0f} tokens/s ({s['shared_s']:.1f} s), each alone {alone:.0f} tokens/s "
+        f"({s['alone_s']:.1f} s); ratio {shared / alone:.2f}x; largest logprob difference {s['max_abs_diff']:.1e}"
+    )
     g = generation(engine, questions, args.max_new_tokens)
     b, o = g["tokens_batched"] / g["batched_s"], g["tokens_single"] / g["single_s"]
-    print(f"generate {g['prompts']} chat prompts, up to {args.max_new_tokens} new tokens: batched {b:.0f} tokens/s, "
-          f"one by one {o:.0f} tokens/s; ratio {b / o:.2f}x")
+    print(
+        f"generate {g['prompts']} chat prompts, up to {args.max_new_tokens} new tokens: batched {b:.0f} tokens/s, "
+        f"one by one {o:.0f} tokens/s; ratio {b / o:.2f}x"
+    )
     t = training(model, tok, prompt, cands, LoRAConfig(enabled=True), args.samples)
-    print(f"training one GRPO step, {args.samples} samples ({t['tokens']} response tokens): LoRA "
-          f"{t['lora']['tokens_per_s']:.0f} tokens/s ({t['lora']['trainable']:,} trainable), full fine-tuning "
-          f"{t['full']['tokens_per_s']:.0f} tokens/s ({t['full']['trainable']:,}); ratio "
-          f"{t['lora']['tokens_per_s'] / t['full']['tokens_per_s']:.2f}x")
+    print(
+        f"training one GRPO step, {args.samples} samples ({t['tokens']} response tokens): LoRA "
+        f"{t['lora']['tokens_per_s']:.0f} tokens/s ({t['lora']['trainable']:,} trainable), full fine-tuning "
+        f"{t['full']['tokens_per_s']:.0f} tokens/s ({t['full']['trainable']:,}); ratio "
+        f"{t['lora']['tokens_per_s'] / t['full']['tokens_per_s']:.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -85,7 +85,9 @@ def one_seed(args, seed: int) -> dict:
     """Warm start, both arms and every evaluation for one seed."""
     root = tempfile.mkdtemp(prefix="planact-repair-rl-")
     measurement = [] if args.tiny else WHOLE_SPLITS + PLATEAU
-    cfg = load_config(args.config, measurement + args.overrides + [f"checkpoint.root={root}", f"run_name=seed{seed}", f"seed={seed}"])
+    cfg = load_config(
+        args.config, measurement + args.overrides + [f"checkpoint.root={root}", f"run_name=seed{seed}", f"seed={seed}"]
+    )
     env = make_env(cfg)
     t0 = time.perf_counter()
     base = (RoleWorker(cfg, "planner"), RoleWorker(cfg, "actor"))
@@ -98,8 +100,12 @@ def one_seed(args, seed: int) -> dict:
     warnings.filterwarnings("ignore", message=r"Seems like `optimizer.step\(\)` has been overridden")
     rl = tuple(copy.deepcopy(w) for w in base)
     sf = tuple(copy.deepcopy(w) for w in base)
-    out = {"seed": seed, "warm_start_s": ws_s, "warm_start_loss": {r: [p for p in c if "loss" in p][-1]["loss"] for r, c in curves.items()},
-           "warm_start_plateau": {r: stop for r, c in curves.items() if (stop := plateau(c))}}
+    out = {
+        "seed": seed,
+        "warm_start_s": ws_s,
+        "warm_start_loss": {r: [p for p in c if "loss" in p][-1]["loss"] for r, c in curves.items()},
+        "warm_start_plateau": {r: stop for r, c in curves.items() if (stop := plateau(c))},
+    }
     out["warm"] = env.evaluate(*base)
     _progress(seed, f"warm start {ws_s:.0f} s", out["warm"])
     out["rl_s"], out["rl_log"] = rl_arm(rl, env, args.rounds or cfg.rounds)
@@ -113,8 +119,12 @@ def one_seed(args, seed: int) -> dict:
 
 
 def _progress(seed: int, what: str, m: dict) -> None:
-    print(f"seed {seed}: {what}; team solve@1 " + ", ".join(f"{s} {m.get(f'{s}/team/solve_at_1', 0):.3f}" for s in SPLITS)
-          + f" (localised {m.get('unseen_functions/team/localised', 0):.2f})", flush=True)
+    print(
+        f"seed {seed}: {what}; team solve@1 "
+        + ", ".join(f"{s} {m.get(f'{s}/team/solve_at_1', 0):.3f}" for s in SPLITS)
+        + f" (localised {m.get('unseen_functions/team/localised', 0):.2f})",
+        flush=True,
+    )
 
 
 def _stat(xs: list[float]) -> str:
@@ -126,19 +136,30 @@ def _stat(xs: list[float]) -> str:
 def report(runs: list[dict], budget: int) -> None:
     """Per-seed lines, then mean +- std over seeds and the differences the targets are stated in."""
     for r in runs:
-        print(f"\nseed {r['seed']}: warm start {r['warm_start_s']:.0f} s (final losses "
-              + ", ".join(f"{k} {v:.3f}" for k, v in r["warm_start_loss"].items())
-              + "".join(f"; {k} stopped at step {v['stopped']}, kept step {v['kept']} (held-out loss {v['heldout_loss']:.3f})"
-                        for k, v in r.get("warm_start_plateau", {}).items())
-              + f"); RL {r['rl_s']:.0f} s; SFT continuation {r['sft_steps']} steps in the same time")
+        print(
+            f"\nseed {r['seed']}: warm start {r['warm_start_s']:.0f} s (final losses "
+            + ", ".join(f"{k} {v:.3f}" for k, v in r["warm_start_loss"].items())
+            + "".join(
+                f"; {k} stopped at step {v['stopped']}, kept step {v['kept']} (held-out loss {v['heldout_loss']:.3f})"
+                for k, v in r.get("warm_start_plateau", {}).items()
+            )
+            + f"); RL {r['rl_s']:.0f} s; SFT continuation {r['sft_steps']} steps in the same time"
+        )
         for split in SPLITS:
             if not r["tasks"][split]:
                 continue
             cells = []
             for b in range(1, budget + 1):
-                row = {name: r[arm].get(f"{split}/{sys_}/solve_at_{b}", float("nan")) for name, arm, sys_ in
-                       (("warm", "warm", "team"), ("RL", "rl", "team"), ("SFT", "sft", "team"),
-                        ("rule", "warm", "rule"), ("random", "warm", "random"))}
+                row = {
+                    name: r[arm].get(f"{split}/{sys_}/solve_at_{b}", float("nan"))
+                    for name, arm, sys_ in (
+                        ("warm", "warm", "team"),
+                        ("RL", "rl", "team"),
+                        ("SFT", "sft", "team"),
+                        ("rule", "warm", "rule"),
+                        ("random", "warm", "random"),
+                    )
+                }
                 cells.append(f"budget {b}: " + " ".join(f"{k} {v:.3f}" for k, v in row.items()))
             print(f"  {split} ({int(r['tasks'][split])} tasks): " + " | ".join(cells))
     print(f"\nmean +- std over {len(runs)} seed(s), budget 1:")
@@ -149,10 +170,15 @@ def report(runs: list[dict], budget: int) -> None:
         warm, rl, sf = ([r[a][key] for r in runs] for a in ("warm", "rl", "sft"))
         rule = [r["warm"][f"{split}/rule/solve_at_1"] for r in runs]
         rnd = [r["warm"][f"{split}/random/solve_at_1"] for r in runs]
-        print(f"  {split:17s} warm {_stat(warm)}  RL {_stat(rl)}  SFT {_stat(sf)}  rule {_stat(rule)}  random {_stat(rnd)}")
-        print(f"  {'':17s} RL - warm {100 * statistics.fmean(a - b for a, b in zip(rl, warm)):+.1f} points, "
-              f"RL - SFT {100 * statistics.fmean(a - b for a, b in zip(rl, sf)):+.1f}, "
-              f"RL - rule {100 * statistics.fmean(a - b for a, b in zip(rl, rule)):+.1f}")
+        print(
+            f"  {split:17s} warm {_stat(warm)}  RL {_stat(rl)}  SFT {_stat(sf)}  rule {_stat(rule)}  random "
+            f"{_stat(rnd)}"
+        )
+        print(
+            f"  {'':17s} RL - warm {100 * statistics.fmean(a - b for a, b in zip(rl, warm)):+.1f} points, "
+            f"RL - SFT {100 * statistics.fmean(a - b for a, b in zip(rl, sf)):+.1f}, "
+            f"RL - rule {100 * statistics.fmean(a - b for a, b in zip(rl, rule)):+.1f}"
+        )
 
 
 def main() -> None:
@@ -172,8 +198,10 @@ def main() -> None:
     runs = [one_seed(args, s) for s in args.seeds]
     budget = load_config(args.config, args.overrides).env.repair.eval_budget
     report(runs, budget)
-    print(f"\n(total {time.perf_counter() - t0:.0f} s; test budget = Submits per task, each running FAIL_TO_PASS + "
-          "PASS_TO_PASS; differences in percentage points)")
+    print(
+        f"\n(total {time.perf_counter() - t0:.0f} s; test budget = Submits per task, each running FAIL_TO_PASS + "
+        "PASS_TO_PASS; differences in percentage points)"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(runs, indent=1, default=str))
 

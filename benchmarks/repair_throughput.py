@@ -7,7 +7,8 @@ the target is >= 0.8 on K otherwise idle CPUs. The result cache is off (every ep
 
     python benchmarks/repair_throughput.py                        # the shipped corpus in runs/corpus (built if missing)
     python benchmarks/repair_throughput.py --tasks DIR --slots 4 --n 40
-    python benchmarks/repair_throughput.py --tiny                 # a few tasks of a built-in package (the test runs this)
+    python benchmarks/repair_throughput.py --tiny                 # a few tasks of a built-in package (the test runs
+    this)
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class _NoCache:
 
 def episodes(tasks, slot_count: int) -> float:
     """Seconds to run gold-patch episodes of all `tasks` on `slot_count` slots."""
+
     def run(part):
         env = PlannerEnv(limits=EnvLimits(test_timeout_s=120), cache=_NoCache())
         try:

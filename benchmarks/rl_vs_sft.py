@@ -34,7 +34,6 @@ from planact.rl.trainer import sft_continuation  # noqa: E402
 from planact.rollout import actor_requests, evaluate, score_round  # noqa: E402
 from planact.workers import RoleWorker  # noqa: E402
 
-
 KEYS = ("pass@1", "greedy/success", "greedy/success_but_first")
 
 
@@ -48,8 +47,9 @@ def heldout(workers, env, cfg) -> dict:
     def act_fn(prompts, t, n):
         return a.generate(prompts, t, n=n, seed=2)
 
-    return evaluate([t.to_dict() for t in env.heldout], plan_fn, act_fn, cfg.actor.sampling.temperature,
-                    cfg.tracking.eval_samples)
+    return evaluate(
+        [t.to_dict() for t in env.heldout], plan_fn, act_fn, cfg.actor.sampling.temperature, cfg.tracking.eval_samples
+    )
 
 
 def rl_arm(workers, env, cfg, rounds: int) -> float:
@@ -99,15 +99,25 @@ def one_seed(args, seed: int) -> dict[str, dict]:
     steps = sft_arm(sf, env, cfg, rl_s, cfg.seed)
     m_sft = heldout(sf, env, cfg)
 
-    print(f"\nseed {seed}. RL: {rounds} GRPO rounds in {rl_s:.0f} s; SFT continuation: {steps} steps in the same "
-          f"time (teacher order error {cfg.env.teacher_order_error})")
-    print(f"{'held-out metric':28s} {'warm start':>10s} {'RL':>8s} {'SFT':>8s} {'RL-ws':>8s} {'SFT-ws':>8s} {'RL-SFT':>8s}")
+    print(
+        f"\nseed {seed}. RL: {rounds} GRPO rounds in {rl_s:.0f} s; SFT continuation: {steps} steps in the same "
+        f"time (teacher order error {cfg.env.teacher_order_error})"
+    )
+    print(
+        f"{'held-out metric':28s} {'warm start':>10s} {'RL':>8s} {'SFT':>8s} {'RL-ws':>8s} {'SFT-ws':>8s} "
+        f"{'RL-SFT':>8s}"
+    )
     for key in KEYS:
         a, b, c = m0[key], m_rl[key], m_sft[key]
-        print(f"{key:28s} {a:10.3f} {b:8.3f} {c:8.3f} {100 * (b - a):+8.1f} {100 * (c - a):+8.1f} {100 * (b - c):+8.1f}")
+        print(
+            f"{key:28s} {a:10.3f} {b:8.3f} {c:8.3f} {100 * (b - a):+8.1f} {100 * (c - a):+8.1f} {100 * (b - c):+8.1f}"
+        )
     n = len(env.heldout)
-    print(f"(differences in percentage points; {n} held-out tasks: about +-{100 * (0.25 / n) ** 0.5:.1f} points "
-          "of sampling noise per figure at most)", flush=True)
+    print(
+        f"(differences in percentage points; {n} held-out tasks: about +-{100 * (0.25 / n) ** 0.5:.1f} points "
+        "of sampling noise per figure at most)",
+        flush=True,
+    )
     return {"warm": m0, "rl": m_rl, "sft": m_sft}
 
 
@@ -117,8 +127,13 @@ def main() -> None:
     ap.add_argument("--config", default="configs/demo.yaml")
     ap.add_argument("--rounds", type=int, default=None, help="RL rounds (default: the config's)")
     ap.add_argument("--from", dest="ckpt", default=None, help="a warm-start checkpoint folder to start from (one seed)")
-    ap.add_argument("--seeds", type=int, nargs="+", default=None,
-                    help="independent warm starts (default: the config's seed); mean and spread are printed")
+    ap.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=None,
+        help="independent warm starts (default: the config's seed); mean and spread are printed",
+    )
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -132,12 +147,16 @@ def main() -> None:
     for key in KEYS:
         for arm in ("warm", "rl", "sft"):
             vals = [r[arm][key] for r in runs]
-            print(f"{key:28s} {arm:5s} {statistics.fmean(vals):.3f} ({statistics.stdev(vals):.3f})   "
-                  + " ".join(f"{v:.3f}" for v in vals))
+            print(
+                f"{key:28s} {arm:5s} {statistics.fmean(vals):.3f} ({statistics.stdev(vals):.3f})   "
+                + " ".join(f"{v:.3f}" for v in vals)
+            )
         for a, b in (("rl", "warm"), ("sft", "warm"), ("rl", "sft")):
             diffs = [100 * (r[a][key] - r[b][key]) for r in runs]
-            print(f"{key:28s} {a}-{b:5s} {statistics.fmean(diffs):+.1f} points (sd {statistics.stdev(diffs):.1f})   "
-                  + " ".join(f"{d:+.1f}" for d in diffs))
+            print(
+                f"{key:28s} {a}-{b:5s} {statistics.fmean(diffs):+.1f} points (sd {statistics.stdev(diffs):.1f})   "
+                + " ".join(f"{d:+.1f}" for d in diffs)
+            )
 
 
 if __name__ == "__main__":

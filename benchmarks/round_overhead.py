@@ -83,19 +83,34 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--warmup", type=int, default=2, help="untimed rounds first (Ray worker start-up)")
     ap.add_argument("--blocks", type=int, default=4, help="alternating blocks of loop and flow rounds")
-    ap.add_argument("--from", dest="ckpt", default=None,
-                    help="checkpoint folder to load first (e.g. runs/demo/checkpoints/warm_start) so rollouts have "
-                         "realistic lengths; without it the models are untrained")
+    ap.add_argument(
+        "--from",
+        dest="ckpt",
+        default=None,
+        help="checkpoint folder to load first (e.g. runs/demo/checkpoints/warm_start) so rollouts have "
+        "realistic lengths; without it the models are untrained",
+    )
     ap.add_argument("--set", dest="overrides", action="append", default=[])
-    ap.add_argument("--prefect-state-lines", action="store_true",
-                    help="print Prefect's per-task state lines, as the CLI's flag of that name does")
+    ap.add_argument(
+        "--prefect-state-lines",
+        action="store_true",
+        help="print Prefect's per-task state lines, as the CLI's flag of that name does",
+    )
     ap.add_argument("--tiny", action="store_true", help="smoke config, 1 warm-up + 1 timed round (tests)")
     args = ap.parse_args()
     if args.tiny:
         args.config, args.rounds, args.warmup = "configs/smoke.yaml", 1, 1
     root = tempfile.mkdtemp(prefix="planact-bench-")
-    cfg = load_config(args.config, args.overrides + [f"checkpoint.root={root}", "run_name=bench",
-                                                     "planner.warm_start.enabled=false", "actor.warm_start.enabled=false"])
+    cfg = load_config(
+        args.config,
+        args.overrides
+        + [
+            f"checkpoint.root={root}",
+            "run_name=bench",
+            "planner.warm_start.enabled=false",
+            "actor.warm_start.enabled=false",
+        ],
+    )
     runtime.ensure_prefect_api()
     if not args.prefect_state_lines:  # the console the training CLI gives by default
         os.environ[QUIET_ENV] = "1"
@@ -144,21 +159,32 @@ def main() -> None:
             cpu[side] = [cpu[side][i] + b[i] - a[i] for i in range(2)]
     loop_t = statistics.median(loop_times)
     flow_t = statistics.median(flow_times)
-    print(f"rounds timed: {args.rounds} each, in {blocks} alternating blocks (after {args.warmup} warm-up rounds each), "
-          f"{cfg.env.tasks_per_round} tasks x {cfg.planner.group_size} plans x {cfg.actor.group_size} answers")
+    print(
+        f"rounds timed: {args.rounds} each, in {blocks} alternating blocks (after {args.warmup} warm-up rounds each), "
+        f"{cfg.env.tasks_per_round} tasks x {cfg.planner.group_size} plans x {cfg.actor.group_size} answers"
+    )
     print(f"plain loop : {loop_t:.3f} s/round (median)")
     print(f"prefect flow (rounds as task runs on Ray): {flow_t:.3f} s/round (median)")
-    print(f"orchestration overhead: {flow_t - loop_t:+.3f} s/round = {100 * (flow_t - loop_t) / flow_t:.1f}% of a flow round")
-    print(f"ratio flow/loop: {flow_t / loop_t:.2f} (medians; means {statistics.mean(flow_times):.3f} / "
-          f"{statistics.mean(loop_times):.3f} = {statistics.mean(flow_times) / statistics.mean(loop_times):.2f})")
+    print(
+        f"orchestration overhead: {flow_t - loop_t:+.3f} s/round = {100 * (flow_t - loop_t) / flow_t:.1f}% of a flow "
+        "round"
+    )
+    print(
+        f"ratio flow/loop: {flow_t / loop_t:.2f} (medians; means {statistics.mean(flow_times):.3f} / "
+        f"{statistics.mean(loop_times):.3f} = {statistics.mean(flow_times) / statistics.mean(loop_times):.2f})"
+    )
     for name, times in (("loop", loop_times), ("flow", flow_times)):
         print(f"{name} rounds (s): " + " ".join(f"{t:.2f}" for t in times))
     for side in ("loop", "flow"):  # where a flow round's extra time can go on a machine with few cores
-        print(f"{side} CPU per round: driver {cpu[side][0] / args.rounds:.3f} s, Prefect server "
-              f"{cpu[side][1] / args.rounds:.3f} s; driver in garbage collection {gc_s[side] / args.rounds:.3f} s")
+        print(
+            f"{side} CPU per round: driver {cpu[side][0] / args.rounds:.3f} s, Prefect server "
+            f"{cpu[side][1] / args.rounds:.3f} s; driver in garbage collection {gc_s[side] / args.rounds:.3f} s"
+        )
     for name, rows in (("loop", loop_stages), ("flow", stages)):
-        print(f"{name} stages (median s): " + ", ".join(
-            f"{k[5:-2]} {statistics.median(s[k] for s in rows if k in s):.3f}" for k in rows[-1]))
+        print(
+            f"{name} stages (median s): "
+            + ", ".join(f"{k[5:-2]} {statistics.median(s[k] for s in rows if k in s):.3f}" for k in rows[-1])
+        )
     session.close()
 
 

@@ -44,10 +44,19 @@ def build_model(args) -> torch.nn.Module:
 
     s = GPU_SPEC if args.device.startswith("cuda") else vars(TinyModelSpec(**args.spec))
     vocab = s.get("vocab", 64)
-    cfg = LlamaConfig(vocab_size=vocab, hidden_size=s["hidden_size"], num_hidden_layers=s["num_layers"],
-                      num_attention_heads=s["num_heads"], num_key_value_heads=s["num_heads"],
-                      intermediate_size=s["intermediate_size"], max_position_embeddings=4096,
-                      pad_token_id=0, bos_token_id=1, eos_token_id=2, attn_implementation="eager")
+    cfg = LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=s["hidden_size"],
+        num_hidden_layers=s["num_layers"],
+        num_attention_heads=s["num_heads"],
+        num_key_value_heads=s["num_heads"],
+        intermediate_size=s["intermediate_size"],
+        max_position_embeddings=4096,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        attn_implementation="eager",
+    )
     torch.manual_seed(0)
     return LlamaForCausalLM(cfg).to(args.device)
 
@@ -58,10 +67,15 @@ def make_round(args, vocab: int) -> list[dict]:
     out = []
     for i in range(args.samples):
         p, t = rng.randint(args.length // 4, args.length), rng.randint(args.length // 4, args.length)
-        out.append({"prompt_ids": [rng.randint(3, vocab - 1) for _ in range(p)],
-                    "token_ids": [rng.randint(3, vocab - 1) for _ in range(t)],
-                    "logprobs": [-rng.uniform(0.5, 3.0) for _ in range(t)],
-                    "advantage": rng.choice([-1.0, 1.0]), "sample_id": i})
+        out.append(
+            {
+                "prompt_ids": [rng.randint(3, vocab - 1) for _ in range(p)],
+                "token_ids": [rng.randint(3, vocab - 1) for _ in range(t)],
+                "logprobs": [-rng.uniform(0.5, 3.0) for _ in range(t)],
+                "advantage": rng.choice([-1.0, 1.0]),
+                "sample_id": i,
+            }
+        )
     return out
 
 
@@ -80,7 +94,11 @@ def run_rank(rank: int, world: int, port: int, args, out, sharded: bool = False)
         model = fsdp.shard(model, device)
     trainer = RoleTrainer(model, 0, RLConfig(lr=1e-4, num_minibatches=args.minibatches), temperature=1.0)
     samples = make_round(args, model.config.vocab_size)
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda") else torch.autocast("cpu", enabled=False)
+    autocast = (
+        torch.autocast("cuda", dtype=torch.bfloat16)
+        if device.startswith("cuda")
+        else torch.autocast("cpu", enabled=False)
+    )
     with autocast:
         trainer.train_step(samples, dp)  # warm-up round (allocations, kernels), not timed
     if device.startswith("cuda"):
@@ -116,7 +134,14 @@ def measure(world: int, args, sharded: bool = False) -> dict:
     dt = max(r[1] for r in results)
     tokens, params = results[0][2], results[0][3]
     weights = next(r[4] for r in results if r[0] == 0)
-    return {"world": world, "mode": "fsdp" if sharded else "dp", "seconds": dt, "tokens_per_s": tokens / dt, "params": params, "weights": weights}
+    return {
+        "world": world,
+        "mode": "fsdp" if sharded else "dp",
+        "seconds": dt,
+        "tokens_per_s": tokens / dt,
+        "params": params,
+        "weights": weights,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -129,8 +154,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--steps", type=int, default=3, help="timed rounds per N (after one warm-up round)")
     ap.add_argument("--minibatches", type=int, default=2, help="optimizer steps per round")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per rank")
-    ap.add_argument("--modes", nargs="+", choices=["dp", "fsdp"], default=["dp", "fsdp"],
-                    help="how N > 1 ranks train: full copies (dp) and/or FSDP2 shards (fsdp)")
+    ap.add_argument(
+        "--modes",
+        nargs="+",
+        choices=["dp", "fsdp"],
+        default=["dp", "fsdp"],
+        help="how N > 1 ranks train: full copies (dp) and/or FSDP2 shards (fsdp)",
+    )
     ap.add_argument("--tiny", action="store_true", help="seconds-long budget (tests)")
     args = ap.parse_args(argv)
     args.spec = dict(hidden_size=128, num_layers=4, num_heads=4, intermediate_size=384)
@@ -143,12 +173,20 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(f"--device cuda: {max(args.ranks)} GPUs asked for, {have} visible")
     rows = [measure(n, args, mode == "fsdp") for n in args.ranks for mode in (args.modes if n > 1 else ["dp"])]
     base = rows[0]
-    print(f"trainer scaling on {args.device}: {base['params']:,} parameters, {args.samples} samples of up to "
-          f"{2 * args.length} tokens, {args.minibatches} minibatches, {args.steps} timed rounds")
-    print(f"{'N':>3} {'mode':>5} {'tokens/s':>12} {'ratio to N=' + str(base['world']):>14} {'max |dW| vs N=' + str(base['world']):>18}")
+    print(
+        f"trainer scaling on {args.device}: {base['params']:,} parameters, {args.samples} samples of up to "
+        f"{2 * args.length} tokens, {args.minibatches} minibatches, {args.steps} timed rounds"
+    )
+    print(
+        f"{'N':>3} {'mode':>5} {'tokens/s':>12} {'ratio to N=' + str(base['world']):>14} "
+        f"{'max |dW| vs N=' + str(base['world']):>18}"
+    )
     for r in rows:
         diff = max(float(abs(r["weights"][k] - base["weights"][k]).max()) for k in base["weights"])
-        print(f"{r['world']:>3} {r['mode']:>5} {r['tokens_per_s']:>12.0f} {r['tokens_per_s'] / base['tokens_per_s']:>14.2f} {diff:>18.2e}")
+        print(
+            f"{r['world']:>3} {r['mode']:>5} {r['tokens_per_s']:>12.0f} "
+            f"{r['tokens_per_s'] / base['tokens_per_s']:>14.2f} {diff:>18.2e}"
+        )
     if args.device.startswith("cuda"):
         name = torch.cuda.get_device_name(0)
         peak = next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)

@@ -18,7 +18,6 @@ from collections import defaultdict
 
 # Only names imported from packages may appear in aflow_round: Prefect loads this file as a bare module
 # ('aflow') that Ray workers cannot import, and cloudpickle sends module-level helpers by reference.
-
 from prefect import flow
 from prefect.runtime import flow_run
 from prefect.settings import temporary_settings
@@ -81,8 +80,11 @@ def aflow_round(cfg: AFlowConfig, round_idx: int, salt: int, pool: PoolRef) -> d
 
     # Evaluation fans out: shards x repeats, each a Ray task holding a whole CPU (the executor is compute-bound).
     with remote_options(num_cpus=1):
-        futures = [(rep, evaluate_shard.submit(cfg, round_idx, shard, rep))
-                   for rep in range(cfg.search.validation_repeats) for shard in range(cfg.shards)]
+        futures = [
+            (rep, evaluate_shard.submit(cfg, round_idx, shard, rep))
+            for rep in range(cfg.search.validation_repeats)
+            for shard in range(cfg.shards)
+        ]
         by_repeat: dict[int, list[dict]] = defaultdict(list)
         for rep, fut in futures:
             by_repeat[rep].append(fut.result())
@@ -93,8 +95,9 @@ def aflow_round(cfg: AFlowConfig, round_idx: int, salt: int, pool: PoolRef) -> d
         record_experience(pool, Payload(items))
     if round_idx > 1 and cfg.policy.enabled:
         # Other runs' expansions on this benchmark (the shared pool) are more GiGPO episodes in the group.
-        steps, returns = episodes_from_items(pool.call("query", role="aflow", benchmark=cfg.benchmark),
-                                             cfg.benchmark, exclude_run=cfg.run_name)
+        steps, returns = episodes_from_items(
+            pool.call("query", role="aflow", benchmark=cfg.benchmark), cfg.benchmark, exclude_run=cfg.run_name
+        )
         out.update(train_policy(cfg, steps, returns))
     out["converged"] = convergence_check(cfg)
     out["status"] = "evaluated"
@@ -104,7 +107,8 @@ def aflow_round(cfg: AFlowConfig, round_idx: int, salt: int, pool: PoolRef) -> d
 
 @flow(name="aflow-optimize", log_prints=True)
 def aflow_optimize(config: AFlowConfig = DEMO, parent_run_id: str | None = None) -> dict:
-    """Search workflows with AFlow's MCTS (guided by a GiGPO policy unless disabled); re-running a run name continues it."""
+    """Search workflows with AFlow's MCTS (guided by a GiGPO policy unless disabled); re-running a run name continues
+    it."""
     cfg = validate_aflow_config(config)
     runtime.load_api_secrets(cfg)
     check_aflow_runtime(cfg)
@@ -115,9 +119,18 @@ def aflow_optimize(config: AFlowConfig = DEMO, parent_run_id: str | None = None)
     run_dir.mkdir(parents=True, exist_ok=True)
     state_path = run_dir / "aflow_state.json"
     state = json.loads(state_path.read_text()) if state_path.is_file() else {}
-    tracker = Tracker(cfg, state.get("mlflow_run_id"), parent_run_id=parent_run_id, tags={
-        "prefect.flow_run_id": str(flow_run.get_id()), "prefect.flow_run_name": str(flow_run.get_name()),
-        "workload": "aflow", "benchmark": cfg.benchmark, "policy": str(cfg.policy.enabled)})
+    tracker = Tracker(
+        cfg,
+        state.get("mlflow_run_id"),
+        parent_run_id=parent_run_id,
+        tags={
+            "prefect.flow_run_id": str(flow_run.get_id()),
+            "prefect.flow_run_name": str(flow_run.get_name()),
+            "workload": "aflow",
+            "benchmark": cfg.benchmark,
+            "policy": str(cfg.policy.enabled),
+        },
+    )
     atomic_write(state_path, json.dumps({"mlflow_run_id": tracker.run_id}))
     pool = PoolRef(run_dir.parent / "aflow-experience", f"aflow-experience:{run_dir.parent.name}", "planact")
     _keep = pool_actor(pool.path, pool.name, pool.namespace)  # noqa: F841  owned by this flow run
@@ -127,8 +140,11 @@ def aflow_optimize(config: AFlowConfig = DEMO, parent_run_id: str | None = None)
         r = search.bootstrap()
         if r > 1:
             print(f"continuing {search.ws.root} after round {r - 1}")
-        runner = (RayTaskRunner(address=cfg.ray.address) if cfg.task_runner == "ray"
-                  else ThreadPoolTaskRunner(max_workers=cfg.shards * cfg.search.validation_repeats))
+        runner = (
+            RayTaskRunner(address=cfg.ray.address)
+            if cfg.task_runner == "ray"
+            else ThreadPoolTaskRunner(max_workers=cfg.shards * cfg.search.validation_repeats)
+        )
         round_flow = aflow_round.with_options(task_runner=runner)
         refusals, rows = 0, []
         while r <= cfg.search.max_rounds and refusals <= cfg.search.max_rounds:
@@ -142,24 +158,38 @@ def aflow_optimize(config: AFlowConfig = DEMO, parent_run_id: str | None = None)
                 refusals += 1
                 tracker.log_metrics({"optimizer/refused": float(refusals)}, step=r)
                 continue
-            metrics = {k: out[k] for k in ("score", "std", "total_cost", "best", "acceptance_rate", "errors",
-                                           "parse_failures")}
+            metrics = {
+                k: out[k] for k in ("score", "std", "total_cost", "best", "acceptance_rate", "errors", "parse_failures")
+            }
             metrics.update({k: v for k, v in out.items() if k.startswith("policy/")})
             metrics["round_time_s"] = out["time_s"]
             tracker.log_metrics(metrics, step=r)
             rows.append(out)
-            print(f"round {r}: score {out['score']:.3f} ±{out['std']:.3f}  best {out['best']:.3f}  "
-                  f"({out['time_s']:.1f} s)  {out.get('modification', '')}")
+            print(
+                f"round {r}: score {out['score']:.3f} ±{out['std']:.3f}  best {out['best']:.3f}  "
+                f"({out['time_s']:.1f} s)  {out.get('modification', '')}"
+            )
             if out["converged"]:
                 print(f"converged: top-{cfg.search.top_k} average unchanged for {cfg.search.patience} rounds")
                 break
             r = Search(cfg).next_round()
         final = test_best(cfg)
-        tracker.log_metrics({"best_validation": final["best_validation"], "test_score": final["test_score"],
-                             "best_round": float(final["best_round"])}, step=cfg.search.max_rounds)
-        summary = {**final, **_log_artifacts(cfg, tracker, final["best_round"]),
-                   "round_1": Search(cfg).ws.scores().get(1), "mlflow_run_id": tracker.run_id,
-                   "mlflow_url": tracker.run_url(), "workspace": str(cfg.workspace_dir())}
+        tracker.log_metrics(
+            {
+                "best_validation": final["best_validation"],
+                "test_score": final["test_score"],
+                "best_round": float(final["best_round"]),
+            },
+            step=cfg.search.max_rounds,
+        )
+        summary = {
+            **final,
+            **_log_artifacts(cfg, tracker, final["best_round"]),
+            "round_1": Search(cfg).ws.scores().get(1),
+            "mlflow_run_id": tracker.run_id,
+            "mlflow_url": tracker.run_url(),
+            "workspace": str(cfg.workspace_dir()),
+        }
         runtime.publish_markdown(_markdown(cfg, tracker, final), f"aflow-{cfg.run_name}")
         tracker.finish("FINISHED")
         return summary
@@ -177,9 +207,16 @@ def _log_artifacts(cfg: AFlowConfig, tracker: Tracker, best_round: int) -> dict:
 
 def _markdown(cfg: AFlowConfig, tracker: Tracker, final: dict) -> str:
     ws = Search(cfg).ws
-    lines = [f"# AFlow run `{cfg.run_name}` ({cfg.benchmark})", "", f"MLflow: {tracker.run_url()}", "",
-             f"Best round {final['best_round']}: validation {final['best_validation']:.3f}, test {final['test_score']:.3f}",
-             "", "| round | parent | score | modification |", "|---|---|---|---|"]
+    lines = [
+        f"# AFlow run `{cfg.run_name}` ({cfg.benchmark})",
+        "",
+        f"MLflow: {tracker.run_url()}",
+        "",
+        f"Best round {final['best_round']}: validation {final['best_validation']:.3f}, test {final['test_score']:.3f}",
+        "",
+        "| round | parent | score | modification |",
+        "|---|---|---|---|",
+    ]
     for r, s in ws.scores().items():
         m = ws.meta(r)
         lines.append(f"| {r} | {m.get('parent') or ''} | {s:.3f} | {m.get('modification', '')} |")
@@ -188,17 +225,25 @@ def _markdown(cfg: AFlowConfig, tracker: Tracker, final: dict) -> str:
 
 def print_aflow_summary(run_name: str, summary: dict, seconds: float) -> None:
     """Final lines: round 1 vs best validation score, test score of the best workflow, where things are."""
-    print(f"aflow run '{run_name}' finished in {seconds:.0f} s: round 1 {summary['round_1']:.3f} -> best "
-          f"(round {summary['best_round']}) {summary['best_validation']:.3f} on validation; "
-          f"held-out test {summary['test_score']:.3f}")
+    print(
+        f"aflow run '{run_name}' finished in {seconds:.0f} s: round 1 {summary['round_1']:.3f} -> best "
+        f"(round {summary['best_round']}) {summary['best_validation']:.3f} on validation; "
+        f"held-out test {summary['test_score']:.3f}"
+    )
     for k in ("best_workflow", "tree_png", "workspace", "mlflow_run_id", "mlflow_url"):
         print(f"{k}: {summary[k]}")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: validate the config, then run the search flow."""
-    return runtime.cli(argv, aflow_optimize, load=load_aflow_config, check=check_aflow_runtime,
-                       default_config="configs/aflow-demo.yaml", summary=print_aflow_summary)
+    return runtime.cli(
+        argv,
+        aflow_optimize,
+        load=load_aflow_config,
+        check=check_aflow_runtime,
+        default_config="configs/aflow-demo.yaml",
+        summary=print_aflow_summary,
+    )
 
 
 if __name__ == "__main__":

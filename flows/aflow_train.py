@@ -57,9 +57,16 @@ def aflow_train(config: AFlowConfig = DEMO) -> dict:
     run_dir.mkdir(parents=True, exist_ok=True)
     state_path = run_dir / "optimizer_state.json"
     state = json.loads(state_path.read_text()) if state_path.is_file() else {"iteration": 0}
-    tracker = Tracker(cfg, state.get("mlflow_run_id"), tags={
-        "prefect.flow_run_id": str(flow_run.get_id()), "prefect.flow_run_name": str(flow_run.get_name()),
-        "workload": "aflow-train", "benchmark": ",".join(cfg.trained_benchmarks())})
+    tracker = Tracker(
+        cfg,
+        state.get("mlflow_run_id"),
+        tags={
+            "prefect.flow_run_id": str(flow_run.get_id()),
+            "prefect.flow_run_name": str(flow_run.get_name()),
+            "workload": "aflow-train",
+            "benchmark": ",".join(cfg.trained_benchmarks()),
+        },
+    )
     pool = PoolRef(run_dir / "experience", f"aflow-train:{cfg.run_name}", "planact")
     _keep = pool_actor(pool.path, pool.name, pool.namespace)  # noqa: F841  owned by this flow run
     with runtime.tracked(tracker, owns_ray):
@@ -67,8 +74,10 @@ def aflow_train(config: AFlowConfig = DEMO) -> dict:
         for b in benchmarks:
             print(f"executor ({b}): {prepare_executor(cfg.model_copy(update={'benchmark': b}))}")
         if "checkpoint" not in state:  # a fresh run: the untrained optimizer is iteration 0
-            state.update(mlflow_run_id=tracker.run_id, checkpoint=str(
-                make_optimizer(cfg).save(run_dir / "optimizer" / "iteration_0000")))
+            state.update(
+                mlflow_run_id=tracker.run_id,
+                checkpoint=str(make_optimizer(cfg).save(run_dir / "optimizer" / "iteration_0000")),
+            )
             atomic_write(state_path, json.dumps(state))
         elif state["iteration"]:
             print(f"resuming run {cfg.run_name!r} after iteration {state['iteration']}")
@@ -79,29 +88,51 @@ def aflow_train(config: AFlowConfig = DEMO) -> dict:
             tag = f"it{i}"
             shutil.rmtree(run_dir.parent / f"{cfg.run_name}-{tag}", ignore_errors=True)  # a re-run starts clean
             transitions = fan_out(cfg, state["checkpoint"], training_seeds(cfg, i), tag)
-            out = train_optimizer(cfg, state["checkpoint"], transitions,
-                                  str(run_dir / "optimizer" / f"iteration_{i:04d}"))
+            out = train_optimizer(
+                cfg, state["checkpoint"], transitions, str(run_dir / "optimizer" / f"iteration_{i:04d}")
+            )
             record_experience(pool, Payload(transition_items(cfg.run_name, i, out["transitions"])))
             faults.point("aflow_train.before_commit")  # trained and persisted, not yet the resume point
             # Per-benchmark curves (<benchmark>/best, ...); with several benchmarks also all/<figure> over every search.
-            metrics = {k if "/" in k else f"all/{k}": v for k, v in out["figures"].items()
-                       if "/" in k or len(benchmarks) > 1}
+            metrics = {
+                k if "/" in k else f"all/{k}": v for k, v in out["figures"].items() if "/" in k or len(benchmarks) > 1
+            }
             metrics["time/iteration_s"] = time.perf_counter() - t0
-            state.update(iteration=i, checkpoint=str(run_dir / "optimizer" / f"iteration_{i:04d}"),
-                         pending={"step": i, "metrics": metrics})
+            state.update(
+                iteration=i,
+                checkpoint=str(run_dir / "optimizer" / f"iteration_{i:04d}"),
+                pending={"step": i, "metrics": metrics},
+            )
             atomic_write(state_path, json.dumps(state))
             _log_pending(tracker, state, state_path)
-            print(f"iteration {i}/{cfg.optimizer_rl.iterations}: " + "; ".join(
-                f"{b} mean best {metrics[f'{b}/best']:.3f} outcome {metrics[f'{b}/outcome']:+.3f} "
-                f"({int(metrics[f'{b}/transitions'])} steps, {int(metrics[f'{b}/invalid'])} invalid)" for b in benchmarks)
-                + f" ({metrics['time/iteration_s']:.1f} s)")
-        best = {b: [m.value for m in tracker.client.get_metric_history(tracker.run_id, f"{b}/best")] for b in benchmarks}
+            print(
+                f"iteration {i}/{cfg.optimizer_rl.iterations}: "
+                + "; ".join(
+                    f"{b} mean best {metrics[f'{b}/best']:.3f} outcome {metrics[f'{b}/outcome']:+.3f} "
+                    f"({int(metrics[f'{b}/transitions'])} steps, {int(metrics[f'{b}/invalid'])} invalid)"
+                    for b in benchmarks
+                )
+                + f" ({metrics['time/iteration_s']:.1f} s)"
+            )
+        best = {
+            b: [m.value for m in tracker.client.get_metric_history(tracker.run_id, f"{b}/best")] for b in benchmarks
+        }
         tracker.log_artifact(state["checkpoint"], "optimizer")
         tracker.finish("FINISHED")
-        return {"iterations": state["iteration"], "checkpoint": state["checkpoint"], "mlflow_run_id": tracker.run_id,
-                "mlflow_url": tracker.run_url(),
-                "benchmarks": {b: {"first_best": h[0] if h else None, "last_best": h[-1] if h else None,
-                                   "mean_best": statistics.fmean(h) if h else None} for b, h in best.items()}}
+        return {
+            "iterations": state["iteration"],
+            "checkpoint": state["checkpoint"],
+            "mlflow_run_id": tracker.run_id,
+            "mlflow_url": tracker.run_url(),
+            "benchmarks": {
+                b: {
+                    "first_best": h[0] if h else None,
+                    "last_best": h[-1] if h else None,
+                    "mean_best": statistics.fmean(h) if h else None,
+                }
+                for b, h in best.items()
+            },
+        }
 
 
 def _log_pending(tracker: Tracker, state: dict, state_path) -> None:
@@ -119,16 +150,24 @@ def print_train_summary(run_name: str, summary: dict, seconds: float) -> None:
     print(f"aflow-train run '{run_name}' finished in {seconds:.0f} s after {summary['iterations']} iterations")
     for b, f in summary["benchmarks"].items():
         if f["first_best"] is not None:
-            print(f"{b}: mean best validation of the iteration's searches {f['first_best']:.3f} (first) -> "
-                  f"{f['last_best']:.3f} (last)")
+            print(
+                f"{b}: mean best validation of the iteration's searches {f['first_best']:.3f} (first) -> "
+                f"{f['last_best']:.3f} (last)"
+            )
     for k in ("checkpoint", "mlflow_run_id", "mlflow_url"):
         print(f"{k}: {summary[k]}")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: validate the config, then run the training flow."""
-    return runtime.cli(argv, aflow_train, load=load_aflow_config, check=check_aflow_runtime,
-                       default_config="configs/aflow-train.yaml", summary=print_train_summary)
+    return runtime.cli(
+        argv,
+        aflow_train,
+        load=load_aflow_config,
+        check=check_aflow_runtime,
+        default_config="configs/aflow-train.yaml",
+        summary=print_train_summary,
+    )
 
 
 if __name__ == "__main__":

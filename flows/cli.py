@@ -1,9 +1,9 @@
 """`planact`: one command for planact's workloads and tools (as `prefect`, `mlflow` and `ray` have).
 
-    planact train [--config configs/demo.yaml ...]     the Plan/Act training flow (planact-train)
-    planact repair corpus|evaluate ...                 code-repair corpus and evaluation (planact-repair)
-    planact models import|import-gguf|list ...         pretrained models for offline use
-    planact sandbox [--kind code|pytest]               what a sandbox of each kind can see
+planact train [--config configs/demo.yaml ...]     the Plan/Act training flow (planact-train)
+planact repair corpus|evaluate ...                 code-repair corpus and evaluation (planact-repair)
+planact models import|import-gguf|list ...         pretrained models for offline use
+planact sandbox [--kind code|pytest]               what a sandbox of each kind can see
 """
 
 from __future__ import annotations

@@ -25,8 +25,12 @@ from tasks.plan_act import evaluate_heldout
 
 
 @flow(name="evaluate-checkpoint", log_prints=True)
-def evaluate_checkpoint(config: RunConfig = runtime.DEMO, checkpoint: str | None = None,
-                        planner_model: str | None = None, actor_model: str | None = None) -> dict:
+def evaluate_checkpoint(
+    config: RunConfig = runtime.DEMO,
+    checkpoint: str | None = None,
+    planner_model: str | None = None,
+    actor_model: str | None = None,
+) -> dict:
     """Held-out metrics of a run's checkpoint (default: its last completed one), or of registered models.
 
     `planner_model` / `actor_model` (models:/<name>/<version-or-alias>, or an HF folder) replace that
@@ -35,19 +39,29 @@ def evaluate_checkpoint(config: RunConfig = runtime.DEMO, checkpoint: str | None
     cfg = validate_config(config)
     given = {"planner": planner_model, "actor": actor_model}
     # A given model becomes the role's model_path: the role's actors load it (and its tokenizer) directly.
-    cfg = cfg.model_copy(update={r: getattr(cfg, r).model_copy(update={"model_path": m})
-                                 for r, m in given.items() if m})
+    cfg = cfg.model_copy(
+        update={r: getattr(cfg, r).model_copy(update={"model_path": m}) for r, m in given.items() if m}
+    )
     check_runtime(cfg)
     folder = checkpoint or RunState(cfg.run_dir(), cfg.agent_role).data.get("checkpoint")
     if not folder and not all(given.values()):
-        raise ValueError(f"checkpoint: run {cfg.run_name!r} has no completed checkpoint under {cfg.run_dir()}; "
-                         "train it first, pass checkpoint=<folder>, or pass planner_model and actor_model")
+        raise ValueError(
+            f"checkpoint: run {cfg.run_name!r} has no completed checkpoint under {cfg.run_dir()}; "
+            "train it first, pass checkpoint=<folder>, or pass planner_model and actor_model"
+        )
     source = ", ".join(f"{r} {m}" for r, m in given.items() if m) or str(folder)
     # Own agents under "<run>-eval": a run that is still training keeps its pools untouched.
     ecfg = cfg.model_copy(update={"run_name": f"{cfg.run_name}-eval"})
-    tracker = Tracker(ecfg, tags={"prefect.flow_run_id": str(flow_run.get_id()), "planact.source_run": cfg.run_name,
-                                  "planact.checkpoint": str(folder), "planact.models": source},
-                      run_name=f"{cfg.run_name}-eval")
+    tracker = Tracker(
+        ecfg,
+        tags={
+            "prefect.flow_run_id": str(flow_run.get_id()),
+            "planact.source_run": cfg.run_name,
+            "planact.checkpoint": str(folder),
+            "planact.models": source,
+        },
+        run_name=f"{cfg.run_name}-eval",
+    )
     owns_ray = connect_ray(ecfg, runtime.worker_env())
     groups: list = []
     with runtime.tracked(tracker, owns_ray, otherwise=lambda: groups and agents.delete_role_groups(ecfg, groups)):
@@ -60,8 +74,11 @@ def evaluate_checkpoint(config: RunConfig = runtime.DEMO, checkpoint: str | None
         tracker.log_metrics({f"heldout/{k}": v for k, v in metrics.items()}, step=0)
         tracker.finish("FINISHED")
         rows = "".join(f"| {k} | {v:.3f} |\n" for k, v in sorted(metrics.items()))
-        runtime.publish_markdown(f"# held-out evaluation of `{source}`\n\nMLflow run: {tracker.run_url()}\n\n"
-                                 f"| metric | value |\n|---|---|\n{rows}", f"planact-eval-{cfg.run_name}")
+        runtime.publish_markdown(
+            f"# held-out evaluation of `{source}`\n\nMLflow run: {tracker.run_url()}\n\n"
+            f"| metric | value |\n|---|---|\n{rows}",
+            f"planact-eval-{cfg.run_name}",
+        )
         print("held-out: " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(metrics.items())))
         return {**metrics, "checkpoint": str(folder), "models": source, "mlflow_run_id": tracker.run_id}
 

@@ -34,14 +34,22 @@ def optimise_workflow(cfg: RunConfig, round_idx: int, session: TrainingSession) 
 
     a = cfg.aflow
     acfg = AFlowConfig(
-        run_name=f"{cfg.run_name}-aflow-r{round_idx}", root=str(session.run_dir / "aflow"), seed=cfg.seed,
-        limit=a.limit, shards=a.shards, task_runner=a.task_runner, executor={"kind": "planact", "checkpoint": str(session.checkpoint_folder(round_idx))},
+        run_name=f"{cfg.run_name}-aflow-r{round_idx}",
+        root=str(session.run_dir / "aflow"),
+        seed=cfg.seed,
+        limit=a.limit,
+        shards=a.shards,
+        task_runner=a.task_runner,
+        executor={"kind": "planact", "checkpoint": str(session.checkpoint_folder(round_idx))},
         search={"max_rounds": a.max_rounds, "validation_repeats": a.validation_repeats},
-        policy={"enabled": a.policy}, ray=cfg.ray.model_dump(),
-        tracking={"tracking_uri": session.tracker.uri, "experiment": cfg.tracking.experiment})
+        policy={"enabled": a.policy},
+        ray=cfg.ray.model_dump(),
+        tracking={"tracking_uri": session.tracker.uri, "experiment": cfg.tracking.experiment},
+    )
     out = aflow_optimize(acfg, parent_run_id=session.tracker.run_id)
-    session.tracker.log_metrics({"aflow/best_validation": out["best_validation"], "aflow/test_score": out["test_score"]},
-                               step=round_idx)
+    session.tracker.log_metrics(
+        {"aflow/best_validation": out["best_validation"], "aflow/test_score": out["test_score"]}, step=round_idx
+    )
     return out
 
 
@@ -51,9 +59,15 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
     cfg = validate_config(config)
     runtime.load_api_secrets(cfg)
     check_runtime(cfg)
-    session = TrainingSession(cfg, env_vars=runtime.worker_env(), tags={
-        "prefect.flow_run_id": str(flow_run.get_id()), "prefect.flow_run_name": str(flow_run.get_name()),
-        "agent_role": cfg.agent_role})
+    session = TrainingSession(
+        cfg,
+        env_vars=runtime.worker_env(),
+        tags={
+            "prefect.flow_run_id": str(flow_run.get_id()),
+            "prefect.flow_run_name": str(flow_run.get_name()),
+            "agent_role": cfg.agent_role,
+        },
+    )
     try:
         planner, actor = session.ensure_agents(preload=("tasks.plan_act",))
         groups = session.groups(planner, actor)
@@ -61,8 +75,11 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
 
         if session.needs_warm_start:
             with remote_options(num_cpus=cfg.ray.task_num_cpus):  # both roles at once
-                curves = {g.role: runtime.agent_stage(named(warm_start, 0, f"warm-start-{g.role}"), cfg).submit(g, cfg.seed)
-                          for g in trained if getattr(cfg, g.role).warm_start.enabled}
+                curves = {
+                    g.role: runtime.agent_stage(named(warm_start, 0, f"warm-start-{g.role}"), cfg).submit(g, cfg.seed)
+                    for g in trained
+                    if getattr(cfg, g.role).warm_start.enabled
+                }
                 session.record_warm_start({role: f.result() for role, f in curves.items()})
             session.commit(0, named(checkpoint, 0, "checkpoint")(trained, session.checkpoint_folder(0)))
             if planner is not None and actor is not None:
@@ -77,8 +94,10 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
             r = out["round"]
             session.record_round(r, out)
             if session.checkpoint_due(r):
-                session.commit(r, named(checkpoint, r, "checkpoint")(trained, session.checkpoint_folder(r),
-                                                                     session.weight_versions))
+                session.commit(
+                    r,
+                    named(checkpoint, r, "checkpoint")(trained, session.checkpoint_folder(r), session.weight_versions),
+                )
             evaluated = session.eval_due(r) and planner is not None and actor is not None
             if evaluated:
                 session.log_eval(r, named(evaluate_heldout, r, "evaluate")(cfg, planner, actor))
@@ -97,14 +116,26 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
             finish(out)
 
         if cfg.tracking.register_models and trained:
-            session.record_registered(register_models(cfg, session.tracker.uri, session.tracker.run_id,
-                                                      *session.final_checkpoint(), [g.role for g in trained]))
+            session.record_registered(
+                register_models(
+                    cfg,
+                    session.tracker.uri,
+                    session.tracker.run_id,
+                    *session.final_checkpoint(),
+                    [g.role for g in trained],
+                )
+            )
         runtime.publish_markdown(session.markdown(), f"planact-{cfg.run_name}-{cfg.agent_role}")
         progress.clear()
         summary = session.finish()
-        return {**summary, "prefect_flow_run": runtime.flow_run_url(flow_run.get_id()),
-                "mlflow_run_id": session.tracker.run_id, "mlflow_url": session.tracker.run_url(),
-                "run_dir": str(session.run_dir), "registered": session.registered}
+        return {
+            **summary,
+            "prefect_flow_run": runtime.flow_run_url(flow_run.get_id()),
+            "mlflow_run_id": session.tracker.run_id,
+            "mlflow_url": session.tracker.run_url(),
+            "run_dir": str(session.run_dir),
+            "registered": session.registered,
+        }
     except BaseException:
         session.abort()
         raise

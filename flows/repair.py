@@ -43,8 +43,10 @@ def repair_evaluate(config: RepairEvalConfig = DEFAULT) -> dict:
         tracker.finish("FINISHED")
         report = markdown(summary, f"{cfg.agent} agent on {cfg.split} ({len(tasks)} tasks)")
         runtime.publish_markdown(f"{report}\nMLflow run: {tracker.run_url()}\n", f"planact-repair-{cfg.run_name}")
-        print(f"solve rate {summary['solve_rate']:.3f} ({summary['solved']}/{summary['tasks']}), mean test runs "
-              f"{summary['mean_test_runs']:.2f}, seconds per task {summary['mean_seconds']:.2f}")
+        print(
+            f"solve rate {summary['solve_rate']:.3f} ({summary['solved']}/{summary['tasks']}), mean test runs "
+            f"{summary['mean_test_runs']:.2f}, seconds per task {summary['mean_seconds']:.2f}"
+        )
         return {**summary, "mlflow_run_id": tracker.run_id, "run_dir": str(folder)}
 
 
@@ -54,8 +56,14 @@ def _print(run_name: str, result: dict, seconds: float) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point."""
-    return runtime.cli(argv, repair_evaluate, load=load_repair_config, check=lambda cfg: None,
-                       default_config="configs/repair-eval.yaml", summary=_print)
+    return runtime.cli(
+        argv,
+        repair_evaluate,
+        load=load_repair_config,
+        check=lambda cfg: None,
+        default_config="configs/repair-eval.yaml",
+        summary=_print,
+    )
 
 
 if __name__ == "__main__":

@@ -31,8 +31,7 @@ from planact.envs.base import make_env
 from planact.experience import PoolRef, experience_items
 from planact.timing import Stopwatch
 from tasks.experience import record_experience
-from tasks.plan_act import (Payload, actor_execute, barrier, planner_generate, score_rewards, sync_role,
-                            train_role)
+from tasks.plan_act import Payload, actor_execute, barrier, planner_generate, score_rewards, sync_role, train_role
 
 
 def named(task, round_idx: int, stage: str) -> Stage:
@@ -75,8 +74,9 @@ class Round:
     def meet(self, plans: Payload | None) -> list | None:
         """The plans barrier: returns the plans the actor executes (None when the round fell back)."""
         with self.clock("barrier"):
-            ready = named(barrier, self.idx, "barrier")(self.cfg, self.idx, self.cfg.agent_role, plans,
-                                                        "plans", self.incarnation).data
+            ready = named(barrier, self.idx, "barrier")(
+                self.cfg, self.idx, self.cfg.agent_role, plans, "plans", self.incarnation
+            ).data
         fallback = ready["status"] == "fallback"
         self.metrics.update({"barrier_wait_s": ready["wait_s"], "fallback": float(fallback)})
         return None if fallback else ready["payloads"].get("planner")
@@ -87,16 +87,20 @@ class Round:
         prompts = env.actor_requests(batch.data, plans)
         with self.clock("actor_execute"), remote_options(num_cpus=self.cfg.ray.task_num_cpus):
             shards = agents.shard(prompts, len(self.actor.engines))
-            futures = [agent_stage(named(actor_execute, self.idx, f"actor-execute-{i}"), self.cfg).submit(
-                self.cfg, self.actor, name, Payload(s), self.idx, i, env.actor_method)
-                for i, (name, s) in enumerate(zip(self.actor.engines, shards))]
+            futures = [
+                agent_stage(named(actor_execute, self.idx, f"actor-execute-{i}"), self.cfg).submit(
+                    self.cfg, self.actor, name, Payload(s), self.idx, i, env.actor_method
+                )
+                for i, (name, s) in enumerate(zip(self.actor.engines, shards))
+            ]
             results = [f.result() for f in futures]
         self.workers = [res.where for res in results if res.where]
         answers = [a for res in results for a in res.data]
         with self.clock("score"):
             # wait_for: the UI's run graph draws actor-execute-<i> -> score (the answers arrive in a fresh box)
-            scored = named(score_rewards, self.idx, "score")(self.cfg, batch, Payload(plans), Payload(answers),
-                                                             wait_for=futures).data
+            scored = named(score_rewards, self.idx, "score")(
+                self.cfg, batch, Payload(plans), Payload(answers), wait_for=futures
+            ).data
         self.env_metrics = scored.metrics
         self.rollouts = scored.rollouts
         return scored
@@ -104,14 +108,16 @@ class Round:
     def hand_feedback(self, planner_samples: list) -> None:
         """Two-job mode, actor side: give the planner job its credited samples."""
         with self.clock("feedback"):
-            named(barrier, self.idx, "feedback")(self.cfg, self.idx, self.cfg.agent_role, Payload(planner_samples),
-                                                 "feedback", self.incarnation)
+            named(barrier, self.idx, "feedback")(
+                self.cfg, self.idx, self.cfg.agent_role, Payload(planner_samples), "feedback", self.incarnation
+            )
 
     def await_feedback(self) -> list:
         """Two-job mode, planner side: the actor job's credit for this round's plans ([] when it never came)."""
         with self.clock("feedback"):
-            fb = named(barrier, self.idx, "feedback")(self.cfg, self.idx, self.cfg.agent_role, None, "feedback",
-                                                      self.incarnation).data
+            fb = named(barrier, self.idx, "feedback")(
+                self.cfg, self.idx, self.cfg.agent_role, None, "feedback", self.incarnation
+            ).data
         samples = fb["payloads"].get("actor") if fb["status"] == "complete" else None
         self.metrics["fallback"] = float(samples is None)
         return samples or []
@@ -139,8 +145,9 @@ class Round:
                 if group.trainer is None:
                     print(f"{group.role} is frozen (train: false): skipping its training this round")
                 elif samples.get(group.role):
-                    futures[group.role] = agent_stage(named(train_role, self.idx, f"train-{group.role}"), self.cfg).submit(
-                        group, Payload(samples[group.role]), self.idx, sync)
+                    futures[group.role] = agent_stage(
+                        named(train_role, self.idx, f"train-{group.role}"), self.cfg
+                    ).submit(group, Payload(samples[group.role]), self.idx, sync)
         self._train_started = time.perf_counter()
         return futures
 
@@ -159,8 +166,11 @@ class Round:
 
     def result(self) -> dict:
         """The round's metrics (stage timings included), rollout rows and the workers that executed it."""
-        return {"metrics": {**self.metrics, **self.env_metrics, **{f"time/{k}_s": v for k, v in self.timings.items()}},
-                "rollouts": self.rollouts, "workers": self.workers}
+        return {
+            "metrics": {**self.metrics, **self.env_metrics, **{f"time/{k}_s": v for k, v in self.timings.items()}},
+            "rollouts": self.rollouts,
+            "workers": self.workers,
+        }
 
 
 # -- compositions: a round's generation side, up to its recorded experience; training is the driver's ----------
@@ -196,8 +206,14 @@ def actor_job(rnd: Round) -> dict[str, list]:
 COMPOSITIONS = {"both": one_job, "planner": planner_job, "actor": actor_job}
 
 
-def play_round(cfg: RunConfig, round_idx: int, planner: agents.RoleGroup | None, actor: agents.RoleGroup | None,
-               pool: PoolRef, incarnation: str | None = None) -> dict:
+def play_round(
+    cfg: RunConfig,
+    round_idx: int,
+    planner: agents.RoleGroup | None,
+    actor: agents.RoleGroup | None,
+    pool: PoolRef,
+    incarnation: str | None = None,
+) -> dict:
     """Run round `round_idx` synchronously as named task runs of the calling flow: generate, then train."""
     rnd = Round(cfg, round_idx, planner, actor, pool, incarnation)
     rnd.train(COMPOSITIONS[cfg.agent_role](rnd))
@@ -214,8 +230,14 @@ class Rounds:
     caller's checkpoint and held-out evaluation see the trainer and the engines at the finished round.
     """
 
-    def __init__(self, cfg: RunConfig, planner: agents.RoleGroup | None, actor: agents.RoleGroup | None,
-                 pool: PoolRef, incarnation: str | None = None):
+    def __init__(
+        self,
+        cfg: RunConfig,
+        planner: agents.RoleGroup | None,
+        actor: agents.RoleGroup | None,
+        pool: PoolRef,
+        incarnation: str | None = None,
+    ):
         self.cfg, self.planner, self.actor, self.pool, self.incarnation = cfg, planner, actor, pool, incarnation
         self.training: tuple[Round, dict] | None = None  # the round whose training is in flight, its futures
         self._last_done = time.perf_counter()

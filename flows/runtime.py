@@ -9,7 +9,6 @@ import inspect
 import os
 import sys
 import time
-
 from pathlib import Path
 
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
@@ -17,10 +16,10 @@ from prefect.utilities.annotations import quote
 from prefect_ray import RayTaskRunner
 from pydantic import BaseModel
 
-from planact.envs.base import HEADLINE_KEYS
-from tasks import QUIET_ENV, quiet_state_lines
 from planact.config import ConfigError, load_config
+from planact.envs.base import HEADLINE_KEYS
 from planact.preflight import check_runtime
+from tasks import QUIET_ENV, quiet_state_lines
 
 # The embedded default of every flow's `config` parameter (and of the deployments' UI form).
 DEMO = load_config(Path(__file__).resolve().parents[1] / "configs" / "demo.yaml")
@@ -33,9 +32,11 @@ DEMO = load_config(Path(__file__).resolve().parents[1] / "configs" / "demo.yaml"
 # The event persister (the events feed) flushes every 20 events by default, more than once a demo round;
 # at 100 it flushes on its 5-second timer instead (Prefect's default latency for that page).
 # Values already in the environment win.
-SERVER_ENV = {"PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "100",
-              "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL": "1",
-              "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_BATCH_SIZE": "100"}
+SERVER_ENV = {
+    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "100",
+    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL": "1",
+    "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_BATCH_SIZE": "100",
+}
 
 
 def server_env(environ: dict[str, str]) -> dict[str, str]:
@@ -94,7 +95,8 @@ class SessionRayTaskRunner(RayTaskRunner):
         TaskRunner.__exit__(self, *exc_info)
 
     def submit(self, task, parameters, wait_for=None, dependencies=None):
-        """Submit to the session's Ray (or a flow thread); a submission before the session started Ray is a clear error."""
+        """Submit to the session's Ray (or a flow thread); a submission before the session started Ray is a clear
+        error."""
         if getattr(task, IN_FLOW, False):
             return self._threads.submit(task, parameters, wait_for, dependencies)
         import ray
@@ -207,25 +209,43 @@ def publish_markdown(markdown: str, key: str) -> None:
     create_markdown_artifact(markdown=markdown, key=safe, description="planact round table and MLflow link")
 
 
-def cli(argv: list[str] | None, flow_fn, load=None, check=None, default_config: str = "configs/demo.yaml",
-        summary=None) -> int:
+def cli(
+    argv: list[str] | None, flow_fn, load=None, check=None, default_config: str = "configs/demo.yaml", summary=None
+) -> int:
     """Parse --config/--set, validate before anything starts, run the flow, print the summary table."""
     parser = argparse.ArgumentParser(description=flow_fn.__doc__)
     parser.add_argument("--config", default=default_config, help="YAML run config")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config field, e.g. --set rounds=4 --set planner.rl.lr=1e-4")
-    parser.add_argument("--param", dest="params", action="append", default=[], metavar="NAME=VALUE",
-                        help="another parameter of the flow, e.g. --param actor_model=models:/demo-actor/1")
-    parser.add_argument("--prefect-state-lines", action="store_true",
-                        help="print Prefect's per-run state lines ('Finished in state Completed()', 'Created task "
-                             "run ...') on the console too (they always reach the Prefect UI)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config field, e.g. --set rounds=4 --set planner.rl.lr=1e-4",
+    )
+    parser.add_argument(
+        "--param",
+        dest="params",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="another parameter of the flow, e.g. --param actor_model=models:/demo-actor/1",
+    )
+    parser.add_argument(
+        "--prefect-state-lines",
+        action="store_true",
+        help="print Prefect's per-run state lines ('Finished in state Completed()', 'Created task "
+        "run ...') on the console too (they always reach the Prefect UI)",
+    )
     args = parser.parse_args(argv)
     known = set(inspect.signature(flow_fn.fn).parameters) - {"config"}
     params = dict(p.split("=", 1) for p in args.params if "=" in p)
     bad = [p for p in args.params if "=" not in p] + sorted(set(params) - known)
     if bad:
-        print(f"error: --param {', '.join(bad)}: not NAME=VALUE of this flow (it takes: {', '.join(sorted(known))})",
-              file=sys.stderr)
+        print(
+            f"error: --param {', '.join(bad)}: not NAME=VALUE of this flow (it takes: {', '.join(sorted(known))})",
+            file=sys.stderr,
+        )
         return 2
     try:
         cfg = (load or load_config)(args.config, args.overrides)
@@ -260,8 +280,11 @@ def print_summary(run_name: str, summary: dict, seconds: float) -> None:
     Console().print(table)
     for split, words in (("unseen_packages", "unseen packages"), ("unseen_functions", "unseen functions")):
         if f"final/{split}/team/solve_at_1" in summary:
-            print(f"held-out solve rate ({words}, budget 1): warm start {summary[f'warm_start/{split}/team/solve_at_1']:.3f}"
-                  f" -> RL {summary[f'final/{split}/team/solve_at_1']:.3f}")
+            print(
+                f"held-out solve rate ({words}, budget 1): warm start "
+                f"{summary[f'warm_start/{split}/team/solve_at_1']:.3f}"
+                f" -> RL {summary[f'final/{split}/team/solve_at_1']:.3f}"
+            )
     for k in ("prefect_flow_run", "mlflow_run_id", "mlflow_url", "run_dir"):
         if k in summary:
             print(f"{k}: {summary[k]}")

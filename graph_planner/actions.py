@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -28,8 +28,12 @@ class Explore(_Action):
     """Look at the code graph: find anchors, read nodes' source, or expand nodes' neighbourhood."""
 
     type: Literal["explore"] = "explore"
-    op: Literal["find", "read", "expand"] = Field(description="find: search anchors; read: source of nodes; expand: k-hop neighbours.")
-    anchors: list[str] = Field(default_factory=list, max_length=10, description="find: identifiers, text or traceback frames.")
+    op: Literal["find", "read", "expand"] = Field(
+        description="find: search anchors; read: source of nodes; expand: k-hop neighbours."
+    )
+    anchors: list[str] = Field(
+        default_factory=list, max_length=10, description="find: identifiers, text or traceback frames."
+    )
     nodes: list[str] = Field(default_factory=list, max_length=10, description="read / expand: node ids.")
     hop: int = Field(1, ge=1, le=3, description="expand: how many edges out.")
 
@@ -73,7 +77,7 @@ class Submit(_Action):
     type: Literal["submit"] = "submit"
 
 
-Action = Annotated[Union[Explore, Memory, Repair, Submit], Field(discriminator="type")]
+Action = Annotated[Explore | Memory | Repair | Submit, Field(discriminator="type")]
 _ADAPTER = TypeAdapter(Action)
 
 

@@ -14,10 +14,14 @@ import ast
 import textwrap
 from dataclasses import dataclass
 
-from graph_planner.corpus.mutate import TOKEN_LEVEL, _Text, _op_text, mutants
+from graph_planner.corpus.mutate import TOKEN_LEVEL, _op_text, _Text, mutants
 
-_FAMILIES = [(ast.Add, ast.Sub), (ast.Mult, ast.Div, ast.FloorDiv, ast.Mod), (ast.BitAnd, ast.BitOr, ast.BitXor),
-             (ast.LShift, ast.RShift)]
+_FAMILIES = [
+    (ast.Add, ast.Sub),
+    (ast.Mult, ast.Div, ast.FloorDiv, ast.Mod),
+    (ast.BitAnd, ast.BitOr, ast.BitXor),
+    (ast.LShift, ast.RShift),
+]
 
 
 @dataclass(frozen=True)
@@ -48,8 +52,12 @@ def _negative_constants(t: _Text, tree: ast.AST) -> list[tuple[str, int, str, st
     # `0 -> -1` leaves the literal `-1` (a unary minus on 1), which the +-1 constant operator cannot undo
     out = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
-                and type(node.operand.value) is int:
+        if (
+            isinstance(node, ast.UnaryOp)
+            and isinstance(node.op, ast.USub)
+            and isinstance(node.operand, ast.Constant)
+            and type(node.operand.value) is int
+        ):
             for d in (1, -1):
                 new = repr(-node.operand.value + d)
                 out.append(("constant", node.lineno, f"{t.segment(node)} -> {new}", t.replace(node, new)))
@@ -71,8 +79,14 @@ def candidate_edits(file: str, first_line: int, source: str) -> list[Candidate]:
         if text in seen:
             continue
         seen.add(text)
-        out.append(Candidate(kind, first_line + line - 1, description,
-                             {"file": file, "old": source, "new": _reindent(source, body, text, indent)}))
+        out.append(
+            Candidate(
+                kind,
+                first_line + line - 1,
+                description,
+                {"file": file, "old": source, "new": _reindent(source, body, text, indent)},
+            )
+        )
     return out
 
 
@@ -86,8 +100,8 @@ def _reindent(source: str, body: str, text: str, indent: str) -> str:
     q = 0
     while q < min(len(old), len(new)) - p and old[-1 - q] == new[-1 - q]:
         q += 1
-    changed = [indent + line if line.strip() else line for line in new[p:len(new) - q]]
-    return "".join(src[:p] + changed + src[len(src) - q:])
+    changed = [indent + line if line.strip() else line for line in new[p : len(new) - q]]
+    return "".join(src[:p] + changed + src[len(src) - q :])
 
 
 def from_read(node: str, numbered: str) -> tuple[str, int, str] | None:

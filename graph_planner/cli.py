@@ -25,8 +25,14 @@ def _corpus(args) -> int:
         if not version:
             print("--package needs NAME==VERSION", file=sys.stderr)
             return 2
-        spec = PackageSpec(name=name, version=version, sha256=args.sha256 or "", unpinned=not args.sha256,
-                           source=args.source or "", split=args.split)
+        spec = PackageSpec(
+            name=name,
+            version=version,
+            sha256=args.sha256 or "",
+            unpinned=not args.sha256,
+            source=args.source or "",
+            split=args.split,
+        )
         cfg = CorpusConfig(packages=[spec])
     else:
         cfg = load_corpus_config(args.config)
@@ -34,8 +40,10 @@ def _corpus(args) -> int:
         cfg = cfg.model_copy(update={"max_tried": args.max_tried})
     summary = build_corpus(cfg, args.out, Path(args.cache))
     for r in summary["packages"]:
-        print(f"{r['package']}: tried {r['tried']}, kept {r['kept']}, dropped {r['dropped']}, "
-              f"build {r['build_s']} s, sha256 {r.get('sha256', '')}")
+        print(
+            f"{r['package']}: tried {r['tried']}, kept {r['kept']}, dropped {r['dropped']}, "
+            f"build {r['build_s']} s, sha256 {r.get('sha256', '')}"
+        )
     print(f"{summary['tasks']} tasks ({summary['train']} train, {summary['heldout']} heldout) in {args.out}")
     return 0
 
@@ -63,8 +71,10 @@ def _evaluate(args) -> int:
         Path(args.json).write_text(json.dumps({"summary": summary, "episodes": results}, indent=1))
     for row in summary["by_package"]:
         print(f"  {row['package']}: {row['solved']}/{row['tasks']}")
-    print(f"solve rate {summary['solve_rate']:.3f} ({summary['solved']}/{summary['tasks']}), "
-          f"mean test runs {summary['mean_test_runs']:.2f}, seconds per task {summary['mean_seconds']:.2f}")
+    print(
+        f"solve rate {summary['solve_rate']:.3f} ({summary['solved']}/{summary['tasks']}), "
+        f"mean test runs {summary['mean_test_runs']:.2f}, seconds per task {summary['mean_seconds']:.2f}"
+    )
     return 0
 
 

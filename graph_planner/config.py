@@ -18,14 +18,22 @@ class RepairEvalConfig(_Strict):
     run_name: str = Field("repair-eval", description="Names the run folder and the MLflow run.")
     root: str = Field("runs", description="Folder for run folders (and the default MLflow store).")
     corpus_dir: str = Field("runs/corpus", description="Corpus folder (built there from corpus_config when missing).")
-    corpus_config: str = Field("configs/repair-corpus.yaml", description="Corpus YAML used to build corpus_dir if it has no task files.")
+    corpus_config: str = Field(
+        "configs/repair-corpus.yaml", description="Corpus YAML used to build corpus_dir if it has no task files."
+    )
     split: Literal["train", "heldout", "all"] = Field("heldout", description="Which split to evaluate on.")
     limit: int = Field(0, ge=0, description="First N tasks only (0 = all).")
-    agent: Literal["rule", "model"] = Field("rule", description="rule = the baseline state machine; model = an OpenAI-compatible endpoint.")
-    model: OpenAIConfig = Field(default_factory=lambda: OpenAIConfig(api_key_env=""), description="Endpoint of the model agent.")
+    agent: Literal["rule", "model"] = Field(
+        "rule", description="rule = the baseline state machine; model = an OpenAI-compatible endpoint."
+    )
+    model: OpenAIConfig = Field(
+        default_factory=lambda: OpenAIConfig(api_key_env=""), description="Endpoint of the model agent."
+    )
     episode: EpisodeConfig = Field(default_factory=EpisodeConfig, description="Episode budgets.")
     workers: int = Field(0, ge=0, description="Parallel sandbox slots (Ray tasks, one CPU each); 0 = one per CPU.")
-    tracking: TrackingConfig = Field(default_factory=lambda: TrackingConfig(experiment="planact-repair"), description="MLflow tracking.")
+    tracking: TrackingConfig = Field(
+        default_factory=lambda: TrackingConfig(experiment="planact-repair"), description="MLflow tracking."
+    )
     ray: RayConfig = Field(default_factory=RayConfig, description="Ray connection.")
 
     @field_validator("run_name")

@@ -26,10 +26,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from graph_planner.actions import ActionError, Explore, Memory, Repair, Submit, parse_action
-from graph_planner.graph import Budget, GraphSearch, RepoGraph, WorkingMemory
 from graph_planner.corpus.fetch import git
 from graph_planner.corpus.mutate import unified_diff
 from graph_planner.corpus.validate import load_proof
+from graph_planner.graph import Budget, GraphSearch, RepoGraph, WorkingMemory
 from graph_planner.patching import PatchError, apply_diff, apply_edits, screen
 from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import RepairTask
@@ -55,7 +55,7 @@ class EnvLimits:
     screen_patches: bool = _EPISODE.screen_patches
 
     @classmethod
-    def from_episode(cls, episode: EpisodeConfig, **extra) -> "EnvLimits":
+    def from_episode(cls, episode: EpisodeConfig, **extra) -> EnvLimits:
         """The limits an episode config sets (plus `memory=` when given)."""
         return cls(**episode.model_dump(), **extra)
 
@@ -135,8 +135,9 @@ class EpisodeStats:
     done_reason: str = ""
 
 
-def run_patch(runtime, cache: ResultCache, task: RepairTask, patch: dict[str, str], tests: list[str], mode: str,
-              timeout_s: float) -> dict:
+def run_patch(
+    runtime, cache: ResultCache, task: RepairTask, patch: dict[str, str], tests: list[str], mode: str, timeout_s: float
+) -> dict:
     """`tests` on a clean checkout of the task's base commit plus `patch` (path -> text), cached by
     (task, patch, tests): a cached outcome carries 'cached': True."""
     key = ResultCache.key(task.instance_id, patch, tests)
@@ -152,9 +153,17 @@ def run_patch(runtime, cache: ResultCache, task: RepairTask, patch: dict[str, st
     run = runtime.run_tests(tests, load_proof(task.suite, limit))
     wanted = set(tests)
     failed = sorted(t for t in wanted if run.outcomes.get(t) != "passed")
-    result = {"mode": mode, "status": run.status, "rc": run.rc, "seconds": round(run.seconds, 2),
-              "passed": len(wanted) - len(failed), "failed": failed[:20], "n_failed": len(failed),
-              "tail": run.tail[-1500:], "cpu_s": limit}
+    result = {
+        "mode": mode,
+        "status": run.status,
+        "rc": run.rc,
+        "seconds": round(run.seconds, 2),
+        "passed": len(wanted) - len(failed),
+        "failed": failed[:20],
+        "n_failed": len(failed),
+        "tail": run.tail[-1500:],
+        "cpu_s": limit,
+    }
     if run.tampered:
         # a void verdict scores 0, is counted, and never enters the cache every later run and seed reads
         return {**result, "tampered": run.tampered}
@@ -186,16 +195,24 @@ def gold_submit(runtime, task: RepairTask, timeout_s: float = EnvLimits.test_tim
     result = run_patch(runtime, ResultCache(), task, texts, task.submit_tests(), "submit", timeout_s)
     if passed(result):
         return ""
-    what = result.get("tampered") or f"{result['n_failed']} of its tests fail" if result["status"] in ("ok", "tampered") \
+    what = (
+        result.get("tampered") or f"{result['n_failed']} of its tests fail"
+        if result["status"] in ("ok", "tampered")
         else result["status"]
+    )
     return f"gold patch fails Submit ({what})"
 
 
 class PlannerEnv:
     """The code-repair environment over one runtime slot."""
 
-    def __init__(self, runtime=None, limits: EnvLimits | None = None, telemetry: str | Path | None = None,
-                 cache: ResultCache | None = None):
+    def __init__(
+        self,
+        runtime=None,
+        limits: EnvLimits | None = None,
+        telemetry: str | Path | None = None,
+        cache: ResultCache | None = None,
+    ):
         self.runtime = runtime or LocalRuntime()
         self.limits = limits or EnvLimits()
         self.telemetry = Path(telemetry) if telemetry else None
@@ -228,9 +245,12 @@ class PlannerEnv:
         self._t0 = time.monotonic()
         self.done = False
         files = sorted(n for n, d in self.graph.graph.nodes(data=True) if d["kind"] == "file")
-        return {"problem_statement": task.problem_statement, "failing_tests": task.fail_to_pass,
-                "repository": {**self.graph.summary(), "files": files[:40]},
-                "budget": {"steps": self.limits.steps, "test_runs": self.limits.test_runs}}
+        return {
+            "problem_statement": task.problem_statement,
+            "failing_tests": task.fail_to_pass,
+            "repository": {**self.graph.summary(), "files": files[:40]},
+            "budget": {"steps": self.limits.steps, "test_runs": self.limits.test_runs},
+        }
 
     def step(self, action) -> tuple[dict, float, bool, dict]:
         """Apply one action (an Action, a dict, or model text) and return (observation, reward, done, info)."""
@@ -263,8 +283,12 @@ class PlannerEnv:
             return self._explore(act)
         if isinstance(act, Memory):
             results = self.memory.apply_ops([o.model_dump() for o in act.ops])
-            return {"memory": [asdict(r) for r in results], "used": self.memory.used(), "nodes": list(self.memory.nodes),
-                    "memory_text": self.memory.linearize()}
+            return {
+                "memory": [asdict(r) for r in results],
+                "used": self.memory.used(),
+                "nodes": list(self.memory.nodes),
+                "memory_text": self.memory.linearize(),
+            }
         if isinstance(act, Repair):
             return self._repair(act)
         return self._submit()
@@ -279,8 +303,11 @@ class PlannerEnv:
         if act.op == "find":
             found: dict[str, float] = {}
             for anchor in act.anchors:
-                hits = self.search.by_traceback(anchor) + self.search.by_identifier(anchor)[:5] + \
-                    self.search.by_text(anchor, k=5)
+                hits = (
+                    self.search.by_traceback(anchor)
+                    + self.search.by_identifier(anchor)[:5]
+                    + self.search.by_text(anchor, k=5)
+                )
                 for nid, s in hits:
                     found[nid] = max(found.get(nid, 0.0), s)
             best = sorted(found.items(), key=lambda x: (-x[1], x[0]))[:10]
@@ -291,7 +318,9 @@ class PlannerEnv:
             out = {}
             for nid in known:
                 text = "\n".join(f"{i:5d} | {line}" for i, line in self.graph.source(nid))
-                out[nid] = text[:self.limits.read_chars] + ("\n[... truncated]" if len(text) > self.limits.read_chars else "")
+                out[nid] = text[: self.limits.read_chars] + (
+                    "\n[... truncated]" if len(text) > self.limits.read_chars else ""
+                )
             return {"op": "read", "source": out, "unknown_nodes": missing}
         hits = self.search.expand(known, act.hop, limit=15)
         return {"op": "expand", "results": [self._node_info(n, s) for n, s in hits], "unknown_nodes": missing}
@@ -311,8 +340,11 @@ class PlannerEnv:
             return {"plan_recorded": True, "applied": False}
         files = {n for n, d in self.graph.graph.nodes(data=True) if d["kind"] == "file"}
         try:
-            texts = apply_diff(act.patch, self._read_base, files) if act.patch else \
-                apply_edits([e.model_dump() for e in act.edits], self._read_base, files)
+            texts = (
+                apply_diff(act.patch, self._read_base, files)
+                if act.patch
+                else apply_edits([e.model_dump() for e in act.edits], self._read_base, files)
+            )
         except PatchError as e:
             self.stats.patch_errors += 1
             return {"applied": False, "error": str(e)}
@@ -354,12 +386,21 @@ class PlannerEnv:
     def _log(self, act, raw, obs: dict, reward: float) -> None:
         if self.telemetry is None:
             return
-        summary = {k: (v if len(json.dumps(v, default=str)) < 400 else f"<{len(json.dumps(v, default=str))} chars>")
-                   for k, v in obs.items()}
-        line = {"episode": self.episode, "instance_id": self.task.instance_id, "step": self.stats.steps,
-                "action": act.model_dump() if act is not None else {"malformed": str(raw)[:300]},
-                "observation": summary, "test": obs.get("tests"), "reward": reward, "done": self.done,
-                "t": round(time.monotonic() - self._t0, 3)}
+        summary = {
+            k: (v if len(json.dumps(v, default=str)) < 400 else f"<{len(json.dumps(v, default=str))} chars>")
+            for k, v in obs.items()
+        }
+        line = {
+            "episode": self.episode,
+            "instance_id": self.task.instance_id,
+            "step": self.stats.steps,
+            "action": act.model_dump() if act is not None else {"malformed": str(raw)[:300]},
+            "observation": summary,
+            "test": obs.get("tests"),
+            "reward": reward,
+            "done": self.done,
+            "t": round(time.monotonic() - self._t0, 3),
+        }
         self.telemetry.parent.mkdir(parents=True, exist_ok=True)
         with open(self.telemetry, "a") as fh:
             fh.write(json.dumps(line, default=str) + "\n")

@@ -30,8 +30,15 @@ def make_agent(kind: str, engine=None, patch_engine=None):
     raise ValueError(f"unknown agent {kind!r}: 'rule' or 'model'")
 
 
-def run_slot(tasks: list[RepairTask], agent_kind: str = "rule", limits: EnvLimits | None = None,
-             telemetry: str | Path | None = None, runtime: str = "local", engine=None, patch_engine=None) -> list[dict]:
+def run_slot(
+    tasks: list[RepairTask],
+    agent_kind: str = "rule",
+    limits: EnvLimits | None = None,
+    telemetry: str | Path | None = None,
+    runtime: str = "local",
+    engine=None,
+    patch_engine=None,
+) -> list[dict]:
     """Episodes of one agent over `tasks`, one after another in one sandbox slot."""
     env = PlannerEnv(make_runtime(runtime), limits, telemetry, ResultCache())
     agent = make_agent(agent_kind, engine, patch_engine)
@@ -39,9 +46,15 @@ def run_slot(tasks: list[RepairTask], agent_kind: str = "rule", limits: EnvLimit
     try:
         for task in tasks:
             stats = run_episode(env, task, agent)
-            out.append({**stats, "package": task.repo, "mutation": task.meta.get("mutation", ""),
-                        "difficulty": task.meta.get("difficulty", ""),
-                        "fallbacks": getattr(agent, "fallbacks", 0)})
+            out.append(
+                {
+                    **stats,
+                    "package": task.repo,
+                    "mutation": task.meta.get("mutation", ""),
+                    "difficulty": task.meta.get("difficulty", ""),
+                    "fallbacks": getattr(agent, "fallbacks", 0),
+                }
+            )
             if hasattr(agent, "fallbacks"):
                 agent.fallbacks = 0
     finally:
@@ -54,15 +67,25 @@ def shard(tasks: list, k: int) -> list[list]:
     return [tasks[i::k] for i in range(k) if tasks[i::k]]
 
 
-def evaluate_local(tasks: list[RepairTask], agent_kind: str = "rule", workers: int = 1,
-                   limits: EnvLimits | None = None, telemetry_dir: str | Path | None = None, engine=None,
-                   patch_engine=None) -> list[dict]:
+def evaluate_local(
+    tasks: list[RepairTask],
+    agent_kind: str = "rule",
+    workers: int = 1,
+    limits: EnvLimits | None = None,
+    telemetry_dir: str | Path | None = None,
+    engine=None,
+    patch_engine=None,
+) -> list[dict]:
     """All episodes in `workers` threads (each its own slot); results in task order."""
     shards = shard(tasks, max(1, workers))
     tele = [Path(telemetry_dir) / f"slot-{i}.jsonl" if telemetry_dir else None for i in range(len(shards))]
     with ThreadPoolExecutor(len(shards) or 1) as pool:
-        parts = list(pool.map(lambda i: run_slot(shards[i], agent_kind, limits, tele[i], engine=engine,
-                                                 patch_engine=patch_engine), range(len(shards))))
+        parts = list(
+            pool.map(
+                lambda i: run_slot(shards[i], agent_kind, limits, tele[i], engine=engine, patch_engine=patch_engine),
+                range(len(shards)),
+            )
+        )
     by_id = {r["instance_id"]: r for part in parts for r in part}
     return [by_id[t.instance_id] for t in tasks]
 
@@ -71,22 +94,35 @@ def _table(results: list[dict], key: str) -> list[dict]:
     groups: dict[str, list[dict]] = defaultdict(list)
     for r in results:
         groups[r[key]].append(r)
-    return [{key: k, "tasks": len(v), "solved": sum(r["resolved"] for r in v),
-             "solve_rate": round(sum(r["resolved"] for r in v) / len(v), 3)} for k, v in sorted(groups.items())]
+    return [
+        {
+            key: k,
+            "tasks": len(v),
+            "solved": sum(r["resolved"] for r in v),
+            "solve_rate": round(sum(r["resolved"] for r in v) / len(v), 3),
+        }
+        for k, v in sorted(groups.items())
+    ]
 
 
 def summarize(results: list[dict], wall_s: float | None = None) -> dict:
     """Solve rate, mean steps / test runs / seconds, fallbacks, and per-package / per-mutation tables."""
     n = len(results) or 1
-    out = {"tasks": len(results), "solved": sum(r["resolved"] for r in results),
-           "solve_rate": round(sum(r["resolved"] for r in results) / n, 4),
-           "mean_steps": round(statistics.fmean(r["steps"] for r in results), 2) if results else 0.0,
-           "mean_test_runs": round(statistics.fmean(r["test_runs"] for r in results), 2) if results else 0.0,
-           "mean_seconds": round(statistics.fmean(r["seconds"] for r in results), 2) if results else 0.0,
-           "malformed": sum(r["malformed"] for r in results), "fallbacks": sum(r.get("fallbacks", 0) for r in results),
-           "patch_errors": sum(r["patch_errors"] for r in results), "refused": sum(r["refused"] for r in results),
-           "tampering": sum(r.get("tampering", 0) for r in results),
-           "by_package": _table(results, "package"), "by_mutation": _table(results, "mutation")}
+    out = {
+        "tasks": len(results),
+        "solved": sum(r["resolved"] for r in results),
+        "solve_rate": round(sum(r["resolved"] for r in results) / n, 4),
+        "mean_steps": round(statistics.fmean(r["steps"] for r in results), 2) if results else 0.0,
+        "mean_test_runs": round(statistics.fmean(r["test_runs"] for r in results), 2) if results else 0.0,
+        "mean_seconds": round(statistics.fmean(r["seconds"] for r in results), 2) if results else 0.0,
+        "malformed": sum(r["malformed"] for r in results),
+        "fallbacks": sum(r.get("fallbacks", 0) for r in results),
+        "patch_errors": sum(r["patch_errors"] for r in results),
+        "refused": sum(r["refused"] for r in results),
+        "tampering": sum(r.get("tampering", 0) for r in results),
+        "by_package": _table(results, "package"),
+        "by_mutation": _table(results, "mutation"),
+    }
     if wall_s is not None:
         out["wall_s"] = round(wall_s, 1)
         out["tasks_per_s"] = round(len(results) / wall_s, 4) if wall_s else 0.0
@@ -95,13 +131,20 @@ def summarize(results: list[dict], wall_s: float | None = None) -> dict:
 
 def markdown(summary: dict, title: str = "Code repair") -> str:
     """The summary as a markdown report (Prefect artifact, README)."""
-    lines = [f"# {title}", "", f"solve rate **{summary['solve_rate']:.3f}** ({summary['solved']}/{summary['tasks']}), "
-             f"mean test runs {summary['mean_test_runs']}, mean steps {summary['mean_steps']}, "
-             f"mean seconds {summary['mean_seconds']}, fallbacks {summary['fallbacks']}, "
-             f"refused patches {summary.get('refused', 0)}, voided verdicts (tampering) {summary.get('tampering', 0)}", ""]
+    lines = [
+        f"# {title}",
+        "",
+        f"solve rate **{summary['solve_rate']:.3f}** ({summary['solved']}/{summary['tasks']}), "
+        f"mean test runs {summary['mean_test_runs']}, mean steps {summary['mean_steps']}, "
+        f"mean seconds {summary['mean_seconds']}, fallbacks {summary['fallbacks']}, "
+        f"refused patches {summary.get('refused', 0)}, voided verdicts (tampering) {summary.get('tampering', 0)}",
+        "",
+    ]
     for key in ("package", "mutation"):
         lines += [f"| {key} | tasks | solved | solve rate |", "|---|---|---|---|"]
-        lines += [f"| {row[key]} | {row['tasks']} | {row['solved']} | {row['solve_rate']:.3f} |"
-                  for row in summary[f"by_{key}"]]
+        lines += [
+            f"| {row[key]} | {row['tasks']} | {row['solved']} | {row['solve_rate']:.3f} |"
+            for row in summary[f"by_{key}"]
+        ]
         lines.append("")
     return "\n".join(lines)

@@ -31,28 +31,141 @@ from collections import Counter
 # Builtins a repair may introduce: values, containers, iteration, arithmetic, exceptions. Not eval /
 # exec / compile / open / __import__ / globals / locals / vars / getattr / setattr / delattr / type /
 # object / memoryview / breakpoint / input / exit: a body may keep those only where it already had them.
-SAFE_BUILTINS = frozenset({
-    "abs", "all", "any", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr", "complex", "dict", "divmod",
-    "enumerate", "filter", "float", "format", "frozenset", "hash", "hex", "int", "isinstance", "issubclass",
-    "iter", "len", "list", "map", "max", "min", "next", "oct", "ord", "pow", "print", "range", "repr",
-    "reversed", "round", "set", "slice", "sorted", "str", "sum", "super", "tuple", "zip", "NotImplemented",
-    "Ellipsis", "True", "False", "None",
-} | {n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)})
+SAFE_BUILTINS = frozenset(
+    {
+        "abs",
+        "all",
+        "any",
+        "ascii",
+        "bin",
+        "bool",
+        "bytearray",
+        "bytes",
+        "callable",
+        "chr",
+        "complex",
+        "dict",
+        "divmod",
+        "enumerate",
+        "filter",
+        "float",
+        "format",
+        "frozenset",
+        "hash",
+        "hex",
+        "int",
+        "isinstance",
+        "issubclass",
+        "iter",
+        "len",
+        "list",
+        "map",
+        "max",
+        "min",
+        "next",
+        "oct",
+        "ord",
+        "pow",
+        "print",
+        "range",
+        "repr",
+        "reversed",
+        "round",
+        "set",
+        "slice",
+        "sorted",
+        "str",
+        "sum",
+        "super",
+        "tuple",
+        "zip",
+        "NotImplemented",
+        "Ellipsis",
+        "True",
+        "False",
+        "None",
+    }
+    | {n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
+)
 
 # Modules whose names give a body power over processes, files, the import system, the interpreter or
 # the test runner; a name imported from one may appear in a body only where it already did.
-CAPABILITY_MODULES = frozenset({
-    "os", "sys", "subprocess", "builtins", "importlib", "ctypes", "signal", "gc", "inspect", "atexit",
-    "threading", "_thread", "multiprocessing", "concurrent", "asyncio", "socket", "select", "selectors",
-    "pytest", "_pytest", "unittest", "shutil", "pathlib", "io", "tempfile", "glob", "fnmatch", "types",
-    "marshal", "pickle", "shelve", "code", "codeop", "runpy", "traceback", "linecache", "site", "sysconfig",
-    "pkgutil", "zipimport", "zipfile", "tarfile", "mmap", "resource", "faulthandler", "tracemalloc",
-    "weakref", "fcntl", "pty", "posix", "dis", "ast", "copyreg", "__main__", "http", "urllib",
-})
+CAPABILITY_MODULES = frozenset(
+    {
+        "os",
+        "sys",
+        "subprocess",
+        "builtins",
+        "importlib",
+        "ctypes",
+        "signal",
+        "gc",
+        "inspect",
+        "atexit",
+        "threading",
+        "_thread",
+        "multiprocessing",
+        "concurrent",
+        "asyncio",
+        "socket",
+        "select",
+        "selectors",
+        "pytest",
+        "_pytest",
+        "unittest",
+        "shutil",
+        "pathlib",
+        "io",
+        "tempfile",
+        "glob",
+        "fnmatch",
+        "types",
+        "marshal",
+        "pickle",
+        "shelve",
+        "code",
+        "codeop",
+        "runpy",
+        "traceback",
+        "linecache",
+        "site",
+        "sysconfig",
+        "pkgutil",
+        "zipimport",
+        "zipfile",
+        "tarfile",
+        "mmap",
+        "resource",
+        "faulthandler",
+        "tracemalloc",
+        "weakref",
+        "fcntl",
+        "pty",
+        "posix",
+        "dis",
+        "ast",
+        "copyreg",
+        "__main__",
+        "http",
+        "urllib",
+    }
+)
 
 # Statement and expression kinds a body may not gain.
-_COUNTED = (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.ClassDef, ast.FunctionDef,
-            ast.AsyncFunctionDef, ast.Lambda, ast.Match, ast.Yield, ast.YieldFrom, ast.Await)
+_COUNTED = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.Global,
+    ast.Nonlocal,
+    ast.ClassDef,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.Lambda,
+    ast.Match,
+    ast.Yield,
+    ast.YieldFrom,
+    ast.Await,
+)
 _DUNDER = re.compile(r"^__\w+__$")
 _INTROSPECTION = re.compile(r"^(f|gi|cr|ag|tb|co)_\w+$")
 _BENIGN_DUNDERS = frozenset({"__init__", "__name__", "__qualname__", "__doc__"})
@@ -112,8 +225,15 @@ def _body(fn: ast.AST) -> ast.Module:
 
 def _bound(fn: ast.AST) -> set[str]:
     """Names the function binds itself: parameters, assignment, loop, with, except and comprehension targets."""
-    names = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs,
-                             *filter(None, [fn.args.vararg, fn.args.kwarg])]}
+    names = {
+        a.arg
+        for a in [
+            *fn.args.posonlyargs,
+            *fn.args.args,
+            *fn.args.kwonlyargs,
+            *filter(None, [fn.args.vararg, fn.args.kwarg]),
+        ]
+    }
     for node in ast.walk(_body(fn)):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             names.add(node.id)
@@ -163,8 +283,11 @@ def _uses(fn: ast.AST) -> tuple[set[str], set[str], set[str], Counter]:
 
 def _only_type_of(fn: ast.AST) -> bool:
     """Every use of `type` in the body is a one-argument call, `type(x)`."""
-    calls = [n for n in ast.walk(_body(fn)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-             and n.func.id == "type"]
+    calls = [
+        n
+        for n in ast.walk(_body(fn))
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "type"
+    ]
     uses = [n for n in ast.walk(_body(fn)) if isinstance(n, ast.Name) and n.id == "type"]
     return len(uses) == len(calls) and all(len(c.args) == 1 and not c.keywords for c in calls)
 
@@ -188,10 +311,13 @@ def _check_function(old: ast.AST, new: ast.AST, defined: set[str], imported: dic
             continue
         bad_names.append(name)
     if bad_names:
-        reasons.append(f"{where}: reads {', '.join(bad_names)}, which the function did not use (process, file, "
-                       "import-system or introspection names, or names the file does not define)")
-    bad_attrs = sorted(a for a in n_attrs - o_attrs
-                       if (_DUNDER.match(a) and a not in _BENIGN_DUNDERS) or _INTROSPECTION.match(a))
+        reasons.append(
+            f"{where}: reads {', '.join(bad_names)}, which the function did not use (process, file, "
+            "import-system or introspection names, or names the file does not define)"
+        )
+    bad_attrs = sorted(
+        a for a in n_attrs - o_attrs if (_DUNDER.match(a) and a not in _BENIGN_DUNDERS) or _INTROSPECTION.match(a)
+    )
     bad_attrs += sorted(s for s in n_strings - o_strings if _DUNDER.match(s) and s not in _BENIGN_DUNDERS)
     if bad_attrs:
         reasons.append(f"{where}: reaches {', '.join(bad_attrs)} (dunder or frame/code attributes)")
@@ -213,8 +339,10 @@ def screen(before: str, after: str) -> list[str]:
         return ["the file does not parse at the base commit, so no change to it can be checked"]
     old_fns, new_fns = _outer_functions(old_tree), _outer_functions(new_tree)
     if _skeleton(old_tree, old_fns) != _skeleton(new_tree, new_fns):
-        return ["changes code outside function bodies (imports, classes, functions, signatures, decorators or "
-                "module statements): a patch may change only the bodies of existing functions"]
+        return [
+            "changes code outside function bodies (imports, classes, functions, signatures, decorators or "
+            "module statements): a patch may change only the bodies of existing functions"
+        ]
     defined, imported = _module_names(old_tree)
     reasons = []
     for old, new in zip(old_fns, new_fns):

@@ -84,11 +84,11 @@ def _apply_hunks(text: str, hunks: list[tuple[int, list[str], list[str]]], path:
         want = start - 1 + shift
         # exact position first, then the nearest offset where the old lines match (as `patch` does)
         for at in sorted(range(len(lines) - len(old) + 1), key=lambda k: abs(k - want)):
-            if lines[at:at + len(old)] == old:
+            if lines[at : at + len(old)] == old:
                 break
         else:
             raise PatchError(f"{path}: hunk at line {start} does not match the file")
-        lines[at:at + len(old)] = new
+        lines[at : at + len(old)] = new
         shift += len(new) - len(old)
     return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
 

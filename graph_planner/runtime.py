@@ -30,8 +30,10 @@ class LocalRuntime:
     def reset(self, task: RepairTask) -> Path:
         """The working copy at the task's base commit (reset with git, never rebuilt from scratch)."""
         if not task.local:
-            raise NotImplementedError(f"{task.instance_id} has no local repository (a SWE-bench / R2E-Gym "
-                                      "instance): it needs the docker runtime, which is not built yet")
+            raise NotImplementedError(
+                f"{task.instance_id} has no local repository (a SWE-bench / R2E-Gym "
+                "instance): it needs the docker runtime, which is not built yet"
+            )
         if self.task is not None and self.task.repo_dir != task.repo_dir:
             self._index.unlink(missing_ok=True)  # a different repository: its index means nothing here
         checkout(task.repo_dir, task.base_commit, self.work, self._index)
@@ -54,8 +56,10 @@ class DockerRuntime:
     name = "docker"
 
     def __init__(self, *args, **kwargs):
-        raise NotImplementedError("the docker runtime (docker-py, SWE-bench / R2E-Gym images) is not built yet; "
-                                  "use runtime 'local' with a planact corpus")
+        raise NotImplementedError(
+            "the docker runtime (docker-py, SWE-bench / R2E-Gym images) is not built yet; "
+            "use runtime 'local' with a planact corpus"
+        )
 
 
 def make_runtime(kind: str, root: str | Path | None = None):

@@ -53,16 +53,33 @@ def _tests(value) -> list[str]:
 def from_record(row: dict, root: Path) -> RepairTask:
     """A RepairTask from one JSONL row; `root` is the corpus folder its relative paths start from."""
     env = row.get("planact_env")
-    meta = {k: row[k] for k in ("mutation", "mutation_description", "file", "function", "line", "difficulty",
-                                "version", "split") if k in row}
+    meta = {
+        k: row[k]
+        for k in ("mutation", "mutation_description", "file", "function", "line", "difficulty", "version", "split")
+        if k in row
+    }
     suite, repo_dir = Suite(), None
     if env:
         repo_dir = (root / env["repo_dir"]).resolve()
-        suite = Suite(env.get("source_root", "."), tuple(str((root / p).resolve()) for p in env.get("pythonpath", [])),
-                      tuple(env.get("pytest_args", ("-o", "addopts="))), float(env.get("timeout_s", 120.0)))
-    return RepairTask(row["instance_id"], row.get("problem_statement", ""), _tests(row.get("FAIL_TO_PASS")),
-                      _tests(row.get("PASS_TO_PASS")), row.get("base_commit", ""), row.get("repo", ""), repo_dir,
-                      suite, row.get("patch", ""), meta, list((env or {}).get("fail_to_pass_at", [])))
+        suite = Suite(
+            env.get("source_root", "."),
+            tuple(str((root / p).resolve()) for p in env.get("pythonpath", [])),
+            tuple(env.get("pytest_args", ("-o", "addopts="))),
+            float(env.get("timeout_s", 120.0)),
+        )
+    return RepairTask(
+        row["instance_id"],
+        row.get("problem_statement", ""),
+        _tests(row.get("FAIL_TO_PASS")),
+        _tests(row.get("PASS_TO_PASS")),
+        row.get("base_commit", ""),
+        row.get("repo", ""),
+        repo_dir,
+        suite,
+        row.get("patch", ""),
+        meta,
+        list((env or {}).get("fail_to_pass_at", [])),
+    )
 
 
 def load_tasks(source: str | Path, split: str | None = None, limit: int | None = None) -> list[RepairTask]:

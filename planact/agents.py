@@ -65,8 +65,9 @@ def check_feasible(cfg: RunConfig, roles: list[str]) -> None:
     short = {k: (v, have.get(k, 0.0)) for k, v in need.items() if v > have.get(k, 0.0) + 1e-9}
     if short:
         detail = ", ".join(f"{k}: need {v:g}, cluster has {h:g}" for k, (v, h) in short.items())
-        raise RuntimeError(f"the Ray cluster cannot host the {'/'.join(roles)} actors ({detail}); "
-                           "lower <role>.resources or add nodes")
+        raise RuntimeError(
+            f"the Ray cluster cannot host the {'/'.join(roles)} actors ({detail}); lower <role>.resources or add nodes"
+        )
 
 
 def _colocated(cfg: RunConfig, role: str) -> bool:
@@ -98,41 +99,62 @@ def create_role_group(cfg: RunConfig, role: str, scheduler: Scheduler | None = N
     res = rc.resources
     spec = {"cpu": res.num_cpus, "gpu": res.num_gpus, "memory": res.memory_mb or 0, **res.custom}
     pool = pool_name(cfg.run_name, role)
-    scheduler.create_pool(pool, {"run": cfg.run_name, "role": role}, spec, target_agents=_agent_count(cfg, role),
-                          exist_ok=True)
+    scheduler.create_pool(
+        pool, {"run": cfg.run_name, "role": role}, spec, target_agents=_agent_count(cfg, role), exist_ok=True
+    )
     colocated = _colocated(cfg, role)
     # max_concurrency 2: a health or weight call is answered while a generate call runs.
     opts = {"max_concurrency": 2, "get_if_exists": True}
     engines = []
     for i in range(res.replicas):
         name = worker_name(cfg.run_name, role, i)
-        scheduler.create_agent(name, pool, RoleWorker, ray_options=opts, labels={"kind": "engine"},
-                               actor_args=(cfg, role, i, rc.train and colocated and i == 0))
+        scheduler.create_agent(
+            name,
+            pool,
+            RoleWorker,
+            ray_options=opts,
+            labels={"kind": "engine"},
+            actor_args=(cfg, role, i, rc.train and colocated and i == 0),
+        )
         engines.append(name)
     trainer = None
     if rc.train:
         trainer = engines[0] if colocated else worker_name(cfg.run_name, role, "trainer")
         if not colocated:
-            scheduler.create_agent(trainer, pool, RoleWorker, ray_options=opts, labels={"kind": "trainer"},
-                                   actor_args=(cfg, role, -1, True))
+            scheduler.create_agent(
+                trainer,
+                pool,
+                RoleWorker,
+                ray_options=opts,
+                labels={"kind": "trainer"},
+                actor_args=(cfg, role, -1, True),
+            )
     ranks, ranks_pool = _create_trainer_ranks(cfg, role, scheduler, spec, opts) if rc.train else ((), "")
     extra = tuple(e for e in engines if e != trainer)
     return RoleGroup(role, cfg.barrier.namespace, tuple(engines), trainer, extra, pool, ranks, ranks_pool)
 
 
-def _create_trainer_ranks(cfg: RunConfig, role: str, scheduler: Scheduler, spec: dict,
-                          opts: dict) -> tuple[tuple[str, ...], str]:
+def _create_trainer_ranks(
+    cfg: RunConfig, role: str, scheduler: Scheduler, spec: dict, opts: dict
+) -> tuple[tuple[str, ...], str]:
     """Ranks 1..N-1 of the role's trainer group, gang-placed in their own pool (none when N = 1)."""
     res = getattr(cfg, role).resources
     names = rank_names(cfg, role)
     if not names:
         return (), ""
     pool = rank_pool(cfg, role)
-    scheduler.create_pool(pool, {"run": cfg.run_name, "role": role, "kind": "trainer-rank"}, spec,
-                          target_agents=len(names), placement_strategy=res.trainer_placement, exist_ok=True)
+    scheduler.create_pool(
+        pool,
+        {"run": cfg.run_name, "role": role, "kind": "trainer-rank"},
+        spec,
+        target_agents=len(names),
+        placement_strategy=res.trainer_placement,
+        exist_ok=True,
+    )
     for k, name in enumerate(names, start=1):
-        scheduler.create_agent(name, pool, TrainerRank, ray_options=opts, labels={"kind": "trainer-rank"},
-                               actor_args=(cfg, role, k))
+        scheduler.create_agent(
+            name, pool, TrainerRank, ray_options=opts, labels={"kind": "trainer-rank"}, actor_args=(cfg, role, k)
+        )
     return tuple(names), pool
 
 
@@ -217,4 +239,3 @@ def restore_group(group: RoleGroup, folder: str) -> int:
     names = set(group.engines) | ({group.trainer} if group.trainer else set())
     versions = ray.get([group.handle(n).load_checkpoint.remote(folder) for n in sorted(names)])
     return max(versions)
-

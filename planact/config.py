@@ -15,9 +15,17 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from planact.engine_config import _Strict
 from planact.env_config import EnvConfig
+
 # Role-level models live in role_config; importable from here as before (RLConfig, TinyModelSpec, ...).
-from planact.role_config import (API_ENGINES, LoRAConfig, RLConfig, RoleConfig, SamplingConfig, TinyModelSpec,  # noqa: F401
-                                 WarmStartConfig)
+from planact.role_config import (  # noqa: F401
+    API_ENGINES,
+    LoRAConfig,
+    RLConfig,
+    RoleConfig,
+    SamplingConfig,
+    TinyModelSpec,
+    WarmStartConfig,
+)
 
 
 class ConfigError(ValueError):
@@ -27,18 +35,33 @@ class ConfigError(ValueError):
 class CreditConfig(_Strict):
     """How the verifier's outcome is credited to each role."""
 
-    actor: Literal["outcome", "plan_fidelity"] = Field("outcome", description="Actor reward: the task's true answer ('outcome') or the given plan executed faithfully ('plan_fidelity').")
-    planner: Literal["mean_actor_outcome"] = Field("mean_actor_outcome", description="Planner reward = mean outcome of the actor samples that executed its plan.")
-    actor_requires_valid_plan: bool = Field(True, description="Actor earns 0 when the plan was malformed, so it is never paid for ignoring the plan.")
+    actor: Literal["outcome", "plan_fidelity"] = Field(
+        "outcome",
+        description="Actor reward: the task's true answer ('outcome') or the given plan executed faithfully "
+        "('plan_fidelity').",
+    )
+    planner: Literal["mean_actor_outcome"] = Field(
+        "mean_actor_outcome", description="Planner reward = mean outcome of the actor samples that executed its plan."
+    )
+    actor_requires_valid_plan: bool = Field(
+        True, description="Actor earns 0 when the plan was malformed, so it is never paid for ignoring the plan."
+    )
 
 
 class BarrierConfig(_Strict):
     """The per-(run, round) barrier held by PlanActOrchestrator."""
 
     timeout_s: float = Field(1800.0, gt=0.0, description="Seconds the actor side waits for the planner's plans.")
-    fallback_on_timeout: bool = Field(True, description="On timeout: True = actor executes without a plan (round tagged), False = fail the round.")
+    fallback_on_timeout: bool = Field(
+        True, description="On timeout: True = actor executes without a plan (round tagged), False = fail the round."
+    )
     namespace: str = Field("planact", description="Ray namespace of the orchestrator and all named actors.")
-    liveness_s: float = Field(15.0, ge=0.0, description="Two-job mode: a partner silent this long (no heartbeat) is dead and the waiter is released at once; 0 = wait for the timeout.")
+    liveness_s: float = Field(
+        15.0,
+        ge=0.0,
+        description="Two-job mode: a partner silent this long (no heartbeat) is dead and the waiter is released at "
+        "once; 0 = wait for the timeout.",
+    )
 
 
 class RegisteredNames(_Strict):
@@ -51,49 +74,95 @@ class RegisteredNames(_Strict):
 class TrackingConfig(_Strict):
     """MLflow tracking."""
 
-    tracking_uri: str | None = Field(None, description="MLflow URI; empty = $MLFLOW_TRACKING_URI or sqlite under the project's runs/ folder.")
+    tracking_uri: str | None = Field(
+        None, description="MLflow URI; empty = $MLFLOW_TRACKING_URI or sqlite under the project's runs/ folder."
+    )
     experiment: str = Field("planact", description="MLflow experiment name.")
-    eval_every: int = Field(10, ge=1, description="Held-out evaluation every this many rounds (and at the start and end).")
+    eval_every: int = Field(
+        10, ge=1, description="Held-out evaluation every this many rounds (and at the start and end)."
+    )
     eval_samples: int = Field(4, ge=1, description="Samples per held-out task for pass@1 at the sampling temperature.")
     rollout_rows: int = Field(12, ge=0, description="Sample rollouts logged as a table per evaluation.")
-    register_models: bool = Field(True, description="At the end of a run, log each trained role as an MLflow transformers model and register a new version (tagged with the run, round and held-out figures).")
-    model_names: RegisteredNames = Field(default_factory=RegisteredNames, description="Registry names of the trained roles.")
+    register_models: bool = Field(
+        True,
+        description="At the end of a run, log each trained role as an MLflow transformers model and register a new "
+        "version (tagged with the run, round and held-out figures).",
+    )
+    model_names: RegisteredNames = Field(
+        default_factory=RegisteredNames, description="Registry names of the trained roles."
+    )
 
 
 class CheckpointConfig(_Strict):
     """Checkpointing and resume."""
 
-    root: str = Field("runs", description="Folder holding one sub-folder per run name (checkpoints, experience, state).")
+    root: str = Field(
+        "runs", description="Folder holding one sub-folder per run name (checkpoints, experience, state)."
+    )
     every: int = Field(1, ge=1, description="Checkpoint every this many rounds (and always after the last).")
 
 
 class RayConfig(_Strict):
     """How to reach Ray."""
 
-    address: str | None = Field(None, description="Ray cluster address ('auto', 'ray://...'); empty = start a local Ray.")
+    address: str | None = Field(
+        None, description="Ray cluster address ('auto', 'ray://...'); empty = start a local Ray."
+    )
     num_cpus: int | None = Field(None, ge=1, description="Logical CPUs for a locally started Ray (None = detect).")
-    runtime_env: dict[str, Any] = Field(default_factory=dict, description="Ray runtime_env for workers (pip, env_vars, working_dir...).")
-    task_num_cpus: float = Field(0.1, gt=0.0, description="CPUs reserved by each Prefect task on Ray (fractional so actors leave room).")
-    agent_ready_timeout_s: float = Field(120.0, gt=0.0, description="Seconds an engine or trainer agent may take from its request until its constructor has finished (placed on a node, torch imported, model built) before the run fails with AgentCreationError; raise it on a loaded machine or for a large model. Applies when this run starts its namespace's schedulemesh supervisor.")
-    agent_stages: Literal["threads", "ray"] = Field("threads", description="Where the stages whose work is a call to the agents run (actor-execute, train-<role>, warm-start): 'threads' = threads of the flow process (their work runs in the agents on Ray either way; saves a Ray task hop and a task-run start in a Ray worker, ~0.6 s a round), 'ray' = Ray task workers, like every other task of the flow.")
+    runtime_env: dict[str, Any] = Field(
+        default_factory=dict, description="Ray runtime_env for workers (pip, env_vars, working_dir...)."
+    )
+    task_num_cpus: float = Field(
+        0.1, gt=0.0, description="CPUs reserved by each Prefect task on Ray (fractional so actors leave room)."
+    )
+    agent_ready_timeout_s: float = Field(
+        120.0,
+        gt=0.0,
+        description="Seconds an engine or trainer agent may take from its request until its constructor has finished "
+        "(placed on a node, torch imported, model built) before the run fails with AgentCreationError; "
+        "raise it on a loaded machine or for a large model. Applies when this run starts its namespace's "
+        "schedulemesh supervisor.",
+    )
+    agent_stages: Literal["threads", "ray"] = Field(
+        "threads",
+        description="Where the stages whose work is a call to the agents run (actor-execute, train-<role>, "
+        "warm-start): 'threads' = threads of the flow process (their work runs in the agents on Ray "
+        "either way; saves a Ray task hop and a task-run start in a Ray worker, ~0.6 s a round), 'ray' = "
+        "Ray task workers, like every other task of the flow.",
+    )
 
 
 class AFlowHookConfig(_Strict):
     """Optimise the workflow around the current models every N rounds (an aflow-optimize sub-flow)."""
 
-    every_rounds: int = Field(0, ge=0, description="Run an AFlow search after every this many rounds (0 = never); must be a multiple of checkpoint.every.")
+    every_rounds: int = Field(
+        0,
+        ge=0,
+        description="Run an AFlow search after every this many rounds (0 = never); must be a multiple of "
+        "checkpoint.every.",
+    )
     max_rounds: int = Field(3, ge=1, description="Search rounds per optimisation.")
     validation_repeats: int = Field(2, ge=1, description="Evaluations of each workflow on the validation split.")
     limit: int | None = Field(20, ge=1, description="Validation problems used (None = all 50).")
     shards: int = Field(1, ge=1, description="Evaluation shards per repeat.")
-    task_runner: Literal["ray", "threads"] = Field("threads", description="Where the search's tasks run: 'threads' (this flow's process, next to the agents holding the Ray CPUs) or 'ray'.")
+    task_runner: Literal["ray", "threads"] = Field(
+        "threads",
+        description="Where the search's tasks run: 'threads' (this flow's process, next to the agents holding the Ray "
+        "CPUs) or 'ray'.",
+    )
     policy: bool = Field(True, description="Guide the search with the GiGPO edit policy (False = plain MCTS).")
 
 
 class PipelineConfig(_Strict):
     """Overlap of rounds: generation of the next round while this one trains (README, "Pipelined rounds")."""
 
-    max_staleness: Literal[0, 1] = Field(0, description="0 = synchronous rounds; 1 = round t+1 generates (with the weights of round t-1) while round t trains, the loss correcting for the stale policy. Needs every trained role's trainer in its own actor (resources.colocate_trainer: false). (2 would need versioned weight and optimizer snapshots to checkpoint and sync from: not built.)")
+    max_staleness: Literal[0, 1] = Field(
+        0,
+        description="0 = synchronous rounds; 1 = round t+1 generates (with the weights of round t-1) while round t "
+        "trains, the loss correcting for the stale policy. Needs every trained role's trainer in its own "
+        "actor (resources.colocate_trainer: false). (2 would need versioned weight and optimizer "
+        "snapshots to checkpoint and sync from: not built.)",
+    )
 
 
 class RunConfig(_Strict):
@@ -102,16 +171,23 @@ class RunConfig(_Strict):
     run_name: str = Field("demo", description="Run id: names the run folder and MLflow run; re-using it resumes.")
     seed: int = Field(0, description="Seed for task sampling, model init and sampling.")
     rounds: int = Field(60, ge=0, description="RL rounds to run in total (a resumed run continues up to this).")
-    agent_role: Literal["both", "planner", "actor"] = Field("both", description="'both' = one flow drives both roles; 'planner'/'actor' = two-job mode.")
+    agent_role: Literal["both", "planner", "actor"] = Field(
+        "both", description="'both' = one flow drives both roles; 'planner'/'actor' = two-job mode."
+    )
     env: EnvConfig = Field(default_factory=EnvConfig, description="Environment.")
-    planner: RoleConfig = Field(default_factory=lambda: RoleConfig(
-        group_size=8, sampling=SamplingConfig(max_new_tokens=16), rl=RLConfig(lr=3e-4)),
-        description="The planner role (larger model).")
+    planner: RoleConfig = Field(
+        default_factory=lambda: RoleConfig(
+            group_size=8, sampling=SamplingConfig(max_new_tokens=16), rl=RLConfig(lr=3e-4)
+        ),
+        description="The planner role (larger model).",
+    )
     actor: RoleConfig = Field(
         default_factory=lambda: RoleConfig(
-            tiny=TinyModelSpec(hidden_size=64, num_layers=3, num_heads=4, intermediate_size=192), group_size=2,
+            tiny=TinyModelSpec(hidden_size=64, num_layers=3, num_heads=4, intermediate_size=192),
+            group_size=2,
             sampling=SamplingConfig(max_new_tokens=12),
-            warm_start=WarmStartConfig(steps=6000, patience=3, eval_every=250)),
+            warm_start=WarmStartConfig(steps=6000, patience=3, eval_every=250),
+        ),
         description="The actor role (smaller model).",
     )
     credit: CreditConfig = Field(default_factory=CreditConfig, description="Reward credit per role.")
@@ -119,7 +195,9 @@ class RunConfig(_Strict):
     tracking: TrackingConfig = Field(default_factory=TrackingConfig, description="MLflow tracking.")
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig, description="Checkpoints and resume.")
     ray: RayConfig = Field(default_factory=RayConfig, description="Ray connection.")
-    aflow: AFlowHookConfig = Field(default_factory=AFlowHookConfig, description="AFlow search around the current models every N rounds.")
+    aflow: AFlowHookConfig = Field(
+        default_factory=AFlowHookConfig, description="AFlow search around the current models every N rounds."
+    )
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="Synchronous or pipelined rounds.")
 
     @field_validator("run_name")
@@ -140,7 +218,7 @@ class RunConfig(_Strict):
         return data
 
     @model_validator(mode="after")
-    def _no_secrets(self) -> "RunConfig":
+    def _no_secrets(self) -> RunConfig:
         from planact.secrets import config_errors
 
         errors = config_errors(self.model_dump())
@@ -149,31 +227,39 @@ class RunConfig(_Strict):
         return self
 
     @model_validator(mode="after")
-    def _aflow_on_checkpoints(self) -> "RunConfig":
+    def _aflow_on_checkpoints(self) -> RunConfig:
         if self.aflow.every_rounds and self.aflow.every_rounds % self.checkpoint.every:
-            raise ValueError("aflow.every_rounds must be a multiple of checkpoint.every (it searches around a checkpoint)")
+            raise ValueError(
+                "aflow.every_rounds must be a multiple of checkpoint.every (it searches around a checkpoint)"
+            )
         if self.aflow.every_rounds and self.agent_role != "both":
-            raise ValueError("aflow.every_rounds needs agent_role 'both' (the search executes planner and actor together)")
+            raise ValueError(
+                "aflow.every_rounds needs agent_role 'both' (the search executes planner and actor together)"
+            )
         return self
 
     @model_validator(mode="after")
-    def _pipelined(self) -> "RunConfig":
+    def _pipelined(self) -> RunConfig:
         if self.pipeline.max_staleness:
-            for role in (("planner", "actor") if self.agent_role == "both" else (self.agent_role,)):
+            for role in ("planner", "actor") if self.agent_role == "both" else (self.agent_role,):
                 rc = getattr(self, role)
                 if rc.train and rc.resources.colocate_trainer:
-                    raise ValueError(f"pipeline.max_staleness 1 trains while the engines generate: "
-                                     f"{role}.resources.colocate_trainer must be false (a colocated trainer "
-                                     "shares the engine's weights and would change them mid-generation)")
+                    raise ValueError(
+                        f"pipeline.max_staleness 1 trains while the engines generate: "
+                        f"{role}.resources.colocate_trainer must be false (a colocated trainer "
+                        "shares the engine's weights and would change them mid-generation)"
+                    )
         return self
 
     @model_validator(mode="after")
-    def _repair_roles(self) -> "RunConfig":
+    def _repair_roles(self) -> RunConfig:
         if self.env.kind == "repair" and self.env.repair.decoding == "candidates":
             for role in ("planner", "actor"):
                 if getattr(self, role).engine != "hf":
-                    raise ValueError(f"env.repair.decoding 'candidates' scores candidate sets in-process: "
-                                     f"{role}.engine must be 'hf' (real served models use decoding: free)")
+                    raise ValueError(
+                        f"env.repair.decoding 'candidates' scores candidate sets in-process: "
+                        f"{role}.engine must be 'hf' (real served models use decoding: free)"
+                    )
         return self
 
     def run_dir(self) -> Path:
@@ -226,8 +312,9 @@ def parse_overrides(overrides: list[str] | None) -> dict:
         try:
             value = yaml.safe_load(raw) if raw != "" else None
         except yaml.YAMLError as err:
-            raise ConfigError(f"override {item!r}: the value is not valid YAML ({_yaml_problem(err)}); "
-                              "quote it, e.g. key=\"'text'\"") from None
+            raise ConfigError(
+                f"override {item!r}: the value is not valid YAML ({_yaml_problem(err)}); quote it, e.g. key=\"'text'\""
+            ) from None
         set_path(out, key.strip(), value)
     return out
 

@@ -22,14 +22,26 @@ class PriceConfig(_Strict):
 
 
 class RemoteAPIConfig(_Strict):
-    """What the OpenAI and Anthropic engines (on the official SDKs) share: endpoint, key source, timeouts, retries, limits."""
+    """What the OpenAI and Anthropic engines (on the official SDKs) share: endpoint, key source, timeouts, retries,
+    limits."""
 
     base_url: str = Field("", description="API root URL.")
     model: str = Field("", description="Model name sent with every request.")
-    api_key_env: str = Field("", description="Environment variable holding the API key ('' = send no key, e.g. a local server).")
-    api_key_secret: str | None = Field(None, description="Prefect Secret block holding the key; the flow loads it into api_key_env before work starts.")
+    api_key_env: str = Field(
+        "", description="Environment variable holding the API key ('' = send no key, e.g. a local server)."
+    )
+    api_key_secret: str | None = Field(
+        None, description="Prefect Secret block holding the key; the flow loads it into api_key_env before work starts."
+    )
     timeout_s: float = Field(60.0, gt=0.0, description="Per-attempt timeout, passed to the SDK client.")
-    max_retries: int = Field(4, ge=0, le=20, description="The SDK's max_retries: retries on 408, 409, 429, 5xx (Anthropic's 529 too), timeouts and connection errors, with the SDK's backoff (0.5 s doubling to 8 s, jittered) or the server's Retry-After up to 120 s.")
+    max_retries: int = Field(
+        4,
+        ge=0,
+        le=20,
+        description="The SDK's max_retries: retries on 408, 409, 429, 5xx (Anthropic's 529 too), timeouts and "
+        "connection errors, with the SDK's backoff (0.5 s doubling to 8 s, jittered) or the server's "
+        "Retry-After up to 120 s.",
+    )
     concurrency: int = Field(8, ge=1, le=1024, description="Most requests in flight at once from one engine.")
     system_prompt: str | None = Field(None, description="System prompt sent with every request.")
     stop: list[str] = Field(default_factory=list, description="Stop sequences.")
@@ -42,8 +54,11 @@ class RemoteAPIConfig(_Strict):
         # SDK's backoff applies now, so those are dropped with a warning instead of refusing old runs.
         if isinstance(data, dict) and {"backoff_base_s", "backoff_max_s"} & data.keys():
             data = {k: v for k, v in data.items() if k not in ("backoff_base_s", "backoff_max_s")}
-            warnings.warn("backoff_base_s / backoff_max_s are ignored: the OpenAI and Anthropic SDKs apply their "
-                          "own backoff (max_retries still counts)", stacklevel=2)
+            warnings.warn(
+                "backoff_base_s / backoff_max_s are ignored: the OpenAI and Anthropic SDKs apply their "
+                "own backoff (max_retries still counts)",
+                stacklevel=2,
+            )
         return data
 
 
@@ -51,7 +66,9 @@ class OpenAIConfig(RemoteAPIConfig):
     """Any OpenAI-compatible endpoint (OpenAI, vLLM, SGLang's /v1, proxies)."""
 
     base_url: str = Field("https://api.openai.com/v1", description="API root URL, including /v1.")
-    api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the API key ('' = send no key).")
+    api_key_env: str = Field(
+        "OPENAI_API_KEY", description="Environment variable holding the API key ('' = send no key)."
+    )
     mode: Literal["chat", "completions"] = Field("chat", description="POST /chat/completions or /completions.")
     logprobs: bool = Field(False, description="Ask for per-token logprobs (where the endpoint offers them).")
 
@@ -67,13 +84,23 @@ class AnthropicConfig(RemoteAPIConfig):
 class SGLangConfig(_Strict):
     """An SGLang server per engine replica, launched and supervised by the replica's Ray actor."""
 
-    launch_command: list[str] = Field(default_factory=list, description="Command before the flags; empty = [python, -m, sglang.launch_server].")
+    launch_command: list[str] = Field(
+        default_factory=list, description="Command before the flags; empty = [python, -m, sglang.launch_server]."
+    )
     tp: int = Field(1, ge=1, description="Tensor-parallel degree (--tp).")
-    mem_fraction_static: float | None = Field(None, gt=0.0, lt=1.0, description="--mem-fraction-static; None = SGLang's default.")
+    mem_fraction_static: float | None = Field(
+        None, gt=0.0, lt=1.0, description="--mem-fraction-static; None = SGLang's default."
+    )
     extra_args: list[str] = Field(default_factory=list, description="More launch flags, passed verbatim.")
     host: str = Field("127.0.0.1", description="Address the server binds (the actor talks to it locally).")
-    startup_timeout_s: float = Field(900.0, gt=0.0, description="Deadline for /health_generate to answer after a launch.")
+    startup_timeout_s: float = Field(
+        900.0, gt=0.0, description="Deadline for /health_generate to answer after a launch."
+    )
     request_timeout_s: float = Field(600.0, gt=0.0, description="Per-request timeout.")
     max_restarts: int = Field(3, ge=0, description="Times a dead server is relaunched before the engine gives up.")
     concurrency: int = Field(64, ge=1, description="Most /generate requests in flight per server.")
-    weights_dir: str | None = Field(None, description="Shared folder the trainer writes HF checkpoints to for update_weights_from_disk; None = <run>/weights.")
+    weights_dir: str | None = Field(
+        None,
+        description="Shared folder the trainer writes HF checkpoints to for update_weights_from_disk; None = "
+        "<run>/weights.",
+    )

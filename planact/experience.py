@@ -3,7 +3,8 @@
 Durability: an append writes its batch as one JSON line (so a batch is all there or not at all),
 flushes and fsyncs the file (and the folder when the file is new) before it returns, so a returned
 append is an acknowledgement: a SIGKILL at any later moment loses none of it. A SIGKILL during an
-append can leave one torn last line; readers skip it and the next writer cuts it off before appending. Writers in different processes (two
+append can leave one torn last line; readers skip it and the next writer cuts it off before appending. Writers in
+different processes (two
 actors on shared storage, or plain library users) serialise through an exclusive flock.
 
 Items are dicts with an `id`; re-appending an id replaces the earlier item (a re-run round stays
@@ -83,8 +84,9 @@ class ExperienceStore:
         if any("id" not in it for it in items):
             raise ValueError("every experience item needs an 'id'")
         # One line per batch: a writer killed mid-batch leaves one torn line, never half a batch visible.
-        data = (json.dumps({"items": [{"ts": now, "priority": 1.0, **it} for it in items]},
-                           separators=(",", ":")) + "\n").encode()
+        data = (
+            json.dumps({"items": [{"ts": now, "priority": 1.0, **it} for it in items]}, separators=(",", ":")) + "\n"
+        ).encode()
         with self._locked():
             new_file = not self.file.exists()
             with open(self.file, "ab+") as f:
@@ -108,12 +110,22 @@ class ExperienceStore:
     def __len__(self) -> int:
         return len(self._items)
 
-    def query(self, run: str | None = None, round: int | None = None, role: str | None = None,
-              anchor: str | None = None, limit: int | None = None, **fields) -> list[dict]:
+    def query(
+        self,
+        run: str | None = None,
+        round: int | None = None,
+        role: str | None = None,
+        anchor: str | None = None,
+        limit: int | None = None,
+        **fields,
+    ) -> list[dict]:
         """Items matching every given field, oldest first (limit keeps the newest)."""
         self.refresh()
-        want = {k: v for k, v in {"run": run, "round": round, "role": role, "anchor": anchor, **fields}.items()
-                if v is not None}
+        want = {
+            k: v
+            for k, v in {"run": run, "round": round, "role": role, "anchor": anchor, **fields}.items()
+            if v is not None
+        }
         out = [it for it in self._items.values() if all(it.get(k) == v for k, v in want.items())]
         out.sort(key=lambda it: (it.get("ts", 0.0), it["id"]))
         return out[-limit:] if limit else out
@@ -126,18 +138,24 @@ class ExperienceStore:
         if by != "priority":
             raise ValueError(f"sample by {by!r}: use 'recency' or 'priority'")
         rng = random.Random(seed)
-        keyed = sorted(pool, key=lambda it: rng.random() ** (1.0 / max(float(it.get("priority", 1.0)), 1e-9)), reverse=True)
+        keyed = sorted(
+            pool, key=lambda it: rng.random() ** (1.0 / max(float(it.get("priority", 1.0)), 1e-9)), reverse=True
+        )
         return keyed[:n]  # Efraimidis-Spirakis weighted sampling without replacement
 
     def stats(self) -> dict:
         """Counts per run / role / round, superseded duplicates, torn lines skipped, bytes on disk."""
         self.refresh()
         items = list(self._items.values())
-        return {"items": len(items), "duplicates": self._lines - len(items), "torn_lines": self._torn,
-                "bytes": self.file.stat().st_size if self.file.exists() else 0,
-                "by_role": dict(Counter(str(it.get("role")) for it in items)),
-                "by_run": dict(Counter(str(it.get("run")) for it in items)),
-                "rounds": len({(it.get("run"), it.get("round")) for it in items})}
+        return {
+            "items": len(items),
+            "duplicates": self._lines - len(items),
+            "torn_lines": self._torn,
+            "bytes": self.file.stat().st_size if self.file.exists() else 0,
+            "by_role": dict(Counter(str(it.get("role")) for it in items)),
+            "by_run": dict(Counter(str(it.get("run")) for it in items)),
+            "rounds": len({(it.get("run"), it.get("round")) for it in items}),
+        }
 
     def compact(self) -> dict:
         """Rewrite the file with the latest copy of each id (atomically); returns before/after sizes."""
@@ -195,9 +213,18 @@ def pool_actor(path: str | Path, name: str, namespace: str = "planact"):
 
 def experience_items(run: str, round_idx: int, role: str, samples: list[dict], anchor_key: str = "group") -> list[dict]:
     """Plan/Act samples as pool items with stable ids (a re-run round replaces its own items)."""
-    return [{"id": f"{run}/{round_idx}/{role}/{i}", "run": run, "round": round_idx, "role": role,
-             "anchor": s.get(anchor_key), "priority": 1.0 + abs(float(s.get("advantage", 0.0))), "data": s}
-            for i, s in enumerate(samples)]
+    return [
+        {
+            "id": f"{run}/{round_idx}/{role}/{i}",
+            "run": run,
+            "round": round_idx,
+            "role": role,
+            "anchor": s.get(anchor_key),
+            "priority": 1.0 + abs(float(s.get("advantage", 0.0))),
+            "data": s,
+        }
+        for i, s in enumerate(samples)
+    ]
 
 
 class PoolRef:

@@ -9,7 +9,8 @@ and the process at the point goes on. It fires once per run: a marker file in `P
 same point again lives. Unset (the default), a point is one dictionary lookup.
 
 Points: flow.round_recorded, flow.mid_checkpoint, flow.mid_metrics, trainer.mid_train,
-trainer.mid_sync, trainer.mid_checkpoint, engine.mid_generate, pool.mid_append, orchestrator.mid_arrive, aflow_train.before_commit.
+trainer.mid_sync, trainer.mid_checkpoint, engine.mid_generate, pool.mid_append, orchestrator.mid_arrive,
+aflow_train.before_commit.
 """
 
 from __future__ import annotations
@@ -20,9 +21,18 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-POINTS = ("flow.round_recorded", "flow.mid_checkpoint", "flow.mid_metrics", "trainer.mid_train", "trainer.mid_sync",
-          "trainer.mid_checkpoint", "engine.mid_generate", "pool.mid_append", "orchestrator.mid_arrive",
-          "aflow_train.before_commit")
+POINTS = (
+    "flow.round_recorded",
+    "flow.mid_checkpoint",
+    "flow.mid_metrics",
+    "trainer.mid_train",
+    "trainer.mid_sync",
+    "trainer.mid_checkpoint",
+    "engine.mid_generate",
+    "pool.mid_append",
+    "orchestrator.mid_arrive",
+    "aflow_train.before_commit",
+)
 _hits: Counter = Counter()
 
 

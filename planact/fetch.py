@@ -51,8 +51,20 @@ def pip_download(name: str, version: str, digest: str, cache: Path, binary: bool
         req.write_text(f"{name}=={version}" + (f" --hash=sha256:{digest}\n" if digest else "\n"))
         # --require-hashes: pip itself refuses an archive whose hash differs from the pin
         kind = ["--only-binary", ":all:"] if binary else ["--no-binary", ":all:"]
-        cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", *kind,
-               *(["--require-hashes"] if digest else []), "-r", str(req), "-d", tmp]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            *kind,
+            *(["--require-hashes"] if digest else []),
+            "-r",
+            str(req),
+            "-d",
+            tmp,
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
         got = [p for p in Path(tmp).iterdir() if p.name != "requirements.txt"]
         if done.returncode != 0 or not got:

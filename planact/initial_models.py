@@ -20,8 +20,12 @@ def initial_model_path(cfg: RunConfig, role: str, texts=None) -> Path:
     from planact.models import materialize_tiny
 
     seed = cfg.seed * 1000 + (1 if role == "planner" else 2)
-    return materialize_tiny(rc.tiny, cfg.run_dir() / "models" / f"{role}-init", seed,
-                            texts=texts or (lambda: make_env(cfg).tokenizer_texts()))
+    return materialize_tiny(
+        rc.tiny,
+        cfg.run_dir() / "models" / f"{role}-init",
+        seed,
+        texts=texts or (lambda: make_env(cfg).tokenizer_texts()),
+    )
 
 
 def prebuild_initial_models(cfg: RunConfig, roles) -> None:

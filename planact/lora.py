@@ -31,8 +31,14 @@ def apply_lora(model: torch.nn.Module, cfg, seed: int) -> torch.nn.Module:
     from peft import LoraConfig, get_peft_model
 
     torch.manual_seed(seed)
-    peft_cfg = LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=cfg.dropout,
-                          target_modules=list(cfg.target_modules), task_type="CAUSAL_LM", bias="none")
+    peft_cfg = LoraConfig(
+        r=cfg.rank,
+        lora_alpha=cfg.alpha,
+        lora_dropout=cfg.dropout,
+        target_modules=list(cfg.target_modules),
+        task_type="CAUSAL_LM",
+        bias="none",
+    )
     return get_peft_model(model, peft_cfg)
 
 

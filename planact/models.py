@@ -17,8 +17,8 @@ from pathlib import Path
 
 import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers.utils import logging as hf_logging
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from transformers.utils import logging as hf_logging
 
 from planact.role_config import TinyModelSpec
 
@@ -46,15 +46,21 @@ def build_bpe_tokenizer(texts: list[str], vocab_size: int) -> PreTrainedTokenize
     tok = Tokenizer(models.BPE(unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(texts, trainer=trainer)
     return PreTrainedTokenizerFast(
         tokenizer_object=tok, pad_token="<pad>", bos_token="<bos>", eos_token="<eos>", unk_token="<unk>"
     )
 
 
-def build_tiny_model(spec: TinyModelSpec, vocab_size: int, seed: int, tokenizer: PreTrainedTokenizerFast) -> LlamaForCausalLM:
+def build_tiny_model(
+    spec: TinyModelSpec, vocab_size: int, seed: int, tokenizer: PreTrainedTokenizerFast
+) -> LlamaForCausalLM:
     """A small Llama causal LM with its special-token ids wired from the tokenizer."""
     cfg = LlamaConfig(
         vocab_size=vocab_size,
@@ -74,8 +80,9 @@ def build_tiny_model(spec: TinyModelSpec, vocab_size: int, seed: int, tokenizer:
     return LlamaForCausalLM(cfg)
 
 
-def materialize_tiny(spec: TinyModelSpec, out_dir: str | Path, seed: int,
-                     texts: Callable[[], list[str]] | None = None) -> Path:
+def materialize_tiny(
+    spec: TinyModelSpec, out_dir: str | Path, seed: int, texts: Callable[[], list[str]] | None = None
+) -> Path:
     """Build and save a tiny model + tokenizer to `out_dir` once, safely under concurrent callers.
 
     Engine replicas start at the same time and may all build it: each saves into its own temporary
@@ -101,8 +108,9 @@ def materialize_tiny(spec: TinyModelSpec, out_dir: str | Path, seed: int,
     return out
 
 
-def load_model(path: str | Path, device: str = "cpu",
-               attention: str = "eager") -> tuple[torch.nn.Module, PreTrainedTokenizerFast]:
+def load_model(
+    path: str | Path, device: str = "cpu", attention: str = "eager"
+) -> tuple[torch.nn.Module, PreTrainedTokenizerFast]:
     """Load a causal LM and tokenizer by path: the same call for tiny and real checkpoints.
 
     `attention` ('eager' | 'sdpa') must be the same wherever a role's model is loaded: its engine's

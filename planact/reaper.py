@@ -52,7 +52,13 @@ def reap_descendants_on_death() -> None:
     if _pipes:
         return
     read, write = os.pipe()
-    subprocess.Popen([sys.executable, "-c", _WATCHDOG, str(os.getpid())], stdin=read, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+    subprocess.Popen(
+        [sys.executable, "-c", _WATCHDOG, str(os.getpid())],
+        stdin=read,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
     os.close(read)
     _pipes.append(write)  # held open for this process's life: its closing is the signal

@@ -79,17 +79,18 @@ def _quiet(logger: str):
         log.setLevel(level)
 
 
-def register_role(tracking_uri: str, run_id: str, folder: str | Path, role: str, name: str,
-                  tags: dict[str, str]) -> int:
-    """Log `folder/<role>` as an MLflow transformers model in run `run_id`, register it as `name`; returns the version."""
+def register_role(
+    tracking_uri: str, run_id: str, folder: str | Path, role: str, name: str, tags: dict[str, str]
+) -> int:
+    """Log `folder/<role>` as an MLflow transformers model in run `run_id`, register it as `name`; returns the
+    version."""
     import mlflow
     import mlflow.transformers
     import torch
     import transformers
 
-    from planact.models import load_model
-
     from planact import lora
+    from planact.models import load_model
 
     src = Path(folder) / role
     model, tokenizer = load_model(src)
@@ -100,15 +101,23 @@ def register_role(tracking_uri: str, run_id: str, folder: str | Path, role: str,
     from mlflow.models import ModelSignature
     from mlflow.types import ColSpec, Schema
 
-    with tracking(tracking_uri), mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None), \
-            _quiet("mlflow"):  # model-card, licence and signature notes a local model always triggers
+    with (
+        tracking(tracking_uri),
+        mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None),
+        _quiet("mlflow"),
+    ):  # model-card, licence and signature notes a local model always triggers
         info = mlflow.transformers.log_model(
-            {"model": model, "tokenizer": tokenizer}, name=f"{role}-model", task="text-generation",
-            input_example=_input_example(src), registered_model_name=name,
+            {"model": model, "tokenizer": tokenizer},
+            name=f"{role}-model",
+            task="text-generation",
+            input_example=_input_example(src),
+            registered_model_name=name,
             # Text in, text out: stated, so MLflow does not run the model to infer it.
             signature=ModelSignature(inputs=Schema([ColSpec("string")]), outputs=Schema([ColSpec("string")])),
             # Listed, not inferred: inference imports the model in a subprocess (slow, and it guesses).
-            pip_requirements=[f"transformers=={transformers.__version__}", f"torch=={torch.__version__}"], **base)
+            pip_requirements=[f"transformers=={transformers.__version__}", f"torch=={torch.__version__}"],
+            **base,
+        )
     version = int(info.registered_model_version)
     for k, v in tags.items():
         client.set_model_version_tag(name, str(version), k, str(v))
@@ -122,13 +131,20 @@ def registered_versions(tracking_uri: str, name: str, run_id: str) -> dict[str, 
         versions = client.search_model_versions(f"name = '{name}'")
     except Exception:  # noqa: BLE001 - no such model yet
         return {}
-    return {v.tags.get("planact.checkpoint", ""): int(v.version) for v in versions
-            if v.tags.get("planact.run_id") == run_id}
+    return {
+        v.tags.get("planact.checkpoint", ""): int(v.version) for v in versions if v.tags.get("planact.run_id") == run_id
+    }
 
 
-def register_checkpoint(cfg, tracking_uri: str, run_id: str, folder: str | Path, round_idx: int,
-                        heldout: dict[str, float] | None = None, roles: tuple[str, ...] | list[str] = ROLES
-                        ) -> dict[str, int]:
+def register_checkpoint(
+    cfg,
+    tracking_uri: str,
+    run_id: str,
+    folder: str | Path,
+    round_idx: int,
+    heldout: dict[str, float] | None = None,
+    roles: tuple[str, ...] | list[str] = ROLES,
+) -> dict[str, int]:
     """Register each of `roles` saved in `folder` (once per run and checkpoint); returns role -> version."""
     out = {}
     for role in roles:
@@ -139,10 +155,15 @@ def register_checkpoint(cfg, tracking_uri: str, run_id: str, folder: str | Path,
         if done is not None:  # a re-run of a finished run: the same checkpoint is not registered twice
             out[role] = done
             continue
-        tags = {"planact.run_id": run_id, "planact.run_name": cfg.run_name, "planact.role": role,
-                "planact.round": round_idx, "planact.checkpoint": str(folder),
-                # The same names as the run's metrics (MLflow refuses '@' in names).
-                **{f"heldout/{k}".replace("@", "_at_"): f"{v:.6g}" for k, v in (heldout or {}).items()}}
+        tags = {
+            "planact.run_id": run_id,
+            "planact.run_name": cfg.run_name,
+            "planact.role": role,
+            "planact.round": round_idx,
+            "planact.checkpoint": str(folder),
+            # The same names as the run's metrics (MLflow refuses '@' in names).
+            **{f"heldout/{k}".replace("@", "_at_"): f"{v:.6g}" for k, v in (heldout or {}).items()},
+        }
         out[role] = register_role(tracking_uri, run_id, folder, role, name, tags)
     return out
 
@@ -171,7 +192,9 @@ def model_version(uri: str, tracking_uri: str | None = None) -> tuple[str, str]:
     return m["name"], _version(_client(tracking_uri), m["name"], m["ref"])
 
 
-def resolve_model(path: str | os.PathLike, tracking_uri: str | None = None, cache_root: str | Path | None = None) -> Path:
+def resolve_model(
+    path: str | os.PathLike, tracking_uri: str | None = None, cache_root: str | Path | None = None
+) -> Path:
     """A folder as is; `planact:<name>` an imported pretrained model (planact.model_import, imported on first
     use); `models:/<name>/<version-or-alias>` downloaded once into an HF checkpoint folder (under
     `cache_root`, else $PLANACT_MODEL_CACHE, else ~/.cache/planact/registry)."""

@@ -22,8 +22,9 @@ from planact.config import ConfigError, flatten
 from planact.secrets import redact
 
 ROLE_SHAPING = ("model_path", "tiny.", "engine", "train", "rl.", "sampling.", "group_size")
-SHAPING = ("seed", "env.", "credit.", "agent_role") + tuple(f"{role}.{f}" for role in ("planner", "actor")
-                                                             for f in ROLE_SHAPING)
+SHAPING = ("seed", "env.", "credit.", "agent_role") + tuple(
+    f"{role}.{f}" for role in ("planner", "actor") for f in ROLE_SHAPING
+)
 
 
 class ResumeRefused(ConfigError):
@@ -62,5 +63,6 @@ def check_resume(run_dir: Path, current: dict) -> list[str]:
         raise ResumeRefused(
             f"run folder {run_dir} was started with another config; resuming it would change what its "
             f"checkpoint or data mean: {'; '.join(refused)}. Use a new run_name (or checkpoint.root) for "
-            "a new run, or resume with the stored values (config.resolved.yaml in the run folder)")
+            "a new run, or resume with the stored values (config.resolved.yaml in the run folder)"
+        )
     return allowed

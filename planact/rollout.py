@@ -40,9 +40,19 @@ class RoundResult:
 
 
 def sample_record(c: Completion, reward: float, advantage: float, role: str, task_id: str, group: str) -> dict:
-    return {"role": role, "task_id": task_id, "group": group, "prompt_ids": c.prompt_ids, "token_ids": c.token_ids,
-            "logprobs": c.logprobs, "reward": reward, "advantage": advantage, "weight_version": c.weight_version,
-            "finish_reason": c.finish_reason, "text": c.text}
+    return {
+        "role": role,
+        "task_id": task_id,
+        "group": group,
+        "prompt_ids": c.prompt_ids,
+        "token_ids": c.token_ids,
+        "logprobs": c.logprobs,
+        "reward": reward,
+        "advantage": advantage,
+        "weight_version": c.weight_version,
+        "finish_reason": c.finish_reason,
+        "text": c.text,
+    }
 
 
 def _length(c: Completion) -> float:
@@ -91,9 +101,17 @@ def score_round(
                 fidelity.append(v.fidelity)
                 answer_valid.append(v.answer_valid)
                 if len(res.rollouts) < n_rollouts:
-                    res.rollouts.append({"instruction": task["instruction"], "data": task["data"], "plan": plan_text,
-                                         "true_plan": ">".join(task["ops"]), "answer": a.text, "expected": task["answer"],
-                                         "outcome": v.outcome})
+                    res.rollouts.append(
+                        {
+                            "instruction": task["instruction"],
+                            "data": task["data"],
+                            "plan": plan_text,
+                            "true_plan": ">".join(task["ops"]),
+                            "answer": a.text,
+                            "expected": task["answer"],
+                            "outcome": v.outcome,
+                        }
+                    )
             valid = plan_text is not None and parse_plan(plan_text) is not None
             plan_valid.append(valid)
             actor_rewards.append(rewards)
@@ -103,12 +121,16 @@ def score_round(
             task_plan_rewards.append(sum(outs) / len(outs) if valid else 0.0)
             adv = group_advantages(torch.tensor([rewards]), std_normalize[1])[0].tolist()
             gid = f"{task['task_id']}/{gi}"
-            res.actor_samples.extend(sample_record(a, r, ad, "actor", task["task_id"], gid) for a, r, ad in zip(group, rewards, adv))
+            res.actor_samples.extend(
+                sample_record(a, r, ad, "actor", task["task_id"], gid) for a, r, ad in zip(group, rewards, adv)
+            )
         planner_rewards.append(task_plan_rewards)
         if plans:
             adv = group_advantages(torch.tensor([task_plan_rewards]), std_normalize[0])[0].tolist()
-            res.planner_samples.extend(sample_record(p, r, ad, "planner", task["task_id"], task["task_id"])
-                                       for p, r, ad in zip(plans[ti], task_plan_rewards, adv))
+            res.planner_samples.extend(
+                sample_record(p, r, ad, "planner", task["task_id"], task["task_id"])
+                for p, r, ad in zip(plans[ti], task_plan_rewards, adv)
+            )
     flat_actor = [r for g in actor_rewards for r in g]
     flat_planner = [r for g in planner_rewards for r in g]
     m = res.metrics

@@ -15,8 +15,11 @@ import re
 from typing import Any
 
 # A field or variable whose *name* says it holds a secret (max_new_tokens and api_key_env do not).
-_SECRET_NAME = re.compile(r"(^|_)(api_?key|access_?key|secret_?key|private_?key|token|secret|password|passwd|"
-                          r"credentials?|auth)$", re.I)
+_SECRET_NAME = re.compile(
+    r"(^|_)(api_?key|access_?key|secret_?key|private_?key|token|secret|password|passwd|"
+    r"credentials?|auth)$",
+    re.I,
+)
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<cred>[^/@\s:]+:[^/@\s]+)@", re.I)
 _REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 MASK = "***"
@@ -46,20 +49,31 @@ def config_errors(data: dict) -> list[str]:
             continue
         last = path.rsplit(".", 1)[-1]
         if ".env_vars." in f".{path}" and is_secret_name(last) and not _REFERENCE.match(value):
-            errors.append(f"{path}: a secret in the config would reach MLflow, Prefect and the run folder; "
-                          f"export it in the driver's environment and write ${{{last}}} here")
+            errors.append(
+                f"{path}: a secret in the config would reach MLflow, Prefect and the run folder; "
+                f"export it in the driver's environment and write ${{{last}}} here"
+            )
         if _URL_CREDENTIALS.search(value):
-            errors.append(f"{path}: the URL holds a password; pass credentials through the environment "
-                          "(e.g. MLFLOW_TRACKING_USERNAME / MLFLOW_TRACKING_PASSWORD)")
+            errors.append(
+                f"{path}: the URL holds a password; pass credentials through the environment "
+                "(e.g. MLFLOW_TRACKING_USERNAME / MLFLOW_TRACKING_PASSWORD)"
+            )
     return errors
 
 
 def redact(value: Any, name: str = "") -> Any:
     """A copy with secret-named values, env_vars values and URL passwords masked."""
     if isinstance(value, dict):
-        return {k: (({ek: MASK for ek in v} if isinstance(v, dict) else MASK) if k == "env_vars"
-                    else MASK if is_secret_name(str(k)) and isinstance(v, str) and v else redact(v, str(k)))
-                for k, v in value.items()}
+        return {
+            k: (
+                ({ek: MASK for ek in v} if isinstance(v, dict) else MASK)
+                if k == "env_vars"
+                else MASK
+                if is_secret_name(str(k)) and isinstance(v, str) and v
+                else redact(v, str(k))
+            )
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [redact(v) for v in value]
     if isinstance(value, str):
@@ -74,7 +88,9 @@ def expand_references(env_vars: dict[str, str]) -> dict[str, str]:
         m = _REFERENCE.match(str(v))
         if m:
             if m.group(1) not in os.environ:
-                raise KeyError(f"ray.runtime_env.env_vars.{k}: ${{{m.group(1)}}} is not set in the driver's environment")
+                raise KeyError(
+                    f"ray.runtime_env.env_vars.{k}: ${{{m.group(1)}}} is not set in the driver's environment"
+                )
             out[k] = os.environ[m.group(1)]
         else:
             out[k] = v

@@ -24,9 +24,10 @@ import ray
 import yaml
 
 from planact import agents, faults
-from planact.envs.base import HEADLINE_KEYS
 from planact.config import RunConfig
+from planact.envs.base import HEADLINE_KEYS
 from planact.experience import PoolRef, pool_actor
+from planact.initial_models import prebuild_initial_models
 from planact.orchestrator import get_or_create_orchestrator, orchestrator_state
 from planact.reaper import reap_descendants_on_death
 from planact.registry import registered_name
@@ -35,10 +36,16 @@ from planact.secrets import expand_references, redact
 from planact.storage import RunState, atomic_write, checkpoint_dir, prune_checkpoints
 from planact.timing import freeze_heap, thaw_heap
 from planact.tracking import Tracker
-from planact.initial_models import prebuild_initial_models
 
-TABLE_KEYS = ("success", "planner/reward_mean", "actor/reward_mean", "planner/loss", "actor/loss", "fallback",
-              "time/round_s")
+TABLE_KEYS = (
+    "success",
+    "planner/reward_mean",
+    "actor/reward_mean",
+    "planner/loss",
+    "actor/loss",
+    "fallback",
+    "time/round_s",
+)
 
 
 def connect_ray(cfg, env_vars: dict[str, str] | None = None, namespace: str | None = None) -> bool:
@@ -49,15 +56,23 @@ def connect_ray(cfg, env_vars: dict[str, str] | None = None, namespace: str | No
     merged_env = {**(env_vars or {}), **expand_references(runtime_env.get("env_vars", {}))}
     if merged_env:
         runtime_env["env_vars"] = merged_env
-    kwargs = {"namespace": namespace or cfg.barrier.namespace, "runtime_env": runtime_env or None, "log_to_driver": True}
+    kwargs = {
+        "namespace": namespace or cfg.barrier.namespace,
+        "runtime_env": runtime_env or None,
+        "log_to_driver": True,
+    }
     if cfg.ray.address in (None, "", "local"):
         # A private single-machine Ray: keep all its traffic on loopback (Ray otherwise binds the primary
         # interface's address even for a one-node cluster).
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         # Long-lived actors count against Ray's soft limit of worker processes (= CPUs); past it, idle task
         # workers are killed after 1 s and every round would pay their multi-second start-up again.
-        kwargs.update(address="local", include_dashboard=False, num_cpus=cfg.ray.num_cpus,
-                      _system_config={"num_workers_soft_limit": 16})
+        kwargs.update(
+            address="local",
+            include_dashboard=False,
+            num_cpus=cfg.ray.num_cpus,
+            _system_config={"num_workers_soft_limit": 16},
+        )
         # Ray's agents and workers can outlive a SIGKILLed driver; a watchdog process removes them.
         reap_descendants_on_death()
     else:
@@ -87,13 +102,16 @@ class TrainingSession:
         suffix = "" if cfg.agent_role == "both" else f"-{cfg.agent_role}"
         self.tracker = Tracker(cfg, self.state.data["mlflow_run_id"], tags=tags, run_name=cfg.run_name + suffix)
         # One pool actor per job (two-job mode: one each); both append to the same folder under a file lock.
-        self.experience = PoolRef(self.run_dir / "experience", f"{cfg.run_name}:{cfg.agent_role}:experience",
-                                  cfg.barrier.namespace)
+        self.experience = PoolRef(
+            self.run_dir / "experience", f"{cfg.run_name}:{cfg.agent_role}:experience", cfg.barrier.namespace
+        )
         self.resumed = self.state.data["mlflow_run_id"] is not None
         if not self.resumed:
             self.state.data["mlflow_run_id"] = self.tracker.run_id
             self.state.save()
-            atomic_write(self.run_dir / "config.resolved.yaml", yaml.safe_dump(redact(cfg.model_dump()), sort_keys=False))
+            atomic_write(
+                self.run_dir / "config.resolved.yaml", yaml.safe_dump(redact(cfg.model_dump()), sort_keys=False)
+            )
             self.tracker.log_artifact(self.run_dir / "config.resolved.yaml")
         elif changes:
             print(f"resuming with changed settings (allowed): {'; '.join(changes)}")
@@ -170,8 +188,9 @@ class TrainingSession:
         <role>_heldout_loss at each evaluation and <role>_best_heldout_loss where it stopped."""
         for role, curve in curves.items():
             for point in curve:
-                self.tracker.log_metrics({f"warm_start/{role}_{k}": v for k, v in point.items() if k.endswith("loss")},
-                                         step=point["step"])
+                self.tracker.log_metrics(
+                    {f"warm_start/{role}_{k}": v for k, v in point.items() if k.endswith("loss")}, step=point["step"]
+                )
         self.state.data["warm_start_curves"] = curves
 
     # --- rounds ---
@@ -205,8 +224,9 @@ class TrainingSession:
         faults.point("flow.mid_checkpoint")  # the checkpoint is on disk, the state does not name it yet
         for r, m in self.pending:
             self.state.data["table"].append({"round": r, **{k: m.get(k) for k in TABLE_KEYS}})
-        self.state.data.update(last_completed_round=round_idx, checkpoint=folder,
-                               pending_metrics=[[r, m] for r, m in self.pending])
+        self.state.data.update(
+            last_completed_round=round_idx, checkpoint=folder, pending_metrics=[[r, m] for r, m in self.pending]
+        )
         self.state.save()
         self.pending = []
         self._flush_pending()
@@ -242,7 +262,9 @@ class TrainingSession:
     def record_registered(self, versions: dict[str, int]) -> None:
         """Tag the run with the registered versions and say where they are."""
         names = {role: registered_name(self.cfg, role) for role in versions}
-        self.tracker.set_tags({f"planact.registered.{role}": f"models:/{names[role]}/{v}" for role, v in versions.items()})
+        self.tracker.set_tags(
+            {f"planact.registered.{role}": f"models:/{names[role]}/{v}" for role, v in versions.items()}
+        )
         self.registered = {role: f"models:/{names[role]}/{v}" for role, v in versions.items()}
 
     def summary(self) -> dict:
@@ -295,15 +317,19 @@ class TrainingSession:
         """Round table and MLflow link for the Prefect artifact."""
         rows = self.state.data["table"][-50:]
         head = "| round | " + " | ".join(TABLE_KEYS) + " |\n|" + "---|" * (len(TABLE_KEYS) + 1) + "\n"
-        body = "".join("| {} | ".format(r["round"]) + " | ".join(_fmt(r.get(k)) for k in TABLE_KEYS) + " |\n"
-                       for r in rows)
+        body = "".join(
+            "| {} | ".format(r["round"]) + " | ".join(_fmt(r.get(k)) for k in TABLE_KEYS) + " |\n" for r in rows
+        )
         keys = [k for k in HEADLINE_KEYS if any(k in m for m in self.evals.values())]
-        evals = "".join(f"| {r} | " + " | ".join(_fmt(m.get(k)) for k in keys) + " |\n"
-                        for r, m in sorted(self.evals.items()))
-        return (f"# planact run `{self.cfg.run_name}` ({self.cfg.agent_role})\n\n"
-                f"MLflow run: {self.tracker.run_url()}\n\n## Rounds\n\n{head}{body}\n"
-                f"## Held-out evaluation (sampling temperature {self.cfg.actor.sampling.temperature})\n\n"
-                f"| round | {' | '.join(keys)} |\n|---|{'---|' * len(keys)}\n{evals}")
+        evals = "".join(
+            f"| {r} | " + " | ".join(_fmt(m.get(k)) for k in keys) + " |\n" for r, m in sorted(self.evals.items())
+        )
+        return (
+            f"# planact run `{self.cfg.run_name}` ({self.cfg.agent_role})\n\n"
+            f"MLflow run: {self.tracker.run_url()}\n\n## Rounds\n\n{head}{body}\n"
+            f"## Held-out evaluation (sampling temperature {self.cfg.actor.sampling.temperature})\n\n"
+            f"| round | {' | '.join(keys)} |\n|---|{'---|' * len(keys)}\n{evals}"
+        )
 
     def progress_line(self, round_idx: int) -> str:
         """One human line about the latest round: a progress bar, its figures, the last held-out headline, ETA."""
@@ -318,12 +344,13 @@ class TrainingSession:
             last = max(self.evals)
             key = next((k for k in HEADLINE_KEYS if k in self.evals[last]), None)
             held = f" | held-out {key} {_fmt(self.evals[last][key])} (round {last})" if key else ""
-        return (f"[{'#' * filled}{'.' * (20 - filled)}] round {round_idx}/{self.cfg.rounds}: "
-                f"success {_fmt(m.get('success'))} planner reward {_fmt(m.get('planner/reward_mean'))} "
-                f"actor reward {_fmt(m.get('actor/reward_mean'))} ({_fmt(m.get('time/round_s'))} s){held}"
-                + (f" | ETA {eta / 60:.1f} min" if eta is not None else ""))
+        return (
+            f"[{'#' * filled}{'.' * (20 - filled)}] round {round_idx}/{self.cfg.rounds}: "
+            f"success {_fmt(m.get('success'))} planner reward {_fmt(m.get('planner/reward_mean'))} "
+            f"actor reward {_fmt(m.get('actor/reward_mean'))} ({_fmt(m.get('time/round_s'))} s){held}"
+            + (f" | ETA {eta / 60:.1f} min" if eta is not None else "")
+        )
 
 
 def _fmt(v) -> str:
     return "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
-

@@ -62,9 +62,18 @@ class RunState:
         self.run_dir = Path(run_dir)
         suffix = "" if agent_role == "both" else f"-{agent_role}"
         self.path = self.run_dir / f"state{suffix}.json"
-        self.data: dict = json.loads(self.path.read_text()) if self.path.is_file() else {
-            "last_completed_round": -1, "mlflow_run_id": None, "checkpoint": None, "warm_started": False,
-            "table": [], "pending_metrics": []}
+        self.data: dict = (
+            json.loads(self.path.read_text())
+            if self.path.is_file()
+            else {
+                "last_completed_round": -1,
+                "mlflow_run_id": None,
+                "checkpoint": None,
+                "warm_started": False,
+                "table": [],
+                "pending_metrics": [],
+            }
+        )
 
     @property
     def next_round(self) -> int:

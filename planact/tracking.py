@@ -54,7 +54,7 @@ def _sqlite_create_lock(uri: str):
     if not uri.startswith("sqlite:///"):
         yield
         return
-    db = Path(uri[len("sqlite:///"):])
+    db = Path(uri[len("sqlite:///") :])
     db.parent.mkdir(parents=True, exist_ok=True)
     with open(f"{db}.lock", "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -67,8 +67,14 @@ def _sqlite_create_lock(uri: str):
 class Tracker:
     """A thin handle on one MLflow run, addressed by id so threads and resumed processes share it."""
 
-    def __init__(self, cfg, run_id: str | None = None, tags: dict[str, str] | None = None,
-                 run_name: str | None = None, parent_run_id: str | None = None):
+    def __init__(
+        self,
+        cfg,
+        run_id: str | None = None,
+        tags: dict[str, str] | None = None,
+        run_name: str | None = None,
+        parent_run_id: str | None = None,
+    ):
         from mlflow.entities import Param  # imported on use: processes that only need tracking_uri stay light
         from mlflow.tracking import MlflowClient
 
@@ -80,9 +86,10 @@ class Tracker:
             if exp is None:
                 artifact_location = None
                 if self.uri.startswith("sqlite:///"):
-                    artifact_location = (Path(self.uri[len("sqlite:///"):]).parent / "mlartifacts").as_uri()
-                exp_id = self.client.create_experiment(cfg.tracking.experiment, artifact_location=artifact_location,
-                                                       tags=dict([EXPERIMENT_KIND]))
+                    artifact_location = (Path(self.uri[len("sqlite:///") :]).parent / "mlartifacts").as_uri()
+                exp_id = self.client.create_experiment(
+                    cfg.tracking.experiment, artifact_location=artifact_location, tags=dict([EXPERIMENT_KIND])
+                )
             else:
                 exp_id = exp.experiment_id
                 if EXPERIMENT_KIND[0] not in exp.tags:  # an experiment MLflow guessed a kind for, or an older one
@@ -149,6 +156,8 @@ class Tracker:
         """A link to the run in the MLflow UI (when tracking a server) or its URI."""
         if self.uri.startswith("http"):
             # MLflow 3's UI opens in its GenAI view unless told otherwise; these runs train models.
-            return (f"{self.uri.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
-                    "?workflowType=machine_learning")
+            return (
+                f"{self.uri.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
+                "?workflowType=machine_learning"
+            )
         return f"{self.uri} (run {self.run_id}; open with `mlflow ui --backend-store-uri {self.uri}`)"

@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import time
 import uuid
-
 from typing import TYPE_CHECKING
 
 import ray
@@ -54,14 +53,16 @@ class TrainerRank(AgentActor):
     def __init__(self, cfg: RunConfig, role: str, rank: int):
         import torch
 
+        from planact.initial_models import initial_model_path
         from planact.models import load_model
         from planact.rl.trainer import RoleTrainer
-        from planact.initial_models import initial_model_path
 
         rc: RoleConfig = getattr(cfg, role)
         torch.set_num_threads(rc.resources.torch_threads)
         self.cfg, self.role, self.rank, self.rc = cfg, role, rank, rc
-        self.model, self.tokenizer = load_model(initial_model_path(cfg, role), rc.resources.device, rc.resources.attention)
+        self.model, self.tokenizer = load_model(
+            initial_model_path(cfg, role), rc.resources.device, rc.resources.attention
+        )
         self.trainer = RoleTrainer(self.model, self.tokenizer.pad_token_id, rc.rl, rc.sampling.temperature)
         self.tag = "fresh"  # never rank 0's tag: a new or recreated rank first receives rank 0's state
         self.dp: DataParallel | None = None
@@ -70,8 +71,15 @@ class TrainerRank(AgentActor):
     def join(self, addr: str, port: int, world: int) -> int:
         """Enter rank 0's process group; returns this rank."""
         from planact.rl import data_parallel
-        data_parallel.join(addr, port, self.rank, world, data_parallel.backend_for(self.rc.resources.device),
-                           self.rc.resources.trainer_timeout_s)
+
+        data_parallel.join(
+            addr,
+            port,
+            self.rank,
+            world,
+            data_parallel.backend_for(self.rc.resources.device),
+            self.rc.resources.trainer_timeout_s,
+        )
         self.dp = data_parallel.DataParallel(self.rank, world, sharded=self.rc.resources.fsdp)
         self.replica = None
         return self.rank
@@ -79,13 +87,16 @@ class TrainerRank(AgentActor):
     def load_shards(self, tag: str) -> None:
         """FSDP: shard a model over the current group and receive rank 0's state into it (collective)."""
         from planact.rl import fsdp
+
         if self.replica is None:
             model = self.model
             if model is None:  # a re-formed group: the shape again; the values come from rank 0
-                from planact.models import load_model
                 from planact.initial_models import initial_model_path
-                model, _ = load_model(initial_model_path(self.cfg, self.role), self.rc.resources.device,
-                                      self.rc.resources.attention)
+                from planact.models import load_model
+
+                model, _ = load_model(
+                    initial_model_path(self.cfg, self.role), self.rc.resources.device, self.rc.resources.attention
+                )
             self.replica = fsdp.Replica(model, self.trainer, self.rc.resources.device)
             # Sharded in place: the full copy is gone, this rank holds 1/N of the parameters.
             self.model, self.trainer = None, self.replica.trainer
@@ -106,6 +117,7 @@ class TrainerRank(AgentActor):
     def train(self, samples: list[dict], tag: str) -> dict:
         """This rank's part of one data-parallel step."""
         from planact.rl.data_parallel import next_tag
+
         if tag != self.tag:
             raise RuntimeError(f"{self.role} rank {self.rank}: holds state {self.tag}, rank 0 steps from {tag}")
         metrics = self.trainer.train_step(samples, self.dp)
@@ -117,6 +129,7 @@ class TrainerRank(AgentActor):
     def leave(self) -> None:
         """Leave the process group (rank 0 re-forms it after a failure)."""
         from planact.rl import data_parallel
+
         data_parallel.leave()
         self.dp = None
         self.replica = None
@@ -124,6 +137,7 @@ class TrainerRank(AgentActor):
     def on_stop(self) -> None:
         """Leave the group when the agent is stopped."""
         from planact.rl import data_parallel
+
         data_parallel.leave()
 
 
@@ -161,6 +175,7 @@ class GroupLeader:
 
     def _form(self, handles: list) -> None:
         from planact.rl import data_parallel
+
         # The rendezvous is rank 0's own node and a port free there.
         addr, port, world = ray.util.get_node_ip_address(), free_port(), len(handles) + 1
         refs = [h.join.remote(addr, port, world) for h in handles]
@@ -181,6 +196,7 @@ class GroupLeader:
     def _load_shards(self, handles: list) -> int:
         # FSDP: the shards are (re)filled from rank 0's canonical state by every rank together.
         from planact.rl import fsdp
+
         tags = ray.get([h.state_tag.remote() for h in handles])
         if self.replica is not None and all(t == self.tag for t in tags):
             return 0
@@ -194,6 +210,7 @@ class GroupLeader:
     def train_step(self, samples: list[dict]) -> dict:
         """One data-parallel GRPO step of the whole group; on failure rank 0 rolls back and the error is raised."""
         from planact.rl import data_parallel
+
         handles, members = self._handles()
         if self.dp is None or members != self.members:  # first step, or a rank was recreated since
             self._form(handles)
@@ -202,8 +219,14 @@ class GroupLeader:
         resent = self._load_shards(handles) if sharded else self._sync(handles)
         # Host-memory snapshot: a step that dies half way (after some minibatch updates) must not count.
         # (FSDP trains a replica: rank 0's canonical state changes only once every rank has finished.)
-        snapshot = None if sharded else ({k: v.detach().clone() for k, v in self.model.state_dict().items()},
-                                         copy.deepcopy(self.trainer.state_dict()))
+        snapshot = (
+            None
+            if sharded
+            else (
+                {k: v.detach().clone() for k, v in self.model.state_dict().items()},
+                copy.deepcopy(self.trainer.state_dict()),
+            )
+        )
         samples_ref = ray.put(samples)
         refs = [h.train.remote(samples_ref, self.tag) for h in handles]
         try:
@@ -221,11 +244,17 @@ class GroupLeader:
             data_parallel.leave()
             for h in handles:
                 h.leave.remote()  # survivors leave the broken group; the dead one is being recreated
-            raise RuntimeError(f"{self.role} trainer group: the step failed on a rank ({type(exc).__name__}: "
-                               f"{str(exc)[:300]}); rank 0 rolled back, the group re-forms on the next try") from exc
+            raise RuntimeError(
+                f"{self.role} trainer group: the step failed on a rank ({type(exc).__name__}: "
+                f"{str(exc)[:300]}); rank 0 rolled back, the group re-forms on the next try"
+            ) from exc
         if sharded:
             self.replica.commit(self.model, self.trainer, gathered)
         self.tag = data_parallel.next_tag(self.tag, self.trainer.steps)
         share = self.replica.local_fraction() if sharded else 1.0
-        return {**metrics, "trainer_workers": float(len(handles) + 1), "ranks_resent": float(resent),
-                "param_share": share}
+        return {
+            **metrics,
+            "trainer_workers": float(len(handles) + 1),
+            "ranks_resent": float(resent),
+            "param_share": share,
+        }

@@ -14,14 +14,13 @@ import random
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from planact.config import API_ENGINES, RoleConfig, RunConfig
 from planact import faults, lora
+from planact.config import API_ENGINES, RoleConfig, RunConfig
 from planact.engines.base import Completion, SamplingParams
 from planact.engines.factory import make_engine, needs_local_model
 from planact.envs.base import RoundEnv, make_env
 from planact.initial_models import initial_model_path
-from planact.storage import fsync_tree
-from planact.storage import RunState
+from planact.storage import RunState, fsync_tree
 from schedulemesh import AgentActor
 
 # torch, transformers and the modules built on them are imported where they are used: the schedulemesh
@@ -38,8 +37,9 @@ class RoleWorker(AgentActor):
     by the supervisor after a crash restores the run's last checkpoint before it answers.
     """
 
-    def __init__(self, cfg: RunConfig, role: str, replica: int = 0, with_trainer: bool = True,
-                 model_path: str | None = None):
+    def __init__(
+        self, cfg: RunConfig, role: str, replica: int = 0, with_trainer: bool = True, model_path: str | None = None
+    ):
         import torch
         from transformers import AutoTokenizer
 
@@ -58,13 +58,18 @@ class RoleWorker(AgentActor):
                 self.model = lora.apply_lora(self.model, rc.lora, seed=cfg.seed)
         elif rc.engine == "sglang":
             self.tokenizer = AutoTokenizer.from_pretrained(path)  # prompts go to the server as token ids
-        self.engine = make_engine(rc, f"{role}-{replica}", path, self.model, self.tokenizer,
-                                  cfg.run_dir() / "logs")
-        self.trainer = (RoleTrainer(self.model, self.tokenizer.pad_token_id, rc.rl, rc.sampling.temperature)
-                        if with_trainer else None)
+        self.engine = make_engine(rc, f"{role}-{replica}", path, self.model, self.tokenizer, cfg.run_dir() / "logs")
+        self.trainer = (
+            RoleTrainer(self.model, self.tokenizer.pad_token_id, rc.rl, rc.sampling.temperature)
+            if with_trainer
+            else None
+        )
         # trainer_workers > 1: this trainer is rank 0 of a data-parallel group (planact.trainer_group).
-        self.leader = (GroupLeader(cfg, role, self.model, self.trainer)
-                       if with_trainer and rc.resources.trainer_workers > 1 else None)
+        self.leader = (
+            GroupLeader(cfg, role, self.model, self.trainer)
+            if with_trainer and rc.resources.trainer_workers > 1
+            else None
+        )
         if self.incarnation > 0:
             self.restore_latest()
 
@@ -77,29 +82,48 @@ class RoleWorker(AgentActor):
 
     # --- generation ---
 
-    def generate(self, prompts: list[str], temperature: float | None = None, *, n: int,
-                 seed: int | None = None) -> list[list[Completion]]:
+    def generate(
+        self, prompts: list[str], temperature: float | None = None, *, n: int, seed: int | None = None
+    ) -> list[list[Completion]]:
         """n completions per prompt with the role's sampling config (temperature overridable)."""
         s = self.rc.sampling
-        params = SamplingParams(temperature=s.temperature if temperature is None else temperature, top_p=s.top_p,
-                                max_new_tokens=s.max_new_tokens, n=n, seed=seed,
-                                raw_prompt=not s.chat_template)
+        params = SamplingParams(
+            temperature=s.temperature if temperature is None else temperature,
+            top_p=s.top_p,
+            max_new_tokens=s.max_new_tokens,
+            n=n,
+            seed=seed,
+            raw_prompt=not s.chat_template,
+        )
         with self.busy():
             faults.point("engine.mid_generate")
             return self.engine.generate(prompts, params)
 
-    def choose(self, requests: list[tuple[str, list[str]]], temperature: float | None = None, *, n: int,
-               seed: int | None = None) -> list[list[Completion]]:
+    def choose(
+        self,
+        requests: list[tuple[str, list[str]]],
+        temperature: float | None = None,
+        *,
+        n: int,
+        seed: int | None = None,
+    ) -> list[list[Completion]]:
         """Sample completions constrained to each request's candidate set (the repair roles' decoding)."""
         choose = getattr(self.engine, "choose", None)
         if choose is None:
-            raise NotImplementedError(f"{self.role}: engine {self.rc.engine!r} cannot score candidate sets; "
-                                      "constrained decoding needs the in-process 'hf' engine (set decoding: free "
-                                      "to let a real model write its actions and patches)")
+            raise NotImplementedError(
+                f"{self.role}: engine {self.rc.engine!r} cannot score candidate sets; "
+                "constrained decoding needs the in-process 'hf' engine (set decoding: free "
+                "to let a real model write its actions and patches)"
+            )
         s = self.rc.sampling
-        params = SamplingParams(temperature=s.temperature if temperature is None else temperature, top_p=1.0,
-                                max_new_tokens=s.max_new_tokens, n=n, seed=seed,
-                                raw_prompt=not s.chat_template)
+        params = SamplingParams(
+            temperature=s.temperature if temperature is None else temperature,
+            top_p=1.0,
+            max_new_tokens=s.max_new_tokens,
+            n=n,
+            seed=seed,
+            raw_prompt=not s.chat_template,
+        )
         with self.busy():
             return choose(requests, params)
 
@@ -108,8 +132,13 @@ class RoleWorker(AgentActor):
         from planact.models import param_count
 
         params = param_count(self.model) if self.model is not None else None
-        return {**self.engine.health(), "role": self.role, "pid": os.getpid(), "params": params,
-                "has_trainer": self.trainer is not None}
+        return {
+            **self.engine.health(),
+            "role": self.role,
+            "pid": os.getpid(),
+            "params": params,
+            "has_trainer": self.trainer is not None,
+        }
 
     # --- training ---
 
@@ -125,7 +154,9 @@ class RoleWorker(AgentActor):
             self._input_example = pairs[0][0]
         eos = self.tokenizer.eos_token_id
         raw = not self.rc.sampling.chat_template
-        return [(self.engine.encode(p, raw), self.tokenizer.encode(t, add_special_tokens=False) + [eos]) for p, t in pairs]
+        return [
+            (self.engine.encode(p, raw), self.tokenizer.encode(t, add_special_tokens=False) + [eos]) for p, t in pairs
+        ]
 
     def warm_start(self, seed: int, steps: int | None = None) -> list[dict]:
         """Supervised warm start on the environment's teacher demonstrations; returns the loss curve."""
@@ -184,8 +215,10 @@ class RoleWorker(AgentActor):
         """What other replicas need to catch up: a CPU state_dict (hf; the adapters alone with LoRA) or the
         exported folder (sglang)."""
         if self.rc.engine == "sglang":
-            return getattr(self, "_exported", None) or (self._export(self.engine.weight_version),
-                                                        self.engine.weight_version)
+            return getattr(self, "_exported", None) or (
+                self._export(self.engine.weight_version),
+                self.engine.weight_version,
+            )
         if self.rc.lora.enabled:
             return lora.adapter_state(self.model), self.engine.weight_version
         return {k: v.detach().cpu() for k, v in self.model.state_dict().items()}, self.engine.weight_version
@@ -215,9 +248,11 @@ class RoleWorker(AgentActor):
         import torch
 
         if expect_version is not None and self.engine.weight_version != expect_version:
-            raise RuntimeError(f"{self.role}: the trainer holds weight version {self.engine.weight_version}, the run "
-                               f"reached {expect_version}: it was recreated and lost updates since the last checkpoint; "
-                               "resume the run to re-run the rounds after it")
+            raise RuntimeError(
+                f"{self.role}: the trainer holds weight version {self.engine.weight_version}, the run "
+                f"reached {expect_version}: it was recreated and lost updates since the last checkpoint; "
+                "resume the run to re-run the rounds after it"
+            )
         out = Path(folder) / self.role
         out.mkdir(parents=True, exist_ok=True)
         if self.rc.lora.enabled:  # the adapter and the base it adapts, named as configured
@@ -226,8 +261,11 @@ class RoleWorker(AgentActor):
             self.model.save_pretrained(out)
         faults.point("trainer.mid_checkpoint")  # weights written, optimizer state and meta not yet
         self.tokenizer.save_pretrained(out)
-        state = {"weight_version": self.engine.weight_version, "torch_rng": torch.get_rng_state(),
-                 "trainer": self.trainer.state_dict() if self.trainer else None}
+        state = {
+            "weight_version": self.engine.weight_version,
+            "torch_rng": torch.get_rng_state(),
+            "trainer": self.trainer.state_dict() if self.trainer else None,
+        }
         torch.save(state, out / "trainer_state.pt")
         (out / "meta.json").write_text(json.dumps({"role": self.role, "weight_version": self.engine.weight_version}))
         if getattr(self, "_input_example", None):

@@ -21,5 +21,18 @@ from sandbox.process import (
 )
 from sandbox.view import CODE, SITE, View, python
 
-__all__ = ["CODE", "Completed", "Drain", "Limits", "SITE", "Sandbox", "SandboxUnavailable", "View", "backend",
-           "clean_env", "python", "run", "start"]
+__all__ = [
+    "CODE",
+    "Completed",
+    "Drain",
+    "Limits",
+    "SITE",
+    "Sandbox",
+    "SandboxUnavailable",
+    "View",
+    "backend",
+    "clean_env",
+    "python",
+    "run",
+    "start",
+]

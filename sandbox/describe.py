@@ -35,8 +35,13 @@ def describe(kind: str, paths: tuple[str, ...] = ()) -> dict:
         seen = json.loads(done.stdout)
     except ValueError:
         seen = {"error": done.status, "stderr": done.stderr[-2000:]}
-    return {"kind": kind, "backend": done.backend, "site": [n for n, _ in site_entries(view.packages)],
-            "paths": list(view.paths), **seen}
+    return {
+        "kind": kind,
+        "backend": done.backend,
+        "site": [n for n, _ in site_entries(view.packages)],
+        "paths": list(view.paths),
+        **seen,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kind", choices=["code", "pytest", "all"], default="all")
     ap.add_argument("--path", action="append", default=[], help="a folder a pytest sandbox also binds")
     a = ap.parse_args(argv)
-    for kind in (["code", "pytest"] if a.kind == "all" else [a.kind]):
+    for kind in ["code", "pytest"] if a.kind == "all" else [a.kind]:
         print(json.dumps(describe(kind, tuple(a.path)), indent=1))
     return 0
 

@@ -45,8 +45,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox.uids import (_UID_RANGE, _chown_tree, _claim_uid, _count_user_processes,  # noqa: F401
-                                  _kill_uid, _tree_cpu_s, _uid_claim)
+from sandbox.uids import _UID_RANGE, _chown_tree, _claim_uid, _count_user_processes, _kill_uid, _tree_cpu_s, _uid_claim  # noqa: F401
 from sandbox.view import CODE, View, bwrap_mounts, python
 
 # Variables a sandboxed program may inherit; everything else (keys, tokens, cloud settings) is dropped.
@@ -109,8 +108,10 @@ def backend() -> str:
     if wanted != "bwrap":
         raise SandboxUnavailable(f"PLANACT_SANDBOX={wanted!r}: expected 'bwrap' or 'process'")
     if shutil.which("bwrap") is None:
-        raise SandboxUnavailable("bubblewrap (`bwrap`) is not installed: `apt-get install bubblewrap` "
-                                 "(or set PLANACT_SANDBOX=process to accept the weaker process-only sandbox)")
+        raise SandboxUnavailable(
+            "bubblewrap (`bwrap`) is not installed: `apt-get install bubblewrap` "
+            "(or set PLANACT_SANDBOX=process to accept the weaker process-only sandbox)"
+        )
     return "bwrap"
 
 
@@ -118,8 +119,16 @@ def clean_env(extra: dict[str, str] | None = None, home: str = "/tmp") -> dict[s
     """The child's environment: an allow-list of the parent's plus `extra`, minus anything secret-looking."""
     env = {k: os.environ[k] for k in _ENV_ALLOW if k in os.environ}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    env.update({"HOME": home, "TMPDIR": "/tmp", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
-                "OMP_NUM_THREADS": "1", "LANG": env.get("LANG", "C.UTF-8")})
+    env.update(
+        {
+            "HOME": home,
+            "TMPDIR": "/tmp",
+            "PYTHONHASHSEED": "0",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "OMP_NUM_THREADS": "1",
+            "LANG": env.get("LANG", "C.UTF-8"),
+        }
+    )
     for k, v in (extra or {}).items():
         if any(s in k.upper() for s in _SECRETISH):
             continue  # a caller passing a key by mistake must not hand it to model code
@@ -136,17 +145,36 @@ def _measuring_shell(fd: int) -> list[str]:
     return [shutil.which("bash") or "bash", "-c", script, "planact-measure"]
 
 
-def _bwrap_argv(argv: list[str], workdir: str, limits: Limits, view: View, uid: int | None,
-                wrapper: list[str] = ()) -> list[str]:
-    cmd = ["bwrap", *bwrap_mounts(view, workdir, limits.tmp_mb), "--chdir", workdir, "--die-with-parent",
-           "--new-session"]
+def _bwrap_argv(
+    argv: list[str], workdir: str, limits: Limits, view: View, uid: int | None, wrapper: list[str] = ()
+) -> list[str]:
+    cmd = [
+        "bwrap",
+        *bwrap_mounts(view, workdir, limits.tmp_mb),
+        "--chdir",
+        workdir,
+        "--die-with-parent",
+        "--new-session",
+    ]
     if uid is None:  # an ordinary user: an unprivileged user namespace carries the others
         return cmd + ["--unshare-all", "--", *wrapper] + argv
     # Root: bwrap mounts as root, then the program drops to the run's own uid with no capabilities, so
     # file permissions protect the host too and RLIMIT_NPROC counts this run's processes only.
     cmd += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--", *wrapper]
-    return cmd + ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
-                  "--inh-caps=-all", "--bounding-set=-all", "--"] + argv
+    return (
+        cmd
+        + [
+            "setpriv",
+            f"--reuid={uid}",
+            f"--regid={uid}",
+            "--clear-groups",
+            "--no-new-privs",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--",
+        ]
+        + argv
+    )
 
 
 def _set_limits(limits: Limits, root: bool, new_netns: bool) -> None:
@@ -267,9 +295,17 @@ class Sandbox:
             _uid_claim(self.uid).unlink(missing_ok=True)
 
 
-def start(argv: list[str], *, workdir: str | os.PathLike | None = None, limits: Limits = Limits(),
-          env: dict[str, str] | None = None, read_only: list[str] | tuple = (),
-          files: dict[str, str] | None = None, view: View = CODE, channel_fd: int | None = None) -> Sandbox:
+def start(
+    argv: list[str],
+    *,
+    workdir: str | os.PathLike | None = None,
+    limits: Limits = Limits(),
+    env: dict[str, str] | None = None,
+    read_only: list[str] | tuple = (),
+    files: dict[str, str] | None = None,
+    view: View = CODE,
+    channel_fd: int | None = None,
+) -> Sandbox:
     """Start `argv` in the sandbox with pipes on all three streams; the caller must `close()` it.
 
     Without `workdir` a private temporary one is made (holding `files`) and removed on `close()`. The
@@ -304,10 +340,18 @@ def start(argv: list[str], *, workdir: str | os.PathLike | None = None, limits: 
         env["PLANACT_CHANNEL_FD"] = str(channel_fd)
     passed = tuple(fd for fd in (write_end, channel_fd) if fd is not None)
     with _handing_over(read_end, write_end):
-        proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=work, env=clean_env(env, home=work), start_new_session=True, close_fds=True,
-                                pass_fds=passed,
-                                preexec_fn=lambda: _set_limits(limits, root, new_netns=(kind == "process" and root)))
+        proc = subprocess.Popen(
+            full,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=work,
+            env=clean_env(env, home=work),
+            start_new_session=True,
+            close_fds=True,
+            pass_fds=passed,
+            preexec_fn=lambda: _set_limits(limits, root, new_netns=(kind == "process" and root)),
+        )
     return Sandbox(proc, work, uid, kind, owns, cpu_pipe=read_end)
 
 
@@ -326,10 +370,19 @@ def _handing_over(read_end: int | None, write_end: int | None):
             os.close(write_end)
 
 
-def run(argv: list[str], *, stdin: bytes = b"", workdir: str | os.PathLike | None = None,
-        limits: Limits = Limits(), env: dict[str, str] | None = None, read_only: list[str] | tuple = (),
-        files: dict[str, str] | None = None, view: View = CODE, channel: bool = False,
-        channel_bytes: int | None = None) -> Completed:
+def run(
+    argv: list[str],
+    *,
+    stdin: bytes = b"",
+    workdir: str | os.PathLike | None = None,
+    limits: Limits = Limits(),
+    env: dict[str, str] | None = None,
+    read_only: list[str] | tuple = (),
+    files: dict[str, str] | None = None,
+    view: View = CODE,
+    channel: bool = False,
+    channel_bytes: int | None = None,
+) -> Completed:
     """Run `argv` to completion in the sandbox; never raises on what the program does.
 
     channel=True: the program inherits the write end of a pipe (fd number in PLANACT_CHANNEL_FD) that only
@@ -340,8 +393,16 @@ def run(argv: list[str], *, stdin: bytes = b"", workdir: str | os.PathLike | Non
     if channel:
         ch_read, ch_write = os.pipe()
     with _handing_over(ch_read, ch_write):
-        box = start(argv, workdir=workdir, limits=limits, env=env, read_only=read_only, files=files, view=view,
-                    channel_fd=ch_write)
+        box = start(
+            argv,
+            workdir=workdir,
+            limits=limits,
+            env=env,
+            read_only=read_only,
+            files=files,
+            view=view,
+            channel_fd=ch_write,
+        )
     out, err = Drain(box.proc.stdout, limits.output_bytes), Drain(box.proc.stderr, limits.output_bytes)
     chan = Drain(os.fdopen(ch_read, "rb"), channel_bytes or limits.output_bytes) if ch_read is not None else None
     timed_out, cpu_s = False, None
@@ -380,5 +441,13 @@ def _completed(box: Sandbox, timed_out: bool, out: Drain, err: Drain, cpu_s: flo
         status = "timeout"  # bwrap exits 128 + the signal that ended its program: the CPU limit
     else:
         status = "error"
-    return Completed(status, None if timed_out else rc, out.text(), stderr,
-                     out.total > out.cap or err.total > err.cap, time.monotonic() - box.started, box.backend, cpu_s)
+    return Completed(
+        status,
+        None if timed_out else rc,
+        out.text(),
+        stderr,
+        out.total > out.cap or err.total > err.cap,
+        time.monotonic() - box.started,
+        box.backend,
+        cpu_s,
+    )

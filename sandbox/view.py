@@ -32,12 +32,26 @@ SITE = "/opt/planact-site"
 """Where the allowed import packages appear inside the sandbox (callers put it on PYTHONPATH)."""
 
 # Files of /etc that the loader, libc and Python read; the rest of /etc (configs, credentials) stays out.
-_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group", "nsswitch.conf",
-        "alternatives", "mime.types")
+_ETC = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "alternatives",
+    "mime.types",
+)
 # Folders of /usr where Python packages or wheels live (any interpreter, any layout): hidden.
-_PACKAGE_GLOBS = ("/usr/lib/python3*/dist-packages", "/usr/lib/python3*/site-packages",
-                  "/usr/local/lib/python3*/dist-packages", "/usr/local/lib/python3*/site-packages",
-                  "/usr/share/python-wheels", "/usr/lib/python3/dist-packages")
+_PACKAGE_GLOBS = (
+    "/usr/lib/python3*/dist-packages",
+    "/usr/lib/python3*/site-packages",
+    "/usr/local/lib/python3*/dist-packages",
+    "/usr/local/lib/python3*/site-packages",
+    "/usr/share/python-wheels",
+    "/usr/lib/python3/dist-packages",
+)
 
 
 @dataclass(frozen=True)

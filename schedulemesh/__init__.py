@@ -24,9 +24,12 @@ from schedulemesh.scheduler import AgentRef, Scheduler
 __version__ = "0.3.0"
 
 # The original ScheduleMesh's top-level names, imported on first use (they pull in Ray-side modules).
-_LAZY = {"RayScheduler": "schedulemesh.core.controllers.ray_scheduler",
-         "ScheduleMesh": "schedulemesh.core.controllers.schedule_mesh",
-         "SimpleScheduler": "schedulemesh.simple", "SimpleTaskSpec": "schedulemesh.simple"}
+_LAZY = {
+    "RayScheduler": "schedulemesh.core.controllers.ray_scheduler",
+    "ScheduleMesh": "schedulemesh.core.controllers.schedule_mesh",
+    "SimpleScheduler": "schedulemesh.simple",
+    "SimpleTaskSpec": "schedulemesh.simple",
+}
 
 
 def __getattr__(name: str):
@@ -37,7 +40,24 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'schedulemesh' has no attribute {name!r}")
 
 
-__all__ = ["AgentActor", "AgentCreationError", "AgentNotFound", "AgentRef", "AlreadyExists", "InsufficientCapacity",
-           "InvalidOptions", "PoolNotFound", "STRATEGIES", "Scheduler", "SchedulemeshError", "free_port",
-           "load_strategies", "register_strategy", "RayScheduler", "ScheduleMesh", "SimpleScheduler", "SimpleTaskSpec",
-           "__version__"]
+__all__ = [
+    "AgentActor",
+    "AgentCreationError",
+    "AgentNotFound",
+    "AgentRef",
+    "AlreadyExists",
+    "InsufficientCapacity",
+    "InvalidOptions",
+    "PoolNotFound",
+    "STRATEGIES",
+    "Scheduler",
+    "SchedulemeshError",
+    "free_port",
+    "load_strategies",
+    "register_strategy",
+    "RayScheduler",
+    "ScheduleMesh",
+    "SimpleScheduler",
+    "SimpleTaskSpec",
+    "__version__",
+]

@@ -43,10 +43,18 @@ class AgentActor(MetricsReportingAgent, SimulatedTasks):
     """Heartbeat reports sent and not yet taken by the supervisor, at most (a restarting supervisor must not
     find a backlog of stale load figures; beats over the bound are dropped and counted)."""
 
-    def __init__(self, name: str | None = None, labels: dict[str, str] | None = None, supervisor=None, *,
-                 report_interval: float = 5.0, max_pending_reports: int = 16):
-        MetricsReportingAgent.__init__(self, name, labels, supervisor, report_interval=report_interval,
-                                       max_pending_reports=max_pending_reports)
+    def __init__(
+        self,
+        name: str | None = None,
+        labels: dict[str, str] | None = None,
+        supervisor=None,
+        *,
+        report_interval: float = 5.0,
+        max_pending_reports: int = 16,
+    ):
+        MetricsReportingAgent.__init__(
+            self, name, labels, supervisor, report_interval=report_interval, max_pending_reports=max_pending_reports
+        )
         # The scheduler binds these before __init__; explicit arguments only fill what it did not.
         if getattr(self, "_sm_name", None) is None:
             self._sm_name = name
@@ -167,8 +175,7 @@ class Managed:
             user.__init__(self, *args, **kwargs)
         if not issubclass(user, AgentActor):
             AgentActor.__init__(self)
-        self._sm_thread = threading.Thread(target=self._sm_heartbeat_loop, name="schedulemesh-heartbeat",
-                                           daemon=True)
+        self._sm_thread = threading.Thread(target=self._sm_heartbeat_loop, name="schedulemesh-heartbeat", daemon=True)
         self._sm_thread.start()
 
     def _sm_report(self) -> dict:
@@ -176,8 +183,14 @@ class Managed:
             extra = dict(self.metrics())
         except Exception as exc:  # a broken metrics() must not silence the heartbeat
             extra = {"metrics_error": repr(exc)}
-        return {"pid": os.getpid(), "incarnation": self._sm_incarnation, "load": self.load(), "time": time.time(),
-                "dropped_reports": self._sm_dropped, **extra}
+        return {
+            "pid": os.getpid(),
+            "incarnation": self._sm_incarnation,
+            "load": self.load(),
+            "time": time.time(),
+            "dropped_reports": self._sm_dropped,
+            **extra,
+        }
 
     def _sm_heartbeat_loop(self) -> None:
         while not self._sm_stopping.is_set():
@@ -188,8 +201,9 @@ class Managed:
                     if len(self._sm_pending) >= self.max_pending_reports:
                         self._sm_dropped += 1  # the supervisor is not taking reports: do not pile them up
                     else:
-                        self._sm_pending.append(self._sm_supervisor.heartbeat.remote(
-                            self._sm_name, self._sm_incarnation, self._sm_report()))
+                        self._sm_pending.append(
+                            self._sm_supervisor.heartbeat.remote(self._sm_name, self._sm_incarnation, self._sm_report())
+                        )
                 except Exception:  # supervisor restarting; the next beat tries again
                     pass
             self._sm_stopping.wait(self._sm_interval)
@@ -203,8 +217,12 @@ class Managed:
     def sm_ready(self) -> dict:
         """Where the agent runs: pid, node id and ip (answered once the constructor has finished)."""
         ctx = ray.get_runtime_context()
-        return {"pid": os.getpid(), "node_id": ctx.get_node_id(), "ip": ray.util.get_node_ip_address(),
-                "incarnation": self._sm_incarnation}
+        return {
+            "pid": os.getpid(),
+            "node_id": ctx.get_node_id(),
+            "ip": ray.util.get_node_ip_address(),
+            "incarnation": self._sm_incarnation,
+        }
 
     def sm_ping(self) -> dict:
         """Liveness probe with the current report."""
@@ -236,6 +254,14 @@ class Managed:
 def managed(actor_class: type) -> type:
     """A subclass of actor_class (and AgentActor) with Managed first: scheduler context, heartbeats, sm_* calls."""
     bases = (Managed, actor_class) + (() if issubclass(actor_class, AgentActor) else (AgentActor,))
-    return type(actor_class.__name__, bases, {
-        "_sm_user_class": actor_class, "_sm_identity": takes_identity(actor_class),
-        "__module__": actor_class.__module__, "__qualname__": actor_class.__qualname__, "__doc__": actor_class.__doc__})
+    return type(
+        actor_class.__name__,
+        bases,
+        {
+            "_sm_user_class": actor_class,
+            "_sm_identity": takes_identity(actor_class),
+            "__module__": actor_class.__module__,
+            "__qualname__": actor_class.__qualname__,
+            "__doc__": actor_class.__doc__,
+        },
+    )

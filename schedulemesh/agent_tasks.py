@@ -21,13 +21,19 @@ class SimulatedTasks:
         """Echo a call routed by ScheduleMesh proxies ({method, args, kwargs}); agents override it to act."""
         return {"method": method, "args": list(args), "kwargs": dict(kwargs)}
 
-    def process(self, payload=None, task_id: str | None = None, priority: float = 0.0,
-                simulated_duration: float = 0.0) -> dict:
+    def process(
+        self, payload=None, task_id: str | None = None, priority: float = 0.0, simulated_duration: float = 0.0
+    ) -> dict:
         """Take a payload; with a task id and a duration the task counts as running for that many seconds."""
         if task_id is not None and simulated_duration > 0:
             tasks = self._tasks()
-            tasks[task_id] = {"task_id": task_id, "payload": payload, "priority": float(priority),
-                              "start_time": time.time(), "simulated_duration": float(simulated_duration)}
+            tasks[task_id] = {
+                "task_id": task_id,
+                "payload": payload,
+                "priority": float(priority),
+                "start_time": time.time(),
+                "simulated_duration": float(simulated_duration),
+            }
 
             def finish() -> None:
                 time.sleep(simulated_duration)

@@ -20,8 +20,14 @@ from schedulemesh import resources as R
 
 HIGH_PRIORITY = 8.0
 READY_TIMEOUT_S = 30.0
-DEFAULTS = {"enable": True, "high_priority_pg_specs": [], "enable_dynamic_pgs": True, "max_dynamic_pgs": 20,
-            "pg_strategy": "STRICT_PACK", "enable_pg_reuse": True}
+DEFAULTS = {
+    "enable": True,
+    "high_priority_pg_specs": [],
+    "enable_dynamic_pgs": True,
+    "max_dynamic_pgs": 20,
+    "pg_strategy": "STRICT_PACK",
+    "enable_pg_reuse": True,
+}
 
 
 def bundle_of(spec: dict[str, float]) -> dict[str, float]:
@@ -47,9 +53,17 @@ class PGRecord:
 
     def info(self) -> dict:
         """A plain view (no Ray handle)."""
-        return {"pg_id": self.pg_id, "pool_name": self.pool_name, "spec": dict(self.spec),
-                "priority_tier": self.tier, "strategy": self.strategy, "status": self.status,
-                "allocated_to": self.allocated_to, "reuse_count": self.reuse_count, "created_at": self.created_at}
+        return {
+            "pg_id": self.pg_id,
+            "pool_name": self.pool_name,
+            "spec": dict(self.spec),
+            "priority_tier": self.tier,
+            "strategy": self.strategy,
+            "status": self.status,
+            "allocated_to": self.allocated_to,
+            "reuse_count": self.reuse_count,
+            "created_at": self.created_at,
+        }
 
 
 class PGPools:
@@ -68,8 +82,9 @@ class PGPools:
             ray.get(group.ready(), timeout=self.ready_timeout_s)
         except Exception:
             remove_placement_group(group)
-            raise ValueError(f"pool {pool!r}: the cluster cannot place a {strategy} group of {spec} "
-                             f"within {self.ready_timeout_s:g}s") from None
+            raise ValueError(
+                f"pool {pool!r}: the cluster cannot place a {strategy} group of {spec} within {self.ready_timeout_s:g}s"
+            ) from None
         rec = PGRecord(pg_id, pool, dict(spec), tier, strategy, group)
         self.records[pg_id] = rec
         return rec
@@ -84,11 +99,17 @@ class PGPools:
         config = {**DEFAULTS, **kw}
         config["high_priority_pg_specs"] = [dict(s) for s in config["high_priority_pg_specs"] or []]
         self.configs[pool] = config
-        made = [self._create(pool, spec, "high", config["pg_strategy"]).pg_id
-                for spec in config["high_priority_pg_specs"]]
-        return {"success": True, "pool_name": pool, "high_priority_pgs": made,
-                "config": {k: config[k] for k in ("enable_dynamic_pgs", "max_dynamic_pgs", "pg_strategy",
-                                                  "enable_pg_reuse")}}
+        made = [
+            self._create(pool, spec, "high", config["pg_strategy"]).pg_id for spec in config["high_priority_pg_specs"]
+        ]
+        return {
+            "success": True,
+            "pool_name": pool,
+            "high_priority_pgs": made,
+            "config": {
+                k: config[k] for k in ("enable_dynamic_pgs", "max_dynamic_pgs", "pg_strategy", "enable_pg_reuse")
+            },
+        }
 
     def enabled(self, pool: str) -> bool:
         """True when the pool has a PG configuration."""
@@ -103,8 +124,17 @@ class PGPools:
         config, need = self.configs[pool], R.normalize(spec)
 
         def idle(tier: str) -> PGRecord | None:
-            return next((r for r in self.records.values() if r.pool_name == pool and r.tier == tier
-                         and r.status == "ready" and not R.shortfall(need, R.normalize(r.spec))), None)
+            return next(
+                (
+                    r
+                    for r in self.records.values()
+                    if r.pool_name == pool
+                    and r.tier == tier
+                    and r.status == "ready"
+                    and not R.shortfall(need, R.normalize(r.spec))
+                ),
+                None,
+            )
 
         rec = idle("high") if priority >= HIGH_PRIORITY else None
         if rec is None and config["enable_pg_reuse"]:
@@ -153,8 +183,13 @@ class PGPools:
         by_status: dict[str, int] = {}
         for r in recs:
             by_status[r.status] = by_status.get(r.status, 0) + 1
-        return {"pool_name": pool, "total_pgs": len(recs), "high_priority_pgs": sum(r.tier == "high" for r in recs),
-                "dynamic_pgs": sum(r.tier == "normal" for r in recs),
-                "allocated_pgs": sum(r.status == "allocated" for r in recs),
-                "available_pgs": sum(r.status == "ready" for r in recs),
-                "total_reuse_count": sum(r.reuse_count for r in recs), "by_status": by_status}
+        return {
+            "pool_name": pool,
+            "total_pgs": len(recs),
+            "high_priority_pgs": sum(r.tier == "high" for r in recs),
+            "dynamic_pgs": sum(r.tier == "normal" for r in recs),
+            "allocated_pgs": sum(r.status == "allocated" for r in recs),
+            "available_pgs": sum(r.status == "ready" for r in recs),
+            "total_reuse_count": sum(r.reuse_count for r in recs),
+            "by_status": by_status,
+        }

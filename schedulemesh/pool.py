@@ -36,11 +36,14 @@ class Pool:
         if self.target_agents < 0:
             raise InvalidOptions(f"pool {self.name!r}: target_agents must be >= 0, got {self.target_agents}")
         if self.placement_strategy is not None and self.placement_strategy not in PLACEMENT_STRATEGIES:
-            raise InvalidOptions(f"pool {self.name!r}: placement_strategy must be one of "
-                                 f"{', '.join(PLACEMENT_STRATEGIES)} or None, got {self.placement_strategy!r}")
+            raise InvalidOptions(
+                f"pool {self.name!r}: placement_strategy must be one of "
+                f"{', '.join(PLACEMENT_STRATEGIES)} or None, got {self.placement_strategy!r}"
+            )
         if self.placement_strategy is not None and self.target_agents < 1:
-            raise InvalidOptions(f"pool {self.name!r}: a placement group needs target_agents >= 1 "
-                                 "(one bundle per agent)")
+            raise InvalidOptions(
+                f"pool {self.name!r}: a placement group needs target_agents >= 1 (one bundle per agent)"
+            )
         if not self.capacity:
             self.capacity = R.scale(self.spec, self.target_agents) if self.target_agents else dict(self.spec)
 
@@ -89,7 +92,16 @@ class Pool:
 
     def info(self, agents: list[str]) -> dict:
         """A plain-dict view for callers (no Ray objects)."""
-        return {"name": self.name, "labels": dict(self.labels), "target_agents": self.target_agents,
-                "placement_strategy": self.placement_strategy, "priority": self.priority,
-                "node_labels": dict(self.node_labels), "capacity": dict(self.capacity), "used": dict(self.used),
-                "reserved": dict(self.reserved), "free": self.free, "agents": sorted(agents)}
+        return {
+            "name": self.name,
+            "labels": dict(self.labels),
+            "target_agents": self.target_agents,
+            "placement_strategy": self.placement_strategy,
+            "priority": self.priority,
+            "node_labels": dict(self.node_labels),
+            "capacity": dict(self.capacity),
+            "used": dict(self.used),
+            "reserved": dict(self.reserved),
+            "free": self.free,
+            "agents": sorted(agents),
+        }

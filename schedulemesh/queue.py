@@ -36,10 +36,18 @@ class Task:
 
     def info(self, now: float, aging_per_s: float) -> dict:
         """A plain-dict view."""
-        return {"task_id": self.task_id, "pool": self.pool, "payload": self.payload, "priority": self.priority,
-                "effective_priority": self.effective_priority(now, aging_per_s), "labels": dict(self.labels),
-                "status": self.status, "agent": self.agent, "started_at": self.started_at,
-                "waited_s": (self.started_at or now) - self.submitted_at}
+        return {
+            "task_id": self.task_id,
+            "pool": self.pool,
+            "payload": self.payload,
+            "priority": self.priority,
+            "effective_priority": self.effective_priority(now, aging_per_s),
+            "labels": dict(self.labels),
+            "status": self.status,
+            "agent": self.agent,
+            "started_at": self.started_at,
+            "waited_s": (self.started_at or now) - self.submitted_at,
+        }
 
 
 class TaskQueue:
@@ -53,8 +61,14 @@ class TaskQueue:
         self.tasks: dict[str, Task] = {}
         self._next_seq = 0
 
-    def submit(self, pool: str, payload: object = None, priority: float = 0.0, labels: dict | None = None,
-               task_id: str | None = None) -> str:
+    def submit(
+        self,
+        pool: str,
+        payload: object = None,
+        priority: float = 0.0,
+        labels: dict | None = None,
+        task_id: str | None = None,
+    ) -> str:
         """Queue a task for a pool; returns its id (a given id that is still queued or running is refused)."""
         seq, self._next_seq = self._next_seq, self._next_seq + 1
         task_id = task_id or f"{pool}:{seq}"
@@ -92,13 +106,18 @@ class TaskQueue:
     def running(self, pool: str | None = None) -> list[dict]:
         """Running tasks (of a pool, or all)."""
         now = self.clock()
-        return [t.info(now, self.aging_per_s) for t in self.tasks.values()
-                if t.status == "running" and (pool is None or t.pool == pool)]
+        return [
+            t.info(now, self.aging_per_s)
+            for t in self.tasks.values()
+            if t.status == "running" and (pool is None or t.pool == pool)
+        ]
 
     def snapshot(self) -> dict:
         """Queued and running tasks as plain data, for the supervisor's state file (done ones are dropped)."""
-        return {"next_seq": self._next_seq,
-                "tasks": [dataclasses.asdict(t) for t in self.tasks.values() if t.status != "done"]}
+        return {
+            "next_seq": self._next_seq,
+            "tasks": [dataclasses.asdict(t) for t in self.tasks.values() if t.status != "done"],
+        }
 
     def restore(self, snapshot: dict) -> None:
         """Take back what `snapshot` saved (a restarted supervisor keeps its queues and their ages)."""
@@ -134,8 +153,9 @@ class PreemptionPolicy:
 
     def victim(self, incoming: dict, running: list[dict]) -> dict | None:
         """The running task to preempt for `incoming`, or None."""
-        candidates = [t for t in running if incoming["priority"] - t["priority"] >= self.min_priority_gap
-                      and self.allows(t)]
+        candidates = [
+            t for t in running if incoming["priority"] - t["priority"] >= self.min_priority_gap and self.allows(t)
+        ]
         if not candidates:
             return None
         return min(candidates, key=lambda t: (t["priority"], -(t["started_at"] or 0.0)))

@@ -17,8 +17,9 @@ class QueueingMixin:
     queue: TaskQueue
     policy: PreemptionPolicy
 
-    async def submit_task(self, pool: str, payload=None, priority: float = 0.0, labels: dict | None = None,
-                          task_id: str | None = None) -> str:
+    async def submit_task(
+        self, pool: str, payload=None, priority: float = 0.0, labels: dict | None = None, task_id: str | None = None
+    ) -> str:
         """Queue a task for a pool; returns its id."""
         self._pool(pool)  # an unknown pool is an error here, not a task nobody will take
         task_id = self.queue.submit(pool, payload, priority, labels, task_id)
@@ -45,8 +46,9 @@ class QueueingMixin:
         """Tasks handed out and not completed."""
         return self.queue.running(pool)
 
-    async def set_preemption_policy(self, min_priority_gap: float = 1.0, protected: dict | None = None,
-                                    preemptible: dict | None = None) -> dict:
+    async def set_preemption_policy(
+        self, min_priority_gap: float = 1.0, protected: dict | None = None, preemptible: dict | None = None
+    ) -> dict:
         """Replace the task preemption rules."""
         self.policy = PreemptionPolicy(min_priority_gap, dict(protected or {}), dict(preemptible or {}))
         self._persist()
@@ -66,8 +68,10 @@ class QueueingMixin:
         if decision is None:
             return None
         victim = decision["victim"]
-        why = reason or (f"task {decision['task']['task_id']} (priority {decision['task']['priority']:g}) "
-                         f"preempts {victim['task_id']} (priority {victim['priority']:g})")
+        why = reason or (
+            f"task {decision['task']['task_id']} (priority {decision['task']['priority']:g}) "
+            f"preempts {victim['task_id']} (priority {victim['priority']:g})"
+        )
         handle = self.handles.get(victim["agent"]) if victim["agent"] else None
         if handle is not None:
             try:

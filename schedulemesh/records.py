@@ -46,13 +46,28 @@ class AgentRecord:
 
     def info(self) -> dict:
         """A plain-dict view for callers."""
-        return {"name": self.name, "ray_name": self.ray_name or self.name, "pool": self.pool, "class": self.actor_class.__name__, "labels": dict(self.labels),
-                "resources": dict(self.resources), "namespace": self.namespace, "status": self.status,
-                "pid": self.pid, "node_id": self.node_id, "ip": self.ip, "incarnation": self.incarnation,
-                "recreations": self.recreations, "ray_restarts": self.ray_restarts, "bundle": self.bundle,
-                "load": float(self.report.get("load", 0.0)), "report": dict(self.report),
-                "heartbeat_age_s": (time.time() - self.last_heartbeat) if self.last_heartbeat else None,
-                "last_recovery_s": self.last_recovery_s, "last_error": self.last_error}
+        return {
+            "name": self.name,
+            "ray_name": self.ray_name or self.name,
+            "pool": self.pool,
+            "class": self.actor_class.__name__,
+            "labels": dict(self.labels),
+            "resources": dict(self.resources),
+            "namespace": self.namespace,
+            "status": self.status,
+            "pid": self.pid,
+            "node_id": self.node_id,
+            "ip": self.ip,
+            "incarnation": self.incarnation,
+            "recreations": self.recreations,
+            "ray_restarts": self.ray_restarts,
+            "bundle": self.bundle,
+            "load": float(self.report.get("load", 0.0)),
+            "report": dict(self.report),
+            "heartbeat_age_s": (time.time() - self.last_heartbeat) if self.last_heartbeat else None,
+            "last_recovery_s": self.last_recovery_s,
+            "last_error": self.last_error,
+        }
 
 
 def save_state(path: str | Path, pools: dict, agents: dict[str, AgentRecord], queue: dict | None = None) -> None:

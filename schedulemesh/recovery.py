@@ -61,7 +61,7 @@ class RecoveryMixin:
             handle = ray.get_actor(rec.ray_name or rec.name, namespace=rec.namespace)
             try:
                 report = await asyncio.wait_for(handle.sm_ping.remote(), REATTACH_TIMEOUT_S)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 # A busy agent (one call at a time) cannot answer a ping, but its heartbeat thread reaches the
                 # new head: a beat of this incarnation since we asked means it is alive.
                 if rec.last_heartbeat < since:
@@ -114,7 +114,7 @@ class RecoveryMixin:
             return None  # no actor to ask: as dead as one that died
         try:
             return await asyncio.wait_for(self._probe(handle), timeout_s)  # dead or restarting: the error
-        except asyncio.TimeoutError as exc:  # busy past the timeout: the heartbeat's age decides
+        except TimeoutError as exc:  # busy past the timeout: the heartbeat's age decides
             return exc
 
     async def update_agent_metrics(self, name: str, metrics: dict) -> dict:

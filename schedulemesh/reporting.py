@@ -17,8 +17,15 @@ import ray
 class MetricsReportingAgent:
     """Pushes `update_agent_metrics(name, metrics)` to the supervisor; see `report_metrics`."""
 
-    def __init__(self, name: str | None = None, labels: dict[str, str] | None = None, supervisor=None, *,
-                 report_interval: float = 5.0, max_pending_reports: int = 16):
+    def __init__(
+        self,
+        name: str | None = None,
+        labels: dict[str, str] | None = None,
+        supervisor=None,
+        *,
+        report_interval: float = 5.0,
+        max_pending_reports: int = 16,
+    ):
         self._mr_name, self._mr_labels, self._mr_supervisor = name, dict(labels or {}), supervisor
         self._mr_interval = float(report_interval)
         self._mr_max_pending = int(max_pending_reports)

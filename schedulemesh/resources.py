@@ -12,12 +12,28 @@ EPS = 1e-9
 
 # Options create_agent passes through to `ActorClass.options`. Resources are not among them: they go
 # through `resources=` so the pool ledger sees every unit an agent holds.
-RAY_OPTIONS = frozenset({
-    "max_restarts", "max_task_retries", "max_concurrency", "max_pending_calls", "lifetime", "name", "namespace",
-    "runtime_env", "scheduling_strategy", "get_if_exists", "concurrency_groups", "label_selector",
-    "accelerator_type", "enable_task_events", "placement_group", "placement_group_bundle_index",
-    "placement_group_capture_child_tasks", "object_store_memory",
-})
+RAY_OPTIONS = frozenset(
+    {
+        "max_restarts",
+        "max_task_retries",
+        "max_concurrency",
+        "max_pending_calls",
+        "lifetime",
+        "name",
+        "namespace",
+        "runtime_env",
+        "scheduling_strategy",
+        "get_if_exists",
+        "concurrency_groups",
+        "label_selector",
+        "accelerator_type",
+        "enable_task_events",
+        "placement_group",
+        "placement_group_bundle_index",
+        "placement_group_capture_child_tasks",
+        "object_store_memory",
+    }
+)
 RESOURCE_OPTIONS = {"num_cpus": "cpu", "num_gpus": "gpu", "memory": "memory", "resources": "<custom>"}
 
 
@@ -58,11 +74,14 @@ def shortfall(request: Mapping[str, float], available: Mapping[str, float]) -> d
     return {k: v - available.get(k, 0.0) for k, v in request.items() if v > available.get(k, 0.0) + EPS}
 
 
-def describe_shortfall(where: str, short: Mapping[str, float], request: Mapping[str, float],
-                       available: Mapping[str, float]) -> str:
+def describe_shortfall(
+    where: str, short: Mapping[str, float], request: Mapping[str, float], available: Mapping[str, float]
+) -> str:
     """'cpu short by 0.5 (requested 1, free 0.5)' for every short resource."""
-    parts = [f"{k} short by {v:g} (requested {request[k]:g}, free {max(available.get(k, 0.0), 0.0):g})"
-             for k, v in sorted(short.items())]
+    parts = [
+        f"{k} short by {v:g} (requested {request[k]:g}, free {max(available.get(k, 0.0), 0.0):g})"
+        for k, v in sorted(short.items())
+    ]
     return f"Insufficient {where} capacity for requested resources: " + "; ".join(parts)
 
 
@@ -104,8 +123,12 @@ def to_ray_options(resources: Mapping[str, float]) -> dict:
 def to_bundle(resources: Mapping[str, float]) -> dict[str, float]:
     """A placement-group bundle in Ray's spelling (CPU, GPU, memory bytes, custom), zero entries dropped."""
     opts = to_ray_options(resources)
-    bundle = {"CPU": opts["num_cpus"], "GPU": opts["num_gpus"], "memory": opts.get("memory", 0),
-              **opts.get("resources", {})}
+    bundle = {
+        "CPU": opts["num_cpus"],
+        "GPU": opts["num_gpus"],
+        "memory": opts.get("memory", 0),
+        **opts.get("resources", {}),
+    }
     return {k: v for k, v in bundle.items() if v}
 
 
@@ -135,8 +158,10 @@ def check_ray_options(ray_options: Mapping | None) -> dict:
     opts = dict(ray_options or {})
     for key in opts:
         if key in RESOURCE_OPTIONS:
-            raise InvalidOptions(f"ray_options[{key!r}] is a resource: pass it in resources= as "
-                                 f"{RESOURCE_OPTIONS[key]!r} so the pool ledger accounts for it")
+            raise InvalidOptions(
+                f"ray_options[{key!r}] is a resource: pass it in resources= as "
+                f"{RESOURCE_OPTIONS[key]!r} so the pool ledger accounts for it"
+            )
         if key not in RAY_OPTIONS:
             raise InvalidOptions(f"unknown ray_options key {key!r}; allowed: {', '.join(sorted(RAY_OPTIONS))}")
     if opts.get("lifetime") not in (None, "detached", "non_detached"):
@@ -146,10 +171,15 @@ def check_ray_options(ray_options: Mapping | None) -> dict:
             raise InvalidOptions(f"ray_options[{key!r}] must be an int >= -1, got {opts[key]!r}")
     strategy = opts.get("scheduling_strategy")
     if isinstance(strategy, str) and strategy not in ("DEFAULT", "SPREAD"):
-        hint = (" (NODE_AFFINITY needs the node: pass ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy("
-                "node_id=..., soft=...))" if strategy == "NODE_AFFINITY" else "")
-        raise InvalidOptions(f"ray_options['scheduling_strategy'] as a string must be 'DEFAULT' or 'SPREAD', "
-                             f"got {strategy!r}{hint}")
+        hint = (
+            " (NODE_AFFINITY needs the node: pass ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy("
+            "node_id=..., soft=...))"
+            if strategy == "NODE_AFFINITY"
+            else ""
+        )
+        raise InvalidOptions(
+            f"ray_options['scheduling_strategy'] as a string must be 'DEFAULT' or 'SPREAD', got {strategy!r}{hint}"
+        )
     if "max_concurrency" in opts and (not isinstance(opts["max_concurrency"], int) or opts["max_concurrency"] < 1):
         raise InvalidOptions(f"ray_options['max_concurrency'] must be an int >= 1, got {opts['max_concurrency']!r}")
     return opts

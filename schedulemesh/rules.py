@@ -49,8 +49,10 @@ class PreemptionPolicy:
         """Some rule key on both tasks lists the victim's value under the incoming task's value."""
         if not self.enable_label_preemption:
             return False
-        return any(key in incoming and key in victim and victim[key] in rule.get(incoming[key], ())
-                   for key, rule in self.label_preemption_rules.items())
+        return any(
+            key in incoming and key in victim and victim[key] in rule.get(incoming[key], ())
+            for key, rule in self.label_preemption_rules.items()
+        )
 
 
 @dataclass
@@ -81,9 +83,16 @@ class RunningTask:
         return d
 
 
-def candidates(policy: PreemptionPolicy, running: list[RunningTask], priority: float, pool: str,
-               labels: dict[str, str] | None = None, need: dict[str, float] | None = None,
-               victim_resources=lambda t: t.resources, now: float | None = None) -> list[dict]:
+def candidates(
+    policy: PreemptionPolicy,
+    running: list[RunningTask],
+    priority: float,
+    pool: str,
+    labels: dict[str, str] | None = None,
+    need: dict[str, float] | None = None,
+    victim_resources=lambda t: t.resources,
+    now: float | None = None,
+) -> list[dict]:
     """Eligible victims for an incoming task, best first: [{task_id, agent_name, pool_name, priority,
     preempt_score, reason}]. `victim_resources(task)` supplies a victim's holding when it registered none."""
     now = time.time() if now is None else now
@@ -108,8 +117,11 @@ def candidates(policy: PreemptionPolicy, running: list[RunningTask], priority: f
             reason = "label_based_preemption"
         else:
             cross = task.pool_name != pool
-            if cross and (not policy.enable_cross_pool_preemption or task.pool_name in policy.protected_pools
-                          or delta < policy.cross_pool_priority_threshold):
+            if cross and (
+                not policy.enable_cross_pool_preemption
+                or task.pool_name in policy.protected_pools
+                or delta < policy.cross_pool_priority_threshold
+            ):
                 continue
             if not cross and delta < policy.same_pool_priority_threshold:
                 continue
@@ -120,5 +132,14 @@ def candidates(policy: PreemptionPolicy, running: list[RunningTask], priority: f
         task.last_preemption_reason = reason
         scored.append((need is not None and held is not None, score, task, reason))
     scored.sort(key=lambda c: (c[0], c[1]), reverse=True)
-    return [{"task_id": t.task_id, "agent_name": t.agent_name, "pool_name": t.pool_name, "priority": t.priority,
-             "preempt_score": s, "reason": why} for _, s, t, why in scored]
+    return [
+        {
+            "task_id": t.task_id,
+            "agent_name": t.agent_name,
+            "pool_name": t.pool_name,
+            "priority": t.priority,
+            "preempt_score": s,
+            "reason": why,
+        }
+        for _, s, t, why in scored
+    ]

@@ -48,18 +48,47 @@ class Scheduler:
     agents from that file. Supervision settings apply when this call starts the supervisor.
     """
 
-    def __init__(self, namespace: str = "schedulemesh", *, name: str = SUPERVISOR_NAME,
-                 state_path: str | Path | None = None, check_interval_s: float = 1.0, stale_after_s: float = 15.0,
-                 ready_timeout_s: float = 120.0, heartbeat_interval_s: float = 1.0, max_recreations: int = 10,
-                 seed: int | None = None, aging_per_s: float = 0.1, strategies: str | Path | None = None):
+    def __init__(
+        self,
+        namespace: str = "schedulemesh",
+        *,
+        name: str = SUPERVISOR_NAME,
+        state_path: str | Path | None = None,
+        check_interval_s: float = 1.0,
+        stale_after_s: float = 15.0,
+        ready_timeout_s: float = 120.0,
+        heartbeat_interval_s: float = 1.0,
+        max_recreations: int = 10,
+        seed: int | None = None,
+        aging_per_s: float = 0.1,
+        strategies: str | Path | None = None,
+    ):
         if not ray.is_initialized():
             raise SchedulemeshError("Ray is not initialised: call ray.init(...) (or connect to a cluster) first")
         self.namespace = namespace
-        self.supervisor = ray.remote(Supervisor).options(
-            name=name, namespace=namespace, lifetime="detached", get_if_exists=True, num_cpus=0,
-            max_concurrency=1000, max_restarts=-1, max_task_retries=-1,
-        ).remote(namespace, str(state_path) if state_path else None, check_interval_s, stale_after_s,
-                 ready_timeout_s, heartbeat_interval_s, max_recreations, aging_per_s)
+        self.supervisor = (
+            ray.remote(Supervisor)
+            .options(
+                name=name,
+                namespace=namespace,
+                lifetime="detached",
+                get_if_exists=True,
+                num_cpus=0,
+                max_concurrency=1000,
+                max_restarts=-1,
+                max_task_retries=-1,
+            )
+            .remote(
+                namespace,
+                str(state_path) if state_path else None,
+                check_interval_s,
+                stale_after_s,
+                ready_timeout_s,
+                heartbeat_interval_s,
+                max_recreations,
+                aging_per_s,
+            )
+        )
         self.status = ray.get(self.supervisor.start.remote())
         self.dispatcher = Dispatcher(seed)
         if strategies:  # a YAML file: strategies: {name: "module:function"}
@@ -77,17 +106,27 @@ class Scheduler:
 
     # --- pools ---
 
-    def create_pool(self, name: str, labels: dict[str, str] | None = None, resources: dict[str, float] | None = None,
-                    *, target_agents: int = 0, placement_strategy: str | None = None, priority: int = 0,
-                    node_labels: dict[str, str] | None = None, exist_ok: bool = False) -> dict:
+    def create_pool(
+        self,
+        name: str,
+        labels: dict[str, str] | None = None,
+        resources: dict[str, float] | None = None,
+        *,
+        target_agents: int = 0,
+        placement_strategy: str | None = None,
+        priority: int = 0,
+        node_labels: dict[str, str] | None = None,
+        exist_ok: bool = False,
+    ) -> dict:
         """Create a pool. resources: {cpu, gpu, memory (MB), <custom>}; per agent when target_agents > 0.
 
         placement_strategy (PACK, STRICT_PACK, SPREAD, STRICT_SPREAD) reserves a placement group of
         target_agents bundles so the pool's agents are gang-placed; node_labels pins agents to nodes
         carrying those Ray node labels.
         """
-        return self._call("create_pool", name, labels, resources, target_agents, placement_strategy, priority,
-                          node_labels, exist_ok)
+        return self._call(
+            "create_pool", name, labels, resources, target_agents, placement_strategy, priority, node_labels, exist_ok
+        )
 
     def get_pool(self, name: str) -> dict:
         """Labels, ledger (capacity, used, reserved, free) and agent names of a pool."""
@@ -103,13 +142,31 @@ class Scheduler:
 
     # --- agents ---
 
-    def create_agent(self, name: str, pool: str, actor_class: type, *, resources: dict[str, float] | None = None,
-                     ray_options: dict | None = None, actor_args: tuple | list = (), actor_kwargs: dict | None = None,
-                     labels: dict[str, str] | None = None) -> AgentRef:
+    def create_agent(
+        self,
+        name: str,
+        pool: str,
+        actor_class: type,
+        *,
+        resources: dict[str, float] | None = None,
+        ray_options: dict | None = None,
+        actor_args: tuple | list = (),
+        actor_kwargs: dict | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> AgentRef:
         """Create a supervised agent in a pool; returns once its constructor has finished."""
         actor_class = unwrap(actor_class)  # a @ray.remote class: the scheduler applies the options itself
-        info = self._call("create_agent", name, pool, actor_class, resources, ray_options, tuple(actor_args or ()),
-                          actor_kwargs, labels)
+        info = self._call(
+            "create_agent",
+            name,
+            pool,
+            actor_class,
+            resources,
+            ray_options,
+            tuple(actor_args or ()),
+            actor_kwargs,
+            labels,
+        )
         return _ref(info)
 
     def get_agent(self, name: str) -> AgentRef:
@@ -146,8 +203,13 @@ class Scheduler:
 
     # --- calling agents ---
 
-    def choose(self, pool: str | None = None, labels: dict[str, str] | None = None, strategy: str = "round_robin",
-               label_key: str | None = None) -> AgentRef:
+    def choose(
+        self,
+        pool: str | None = None,
+        labels: dict[str, str] | None = None,
+        strategy: str = "round_robin",
+        label_key: str | None = None,
+    ) -> AgentRef:
         """One alive agent of a pool / label selector by strategy (see schedulemesh.dispatch.STRATEGIES)."""
         check_strategy(strategy)
         candidates = [a for a in self.list_agents(pool, labels) if a["status"] == "alive"]
@@ -157,11 +219,21 @@ class Scheduler:
         chosen = self.dispatcher.pick(candidates, strategy, key, label_key)
         return _ref(chosen)
 
-    def broadcast(self, method: str, *args, pool: str | None = None, labels: dict[str, str] | None = None,
-                  timeout: float | None = None, **kwargs) -> dict[str, object]:
+    def broadcast(
+        self,
+        method: str,
+        *args,
+        pool: str | None = None,
+        labels: dict[str, str] | None = None,
+        timeout: float | None = None,
+        **kwargs,
+    ) -> dict[str, object]:
         """Call `method` on every alive matching agent; {agent name: result}."""
-        refs = {a["name"]: getattr(_ref(a).handle, method).remote(*args, **kwargs)
-                for a in self.list_agents(pool, labels) if a["status"] == "alive"}
+        refs = {
+            a["name"]: getattr(_ref(a).handle, method).remote(*args, **kwargs)
+            for a in self.list_agents(pool, labels)
+            if a["status"] == "alive"
+        }
         values = ray.get(list(refs.values()), timeout=timeout)
         return dict(zip(refs, values))
 
@@ -171,8 +243,15 @@ class Scheduler:
 
     # --- task queue and task-level preemption (see schedulemesh.queueing) ---
 
-    def submit_task(self, pool: str, payload=None, *, priority: float = 0.0, labels: dict[str, str] | None = None,
-                    task_id: str | None = None) -> str:
+    def submit_task(
+        self,
+        pool: str,
+        payload=None,
+        *,
+        priority: float = 0.0,
+        labels: dict[str, str] | None = None,
+        task_id: str | None = None,
+    ) -> str:
         """Queue work for a pool at a priority (it ages while it waits); returns the task id."""
         return self._call("submit_task", pool, payload, priority, labels, task_id)
 
@@ -192,8 +271,12 @@ class Scheduler:
         """Tasks handed out and not yet completed."""
         return self._call("running_tasks", pool)
 
-    def set_preemption_policy(self, min_priority_gap: float = 1.0, protected: dict[str, str] | None = None,
-                              preemptible: dict[str, str] | None = None) -> dict:
+    def set_preemption_policy(
+        self,
+        min_priority_gap: float = 1.0,
+        protected: dict[str, str] | None = None,
+        preemptible: dict[str, str] | None = None,
+    ) -> dict:
         """Rules of task preemption: the priority gap needed, labels that protect a task or make it preemptible."""
         return self._call("set_preemption_policy", min_priority_gap, protected, preemptible)
 

@@ -134,9 +134,14 @@ class SupervisionMixin:
         short = R.shortfall(request, R.from_ray(ray.available_resources()))
         if not short:
             return
-        victims = sorted((a for a in self.agents.values() if a.status == "alive" and a.pool in self.pools
-                          and self.pools[a.pool].priority < pool.priority),
-                         key=lambda a: (self.pools[a.pool].priority, -a.created_at))
+        victims = sorted(
+            (
+                a
+                for a in self.agents.values()
+                if a.status == "alive" and a.pool in self.pools and self.pools[a.pool].priority < pool.priority
+            ),
+            key=lambda a: (self.pools[a.pool].priority, -a.created_at),
+        )
         chosen, freed = [], {}
         for victim in victims:
             if not R.shortfall(short, freed):

@@ -59,9 +59,17 @@ def _root_cause(exc: BaseException) -> str:
 class Supervisor(SupervisionMixin, RecoveryMixin, QueueingMixin):
     """Pools, agents and their supervision (created by `Scheduler`; not meant to be used directly)."""
 
-    def __init__(self, namespace: str, state_path: str | None = None, check_interval_s: float = 1.0,
-                 stale_after_s: float = 15.0, ready_timeout_s: float = 120.0, heartbeat_interval_s: float = 1.0,
-                 max_recreations: int = 10, aging_per_s: float = 0.1):
+    def __init__(
+        self,
+        namespace: str,
+        state_path: str | None = None,
+        check_interval_s: float = 1.0,
+        stale_after_s: float = 15.0,
+        ready_timeout_s: float = 120.0,
+        heartbeat_interval_s: float = 1.0,
+        max_recreations: int = 10,
+        aging_per_s: float = 0.1,
+    ):
         self.namespace = namespace
         self.queue = TaskQueue(aging_per_s)
         self.policy = PreemptionPolicy()
@@ -92,8 +100,9 @@ class Supervisor(SupervisionMixin, RecoveryMixin, QueueingMixin):
 
     def _persist(self) -> None:
         if self.state_path:
-            save_state(self.state_path, self.pools, self.agents,
-                       {"tasks": self.queue.snapshot(), "policy": vars(self.policy)})
+            save_state(
+                self.state_path, self.pools, self.agents, {"tasks": self.queue.snapshot(), "policy": vars(self.policy)}
+            )
 
     def _event(self, kind: str, agent: str, **detail) -> None:
         self.events.append({"time": time.time(), "kind": kind, "agent": agent, **detail})
@@ -101,16 +110,31 @@ class Supervisor(SupervisionMixin, RecoveryMixin, QueueingMixin):
 
     # --- pools ---
 
-    async def create_pool(self, name: str, labels: dict | None, resources: dict | None, target_agents: int = 0,
-                          placement_strategy: str | None = None, priority: int = 0,
-                          node_labels: dict | None = None, exist_ok: bool = False) -> dict:
+    async def create_pool(
+        self,
+        name: str,
+        labels: dict | None,
+        resources: dict | None,
+        target_agents: int = 0,
+        placement_strategy: str | None = None,
+        priority: int = 0,
+        node_labels: dict | None = None,
+        exist_ok: bool = False,
+    ) -> dict:
         """Create a pool after checking the cluster can hold its capacity (and its placement group)."""
         if name in self.pools:
             if exist_ok:
                 return self.pools[name].info(self._pool_agents(name))
             raise AlreadyExists(f"pool {name!r} exists already (pass exist_ok=True to reuse it)")
-        pool = Pool(name, dict(labels or {}), R.normalize(resources), int(target_agents), placement_strategy,
-                    int(priority), dict(node_labels or {}))
+        pool = Pool(
+            name,
+            dict(labels or {}),
+            R.normalize(resources),
+            int(target_agents),
+            placement_strategy,
+            int(priority),
+            dict(node_labels or {}),
+        )
         cluster = R.from_ray(ray.cluster_resources())
         R.require(f"cluster (for pool {name!r})", pool.capacity, cluster)
         if pool.placement_strategy:
@@ -122,16 +146,22 @@ class Supervisor(SupervisionMixin, RecoveryMixin, QueueingMixin):
                 if pool.target_agents > nodes:
                     # Ray would keep such a group pending forever: say so now instead of after the timeout.
                     raise InsufficientCapacity(
-                        f"pool {name!r}: STRICT_SPREAD needs {pool.target_agents} nodes, the cluster has {nodes}")
-            pg = placement_group([bundle] * pool.target_agents, strategy=pool.placement_strategy,
-                                 name=f"schedulemesh:{name}", lifetime="detached")
+                        f"pool {name!r}: STRICT_SPREAD needs {pool.target_agents} nodes, the cluster has {nodes}"
+                    )
+            pg = placement_group(
+                [bundle] * pool.target_agents,
+                strategy=pool.placement_strategy,
+                name=f"schedulemesh:{name}",
+                lifetime="detached",
+            )
             try:
                 await asyncio.wait_for(pg.ready(), self.ready_timeout_s)
-            except (asyncio.TimeoutError, GetTimeoutError):
+            except (TimeoutError, GetTimeoutError):
                 remove_placement_group(pg)
                 raise InsufficientCapacity(
                     f"pool {name!r}: the cluster cannot place {pool.target_agents} bundles of {bundle} with "
-                    f"{pool.placement_strategy} within {self.ready_timeout_s:g}s") from None
+                    f"{pool.placement_strategy} within {self.ready_timeout_s:g}s"
+                ) from None
             pool.placement_group_id = pg.id.hex()
         self.pools[name] = pool
         self._persist()
@@ -168,9 +198,17 @@ class Supervisor(SupervisionMixin, RecoveryMixin, QueueingMixin):
 
     # --- agents ---
 
-    async def create_agent(self, name: str, pool: str, actor_class: type, resources: dict | None = None,
-                           ray_options: dict | None = None, actor_args: tuple = (), actor_kwargs: dict | None = None,
-                           labels: dict | None = None) -> dict:
+    async def create_agent(
+        self,
+        name: str,
+        pool: str,
+        actor_class: type,
+        resources: dict | None = None,
+        ray_options: dict | None = None,
+        actor_args: tuple = (),
+        actor_kwargs: dict | None = None,
+        labels: dict | None = None,
+    ) -> dict:
         """Reserve -> create the actor -> wait until its constructor finished -> commit; roll back on failure."""
         opts, from_options = R.split_ray_options(ray_options)
         # ray_options["name"] names the Ray actor (what other drivers reconnect to with ray.get_actor);
@@ -195,10 +233,18 @@ class Supervisor(SupervisionMixin, RecoveryMixin, QueueingMixin):
         except BaseException:
             p.rollback(request)
             raise
-        rec = AgentRecord(name=name, pool=pool, actor_class=actor_class, args=tuple(actor_args),
-                          kwargs=dict(actor_kwargs or {}), resources=request, ray_options=opts,
-                          labels={**p.labels, **(labels or {})}, namespace=opts.pop("namespace", self.namespace),
-                          ray_name=ray_name if ray_name != name else "")
+        rec = AgentRecord(
+            name=name,
+            pool=pool,
+            actor_class=actor_class,
+            args=tuple(actor_args),
+            kwargs=dict(actor_kwargs or {}),
+            resources=request,
+            ray_options=opts,
+            labels={**p.labels, **(labels or {})},
+            namespace=opts.pop("namespace", self.namespace),
+            ray_name=ray_name if ray_name != name else "",
+        )
         try:
             if p.placement_group_id:
                 rec.bundle = p.take_bundle(name)
@@ -220,25 +266,38 @@ class Supervisor(SupervisionMixin, RecoveryMixin, QueueingMixin):
         # Ray would keep an impossible actor pending forever; say so now instead.
         nodes = _node_totals(pool.node_labels)
         if not nodes:
-            raise InsufficientCapacity(f"agent {name!r}: no alive node matches pool {pool.name!r} node_labels "
-                                       f"{pool.node_labels}")
+            raise InsufficientCapacity(
+                f"agent {name!r}: no alive node matches pool {pool.name!r} node_labels {pool.node_labels}"
+            )
         if not any(not R.shortfall(request, n) for n in nodes):
             best = min(nodes, key=lambda n: sum(R.shortfall(request, n).values()))
-            raise InsufficientCapacity(R.describe_shortfall(f"node (no node can host agent {name!r})",
-                                                            R.shortfall(request, best), request, best))
+            raise InsufficientCapacity(
+                R.describe_shortfall(
+                    f"node (no node can host agent {name!r})", R.shortfall(request, best), request, best
+                )
+            )
 
     async def _spawn(self, rec: AgentRecord) -> None:
         """Create the Ray actor for rec's current incarnation and wait for its constructor."""
         pool = self.pools[rec.pool]
-        opts = {**R.to_ray_options(rec.resources), **rec.ray_options, "name": rec.ray_name or rec.name,
-                "namespace": rec.namespace}
+        opts = {
+            **R.to_ray_options(rec.resources),
+            **rec.ray_options,
+            "name": rec.ray_name or rec.name,
+            "namespace": rec.namespace,
+        }
         if pool.node_labels and "label_selector" not in opts:
             opts["label_selector"] = dict(pool.node_labels)
         if pool.placement_group_id and rec.bundle is not None:
             pg = PlacementGroup(ray.PlacementGroupID(bytes.fromhex(pool.placement_group_id)))
             opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=rec.bundle)
-        ctx = {"name": rec.name, "labels": rec.labels, "supervisor": ray.get_runtime_context().current_actor,
-               "incarnation": rec.incarnation, "heartbeat_interval_s": self.heartbeat_interval_s}
+        ctx = {
+            "name": rec.name,
+            "labels": rec.labels,
+            "supervisor": ray.get_runtime_context().current_actor,
+            "incarnation": rec.incarnation,
+            "heartbeat_interval_s": self.heartbeat_interval_s,
+        }
         cls = ray.remote(managed(rec.actor_class))
         deadline = time.monotonic() + 30
         while True:
@@ -253,17 +312,20 @@ class Supervisor(SupervisionMixin, RecoveryMixin, QueueingMixin):
         self.handles[rec.name] = handle
         try:
             ready = await asyncio.wait_for(handle.sm_ready.remote(), self.ready_timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             ray.kill(handle, no_restart=True)
             # sm_ready answers once the constructor has run, so this also covers a placed agent whose
             # constructor is slow (a worker importing torch on a loaded machine): say both.
-            raise AgentCreationError(f"agent {rec.name!r} was not scheduled within {self.ready_timeout_s:g}s "
-                                     f"(requested {rec.resources}; pool {rec.pool!r}), or its constructor had "
-                                     f"not finished by then (raise ready_timeout_s for a slow start)") from None
+            raise AgentCreationError(
+                f"agent {rec.name!r} was not scheduled within {self.ready_timeout_s:g}s "
+                f"(requested {rec.resources}; pool {rec.pool!r}), or its constructor had "
+                f"not finished by then (raise ready_timeout_s for a slow start)"
+            ) from None
         except Exception as exc:
             ray.kill(handle, no_restart=True)
-            raise AgentCreationError(f"agent {rec.name!r}: constructor of {rec.actor_class.__name__} failed: "
-                                     f"{_root_cause(exc)}") from None
+            raise AgentCreationError(
+                f"agent {rec.name!r}: constructor of {rec.actor_class.__name__} failed: {_root_cause(exc)}"
+            ) from None
         rec.pid, rec.node_id, rec.ip = ready["pid"], ready["node_id"], ready["ip"]
         rec.status, rec.last_heartbeat, rec.last_error = "alive", time.time(), None
 
@@ -277,8 +339,11 @@ class Supervisor(SupervisionMixin, RecoveryMixin, QueueingMixin):
         """Agents of a pool (or all), filtered by labels."""
         if pool is not None:
             self._pool(pool)
-        return [a.info() for n, a in sorted(self.agents.items())
-                if (pool is None or a.pool == pool) and all(a.labels.get(k) == v for k, v in (labels or {}).items())]
+        return [
+            a.info()
+            for n, a in sorted(self.agents.items())
+            if (pool is None or a.pool == pool) and all(a.labels.get(k) == v for k, v in (labels or {}).items())
+        ]
 
     async def delete_agent(self, name: str, graceful: bool = True, timeout_s: float = 10.0) -> None:
         """Stop an agent (on_stop first when graceful), free its resources and forget it."""

@@ -17,8 +17,13 @@ class StateLineFilter(logging.Filter):
     """Drops Prefect's routine per-run INFO lines (a run created, a run finished Completed) from a console
     handler; warnings, errors, failed or crashed states and the flows' own prints pass."""
 
-    ROUTINE = ("Finished in state Completed", "Created task run", "Created subflow run", "Beginning subflow run",
-               "Executing '")
+    ROUTINE = (
+        "Finished in state Completed",
+        "Created task run",
+        "Created subflow run",
+        "Beginning subflow run",
+        "Executing '",
+    )
 
     def __init__(self) -> None:
         super().__init__()
@@ -44,7 +49,8 @@ def quiet_state_lines() -> None:
     for logger in [logging.getLogger(), *[logging.getLogger(n) for n in list(logging.root.manager.loggerDict)]]:
         for handler in getattr(logger, "handlers", []):
             if isinstance(handler, PrefectConsoleHandler) and not any(
-                    isinstance(f, StateLineFilter) for f in handler.filters):
+                isinstance(f, StateLineFilter) for f in handler.filters
+            ):
                 handler.addFilter(StateLineFilter())
 
 

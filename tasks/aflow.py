@@ -34,8 +34,11 @@ def select_parent(cfg: AFlowConfig, round_idx: int, exclude: list[int], salt: in
     """AFlow's soft mixed-probability choice among round 1 and the top rounds (re-weighted by the policy)."""
     s = Search(cfg)
     pick = s.select(round_idx, set(exclude), salt)
-    return None if pick is None else {"parent": pick[0], "score": pick[1],
-                                      "probabilities": {str(r): p for r, _, p in s.selection()}}
+    return (
+        None
+        if pick is None
+        else {"parent": pick[0], "score": pick[1], "probabilities": {str(r): p for r, _, p in s.selection()}}
+    )
 
 
 @task(name="expand", retries=2, retry_delay_seconds=2, **OPTS)
@@ -59,8 +62,16 @@ def evaluate_shard(cfg: AFlowConfig, round_idx: int, shard: int, repeat: int) ->
     s = Search(cfg)
     graph, prompt = read_round(s.ws.round_dir(round_idx))
     problems = s.validation[shard :: cfg.shards]
-    out = evaluate_rows(graph, prompt, problems, cfg.benchmark, s.llm, cfg.concurrency, s.code_limits,
-                        f"{s.sample_key('validation', round_idx)}:rep{repeat}")
+    out = evaluate_rows(
+        graph,
+        prompt,
+        problems,
+        cfg.benchmark,
+        s.llm,
+        cfg.concurrency,
+        s.code_limits,
+        f"{s.sample_key('validation', round_idx)}:rep{repeat}",
+    )
     return {**out, "shard": shard, "repeat": repeat}
 
 
@@ -104,9 +115,25 @@ def expansion_items(cfg: AFlowConfig, round_idx: int, out: dict, candidate_meta:
     if parent is None:
         return []
     state = WorkflowState(*read_round(s.ws.round_dir(parent)), None, [out.get("before", 0.0)])
-    return [{"id": f"{cfg.run_name}/{round_idx}", "run": cfg.run_name, "round": round_idx, "role": "aflow",
-             "anchor": state.key, "benchmark": cfg.benchmark, "priority": 1.0 + abs(out.get("reward", 0.0)),
-             "data": {"parent": parent, "modification": out.get("modification"), "before": out.get("before"),
-                      "after": out.get("score"), "reward": out.get("reward"), "edit": candidate_meta.get("edit"),
-                      "features": candidate_meta.get("features"), "allowed": candidate_meta.get("allowed"),
-                      "prob": candidate_meta.get("prob")}}]
+    return [
+        {
+            "id": f"{cfg.run_name}/{round_idx}",
+            "run": cfg.run_name,
+            "round": round_idx,
+            "role": "aflow",
+            "anchor": state.key,
+            "benchmark": cfg.benchmark,
+            "priority": 1.0 + abs(out.get("reward", 0.0)),
+            "data": {
+                "parent": parent,
+                "modification": out.get("modification"),
+                "before": out.get("before"),
+                "after": out.get("score"),
+                "reward": out.get("reward"),
+                "edit": candidate_meta.get("edit"),
+                "features": candidate_meta.get("features"),
+                "allowed": candidate_meta.get("allowed"),
+                "prob": candidate_meta.get("prob"),
+            },
+        }
+    ]

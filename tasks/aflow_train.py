@@ -18,7 +18,8 @@ OPTS = {"cache_policy": NO_CACHE, "persist_result": False}
 
 @task(name="search", retries=1, **OPTS)
 def run_search(cfg: AFlowConfig, checkpoint: str, benchmark: str, seed: int, tag: str) -> list[dict]:
-    """One search of this benchmark with this seed, stepped by the checkpoint's optimizer until it ends; its transitions."""
+    """One search of this benchmark with this seed, stepped by the checkpoint's optimizer until it ends; its
+    transitions."""
     import os
 
     import torch

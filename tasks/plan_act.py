@@ -55,8 +55,12 @@ def where_am_i() -> dict:
             node = ray.get_runtime_context().get_node_id()
     except Exception:  # provenance is informational only
         pass
-    return {"pid": os.getpid(), "node_id": node, "planact_file": planact.__file__,
-            "pythonpath": os.environ.get("PYTHONPATH", "")}
+    return {
+        "pid": os.getpid(),
+        "node_id": node,
+        "planact_file": planact.__file__,
+        "pythonpath": os.environ.get("PYTHONPATH", ""),
+    }
 
 
 def _open(x):
@@ -84,8 +88,14 @@ def _orchestrator_died(task, task_run, state) -> bool:
 # A barrier whose orchestrator died is retried: the next arrival finds (or creates) a live one, restored from
 # its state file, and both roles arrive again.
 @task(name="barrier", retry_condition_fn=_orchestrator_died, **AGENT_TASK_OPTS)
-def barrier(cfg: RunConfig, round_idx: int, role: str, payload: Payload | None = None, phase: str = "plans",
-            incarnation: str | None = None) -> Payload:
+def barrier(
+    cfg: RunConfig,
+    round_idx: int,
+    role: str,
+    payload: Payload | None = None,
+    phase: str = "plans",
+    incarnation: str | None = None,
+) -> Payload:
     """Arrive at the PlanActOrchestrator barrier for this round; returns its release outcome."""
     import ray
 
@@ -96,9 +106,19 @@ def barrier(cfg: RunConfig, round_idx: int, role: str, payload: Payload | None =
     # In one-flow mode both roles arrive from here (concurrently) and the barrier releases at once; the
     # payload stays in this process (no other job reads it) instead of travelling to the actor and back.
     sent = None if role == "both" else payload
-    refs = [orch.arrive.remote(key, r, sent if r == _payload_role(phase) else None, ("planner", "actor"),
-                               cfg.barrier.timeout_s, cfg.barrier.fallback_on_timeout, incarnation,
-                               cfg.barrier.liveness_s) for r in roles]
+    refs = [
+        orch.arrive.remote(
+            key,
+            r,
+            sent if r == _payload_role(phase) else None,
+            ("planner", "actor"),
+            cfg.barrier.timeout_s,
+            cfg.barrier.fallback_on_timeout,
+            incarnation,
+            cfg.barrier.liveness_s,
+        )
+        for r in roles
+    ]
     result = resolve_barrier(ray.get(refs)[-1])
     if role == "both" and result["status"] == "complete":
         result["payloads"][_payload_role(phase)] = payload
@@ -111,21 +131,31 @@ def _payload_role(phase: str) -> str:
 
 
 @task(name="actor_execute", **AGENT_TASK_OPTS)
-def actor_execute(cfg: RunConfig, actor: agents.RoleGroup, engine: str, prompts: list, round_idx: int,
-                  shard_idx: int, method: str = "generate") -> Payload:
+def actor_execute(
+    cfg: RunConfig,
+    actor: agents.RoleGroup,
+    engine: str,
+    prompts: list,
+    round_idx: int,
+    shard_idx: int,
+    method: str = "generate",
+) -> Payload:
     """K answers per request from one actor engine replica (one task per replica: the fan-out)."""
     prompts = _open(prompts)
     if not prompts:
         return Payload([])
-    answers = agents.call(actor, engine, method, prompts, n=cfg.actor.group_size,
-                          seed=_seed(cfg, round_idx, f"act{shard_idx}"))
+    answers = agents.call(
+        actor, engine, method, prompts, n=cfg.actor.group_size, seed=_seed(cfg, round_idx, f"act{shard_idx}")
+    )
     return Payload(answers, where_am_i())
 
 
 @task(name="score_rewards", **TASK_OPTS)
 def score_rewards(cfg: RunConfig, batch: Payload, plans: Payload, answers: Payload) -> Payload:
     """Verify answers (the repair env: in the sandbox, against the package's own tests) and credit both roles."""
-    return Payload(make_env(cfg).score(_open(batch), _open(plans), _open(answers), n_rollouts=cfg.tracking.rollout_rows))
+    return Payload(
+        make_env(cfg).score(_open(batch), _open(plans), _open(answers), n_rollouts=cfg.tracking.rollout_rows)
+    )
 
 
 @task(name="train_role", **AGENT_TASK_OPTS)
@@ -166,11 +196,29 @@ def checkpoint(groups: list[agents.RoleGroup], folder: str, versions: dict[str, 
 
 
 @task(name="register-models", **TASK_OPTS)
-def register_models(cfg: RunConfig, tracking_uri: str, run_id: str, folder: str, round_idx: int,
-                    heldout: dict[str, float], roles: list[str]) -> dict[str, int]:
+def register_models(
+    cfg: RunConfig,
+    tracking_uri: str,
+    run_id: str,
+    folder: str,
+    round_idx: int,
+    heldout: dict[str, float],
+    roles: list[str],
+) -> dict[str, int]:
     """Log each trained role of the final checkpoint as an MLflow transformers model and register a version."""
     return registry.register_checkpoint(cfg, tracking_uri, run_id, folder, round_idx, heldout, roles)
 
 
-__all__ = ["actor_execute", "barrier", "checkpoint", "evaluate_heldout", "register_models",
-           "Payload", "planner_generate", "score_rewards", "sync_role", "train_role", "warm_start"]
+__all__ = [
+    "actor_execute",
+    "barrier",
+    "checkpoint",
+    "evaluate_heldout",
+    "register_models",
+    "Payload",
+    "planner_generate",
+    "score_rewards",
+    "sync_role",
+    "train_role",
+    "warm_start",
+]

@@ -36,7 +36,7 @@ def decode(tree):
         return tree
     if type(tree) is not dict or len(tree) != 1:
         raise ValueError("malformed value")
-    (tag, body), = tree.items()
+    ((tag, body),) = tree.items()
     if tag == "i":
         return int(body)
     if tag == "f":

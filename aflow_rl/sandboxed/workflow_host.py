@@ -31,15 +31,48 @@ def send(message):
         reply.write(line)
 
 
-BUILTINS = ("len", "range", "str", "int", "float", "bool", "list", "dict", "set", "tuple", "min", "max", "sum",
-            "sorted", "reversed", "enumerate", "zip", "any", "all", "abs", "round", "isinstance", "Exception",
-            "ValueError", "KeyError", "IndexError", "TypeError", "RuntimeError", "__build_class__")
+BUILTINS = (
+    "len",
+    "range",
+    "str",
+    "int",
+    "float",
+    "bool",
+    "list",
+    "dict",
+    "set",
+    "tuple",
+    "min",
+    "max",
+    "sum",
+    "sorted",
+    "reversed",
+    "enumerate",
+    "zip",
+    "any",
+    "all",
+    "abs",
+    "round",
+    "isinstance",
+    "Exception",
+    "ValueError",
+    "KeyError",
+    "IndexError",
+    "TypeError",
+    "RuntimeError",
+    "__build_class__",
+)
 FACES = {
-    "typing": types.SimpleNamespace(**{n: getattr(typing, n) for n in ("Any", "Callable", "Dict", "List", "Literal",
-                                                                        "Optional", "Tuple", "Union")}),
+    "typing": types.SimpleNamespace(
+        **{n: getattr(typing, n) for n in ("Any", "Callable", "Dict", "List", "Literal", "Optional", "Tuple", "Union")}
+    ),
     "asyncio": types.SimpleNamespace(gather=asyncio.gather),
-    "re": types.SimpleNamespace(**{n: getattr(re, n) for n in ("search", "match", "fullmatch", "findall", "sub",
-                                                                 "split", "DOTALL", "IGNORECASE", "MULTILINE")}),
+    "re": types.SimpleNamespace(
+        **{
+            n: getattr(re, n)
+            for n in ("search", "match", "fullmatch", "findall", "sub", "split", "DOTALL", "IGNORECASE", "MULTILINE")
+        }
+    ),
 }
 solving = contextvars.ContextVar("solving", default=None)  # the host's id of the problem a call belongs to
 _ids = itertools.count()
@@ -73,8 +106,9 @@ def operator_stand_in(kind):
             self.init = {"name": name, **init}
 
         async def __call__(self, *args, **kwargs):
-            return await ask({"op": kind, "instance": self.instance, "init": self.init, "args": list(args),
-                              "kwargs": kwargs})
+            return await ask(
+                {"op": kind, "instance": self.instance, "init": self.init, "args": list(args), "kwargs": kwargs}
+            )
 
     StandIn.__name__ = kind
     return StandIn
@@ -84,11 +118,16 @@ def main():
     global loop
     spec = json.loads(sys.stdin.readline())
     llm_face = types.SimpleNamespace(create_llm_instance=lambda config=None: LLMStandIn())
-    ns = {"__name__": "aflow_graph", "__builtins__": {n: getattr(builtins, n) for n in BUILTINS},
-          "__aflow_prompt__": types.SimpleNamespace(**spec["prompt"]),
-          "__aflow_operator__": types.SimpleNamespace(**{k: operator_stand_in(k) for k in spec["operators"]}),
-          "__aflow_mod__": llm_face, "__aflow_llm__": llm_face, "__aflow_faces__": FACES,
-          "create_llm_instance": llm_face.create_llm_instance}
+    ns = {
+        "__name__": "aflow_graph",
+        "__builtins__": {n: getattr(builtins, n) for n in BUILTINS},
+        "__aflow_prompt__": types.SimpleNamespace(**spec["prompt"]),
+        "__aflow_operator__": types.SimpleNamespace(**{k: operator_stand_in(k) for k in spec["operators"]}),
+        "__aflow_mod__": llm_face,
+        "__aflow_llm__": llm_face,
+        "__aflow_faces__": FACES,
+        "create_llm_instance": llm_face.create_llm_instance,
+    }
     try:
         exec(compile(spec["graph"], "graph.py", "exec"), ns)
         workflow = ns["Workflow"](name=spec["name"], llm_config=None, dataset=spec["dataset"])

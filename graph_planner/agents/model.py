@@ -40,8 +40,14 @@ class ModelAgent:
 
     name = "model"
 
-    def __init__(self, engine, params: SamplingParams | None = None, patch_engine=None,
-                 system_prompt: str = SYSTEM_PROMPT, history: int = 4):
+    def __init__(
+        self,
+        engine,
+        params: SamplingParams | None = None,
+        patch_engine=None,
+        system_prompt: str = SYSTEM_PROMPT,
+        history: int = 4,
+    ):
         self.engine = engine
         self.patch_engine = patch_engine
         self.params = params or SamplingParams(temperature=0.0, max_new_tokens=512)
@@ -60,8 +66,10 @@ class ModelAgent:
 
     def prompt(self, obs: dict) -> str:
         """The text the engine reads this turn."""
-        recent = "\n".join(self.turns[-self.history:])
-        return f"{self.system_prompt}\n\n{self.task}\n\n{recent}\nLast observation: {summarize(obs)}\nYour action (JSON):"
+        recent = "\n".join(self.turns[-self.history :])
+        return (
+            f"{self.system_prompt}\n\n{self.task}\n\n{recent}\nLast observation: {summarize(obs)}\nYour action (JSON):"
+        )
 
     def act(self, obs: dict) -> dict:
         """The next action: the model's when valid, else the rule agent's (counted)."""

@@ -17,7 +17,6 @@ from graph_planner.graph.build import is_test_file
 from graph_planner.graph.search import PYTEST_FRAME
 
 
-
 def test_node(test_id: str) -> str:
     """pytest node id -> graph node id (path::Class.method, parameters dropped)."""
     parts = test_id.split("[")[0].split("::")
@@ -60,7 +59,7 @@ class RuleAgent:
             return {"type": "explore", "op": "expand", "nodes": [test_node(t) for t in self.failing[:5]], "hop": 2}
         if self.phase == "memory":
             self._rank(obs.get("results", []))
-            self.to_read = self.ranked[:self.memory_nodes]
+            self.to_read = self.ranked[: self.memory_nodes]
             self.phase = "read"
             return {"type": "memory", "ops": [{"op": "add", "node": n} for n in self.to_read]}
         if self.phase == "read":

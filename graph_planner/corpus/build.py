@@ -21,20 +21,26 @@ import shutil
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
 
 from graph_planner.corpus.fetch import DEFAULT_CACHE, commit_change, fetch_sdist, init_repo, sha256, unpack
 from graph_planner.corpus.mutate import TOKEN_LEVEL, Mutant, mutants
 from graph_planner.corpus.spec import CorpusConfig, PackageSpec
-from graph_planner.corpus.validate import (Baseline, Suite, Verdict, baseline, load_proof, problem_statement,
-                                           validate_mutant)
+from graph_planner.corpus.validate import (
+    Baseline,
+    Suite,
+    Verdict,
+    baseline,
+    load_proof,
+    problem_statement,
+    validate_mutant,
+)
 from graph_planner.env import gold_submit
 from graph_planner.graph.build import SKIP_DIRS, is_test_file
 from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import from_record
-
 
 # What a task's validity means; a package built under an older meaning is rebuilt. 2: test ids as pytest
 # runs them, the clean suite's order, outcomes over the host's channel, the gold patch through Submit.
@@ -51,7 +57,11 @@ def settings_hash(spec: PackageSpec, cfg: CorpusConfig) -> str:
 def source_root(folder: Path) -> str:
     """'src' for a src/ layout, else '.'."""
     src = folder / "src"
-    return "src" if src.is_dir() and any(p.suffix == ".py" or (p / "__init__.py").is_file() for p in src.iterdir()) else "."
+    return (
+        "src"
+        if src.is_dir() and any(p.suffix == ".py" or (p / "__init__.py").is_file() for p in src.iterdir())
+        else "."
+    )
 
 
 def suite_for(spec: PackageSpec, out: Path, timeout_s: float) -> Suite:
@@ -84,8 +94,12 @@ def _source_files(src: Path) -> list[str]:
     out = []
     for p in sorted(src.rglob("*.py")):
         rel = p.relative_to(src)
-        if not SKIP_DIRS.intersection(rel.parts) and not is_test_file(rel.as_posix()) and rel.name != "setup.py" \
-                and "conftest" not in rel.name:
+        if (
+            not SKIP_DIRS.intersection(rel.parts)
+            and not is_test_file(rel.as_posix())
+            and rel.name != "setup.py"
+            and "conftest" not in rel.name
+        ):
             out.append(rel.as_posix())
     return out
 
@@ -116,7 +130,7 @@ def candidates(src: Path, base: Baseline, cfg: CorpusConfig) -> list[Mutant]:
             per_fn.append(chosen)
     rng.shuffle(per_fn)
     ordered = [fn[i] for i in range(cfg.per_function) for fn in per_fn if i < len(fn)]
-    return ordered[:cfg.max_tried]
+    return ordered[: cfg.max_tried]
 
 
 def difficulty(mutant: Mutant, output: str) -> str:
@@ -126,27 +140,50 @@ def difficulty(mutant: Mutant, output: str) -> str:
     return ("hard", "medium", "easy")[score]
 
 
-def task_record(spec: PackageSpec, mutant: Mutant, verdict: Verdict, original: str, out: Path,
-                repo: Path, clean: str, suite: Suite, base: Baseline) -> dict:
+def task_record(
+    spec: PackageSpec,
+    mutant: Mutant,
+    verdict: Verdict,
+    original: str,
+    out: Path,
+    repo: Path,
+    clean: str,
+    suite: Suite,
+    base: Baseline,
+) -> dict:
     """A SWE-bench-format instance for one kept mutant (its buggy commit is created in `repo`)."""
     digest = hashlib.sha256(f"{mutant.file}\0{mutant.source}".encode()).hexdigest()[:10]
     instance_id = f"{spec.key}__{digest}"
-    commit = commit_change(repo, clean, mutant.file, mutant.source, f"{mutant.kind} in {mutant.function}",
-                           f"task/{instance_id}")
+    commit = commit_change(
+        repo, clean, mutant.file, mutant.source, f"{mutant.kind} in {mutant.function}", f"task/{instance_id}"
+    )
     return {
-        "instance_id": instance_id, "repo": spec.name, "version": spec.version, "base_commit": commit,
-        "patch": mutant.patch(original), "test_patch": "",
-        "FAIL_TO_PASS": verdict.fail_to_pass, "PASS_TO_PASS": verdict.pass_to_pass,
+        "instance_id": instance_id,
+        "repo": spec.name,
+        "version": spec.version,
+        "base_commit": commit,
+        "patch": mutant.patch(original),
+        "test_patch": "",
+        "FAIL_TO_PASS": verdict.fail_to_pass,
+        "PASS_TO_PASS": verdict.pass_to_pass,
         "problem_statement": problem_statement(spec.name, verdict.fail_to_pass, verdict.output),
-        "mutation": mutant.kind, "mutation_description": mutant.description, "file": mutant.file,
-        "function": mutant.function, "line": mutant.line, "difficulty": difficulty(mutant, verdict.output),
+        "mutation": mutant.kind,
+        "mutation_description": mutant.description,
+        "file": mutant.file,
+        "function": mutant.function,
+        "line": mutant.line,
+        "difficulty": difficulty(mutant, verdict.output),
         "split": spec.split,
-        "planact_env": {"repo_dir": f"repos/{spec.key}.git", "source_root": suite.source_root,
-                        "pythonpath": [os.path.relpath(p, out) for p in suite.pythonpath], "pytest_args": list(suite.pytest_args),
-                        "timeout_s": suite.timeout_s,
-                        # Submit runs FAIL_TO_PASS + PASS_TO_PASS in the clean suite's order (an order-dependent
-                        # test behaves as it did there): where in that order each FAIL_TO_PASS test sits
-                        "fail_to_pass_at": submit_positions(base, verdict)},
+        "planact_env": {
+            "repo_dir": f"repos/{spec.key}.git",
+            "source_root": suite.source_root,
+            "pythonpath": [os.path.relpath(p, out) for p in suite.pythonpath],
+            "pytest_args": list(suite.pytest_args),
+            "timeout_s": suite.timeout_s,
+            # Submit runs FAIL_TO_PASS + PASS_TO_PASS in the clean suite's order (an order-dependent
+            # test behaves as it did there): where in that order each FAIL_TO_PASS test sits
+            "fail_to_pass_at": submit_positions(base, verdict),
+        },
     }
 
 
@@ -157,8 +194,9 @@ def submit_positions(base: Baseline, verdict: Verdict) -> list[int]:
     return [i for i, t in enumerate(merged) if t in f2p]
 
 
-def build_package(spec: PackageSpec, cfg: CorpusConfig, out: Path, cache: Path = DEFAULT_CACHE,
-                  log: Callable[[str], None] = print) -> tuple[list[dict], dict]:
+def build_package(
+    spec: PackageSpec, cfg: CorpusConfig, out: Path, cache: Path = DEFAULT_CACHE, log: Callable[[str], None] = print
+) -> tuple[list[dict], dict]:
     """Tasks and the build report of one package (reused when already built with the same settings)."""
     out = out.resolve()
     report_path, tasks_path = out / "reports" / f"{spec.key}.json", out / "tasks" / f"{spec.key}.jsonl"
@@ -171,19 +209,31 @@ def build_package(spec: PackageSpec, cfg: CorpusConfig, out: Path, cache: Path =
     suite = suite_for(spec, out, cfg.timeout_s)
     base = baseline(src, runs=2, suite=suite)
     pin = out / "src" / f"{spec.key}.sha256"
-    report = {"package": spec.key, "split": spec.split, "settings": key,
-              "sha256": pin.read_text() if pin.is_file() else "", "tests_passing": len(base.passing),
-              "tests_flaky": len(base.flaky), "tests_slow": len(base.slow), "suite_s": round(base.seconds, 2),
-              "suite_cpu_s": round(base.cpu_seconds, 2)}
+    report = {
+        "package": spec.key,
+        "split": spec.split,
+        "settings": key,
+        "sha256": pin.read_text() if pin.is_file() else "",
+        "tests_passing": len(base.passing),
+        "tests_flaky": len(base.flaky),
+        "tests_slow": len(base.slow),
+        "suite_s": round(base.seconds, 2),
+        "suite_cpu_s": round(base.cpu_seconds, 2),
+    }
     if not base.passing:
         raise RuntimeError(f"{spec.key}: no test passes on the clean source; is pytest collecting it? ")
     if base.seconds > cfg.max_suite_s:
         raise RuntimeError(f"{spec.key}: the clean suite takes {base.seconds:.0f} s > max_suite_s {cfg.max_suite_s}")
     if not base.covered_functions():
-        raise RuntimeError(f"{spec.key}: the tests ran no function of the repository (they imported an installed "
-                           f"copy?); set source_root ('.' or 'src') in its corpus entry")
-    log(f"{spec.key}: {len(base.passing)} tests pass reliably ({len(base.flaky)} flaky, {len(base.slow)} slow dropped), "
-        f"suite {base.seconds:.1f} s ({base.cpu_seconds:.1f} s CPU)")
+        raise RuntimeError(
+            f"{spec.key}: the tests ran no function of the repository (they imported an installed "
+            f"copy?); set source_root ('.' or 'src') in its corpus entry"
+        )
+    log(
+        f"{spec.key}: {len(base.passing)} tests pass reliably ({len(base.flaky)} flaky, {len(base.slow)} slow "
+        "dropped), "
+        f"suite {base.seconds:.1f} s ({base.cpu_seconds:.1f} s CPU)"
+    )
     # a mutant runs only the tests that call its function: 4x the CPU seconds of the clean suite (at least
     # 10) tells a hang (a mutated loop condition) from work long before the suite-wide limit would, and,
     # being CPU time on both sides, keeps the same mutants however loaded the machine is
@@ -204,7 +254,7 @@ def build_package(spec: PackageSpec, cfg: CorpusConfig, out: Path, cache: Path =
         for start in range(0, len(cands), 2 * workers):
             if len(tasks) >= cfg.max_kept:
                 break
-            chunk = cands[start:start + 2 * workers]
+            chunk = cands[start : start + 2 * workers]
             fresh = []
             for m, v in zip(chunk, pool.map(lambda m: validate_mutant(src, m, base, check), chunk)):
                 tried += 1
@@ -226,13 +276,21 @@ def build_package(spec: PackageSpec, cfg: CorpusConfig, out: Path, cache: Path =
                     gold_failures.append({"instance_id": row["instance_id"], "reason": why[:500]})
                 else:
                     tasks.append(row)
-    report.update(functions_covered=sum(len(v) for v in base.covered_functions().values()), tried=tried,
-                  kept=len(tasks), dropped=dict(dropped), kinds=dict(Counter(t["mutation"] for t in tasks)),
-                  gold_failures=gold_failures[:50], build_s=round(time.monotonic() - t0, 1))
+    report.update(
+        functions_covered=sum(len(v) for v in base.covered_functions().values()),
+        tried=tried,
+        kept=len(tasks),
+        dropped=dict(dropped),
+        kinds=dict(Counter(t["mutation"] for t in tasks)),
+        gold_failures=gold_failures[:50],
+        build_s=round(time.monotonic() - t0, 1),
+    )
     if not tasks and gold_failures:
         # every kept mutant's own fix fails an agent's Submit: the package yields nothing, and says why
-        report["unusable"] = (f"all {len(gold_failures)} validated tasks fail Submit with their own gold patch, "
-                              f"e.g. {gold_failures[0]['reason']}")
+        report["unusable"] = (
+            f"all {len(gold_failures)} validated tasks fail Submit with their own gold patch, "
+            f"e.g. {gold_failures[0]['reason']}"
+        )
         log(f"{spec.key}: UNUSABLE: {report['unusable']}")
     log(f"{spec.key}: tried {tried}, kept {len(tasks)}, dropped {dict(dropped)} in {report['build_s']} s")
     write_jsonl(tasks_path, tasks)
@@ -264,8 +322,9 @@ class _Slots:
             rt.close()
 
 
-def build_corpus(cfg: CorpusConfig, out: str | Path, cache: Path = DEFAULT_CACHE,
-                 log: Callable[[str], None] = print) -> dict:
+def build_corpus(
+    cfg: CorpusConfig, out: str | Path, cache: Path = DEFAULT_CACHE, log: Callable[[str], None] = print
+) -> dict:
     """Build every package of `cfg` into `out`; writes train.jsonl / heldout.jsonl / report.json."""
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -277,8 +336,12 @@ def build_corpus(cfg: CorpusConfig, out: str | Path, cache: Path = DEFAULT_CACHE
         reports.append(report)
     for name, tasks in splits.items():
         write_jsonl(out / f"{name}.jsonl", tasks)
-    summary = {"packages": reports, "tasks": sum(r["kept"] for r in reports),
-               "train": len(splits["train"]), "heldout": len(splits["heldout"])}
+    summary = {
+        "packages": reports,
+        "tasks": sum(r["kept"] for r in reports),
+        "train": len(splits["train"]),
+        "heldout": len(splits["heldout"]),
+    }
     (out / "report.json").write_text(json.dumps(summary, indent=1))
     return summary
 

@@ -18,9 +18,14 @@ from pathlib import Path
 from planact.fetch import CACHE_ROOT, FetchError, pip_download, sha256  # noqa: F401 - re-exported for the corpus
 
 DEFAULT_CACHE = CACHE_ROOT / "sdists"
-_GIT_ENV = {"GIT_AUTHOR_NAME": "planact", "GIT_AUTHOR_EMAIL": "corpus@planact.invalid",
-            "GIT_COMMITTER_NAME": "planact", "GIT_COMMITTER_EMAIL": "corpus@planact.invalid",
-            "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000"}
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "planact",
+    "GIT_AUTHOR_EMAIL": "corpus@planact.invalid",
+    "GIT_COMMITTER_NAME": "planact",
+    "GIT_COMMITTER_EMAIL": "corpus@planact.invalid",
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
+}
 
 
 def fetch_sdist(name: str, version: str, digest: str, cache: Path = DEFAULT_CACHE) -> Path:
@@ -47,8 +52,14 @@ def unpack(archive: Path, dest: Path) -> Path:
     return dest
 
 
-def git(repo: Path, *args: str, index: Path | None = None, work_tree: Path | None = None,
-        input: str | None = None, strip: bool = True) -> str:
+def git(
+    repo: Path,
+    *args: str,
+    index: Path | None = None,
+    work_tree: Path | None = None,
+    input: str | None = None,
+    strip: bool = True,
+) -> str:
     """Run git on a (bare) repository with a fixed identity; returns stdout (stripped unless strip=False)."""
     env = {**os.environ, **_GIT_ENV}
     if index is not None:

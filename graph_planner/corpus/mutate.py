@@ -27,11 +27,31 @@ from dataclasses import dataclass
 
 TOKEN_LEVEL = ("comparison", "boolop", "constant", "binop", "bound", "swap_args")
 KINDS = TOKEN_LEVEL + ("negate_if", "remove_if", "remove_stmt", "default")
-_CMP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq,
-        ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
-_BIN = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.FloorDiv, ast.Div: ast.Mult, ast.FloorDiv: ast.Mult,
-        ast.Mod: ast.FloorDiv, ast.BitAnd: ast.BitOr, ast.BitOr: ast.BitAnd, ast.BitXor: ast.BitOr,
-        ast.LShift: ast.RShift, ast.RShift: ast.LShift}
+_CMP = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
+_BIN = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.FloorDiv,
+    ast.Div: ast.Mult,
+    ast.FloorDiv: ast.Mult,
+    ast.Mod: ast.FloorDiv,
+    ast.BitAnd: ast.BitOr,
+    ast.BitOr: ast.BitAnd,
+    ast.BitXor: ast.BitOr,
+    ast.LShift: ast.RShift,
+    ast.RShift: ast.LShift,
+}
 
 
 @dataclass(frozen=True)
@@ -52,8 +72,9 @@ class Mutant:
 
 def unified_diff(path: str, before: str, after: str) -> str:
     """A git-style unified diff of one file."""
-    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                 fromfile=f"a/{path}", tofile=f"b/{path}", n=3)
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), fromfile=f"a/{path}", tofile=f"b/{path}", n=3
+    )
     return "".join(lines)
 
 
@@ -68,7 +89,7 @@ class _Text:
 
     def offset(self, line: int, col: int) -> int:
         # ast columns are UTF-8 byte offsets
-        line_text = self.source[self.starts[line - 1]:self.starts[line]]
+        line_text = self.source[self.starts[line - 1] : self.starts[line]]
         return self.starts[line - 1] + len(line_text.encode()[:col].decode(errors="ignore"))
 
     def span(self, node: ast.AST) -> tuple[int, int]:
@@ -121,35 +142,71 @@ def _site_mutants(t: _Text, fn: ast.AST) -> list[tuple[str, int, str, str]]:
             for bound in (node.lower, node.upper):
                 if isinstance(bound, ast.Constant) and type(bound.value) is int:
                     for d in (1, -1):
-                        out.append(("bound", bound.lineno, f"slice bound {bound.value} -> {bound.value + d}",
-                                    t.replace(bound, _new_int(bound.value, d))))
+                        out.append(
+                            (
+                                "bound",
+                                bound.lineno,
+                                f"slice bound {bound.value} -> {bound.value + d}",
+                                t.replace(bound, _new_int(bound.value, d)),
+                            )
+                        )
         elif isinstance(node, ast.Call):
             if isinstance(node.func, ast.Name) and node.func.id == "range":
                 for arg in node.args:
                     if isinstance(arg, ast.Constant) and type(arg.value) is int:
                         for d in (1, -1):
-                            out.append(("bound", arg.lineno, f"range bound {arg.value} -> {arg.value + d}",
-                                        t.replace(arg, _new_int(arg.value, d))))
+                            out.append(
+                                (
+                                    "bound",
+                                    arg.lineno,
+                                    f"range bound {arg.value} -> {arg.value + d}",
+                                    t.replace(arg, _new_int(arg.value, d)),
+                                )
+                            )
             pos = [a for a in node.args if not isinstance(a, ast.Starred)]
             if len(pos) == len(node.args) >= 2 and t.segment(pos[0]) != t.segment(pos[1]):
                 a, b = t.segment(pos[0]), t.segment(pos[1])
-                swapped = t.source[:t.span(pos[0])[0]] + b + t.source[t.span(pos[0])[1]:t.span(pos[1])[0]] + a + \
-                    t.source[t.span(pos[1])[1]:]
+                swapped = (
+                    t.source[: t.span(pos[0])[0]]
+                    + b
+                    + t.source[t.span(pos[0])[1] : t.span(pos[1])[0]]
+                    + a
+                    + t.source[t.span(pos[1])[1] :]
+                )
                 out.append(("swap_args", node.lineno, f"swap arguments {a}, {b}", swapped))
         elif isinstance(node, ast.Constant) and type(node.value) in (int, bool) and not _in_slice_or_range(fn, node):
             if type(node.value) is bool:
-                out.append(("constant", node.lineno, f"{node.value} -> {not node.value}", t.replace(node, repr(not node.value))))
+                out.append(
+                    (
+                        "constant",
+                        node.lineno,
+                        f"{node.value} -> {not node.value}",
+                        t.replace(node, repr(not node.value)),
+                    )
+                )
             else:
                 for d in (1, -1):
-                    out.append(("constant", node.lineno, f"{node.value} -> {node.value + d}",
-                                t.replace(node, _new_int(node.value, d))))
+                    out.append(
+                        (
+                            "constant",
+                            node.lineno,
+                            f"{node.value} -> {node.value + d}",
+                            t.replace(node, _new_int(node.value, d)),
+                        )
+                    )
         if isinstance(node, (ast.If, ast.While)):
             cond = t.segment(node.test)
             negated = cond[4:].strip() if cond.startswith("not ") else f"not ({cond})"
             out.append(("negate_if", node.lineno, f"condition {cond} -> {negated}", t.replace(node.test, negated)))
         if isinstance(node, ast.If) and not node.orelse:
-            out.append(("remove_if", node.lineno, f"remove the `if {t.segment(node.test)}` block",
-                        t.remove_lines(node.lineno, node.end_lineno, keep_indent_pass=False)))
+            out.append(
+                (
+                    "remove_if",
+                    node.lineno,
+                    f"remove the `if {t.segment(node.test)}` block",
+                    t.remove_lines(node.lineno, node.end_lineno, keep_indent_pass=False),
+                )
+            )
     out += _statement_removals(t, fn)
     out += _default_changes(t, fn)
     return out
@@ -160,17 +217,28 @@ def _statement_removals(t: _Text, fn: ast.AST) -> list[tuple[str, int, str, str]
     for node in ast.walk(fn):
         for field in ("body", "orelse"):
             body = getattr(node, field, None)
-            if not isinstance(body, list) or node is not fn and not isinstance(node, (ast.If, ast.For, ast.While, ast.With)):
+            if (
+                not isinstance(body, list)
+                or node is not fn
+                and not isinstance(node, (ast.If, ast.For, ast.While, ast.With))
+            ):
                 continue
             for i, stmt in enumerate(body):
                 last = i == len(body) - 1
                 removable = isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Expr)) and not (
-                    isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))  # not a docstring
+                    isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+                )  # not a docstring
                 early_return = isinstance(stmt, ast.Return) and node is not fn
                 if (removable and not (node is fn and last)) or early_return:
                     what = "early return" if early_return else "statement"
-                    out.append(("remove_stmt", stmt.lineno, f"remove the {what} on line {stmt.lineno}",
-                                t.remove_lines(stmt.lineno, stmt.end_lineno, keep_indent_pass=len(body) == 1)))
+                    out.append(
+                        (
+                            "remove_stmt",
+                            stmt.lineno,
+                            f"remove the {what} on line {stmt.lineno}",
+                            t.remove_lines(stmt.lineno, stmt.end_lineno, keep_indent_pass=len(body) == 1),
+                        )
+                    )
     return out
 
 
@@ -190,24 +258,53 @@ def _in_slice_or_range(fn: ast.AST, target: ast.AST) -> bool:
     for node in ast.walk(fn):
         if isinstance(node, ast.Slice) and target in (node.lower, node.upper, node.step):
             return True
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range" and target in node.args:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "range"
+            and target in node.args
+        ):
             return True
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and target in node.args.defaults + node.args.kw_defaults:
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and target in node.args.defaults + node.args.kw_defaults
+        ):
             return True
     return False
 
 
-_OP_TEXT = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=", ast.In: "in",
-            ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not", ast.Add: "+", ast.Sub: "-", ast.Mult: "*",
-            ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
-            ast.LShift: "<<", ast.RShift: ">>"}
+_OP_TEXT = {
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.In: "in",
+    ast.NotIn: "not in",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+}
 
 
 def _op_text(op: ast.AST) -> str:
     return _OP_TEXT[type(op)]
 
 
-def mutants(path: str, source: str, functions: set[str] | None = None, kinds: tuple[str, ...] | None = None) -> list[Mutant]:
+def mutants(
+    path: str, source: str, functions: set[str] | None = None, kinds: tuple[str, ...] | None = None
+) -> list[Mutant]:
     """Every single-site mutant of the functions in one file (optionally only these functions / kinds).
 
     A mutant whose text does not compile, or equals the original, is skipped; identical texts count once.

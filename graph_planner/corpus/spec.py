@@ -40,10 +40,19 @@ class PackageSpec(PackageRef):
     sha256: str = Field("", description="sha256 of the sdist; empty only with `source`.")
     source: str = Field("", description="A local source folder used instead of fetching the sdist.")
     split: Literal["train", "heldout"] = Field("train", description="Which split its tasks go to (split by package).")
-    deps: list[PackageRef] = Field(default_factory=list, description="Pure-Python dependencies the tests import; unpacked and put on PYTHONPATH, never installed.")
+    deps: list[PackageRef] = Field(
+        default_factory=list,
+        description="Pure-Python dependencies the tests import; unpacked and put on PYTHONPATH, never installed.",
+    )
     pytest_args: list[str] = Field(default_factory=list, description="Extra pytest arguments (e.g. a --deselect).")
-    unpinned: bool = Field(False, description="Fetch without a sha256 (trying a new package); the report prints the hash to pin.")
-    source_root: str = Field("auto", description="Folder holding the importable package: '.', 'src', or 'auto' (src when the source has a src/ folder).")
+    unpinned: bool = Field(
+        False, description="Fetch without a sha256 (trying a new package); the report prints the hash to pin."
+    )
+    source_root: str = Field(
+        "auto",
+        description="Folder holding the importable package: '.', 'src', or 'auto' (src when the source has a src/ "
+        "folder).",
+    )
 
     @field_validator("sha256")
     @classmethod
@@ -62,8 +71,16 @@ class CorpusConfig(_Strict):
     per_function: int = Field(3, ge=1, description="Mutants tried per covered function at most (distinct kinds first).")
     max_tried: int = Field(90, ge=1, description="Mutants validated per package at most.")
     max_kept: int = Field(70, ge=1, description="Tasks kept per package at most.")
-    timeout_s: float = Field(60.0, gt=0, description="Limit of one test run: wall-clock seconds for the clean suite; CPU seconds for a mutant's tests, where the limit is 4x the clean suite's CPU seconds (at least 10, at most this), so the same mutants are kept on a loaded machine and an idle one.")
-    max_suite_s: float = Field(60.0, gt=0, description="A package whose clean suite takes longer is refused (slow suites make slow episodes).")
+    timeout_s: float = Field(
+        60.0,
+        gt=0,
+        description="Limit of one test run: wall-clock seconds for the clean suite; CPU seconds for a mutant's tests, "
+        "where the limit is 4x the clean suite's CPU seconds (at least 10, at most this), so the same "
+        "mutants are kept on a loaded machine and an idle one.",
+    )
+    max_suite_s: float = Field(
+        60.0, gt=0, description="A package whose clean suite takes longer is refused (slow suites make slow episodes)."
+    )
     workers: int = Field(0, ge=0, description="Test runs in parallel; 0 = one per CPU.")
 
     @field_validator("kinds")

@@ -23,13 +23,12 @@ import json
 import re
 import secrets
 import shutil
-import sys
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from graph_planner.corpus.mutate import Mutant
 import sandbox
+from graph_planner.corpus.mutate import Mutant
 from sandbox.view import SITE, pytest_view
 
 _IGNORE = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".pytest_cache")
@@ -132,7 +131,9 @@ def read_channel(text: str) -> tuple[dict[str, str], dict[str, float], list[str]
                 problem = problem or f"{row['id']} reported twice"
             seen[str(row.get("when"))] = str(row.get("outcome"))
             seconds[str(row["id"])] = seconds.get(str(row["id"]), 0.0) + float(row.get("s") or 0.0)
-    failed_phases = sub_failures + sum(sum(o == "failed" for w, o in seen.items() if w != "sub") for seen in phases.values())
+    failed_phases = sub_failures + sum(
+        sum(o == "failed" for w, o in seen.items() if w != "sub") for seen in phases.values()
+    )
     outcomes = {}
     for test, seen in phases.items():
         if "failed" in seen.values():
@@ -150,13 +151,21 @@ def _canaries(folder: Path) -> tuple[str, str, str]:
     tag = secrets.token_hex(8)
     a, b, c = (secrets.token_hex(12) for _ in range(3))
     path = folder / f"test_planact_{tag}.py"
-    path.write_text(f"def test_fails_{tag}():\n    assert {a!r} == {b!r}\n\n\n"
-                    f"def test_passes_{tag}():\n    assert {c!r} == {c!r}\n")
+    path.write_text(
+        f"def test_fails_{tag}():\n    assert {a!r} == {b!r}\n\n\ndef test_passes_{tag}():\n    assert {c!r} == {c!r}\n"
+    )
     return str(path), f"::test_fails_{tag}", f"::test_passes_{tag}"
 
 
-def tampering(outcomes: dict[str, str], end: dict | None, rc: int | None, problem: str,
-              canary_fail: str, canary_pass: str, failed_phases: int) -> str:
+def tampering(
+    outcomes: dict[str, str],
+    end: dict | None,
+    rc: int | None,
+    problem: str,
+    canary_fail: str,
+    canary_pass: str,
+    failed_phases: int,
+) -> str:
     """Why a run's report of a passed test cannot be believed ("" when everything agrees)."""
     if problem:
         return problem
@@ -173,15 +182,29 @@ def tampering(outcomes: dict[str, str], end: dict | None, rc: int | None, proble
     return ""
 
 
-def run_in_place(workdir: str | Path, tests: list[str] | None = None, suite: Suite = Suite(),
-                 coverage: bool = False) -> TestRun:
+def run_in_place(
+    workdir: str | Path, tests: list[str] | None = None, suite: Suite = Suite(), coverage: bool = False
+) -> TestRun:
     """Run pytest (all tests or `tests`, in that order) in the sandbox with `workdir` as the only writable
     place; named tests run with the host's canaries and are judged as the module docstring says."""
     workdir = Path(workdir).resolve()
     (workdir / COVERAGE).unlink(missing_ok=True)
     # --rootdir: test ids stay relative to the copy whatever else is collected (the canaries live outside)
-    argv = [sandbox.python(), "-s", "-m", "pytest", "-q", "-rf", "--tb=short", "-p", "no:cacheprovider",
-            f"--rootdir={workdir}", "-p", "planact_verdict", *suite.pytest_args]
+    argv = [
+        sandbox.python(),
+        "-s",
+        "-m",
+        "pytest",
+        "-q",
+        "-rf",
+        "--tb=short",
+        "-p",
+        "no:cacheprovider",
+        f"--rootdir={workdir}",
+        "-p",
+        "planact_verdict",
+        *suite.pytest_args,
+    ]
     pythonpath = [str(workdir / suite.source_root), SITE, *suite.pythonpath, _PLUGIN_DIR]
     if coverage:
         argv += ["-p", "planact_coverage"]
@@ -192,16 +215,24 @@ def run_in_place(workdir: str | Path, tests: list[str] | None = None, suite: Sui
         folder.chmod(0o755)
         canary = _canaries(folder)
         argv.append(canary[0])  # last: a forger active at any point of the run is still active when it runs
-    limits = sandbox.Limits(timeout_s=suite.timeout_s, cpu_s=suite.cpu_s, memory_mb=suite.memory_mb, processes=64,
-                            open_files=256, output_bytes=32 * 1024, file_mb=64)
+    limits = sandbox.Limits(
+        timeout_s=suite.timeout_s,
+        cpu_s=suite.cpu_s,
+        memory_mb=suite.memory_mb,
+        processes=64,
+        open_files=256,
+        output_bytes=32 * 1024,
+        file_mb=64,
+    )
     # Only the plugins named here: the entry-point plugins installed beside planact (xdist, anyio,
     # hypothesis, timeout, ...) cost ~0.8 s of every ~1.1 s run's startup and no corpus suite uses them.
     env = {"PYTHONPATH": ":".join(pythonpath), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     shown = [*suite.pythonpath, _PLUGIN_DIR, *([str(folder)] if folder else [])]
     view = pytest_view(tuple(p for p in shown if Path(p).exists()))
     try:
-        done = sandbox.run(argv, workdir=workdir, limits=limits, env=env, view=view, channel=True,
-                           channel_bytes=CHANNEL_BYTES)
+        done = sandbox.run(
+            argv, workdir=workdir, limits=limits, env=env, view=view, channel=True, channel_bytes=CHANNEL_BYTES
+        )
     finally:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
@@ -213,8 +244,7 @@ def run_in_place(workdir: str | Path, tests: list[str] | None = None, suite: Sui
         # memory) is that failure, whatever it had reported so far.
         ended_itself = done.status in ("ok", "error")
         if ended_itself and any(o == "passed" for t, o in outcomes.items() if t not in ids.values()):
-            tampered = tampering(outcomes, end, done.returncode, problem, ids[canary[1]], ids[canary[2]],
-                                 failed_phases)
+            tampered = tampering(outcomes, end, done.returncode, problem, ids[canary[1]], ids[canary[2]], failed_phases)
         outcomes = {t: o for t, o in outcomes.items() if t not in ids.values()}
         order = [t for t in order if t not in ids.values()]
     cov = {}
@@ -226,12 +256,27 @@ def run_in_place(workdir: str | Path, tests: list[str] | None = None, suite: Sui
     status = done.status if done.status in ("timeout", "memory") or not finished else "ok"
     if tampered:
         outcomes, status = {t: "failed" for t in outcomes}, "tampered"
-    return TestRun(outcomes, status, done.seconds, done.stdout + done.stderr, done.returncode, cov, durations,
-                   done.cpu_s, order, tampered)
+    return TestRun(
+        outcomes,
+        status,
+        done.seconds,
+        done.stdout + done.stderr,
+        done.returncode,
+        cov,
+        durations,
+        done.cpu_s,
+        order,
+        tampered,
+    )
 
 
-def run_tests(repo: str | Path, tests: list[str] | None = None, suite: Suite = Suite(),
-              overrides: dict[str, str] | None = None, coverage: bool = False) -> TestRun:
+def run_tests(
+    repo: str | Path,
+    tests: list[str] | None = None,
+    suite: Suite = Suite(),
+    overrides: dict[str, str] | None = None,
+    coverage: bool = False,
+) -> TestRun:
     """Run the repository's suite (or `tests`) on a private copy, with files replaced by `overrides`
     (relative path -> text)."""
     work = Path(tempfile.mkdtemp(prefix="planact-tests-"))
@@ -347,7 +392,7 @@ def problem_statement(package: str, fail_to_pass: list[str], output: str, limit:
     m = _FAILURES.search(output)
     if m:
         end = _SUMMARY.search(output, m.end())
-        body = output[m.end():end.start() if end else None].strip()
+        body = output[m.end() : end.start() if end else None].strip()
     text = f"In {package}, these tests fail:\n" + "\n".join(f"  {n}" for n in names)
     if body:
         text += "\n\nTest output:\n" + body[:limit] + ("\n[...]" if len(body) > limit else "")

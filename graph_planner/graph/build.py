@@ -48,6 +48,7 @@ class _Def:
     cls: str | None
     tree: ast.AST
 
+
 _BUILD_LOCK = threading.Lock()
 
 
@@ -87,8 +88,9 @@ class RepoGraph:
                 continue
             self._sources[rel] = text.splitlines()
             self._modules[module_name(rel)] = rel
-            self.graph.add_node(rel, kind="file", name=Path(rel).name, path=rel, lineno=1,
-                                end_lineno=len(self._sources[rel]))
+            self.graph.add_node(
+                rel, kind="file", name=Path(rel).name, path=rel, lineno=1, end_lineno=len(self._sources[rel])
+            )
             self._add_defs(rel, trees[rel])
         for rel, tree in trees.items():
             self._add_imports(rel, tree)
@@ -99,8 +101,9 @@ class RepoGraph:
         for node in tree.body:
             if isinstance(node, ast.ClassDef):
                 cid = f"{rel}::{node.name}"
-                self.graph.add_node(cid, kind="class", name=node.name, path=rel, lineno=node.lineno,
-                                    end_lineno=node.end_lineno)
+                self.graph.add_node(
+                    cid, kind="class", name=node.name, path=rel, lineno=node.lineno, end_lineno=node.end_lineno
+                )
                 self.graph.add_edge(rel, cid, kind="contains")
                 for item in node.body:
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -116,8 +119,15 @@ class RepoGraph:
                 self._defs.append(_Def(fid, None, node))
 
     def _add_function(self, fid: str, node: ast.AST, rel: str, kind: str) -> None:
-        self.graph.add_node(fid, kind=kind, name=node.name, path=rel, lineno=node.lineno, end_lineno=node.end_lineno,
-                            doc=ast.get_docstring(node) or "")
+        self.graph.add_node(
+            fid,
+            kind=kind,
+            name=node.name,
+            path=rel,
+            lineno=node.lineno,
+            end_lineno=node.end_lineno,
+            doc=ast.get_docstring(node) or "",
+        )
 
     def _resolve_module(self, rel: str, module: str | None, level: int) -> str | None:
         if level:
@@ -218,11 +228,15 @@ class RepoGraph:
 
     def innermost(self, path: str, line: int) -> str | None:
         """The smallest function/class/file node of `path` that contains `line`."""
+
         def size(n: dict) -> tuple[int, bool]:
             return n["end_lineno"] - n["lineno"], n["kind"] == "file"  # on a tie the definition beats its file
 
-        hits = [(size(n), nid) for nid, n in self.graph.nodes(data=True)
-                if n["path"] == path and n["lineno"] <= line <= n["end_lineno"]]
+        hits = [
+            (size(n), nid)
+            for nid, n in self.graph.nodes(data=True)
+            if n["path"] == path and n["lineno"] <= line <= n["end_lineno"]
+        ]
         return min(hits)[1] if hits else None
 
     def summary(self) -> dict[str, int]:
@@ -233,4 +247,7 @@ class RepoGraph:
         edges: dict[str, int] = {}
         for _, _, d in self.graph.edges(data=True):
             edges[d["kind"]] = edges.get(d["kind"], 0) + 1
-        return {**{f"nodes/{k}": v for k, v in sorted(nodes.items())}, **{f"edges/{k}": v for k, v in sorted(edges.items())}}
+        return {
+            **{f"nodes/{k}": v for k, v in sorted(nodes.items())},
+            **{f"edges/{k}": v for k, v in sorted(edges.items())},
+        }

@@ -50,7 +50,9 @@ class WorkingMemory:
         """Nodes and characters held."""
         return {"nodes": len(self.nodes), "chars": sum(self.chars(n) for n in self.nodes)}
 
-    def candidates(self, search: GraphSearch, anchors: list[str], hops: int = 1, k: int = 10) -> list[tuple[str, float]]:
+    def candidates(
+        self, search: GraphSearch, anchors: list[str], hops: int = 1, k: int = 10
+    ) -> list[tuple[str, float]]:
         """The anchors and their k-hop neighbourhood (functions and classes), best first, not yet in memory."""
         scored = [(a, 1.0) for a in anchors if a in self.repo.graph] + search.expand(anchors, hops)
         seen, out = set(self.nodes), []
@@ -98,8 +100,11 @@ class WorkingMemory:
             n = self.repo.node(nid)
             parts.append(f"### {n['kind']} {nid} ({n['path']}:{n['lineno']}-{n['end_lineno']})")
             parts += [f"{i:5d} | {text}" for i, text in self.repo.source(nid)]
-            near = [f"{kind}{'->' if d == 'out' else '<-'} {other}{' [in memory]' if other in self.nodes else ''}"
-                    for kind, d, other in self.repo.neighbours(nid) if kind != "contains"][:neighbours]
+            near = [
+                f"{kind}{'->' if d == 'out' else '<-'} {other}{' [in memory]' if other in self.nodes else ''}"
+                for kind, d, other in self.repo.neighbours(nid)
+                if kind != "contains"
+            ][:neighbours]
             if near:
                 parts.append("  neighbours: " + "; ".join(near))
             parts.append("")

@@ -42,7 +42,9 @@ class BM25:
             for w in set(query):
                 f = tf.get(w, 0)
                 if f:
-                    s += self.idf[w] * f * (self.k1 + 1) / (f + self.k1 * (1 - self.b + self.b * self.len[d] / self.avg))
+                    s += (
+                        self.idf[w] * f * (self.k1 + 1) / (f + self.k1 * (1 - self.b + self.b * self.len[d] / self.avg))
+                    )
             if s > 0:
                 out[d] = s
         return out
@@ -72,7 +74,9 @@ class GraphSearch:
                 out.append((nid, 0.5))
         return sorted(out, key=lambda x: (-x[1], x[0]))
 
-    def by_text(self, text: str, k: int = 10, kinds: tuple[str, ...] = ("function", "class")) -> list[tuple[str, float]]:
+    def by_text(
+        self, text: str, k: int = 10, kinds: tuple[str, ...] = ("function", "class")
+    ) -> list[tuple[str, float]]:
         """The k best BM25 matches of `text` among nodes of these kinds, scores scaled to (0, 1]."""
         scores = {d: s for d, s in self.bm25.scores(tokens(text)).items() if self.repo.node(d)["kind"] in kinds}
         top = sorted(scores.items(), key=lambda x: (-x[1], x[0]))[:k]
@@ -95,14 +99,15 @@ class GraphSearch:
         p = path.replace("\\", "/")
         root = self.repo.root.as_posix().rstrip("/") + "/"
         if p.startswith(root):
-            p = p[len(root):]
+            p = p[len(root) :]
         if p in self.repo.graph and self.repo.node(p)["kind"] == "file":
             return p
         suffix = [f for f, n in self.repo.graph.nodes(data=True) if n["kind"] == "file" and p.endswith("/" + f)]
         return suffix[0] if len(suffix) == 1 else None
 
-    def expand(self, anchors: list[str], hops: int = 1, kinds: tuple[str, ...] | None = None,
-               limit: int = 50) -> list[tuple[str, float]]:
+    def expand(
+        self, anchors: list[str], hops: int = 1, kinds: tuple[str, ...] | None = None, limit: int = 50
+    ) -> list[tuple[str, float]]:
         """Nodes within `hops` edges of the anchors (either direction), scored by the best product of edge
         weights along a path (an anchor scores 1); the anchors themselves are not returned."""
         best = {a: 1.0 for a in anchors if a in self.repo.graph}

@@ -100,8 +100,14 @@ def gather(task: RepairTask, split: str, max_nodes: int, env: PlannerEnv | None 
             lines = sorted(ln for f, ln in agent.trace_lines if f == file and first <= ln < first + src.count("\n"))
             views.append(NodeView(node, file, first, src, lines))
     errors = _ERROR.findall(task.problem_statement)
-    return TaskContext(task.instance_id, split, f"{task.meta.get('file')}::{task.meta.get('function')}",
-                       list(task.fail_to_pass), errors[-1].strip()[:200] if errors else "", views)
+    return TaskContext(
+        task.instance_id,
+        split,
+        f"{task.meta.get('file')}::{task.meta.get('function')}",
+        list(task.fail_to_pass),
+        errors[-1].strip()[:200] if errors else "",
+        views,
+    )
 
 
 def _gather_one(args) -> dict:
@@ -113,8 +119,9 @@ def _from_dict(d: dict) -> TaskContext:
     return TaskContext(**{**d, "nodes": [NodeView(**n) for n in d["nodes"]]})
 
 
-def load_contexts(corpus: str | Path, frac: float, max_nodes: int, kinds: list[str], max_chars: int,
-                  workers: int = 2) -> tuple[dict[str, RepairTask], dict[str, TaskContext]]:
+def load_contexts(
+    corpus: str | Path, frac: float, max_nodes: int, kinds: list[str], max_chars: int, workers: int = 2
+) -> tuple[dict[str, RepairTask], dict[str, TaskContext]]:
     """Tasks of the corpus with the wanted kinds and function size, and their contexts (built once, cached)."""
     corpus = Path(corpus)
     tasks = [t for t in load_tasks(corpus) if t.meta.get("mutation") in kinds]

@@ -53,15 +53,20 @@ class RepairTeamEnv:
     def __init__(self, cfg):
         r = cfg.env.repair
         if r.decoding == "free":
-            raise NotImplementedError("env.repair.decoding 'free' (models writing JSON actions and unified diffs) "
-                                      "is not built yet; tiny models use 'candidates'")
+            raise NotImplementedError(
+                "env.repair.decoding 'free' (models writing JSON actions and unified diffs) "
+                "is not built yet; tiny models use 'candidates'"
+            )
         self.cfg, self.r = cfg, r
         self.corpus = Path(r.corpus).resolve()
         if not (self.corpus / "train.jsonl").is_file():
-            raise FileNotFoundError(f"env.repair.corpus: no corpus at {self.corpus}; build it with `planact-repair "
-                                    "corpus --config configs/repair-rl-corpus.yaml --out runs/rl-corpus`")
-        self.tasks, self.ctx = _corpus(str(self.corpus), r.unseen_function_frac, r.planner_nodes, tuple(r.kinds),
-                                       r.max_function_chars, r.workers)
+            raise FileNotFoundError(
+                f"env.repair.corpus: no corpus at {self.corpus}; build it with `planact-repair "
+                "corpus --config configs/repair-rl-corpus.yaml --out runs/rl-corpus`"
+            )
+        self.tasks, self.ctx = _corpus(
+            str(self.corpus), r.unseen_function_frac, r.planner_nodes, tuple(r.kinds), r.max_function_chars, r.workers
+        )
         self.split: dict[str, list[str]] = {s: sorted(i for i, c in self.ctx.items() if c.split == s) for s in SPLITS}
         if not self.split["train"]:
             raise ValueError(f"env.repair: the corpus at {self.corpus} has no training tasks of kinds {r.kinds}")
@@ -75,8 +80,12 @@ class RepairTeamEnv:
     def sandbox(self) -> Sandbox:
         """The test-running slots (created on first use: planning never needs them)."""
         if self._sandbox is None:
-            self._sandbox = _sandbox(str(self.corpus / "results-cache.jsonl"), self.r.workers, self.r.test_timeout_s,
-                                     str(self.cfg.run_dir() / "repair-telemetry"))
+            self._sandbox = _sandbox(
+                str(self.corpus / "results-cache.jsonl"),
+                self.r.workers,
+                self.r.test_timeout_s,
+                str(self.cfg.run_dir() / "repair-telemetry"),
+            )
         return self._sandbox
 
     # --- the round ---
@@ -151,7 +160,9 @@ class RepairTeamEnv:
     def actor_request(self, task_id: str, view) -> tuple[str, list[str]]:
         """The patch model's prompt and options for one target function, in the configured style."""
         if self.file_style:
-            context = file_prompts.file_context(self.file_text(task_id, view.file), view.first_line, self.r.context_chars)
+            context = file_prompts.file_context(
+                self.file_text(task_id, view.file), view.first_line, self.r.context_chars
+            )
             return context, file_prompts.edited_functions(view)[0]
         return prompts.actor_prompt(self.ctx[task_id], view), prompts.actor_options(view, self.r.actor_marks)[0]
 
@@ -190,9 +201,14 @@ class RepairTeamEnv:
                 group = answers[ti * G + gi]
                 rewards = [float(verdicts[(ti, gi, ki)]["resolved"]) for ki in range(len(group))]
                 no_cands += not group
-                adv = group_advantages(torch.tensor([rewards]), self.cfg.actor.rl.std_normalize)[0].tolist() if rewards else []
-                res.actor_samples.extend(sample_record(a, r, ad, "actor", tid, f"{tid}/{gi}")
-                                         for a, r, ad in zip(group, rewards, adv))
+                adv = (
+                    group_advantages(torch.tensor([rewards]), self.cfg.actor.rl.std_normalize)[0].tolist()
+                    if rewards
+                    else []
+                )
+                res.actor_samples.extend(
+                    sample_record(a, r, ad, "actor", tid, f"{tid}/{gi}") for a, r, ad in zip(group, rewards, adv)
+                )
                 outcomes.extend(rewards)
                 ret = sum(rewards) / len(rewards) if rewards else 0.0
                 task_returns.append(ret)
@@ -202,29 +218,52 @@ class RepairTeamEnv:
                     returns[f"{tid}/{gi}"] = ret
                     for k, turn in enumerate(ep["turns"]):
                         last = k == len(ep["turns"]) - 1
-                        steps.append({"episode": f"{tid}/{gi}", "group": tid, "t": k, "reward": ret if last else 0.0,
-                                      "anchor": turn["obs"]})
+                        steps.append(
+                            {
+                                "episode": f"{tid}/{gi}",
+                                "group": tid,
+                                "t": k,
+                                "reward": ret if last else 0.0,
+                                "anchor": turn["obs"],
+                            }
+                        )
                         plan_samples.append((turn["completion"], ret, tid))
                 if len(res.rollouts) < n_rollouts and group:
-                    res.rollouts.append({"task": tid, "target": targets[ti][gi] or "(fallback)", "edit": group[0].text,
-                                         "true_function": self.ctx[tid].target, "outcome": rewards[0]})
+                    res.rollouts.append(
+                        {
+                            "task": tid,
+                            "target": targets[ti][gi] or "(fallback)",
+                            "edit": group[0].text,
+                            "true_function": self.ctx[tid].target,
+                            "outcome": rewards[0],
+                        }
+                    )
             plan_rewards.extend(task_returns)
         if plans is not None:
-            adv = gigpo_advantages(steps, returns, self.r.gigpo_gamma, self.r.gigpo_step_weight,
-                                   self.cfg.planner.rl.std_normalize)
-            res.planner_samples = [sample_record(c, r, a, "planner", tid, tid) for (c, r, tid), a in zip(plan_samples, adv)]
+            adv = gigpo_advantages(
+                steps, returns, self.r.gigpo_gamma, self.r.gigpo_step_weight, self.cfg.planner.rl.std_normalize
+            )
+            res.planner_samples = [
+                sample_record(c, r, a, "planner", tid, tid) for (c, r, tid), a in zip(plan_samples, adv)
+            ]
             m["planner/reward_mean"] = _mean(plan_rewards)
             m["planner/target_correct"] = _mean(correct)
             # A planner imitating its teacher to certainty names one target per task and RL has nothing to
             # compare: the share of tasks whose G episodes disagree is what the planner's GiGPO learns from.
-            m["planner/groups_with_choice"] = _mean([float(len({p["target"] for p in plans[ti]}) > 1)
-                                                     for ti in range(len(batch))])
+            m["planner/groups_with_choice"] = _mean(
+                [float(len({p["target"] for p in plans[ti]}) > 1) for ti in range(len(batch))]
+            )
             m["planner/steps_per_episode"] = len(steps) / max(1, len(returns))
             m["planner/malformed"] = 0.0  # constrained choice: every pick is a valid action
         m["success"] = m["actor/reward_mean"] = _mean(outcomes)
         m["actor/malformed"] = float(no_cands)  # plans whose target has no candidate edit
-        m["actor/groups_with_signal"] = _mean([float(len({v["resolved"] for k, v in verdicts.items() if k[:2] == (ti, gi)}) > 1)
-                                               for ti in range(len(batch)) for gi in range(G)])
+        m["actor/groups_with_signal"] = _mean(
+            [
+                float(len({v["resolved"] for k, v in verdicts.items() if k[:2] == (ti, gi)}) > 1)
+                for ti in range(len(batch))
+                for gi in range(G)
+            ]
+        )
         after = self.sandbox.stats
         runs, hits = after["test_runs"] - before["test_runs"], after["cache_hits"] - before["cache_hits"]
         m["sandbox/test_runs"], m["sandbox/cache_hits"] = float(runs), float(hits)
@@ -248,13 +287,18 @@ class RepairTeamEnv:
 
     def _train_packages(self) -> dict[str, str]:
         """Unpacked folder name -> package name of the training packages."""
-        return {f"{self.tasks[i].repo}-{self.tasks[i].meta.get('version', '')}": self.tasks[i].repo
-                for i in self.split["train"]}
+        return {
+            f"{self.tasks[i].repo}-{self.tasks[i].meta.get('version', '')}": self.tasks[i].repo
+            for i in self.split["train"]
+        }
 
     def _sft_sources(self) -> list[tuple[str, str, str]]:
         """(package, path, text) of the training packages' code (unseen functions are filtered later)."""
-        return [(pkg, p, t) for folder, pkg in sorted(self._train_packages().items())
-                for p, t in prompts.package_files(self.corpus, {folder})]
+        return [
+            (pkg, p, t)
+            for folder, pkg in sorted(self._train_packages().items())
+            for p, t in prompts.package_files(self.corpus, {folder})
+        ]
 
     def demonstrations(self, role: str, count: int, rng: random.Random) -> list[tuple[str, str]]:
         """Planner: the imperfect teacher's episodes; actor: true inverse edits of validated training tasks
@@ -282,8 +326,14 @@ class RepairTeamEnv:
             return path not in package_of or not unseen_function(package_of[path], path, qual, frac)
 
         extra = prompts.unvalidated_demos(
-            [(p, t) for _, p, t in sources] + prompts.stdlib_files(self.r.sft_extra_sources), self.r.max_function_chars,
-            keep, rng, max(0, count - 4 * len(validated)), self.traced_fraction(), self.r.actor_marks)
+            [(p, t) for _, p, t in sources] + prompts.stdlib_files(self.r.sft_extra_sources),
+            self.r.max_function_chars,
+            keep,
+            rng,
+            max(0, count - 4 * len(validated)),
+            self.traced_fraction(),
+            self.r.actor_marks,
+        )
         return validated * 4 + extra
 
     def _true_function(self, ctx, buggy: str, fixed: str) -> tuple[str, str] | None:
@@ -300,8 +350,12 @@ class RepairTeamEnv:
 
     def traced_fraction(self) -> float:
         """How often a training bug's line is on its failing tests' traceback (when its function is offered)."""
-        hits = [self.tasks[c.instance_id].meta.get("line") in v.trace_lines
-                for c in (self.ctx[i] for i in self.split["train"]) for v in c.nodes if v.node == c.target]
+        hits = [
+            self.tasks[c.instance_id].meta.get("line") in v.trace_lines
+            for c in (self.ctx[i] for i in self.split["train"])
+            for v in c.nodes
+            if v.node == c.target
+        ]
         return sum(hits) / len(hits) if hits else 0.0
 
     def evaluate(self, planner, actor) -> dict[str, float]:

@@ -21,8 +21,10 @@ def rule_order(ctx) -> list[dict]:
     """The rule agent's edits for a task, in the order it would try them."""
     agent = RuleAgent(memory_nodes=len(ctx.nodes))
     agent.trace_lines = {(v.file, ln) for v in ctx.nodes for ln in v.trace_lines}
-    numbered = {v.node: "\n".join(f"{v.first_line + i:5d} | {line}" for i, line in enumerate(v.source.splitlines()))
-                for v in ctx.nodes}
+    numbered = {
+        v.node: "\n".join(f"{v.first_line + i:5d} | {line}" for i, line in enumerate(v.source.splitlines()))
+        for v in ctx.nodes
+    }
     return [c.edit for c in agent._candidates(numbered)]
 
 
@@ -51,7 +53,7 @@ def solve_rates(env, attempts: dict[str, list[dict]], budget: int) -> dict[int, 
     jobs = [(env.tasks[i], e) for i, edits in attempts.items() for e in edits[:budget]]
     verdicts = iter(env.sandbox.judge_many(jobs, "eval"))
     first_solved = []
-    for i, edits in attempts.items():
+    for edits in attempts.values():
         ok = [next(verdicts)["resolved"] for _ in edits[:budget]]
         first_solved.append(next((k for k, v in enumerate(ok) if v), None))
     n = max(1, len(attempts))
@@ -82,9 +84,11 @@ def evaluate_team(env, planner, actor) -> dict[str, float]:
             continue
         team, targets = team_order(env, ids, planner, actor, r.eval_budget)
         rng = random.Random(f"{env.cfg.seed}:random-baseline")
-        systems = {"team": team,
-                   "rule": {i: rule_order(env.ctx[i])[:r.eval_budget] for i in ids},
-                   "random": {i: random_order(env.ctx[i], r.eval_budget, rng) for i in ids}}
+        systems = {
+            "team": team,
+            "rule": {i: rule_order(env.ctx[i])[: r.eval_budget] for i in ids},
+            "random": {i: random_order(env.ctx[i], r.eval_budget, rng) for i in ids},
+        }
         for name, attempts in systems.items():
             for b, rate in solve_rates(env, attempts, r.eval_budget).items():
                 out[f"{split}/{name}/solve_at_{b}"] = rate

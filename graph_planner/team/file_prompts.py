@@ -47,10 +47,15 @@ def planner_question(ctx: TaskContext, read: list[str], levels: list[int] | None
         elif level == 0:
             notes.append("no candidate edit")
         offered.append(f"- {names[i]}" + (f" ({', '.join(notes)})" if notes else ""))
-    seen = "".join(f"\n\nYou read {name}:\n```python\n{_excerpt(v)}\n```" for name, v in zip(names, ctx.nodes)
-                   if v.node in read)
-    return (f"The test {test} fails with: {ctx.error[:160]}\nThe functions it may involve, most likely first:\n" + "\n".join(offered)
-            + seen + "\n\nWhich function do you read next, or repair? Answer `read <function>` or `repair <function>`.")
+    seen = "".join(
+        f"\n\nYou read {name}:\n```python\n{_excerpt(v)}\n```" for name, v in zip(names, ctx.nodes) if v.node in read
+    )
+    return (
+        f"The test {test} fails with: {ctx.error[:160]}\nThe functions it may involve, most likely first:\n"
+        + "\n".join(offered)
+        + seen
+        + "\n\nWhich function do you read next, or repair? Answer `read <function>` or `repair <function>`."
+    )
 
 
 def planner_choices(ctx: TaskContext, read: list[str], reads_left: int) -> list[tuple[str, str, str]]:
@@ -66,17 +71,19 @@ def planner_choices(ctx: TaskContext, read: list[str], reads_left: int) -> list[
 def teacher_answers(ctx: TaskContext, k: int, levels: list[int] | None = None) -> list[tuple[str, str]]:
     """The imperfect teacher's episode in this style: read the k-th offered function, then repair it."""
     node, name = ctx.nodes[k].node, function_names(ctx)[k]
-    return [(planner_question(ctx, [], levels), f"read {name}"),
-            (planner_question(ctx, [node], levels), f"repair {name}")]
+    return [
+        (planner_question(ctx, [], levels), f"read {name}"),
+        (planner_question(ctx, [node], levels), f"repair {name}"),
+    ]
 
 
 def file_context(file_text: str, first_line: int, max_chars: int) -> str:
     """The module's text before line `first_line`: its last `max_chars` characters, cut at a line start."""
-    before = "".join(file_text.splitlines(True)[:first_line - 1])
+    before = "".join(file_text.splitlines(True)[: first_line - 1])
     if len(before) <= max_chars:
         return before
     cut = before[-max_chars:]
-    return cut[cut.find("\n") + 1:] if "\n" in cut else cut
+    return cut[cut.find("\n") + 1 :] if "\n" in cut else cut
 
 
 def edited_functions(view: NodeView) -> tuple[list[str], list]:

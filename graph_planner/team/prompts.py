@@ -42,13 +42,20 @@ def _mark(view: NodeView, level: int | None) -> str:
     traced = bool(view.trace_lines)
     if level is None:
         return " (trace)" if traced else ""
-    return {2: " (trace+edit)", 1: " (trace)" if traced else "", 0: " (trace, no edit)" if traced else " (no edit)"}[level]
+    return {2: " (trace+edit)", 1: " (trace)" if traced else "", 0: " (trace, no edit)" if traced else " (no edit)"}[
+        level
+    ]
 
 
 # env.repair.planner_labels 'mark': a function is named by what the rule agent ranks by, then its place
 # among the functions of that kind.
-MARK_WORDS = {(2, True): "trace+edit", (1, True): "trace", (1, False): "fn", (0, True): "trace-noedit",
-              (0, False): "noedit"}
+MARK_WORDS = {
+    (2, True): "trace+edit",
+    (1, True): "trace",
+    (1, False): "fn",
+    (0, True): "trace-noedit",
+    (0, False): "noedit",
+}
 
 
 def function_labels(ctx: TaskContext, levels: list[int] | None = None, by_mark: bool = False) -> list[str]:
@@ -72,8 +79,9 @@ def function_labels(ctx: TaskContext, levels: list[int] | None = None, by_mark: 
     return out
 
 
-def planner_observation(ctx: TaskContext, read: list[str], levels: list[int] | None = None,
-                        by_mark: bool = False) -> str:
+def planner_observation(
+    ctx: TaskContext, read: list[str], levels: list[int] | None = None, by_mark: bool = False
+) -> str:
     """The planner's observation after reading the functions in `read` (also its GiGPO anchor state).
 
     Functions are listed in the localisation's order (traceback frames innermost first) under the labels
@@ -84,14 +92,16 @@ def planner_observation(ctx: TaskContext, read: list[str], levels: list[int] | N
     test = ctx.failing[0].split("::")[-1] if ctx.failing else "?"
     labels = function_labels(ctx, levels, by_mark)
     marks = levels or [None] * len(ctx.nodes)
-    offered = " ; ".join(f"{lab} {short(v.node)}{'' if by_mark else _mark(v, m)}"
-                         for lab, v, m in zip(labels, ctx.nodes, marks))
+    offered = " ; ".join(
+        f"{lab} {short(v.node)}{'' if by_mark else _mark(v, m)}" for lab, v, m in zip(labels, ctx.nodes, marks)
+    )
     seen = "".join(f"\nread {lab}: {_node_line(v)}" for lab, v in zip(labels, ctx.nodes) if v.node in read)
     return f"fail: {test}\nerr: {ctx.error[:120]}\nfunctions: {offered}{seen}\nact:"
 
 
-def planner_options(ctx: TaskContext, read: list[str], reads_left: int, levels: list[int] | None = None,
-                    by_mark: bool = False) -> list[tuple[str, str, str]]:
+def planner_options(
+    ctx: TaskContext, read: list[str], reads_left: int, levels: list[int] | None = None, by_mark: bool = False
+) -> list[tuple[str, str, str]]:
     """(text, action, node) the planner may choose now: read an unread function, or target a read one."""
     labels = function_labels(ctx, levels, by_mark)
     out = []
@@ -104,8 +114,10 @@ def planner_options(ctx: TaskContext, read: list[str], reads_left: int, levels: 
 def actor_prompt(ctx: TaskContext, view: NodeView) -> str:
     """The patch model's input: the plan's target function, traceback lines marked, and the error."""
     traced = set(view.trace_lines)
-    body = "".join((">" if view.first_line + i in traced else " ") + line
-                   for i, line in enumerate(textwrap.dedent(view.source).splitlines(True)))
+    body = "".join(
+        (">" if view.first_line + i in traced else " ") + line
+        for i, line in enumerate(textwrap.dedent(view.source).splitlines(True))
+    )
     return f"fix {short(view.node)}\nerr: {ctx.error[:120]}\n{body}edit:"
 
 
@@ -132,8 +144,9 @@ def teacher_index(teacher: str, levels: list[int] | None) -> int:
     return 0
 
 
-def teacher_trajectory(ctx: TaskContext, teacher: str = "top", levels: list[int] | None = None,
-                       by_mark: bool = False) -> list[tuple[str, str]]:
+def teacher_trajectory(
+    ctx: TaskContext, teacher: str = "top", levels: list[int] | None = None, by_mark: bool = False
+) -> list[tuple[str, str]]:
     """An imperfect teacher's episode: read one function, then target it.
 
     'top': the top-ranked function. 'traced_edit': the rule agent's localisation, the first function
@@ -141,8 +154,10 @@ def teacher_trajectory(ctx: TaskContext, teacher: str = "top", levels: list[int]
     top-ranked one; needs `levels`."""
     k = teacher_index(teacher, levels)
     node, label = ctx.nodes[k].node, function_labels(ctx, levels, by_mark)[k]
-    return [(planner_observation(ctx, [], levels, by_mark), f" read {label}"),
-            (planner_observation(ctx, [node], levels, by_mark), f" repair {label}")]
+    return [
+        (planner_observation(ctx, [], levels, by_mark), f" read {label}"),
+        (planner_observation(ctx, [node], levels, by_mark), f" repair {label}"),
+    ]
 
 
 def true_edit(ctx: TaskContext, buggy: str, fixed: str, marks: bool = False) -> tuple[str, str] | None:
@@ -176,9 +191,15 @@ def _functions(text: str) -> dict[str, tuple[int, int]]:
     return out
 
 
-def unvalidated_demos(files: list[tuple[str, str]], max_chars: int, keep: Callable[[str, str], bool],
-                      rng: random.Random, limit: int, mark_prob: float = 0.0,
-                      marks: bool = False) -> list[tuple[str, str]]:
+def unvalidated_demos(
+    files: list[tuple[str, str]],
+    max_chars: int,
+    keep: Callable[[str, str], bool],
+    rng: random.Random,
+    limit: int,
+    mark_prob: float = 0.0,
+    marks: bool = False,
+) -> list[tuple[str, str]]:
     """(prompt, target) from token-level mutants of the functions in `files` (path, text) that `keep(path,
     qualname)` admits, never run against any test: warm-start data only. Functions are visited in a
     seeded random order, each mutated on its own (a one-function module), until `limit` pairs exist.
@@ -187,8 +208,11 @@ def unvalidated_demos(files: list[tuple[str, str]], max_chars: int, keep: Callab
     funcs = []
     for path, text in files:
         lines = text.splitlines(True)
-        funcs += [(path, q, textwrap.dedent("".join(lines[a - 1:b]))) for q, (a, b) in _functions(text).items()
-                  if keep(path, q) and len("".join(lines[a - 1:b])) <= max_chars]
+        funcs += [
+            (path, q, textwrap.dedent("".join(lines[a - 1 : b])))
+            for q, (a, b) in _functions(text).items()
+            if keep(path, q) and len("".join(lines[a - 1 : b])) <= max_chars
+        ]
     rng.shuffle(funcs)
     out: list[tuple[str, str]] = []
     for path, qual, original in funcs:
@@ -199,7 +223,9 @@ def unvalidated_demos(files: list[tuple[str, str]], max_chars: int, keep: Callab
             fix = next((c for c in candidate_edits(path, 1, m.source) if c.edit["new"] == original), None)
             if fix is not None:
                 view = NodeView(f"{path}::{qual}", path, 1, m.source, [m.line] if rng.random() < mark_prob else [])
-                out.append((actor_prompt(TaskContext("", "sft", view.node, [], "", [view]), view), edit_text(view, fix, marks)))
+                out.append(
+                    (actor_prompt(TaskContext("", "sft", view.node, [], "", [view]), view), edit_text(view, fix, marks))
+                )
     return out[:limit]
 
 

@@ -41,8 +41,13 @@ class Sandbox:
     patch screen). The screen therefore runs under one lock; test runs (subprocesses) run in parallel.
     """
 
-    def __init__(self, workers: int, cache_path: str | Path | None, test_timeout_s: float,
-                 telemetry_dir: str | Path | None = None):
+    def __init__(
+        self,
+        workers: int,
+        cache_path: str | Path | None,
+        test_timeout_s: float,
+        telemetry_dir: str | Path | None = None,
+    ):
         self.workers = workers
         self.cache = ResultCache(cache_path)
         self.test_timeout_s = test_timeout_s
@@ -118,8 +123,12 @@ class Sandbox:
         if telemetry is not None:
             telemetry.parent.mkdir(parents=True, exist_ok=True)
             with open(telemetry, "a") as fh:
-                fh.write(json.dumps({"instance_id": task.instance_id, "mode": mode, "edit": edit, **result,
-                                     "t": round(seconds, 3)}) + "\n")
+                fh.write(
+                    json.dumps(
+                        {"instance_id": task.instance_id, "mode": mode, "edit": edit, **result, "t": round(seconds, 3)}
+                    )
+                    + "\n"
+                )
         return result
 
     def _judge(self, runtime: LocalRuntime, task: RepairTask, edit: dict, mode: str) -> dict:
@@ -129,13 +138,24 @@ class Sandbox:
         f2p = run_patch(runtime, self.cache, task, texts, task.fail_to_pass, "fail_to_pass", self.test_timeout_s)
         runs, tampering = int(not f2p.get("cached")), int("tampered" in f2p)
         if mode == "train" or not passed(f2p):
-            return {"resolved": passed(f2p), "cached": runs == 0, "refused": False, "runs": runs, "full": 0,
-                    "tampering": tampering}
-        whole = run_patch(runtime, self.cache, task, texts, task.submit_tests(), "submit",
-                          self.test_timeout_s)
+            return {
+                "resolved": passed(f2p),
+                "cached": runs == 0,
+                "refused": False,
+                "runs": runs,
+                "full": 0,
+                "tampering": tampering,
+            }
+        whole = run_patch(runtime, self.cache, task, texts, task.submit_tests(), "submit", self.test_timeout_s)
         full = int(not whole.get("cached"))
-        return {"resolved": passed(whole), "cached": runs + full == 0, "refused": False, "runs": runs + full,
-                "full": full, "tampering": tampering + int("tampered" in whole)}
+        return {
+            "resolved": passed(whole),
+            "cached": runs + full == 0,
+            "refused": False,
+            "runs": runs + full,
+            "full": full,
+            "tampering": tampering + int("tampered" in whole),
+        }
 
     def judge_many(self, jobs: list[tuple[RepairTask, dict]], mode: str) -> list[dict]:
         """Judge (task, edit) pairs in parallel slots; identical pairs are judged once."""

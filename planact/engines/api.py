@@ -24,10 +24,21 @@ from planact.engine_config import AnthropicConfig, OpenAIConfig, RemoteAPIConfig
 from planact.engines.base import Completion, SamplingParams
 from planact.engines.remote import AuthError, RemoteError, Usage
 
-OPENAI_FINISH = {"stop": "stop", "length": "length", "content_filter": "abort", "tool_calls": "stop",
-                 "function_call": "stop"}
-ANTHROPIC_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "stop",
-                    "pause_turn": "abort", "refusal": "abort"}
+OPENAI_FINISH = {
+    "stop": "stop",
+    "length": "length",
+    "content_filter": "abort",
+    "tool_calls": "stop",
+    "function_call": "stop",
+}
+ANTHROPIC_FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "stop",
+    "pause_turn": "abort",
+    "refusal": "abort",
+}
 
 
 def _key(api: RemoteAPIConfig, engine: str) -> str:
@@ -35,8 +46,10 @@ def _key(api: RemoteAPIConfig, engine: str) -> str:
         return ""
     key = os.environ.get(api.api_key_env, "")
     if not key:
-        raise RuntimeError(f"{engine} engine: ${api.api_key_env} is not set (the key is read from the environment "
-                           "or a Prefect Secret named in api_key_secret)")
+        raise RuntimeError(
+            f"{engine} engine: ${api.api_key_env} is not set (the key is read from the environment "
+            "or a Prefect Secret named in api_key_secret)"
+        )
     return key
 
 
@@ -89,20 +102,28 @@ class _APIEngine:
                 return create(**body, extra_headers=self._extra_headers)
             except (self.sdk.AuthenticationError, self.sdk.PermissionDeniedError) as exc:
                 hint = f"; check ${self.api.api_key_env}" if self.api.api_key_env else ""
-                raise AuthError(f"{self.name}: authentication failed (HTTP {exc.status_code}) at "
-                                f"{self.api.base_url}{hint}", exc.status_code) from None
+                raise AuthError(
+                    f"{self.name}: authentication failed (HTTP {exc.status_code}) at {self.api.base_url}{hint}",
+                    exc.status_code,
+                ) from None
             except self.sdk.APITimeoutError:
-                raise RemoteError(f"{self.name}: gave up after {self.api.max_retries + 1} attempts; last error: "
-                                  f"timed out ({self.api.timeout_s:g} s per attempt)") from None
+                raise RemoteError(
+                    f"{self.name}: gave up after {self.api.max_retries + 1} attempts; last error: "
+                    f"timed out ({self.api.timeout_s:g} s per attempt)"
+                ) from None
             except self.sdk.APIConnectionError as exc:
-                raise RemoteError(f"{self.name}: gave up after {self.api.max_retries + 1} attempts; last error: "
-                                  f"connection failed ({self._redact(str(exc.__cause__ or exc))})") from None
+                raise RemoteError(
+                    f"{self.name}: gave up after {self.api.max_retries + 1} attempts; last error: "
+                    f"connection failed ({self._redact(str(exc.__cause__ or exc))})"
+                ) from None
             except self.sdk.APIStatusError as exc:
                 # The SDK retried what is worth retrying (408, 409, 429, 5xx incl. Anthropic's 529) before raising.
                 retried = exc.status_code in (408, 409, 429) or exc.status_code >= 500
                 gave_up = f"gave up after {self.api.max_retries + 1} attempts; last error: " if retried else ""
-                raise RemoteError(f"{self.name}: {gave_up}HTTP {exc.status_code}: "
-                                  f"{self._redact(str(exc.message))[:500]}", exc.status_code) from None
+                raise RemoteError(
+                    f"{self.name}: {gave_up}HTTP {exc.status_code}: {self._redact(str(exc.message))[:500]}",
+                    exc.status_code,
+                ) from None
             finally:
                 with self._lock:
                     self.in_flight -= 1
@@ -116,21 +137,34 @@ class _APIEngine:
 
     def health(self) -> dict:
         """Identity, endpoint and spend so far."""
-        return {"engine": self.kind, "name": self.name, "model": self.api.model, "base_url": self.api.base_url,
-                "weight_version": self.weight_version, "usage": self.usage.as_dict(),
-                "max_in_flight": self.max_in_flight, "sdk": f"{self.sdk.__name__} {self.sdk.__version__}"}
+        return {
+            "engine": self.kind,
+            "name": self.name,
+            "model": self.api.model,
+            "base_url": self.api.base_url,
+            "weight_version": self.weight_version,
+            "usage": self.usage.as_dict(),
+            "max_in_flight": self.max_in_flight,
+            "sdk": f"{self.sdk.__name__} {self.sdk.__version__}",
+        }
 
     def close(self) -> None:
         """Release the thread pool and the SDK's connection pool."""
         self._pool.shutdown(wait=False)
         self.client.close()
 
-    def _completion(self, text: str, finish: str, logprobs: list[float], prompt_tokens: int,
-                    completion_tokens: int) -> Completion:
-        return Completion(prompt_ids=[], token_ids=[], logprobs=logprobs, text=text, finish_reason=finish,
-                          weight_version=self.weight_version,
-                          meta={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                                "engine": self.kind})
+    def _completion(
+        self, text: str, finish: str, logprobs: list[float], prompt_tokens: int, completion_tokens: int
+    ) -> Completion:
+        return Completion(
+            prompt_ids=[],
+            token_ids=[],
+            logprobs=logprobs,
+            text=text,
+            finish_reason=finish,
+            weight_version=self.weight_version,
+            meta={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "engine": self.kind},
+        )
 
 
 class OpenAIEngine(_APIEngine):
@@ -143,25 +177,40 @@ class OpenAIEngine(_APIEngine):
         super().__init__(api, name, _key(api, "openai"), "Authorization")
 
     def _client(self, key: str, http_client) -> openai.OpenAI:
-        return openai.OpenAI(api_key=key, base_url=self.api.base_url, timeout=self.api.timeout_s,
-                             max_retries=self.api.max_retries, http_client=http_client)
+        return openai.OpenAI(
+            api_key=key,
+            base_url=self.api.base_url,
+            timeout=self.api.timeout_s,
+            max_retries=self.api.max_retries,
+            http_client=http_client,
+        )
 
     def _one(self, prompt: str, params: SamplingParams) -> list[Completion]:
         api: OpenAIConfig = self.api
-        body = {"model": api.model, "n": params.n, "temperature": params.temperature, "top_p": params.top_p,
-                "max_tokens": params.max_new_tokens}
+        body = {
+            "model": api.model,
+            "n": params.n,
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "max_tokens": params.max_new_tokens,
+        }
         if api.stop:
             body["stop"] = list(api.stop)
         if params.seed is not None:
             body["seed"] = params.seed
         if api.mode == "chat":
             messages = [{"role": "system", "content": api.system_prompt}] if api.system_prompt else []
-            out = self._call(self.client.chat.completions.create, messages=messages + [{"role": "user", "content": prompt}],
-                             **body, **({"logprobs": True} if api.logprobs else {}))
+            out = self._call(
+                self.client.chat.completions.create,
+                messages=messages + [{"role": "user", "content": prompt}],
+                **body,
+                **({"logprobs": True} if api.logprobs else {}),
+            )
         else:
             text = prompt if not api.system_prompt else f"{api.system_prompt}\n\n{prompt}"
-            out = self._call(self.client.completions.create, prompt=text, **body,
-                             **({"logprobs": 1} if api.logprobs else {}))
+            out = self._call(
+                self.client.completions.create, prompt=text, **body, **({"logprobs": 1} if api.logprobs else {})
+            )
         prompt_tokens = out.usage.prompt_tokens if out.usage else 0
         completion_tokens = out.usage.completion_tokens if out.usage else 0
         self.usage.add(prompt_tokens, completion_tokens)
@@ -174,8 +223,15 @@ class OpenAIEngine(_APIEngine):
             else:
                 text = c.text or ""
                 lp = [x for x in ((c.logprobs.token_logprobs if c.logprobs else None) or []) if x is not None]
-            result.append(self._completion(text, OPENAI_FINISH.get(c.finish_reason or "", "stop"), lp,
-                                           prompt_tokens, completion_tokens // max(len(choices), 1)))
+            result.append(
+                self._completion(
+                    text,
+                    OPENAI_FINISH.get(c.finish_reason or "", "stop"),
+                    lp,
+                    prompt_tokens,
+                    completion_tokens // max(len(choices), 1),
+                )
+            )
         return result
 
 
@@ -189,14 +245,22 @@ class AnthropicEngine(_APIEngine):
         super().__init__(api, name, _key(api, "anthropic"), "Authorization")
 
     def _client(self, key: str, http_client) -> anthropic.Anthropic:
-        return anthropic.Anthropic(api_key=key, base_url=self.api.base_url, timeout=self.api.timeout_s,
-                                   max_retries=self.api.max_retries, http_client=http_client,
-                                   default_headers={"anthropic-version": self.api.api_version})
+        return anthropic.Anthropic(
+            api_key=key,
+            base_url=self.api.base_url,
+            timeout=self.api.timeout_s,
+            max_retries=self.api.max_retries,
+            http_client=http_client,
+            default_headers={"anthropic-version": self.api.api_version},
+        )
 
     def _one(self, prompt: str, params: SamplingParams) -> list[Completion]:
         api: AnthropicConfig = self.api
-        body = {"model": api.model, "max_tokens": params.max_new_tokens,
-                "messages": [{"role": "user", "content": prompt}]}
+        body = {
+            "model": api.model,
+            "max_tokens": params.max_new_tokens,
+            "messages": [{"role": "user", "content": prompt}],
+        }
         # anthropic>=1 dropped temperature/top_p from create(); the API still takes them on models that
         # allow sampling settings, so they travel in extra_body, and only when not the API's default
         # (newer models refuse a non-default value, and temperature with top_p together).
@@ -216,6 +280,13 @@ class AnthropicEngine(_APIEngine):
             msg = self._call(self.client.messages.create, **body)
             self.usage.add(msg.usage.input_tokens, msg.usage.output_tokens)
             text = "".join(b.text for b in msg.content if b.type == "text")
-            out.append(self._completion(text, ANTHROPIC_FINISH.get(msg.stop_reason or "", "stop"), [],
-                                        msg.usage.input_tokens, msg.usage.output_tokens))
+            out.append(
+                self._completion(
+                    text,
+                    ANTHROPIC_FINISH.get(msg.stop_reason or "", "stop"),
+                    [],
+                    msg.usage.input_tokens,
+                    msg.usage.output_tokens,
+                )
+            )
         return out

@@ -44,8 +44,9 @@ def encode_prompt(tokenizer, prompt: str, raw: bool = False) -> list[int]:
     if raw and templated:
         return tokenizer.encode(prompt, add_special_tokens=False)
     if templated:
-        ids = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
-                                            tokenize=True)
+        ids = tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True
+        )
         ids = ids["input_ids"] if hasattr(ids, "keys") else ids
         return list(ids)
     return [tokenizer.bos_token_id] + tokenizer.encode(prompt, add_special_tokens=False)

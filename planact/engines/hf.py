@@ -40,8 +40,11 @@ class HFEngine:
         if params.row_seeds is not None:
             if len(params.row_seeds) != len(prompts):
                 raise ValueError(f"row_seeds: {len(params.row_seeds)} seeds for {len(prompts)} prompts")
-            gens = [torch.Generator(device="cpu").manual_seed((int(s) + j) % 2**63)
-                    for s in params.row_seeds for j in range(params.n)]
+            gens = [
+                torch.Generator(device="cpu").manual_seed((int(s) + j) % 2**63)
+                for s in params.row_seeds
+                for j in range(params.n)
+            ]
         else:
             seed = params.seed if params.seed is not None else (self.weight_version * 1_000_003 + self._calls)
             gens = [torch.Generator(device="cpu").manual_seed(int(seed))]
@@ -52,7 +55,9 @@ class HFEngine:
         return [flat[i * params.n : (i + 1) * params.n] for i in range(len(prompts))]
 
     @torch.no_grad()
-    def _generate_batch(self, rows: list[list[int]], params: SamplingParams, gens: list[torch.Generator]) -> list[Completion]:
+    def _generate_batch(
+        self, rows: list[list[int]], params: SamplingParams, gens: list[torch.Generator]
+    ) -> list[Completion]:
         """Decode one batch; one generator for the batch, or one per row (row_seeds)."""
         model = self.model
         was_training = model.training
@@ -87,7 +92,9 @@ class HFEngine:
                 if len(gens) == 1:
                     tok = torch.multinomial(probs, 1, generator=gens[0]).squeeze(-1)
                 else:
-                    tok = torch.cat([torch.multinomial(probs[i : i + 1], 1, generator=g) for i, g in enumerate(gens)]).squeeze(-1)
+                    tok = torch.cat(
+                        [torch.multinomial(probs[i : i + 1], 1, generator=g) for i, g in enumerate(gens)]
+                    ).squeeze(-1)
             else:
                 logp = F.log_softmax(logits, dim=-1)
                 tok = logits.argmax(-1)
@@ -129,8 +136,9 @@ class HFEngine:
             )
         return results
 
-    def choose(self, requests: list[tuple[str, list[str]]], params: SamplingParams,
-               length_normalise: bool = False) -> list[list[Completion]]:
+    def choose(
+        self, requests: list[tuple[str, list[str]]], params: SamplingParams, length_normalise: bool = False
+    ) -> list[list[Completion]]:
         """Sample `params.n` completions per request from the model restricted to the request's candidates.
 
         Each candidate is scored by the summed logprob of its tokens (+ EOS) at the sampling temperature,
@@ -162,18 +170,34 @@ class HFEngine:
             # padded batch, bit-identical to the trainer's recomputation.
             score = self._score_shared if len(p_ids) >= SHARED_PREFIX_MIN else self._score
             token_lp = score(p_ids, c_ids, temp)
-            scores = torch.tensor([sum(lp) / (len(lp) if length_normalise else 1) for lp in token_lp],
-                                  dtype=torch.float64)
+            scores = torch.tensor(
+                [sum(lp) / (len(lp) if length_normalise else 1) for lp in token_lp], dtype=torch.float64
+            )
             set_logp = torch.log_softmax(scores, -1)
             ranking = torch.argsort(scores, descending=True).tolist()
             if params.temperature > 0:
                 picks = torch.multinomial(set_logp.exp().float(), params.n, replacement=True, generator=gen).tolist()
             else:
                 picks = [ranking[0]] * params.n
-            out.append([Completion(prompt_ids=p_ids, token_ids=c_ids[k], logprobs=token_lp[k], text=candidates[k],
-                                   finish_reason="stop", weight_version=self.weight_version,
-                                   meta={"choice": k, "n_candidates": len(candidates), "set_logprob": float(set_logp[k]),
-                                         "ranking": ranking}) for k in picks])
+            out.append(
+                [
+                    Completion(
+                        prompt_ids=p_ids,
+                        token_ids=c_ids[k],
+                        logprobs=token_lp[k],
+                        text=candidates[k],
+                        finish_reason="stop",
+                        weight_version=self.weight_version,
+                        meta={
+                            "choice": k,
+                            "n_candidates": len(candidates),
+                            "set_logprob": float(set_logp[k]),
+                            "ranking": ranking,
+                        },
+                    )
+                    for k in picks
+                ]
+            )
         return out
 
     @torch.no_grad()
@@ -182,17 +206,18 @@ class HFEngine:
         self.model.eval()
         rows: list[list[float]] = []
         for start in range(0, len(cand_ids), self.max_batch):
-            chunk = cand_ids[start:start + self.max_batch]
+            chunk = cand_ids[start : start + self.max_batch]
             batch = pad_batch([prompt_ids] * len(chunk), chunk, self.tokenizer.pad_token_id)
             lp, _ = token_logprobs(self.model, batch, temperature)
             n = len(prompt_ids)
-            rows.extend(lp[i, n:n + len(c)].tolist() for i, c in enumerate(chunk))
+            rows.extend(lp[i, n : n + len(c)].tolist() for i, c in enumerate(chunk))
         self.model.train(was_training)
         return rows
 
     @torch.no_grad()
-    def score_candidates(self, prompt: str, candidates: list[str], temperature: float = 1.0,
-                         eos: bool = True) -> list[list[float]]:
+    def score_candidates(
+        self, prompt: str, candidates: list[str], temperature: float = 1.0, eos: bool = True
+    ) -> list[list[float]]:
         """Token logprobs of each candidate continuation of one prompt (+ EOS), the prompt computed once.
 
         The prompt's keys and values are cached and shared by every candidate (a file's context of ~1,000
@@ -217,32 +242,37 @@ class HFEngine:
         prefix = self.model(input_ids=torch.tensor([shared_ids], device=device), use_cache=True)
         common: list[float] = []
         if k:
-            lg = prefix.logits[0, len(prompt_ids) - 1:len(shared_ids) - 1, :].float()
+            lg = prefix.logits[0, len(prompt_ids) - 1 : len(shared_ids) - 1, :].float()
             lg = lg / temperature if temperature > 0 else lg
-            common = torch.log_softmax(lg, -1).gather(-1, torch.tensor(cand_ids[0][:k], device=device)
-                                                      .unsqueeze(-1)).squeeze(-1).tolist()
+            common = (
+                torch.log_softmax(lg, -1)
+                .gather(-1, torch.tensor(cand_ids[0][:k], device=device).unsqueeze(-1))
+                .squeeze(-1)
+                .tolist()
+            )
         first = prefix.logits[:, -1:, :]  # predicts each candidate's first token after the shared part
         n, rows = len(shared_ids), []
         tails = [c[k:] for c in cand_ids]
         for start in range(0, len(tails), self.max_batch):
-            chunk = tails[start:start + self.max_batch]
+            chunk = tails[start : start + self.max_batch]
             width = max(1, max(len(c) for c in chunk))
             ids = torch.full((len(chunk), width), self.tokenizer.pad_token_id, dtype=torch.long, device=device)
             mask = torch.zeros((len(chunk), n + width), dtype=torch.long, device=device)
             mask[:, :n] = 1
             for i, c in enumerate(chunk):
-                ids[i, :len(c)] = torch.tensor(c, dtype=torch.long)
-                mask[i, n:n + len(c)] = 1
+                ids[i, : len(c)] = torch.tensor(c, dtype=torch.long)
+                mask[i, n : n + len(c)] = 1
             cache = copy.deepcopy(prefix.past_key_values)  # the forward appends to it: one copy per chunk
             cache.batch_repeat_interleave(len(chunk))
             positions = torch.arange(n, n + width, device=device).expand(len(chunk), -1)
-            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True,
-                             **{self._cache_kw: cache})
+            out = self.model(
+                input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, **{self._cache_kw: cache}
+            )
             logits = torch.cat([first.expand(len(chunk), -1, -1), out.logits[:, :-1, :]], dim=1).float()
             if temperature > 0:
                 logits = logits / temperature
             lp = torch.log_softmax(logits, -1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
-            rows.extend(common + lp[i, :len(c)].tolist() for i, c in enumerate(chunk))
+            rows.extend(common + lp[i, : len(c)].tolist() for i, c in enumerate(chunk))
         self.model.train(was_training)
         return rows
 
@@ -255,8 +285,12 @@ class HFEngine:
 
     def health(self) -> dict:
         """Identity and weight version."""
-        return {"engine": "hf", "name": self.name, "weight_version": self.weight_version,
-                "device": str(next(self.model.parameters()).device)}
+        return {
+            "engine": "hf",
+            "name": self.name,
+            "weight_version": self.weight_version,
+            "device": str(next(self.model.parameters()).device),
+        }
 
 
 SHARED_PREFIX_MIN = 128  # prompt tokens from which choose() computes the prompt once for all candidates

@@ -97,24 +97,42 @@ class Usage:
 
     def as_dict(self) -> dict:
         """Figures for metrics and health()."""
-        return {"requests": self.requests, "retries": self.retries, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "cost_usd": self.cost_usd}
+        return {
+            "requests": self.requests,
+            "retries": self.retries,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost_usd": self.cost_usd,
+        }
 
 
 class HTTPClient:
     """JSON over HTTP for one endpoint; thread-safe; at most `concurrency` requests in flight."""
 
-    def __init__(self, base_url: str, name: str, headers: dict[str, str] | None = None, timeout_s: float = 60.0,
-                 retry: RetryPolicy | None = None, concurrency: int = 8, secrets: tuple[str, ...] = (),
-                 key_hint: str = "", usage: Usage | None = None):
+    def __init__(
+        self,
+        base_url: str,
+        name: str,
+        headers: dict[str, str] | None = None,
+        timeout_s: float = 60.0,
+        retry: RetryPolicy | None = None,
+        concurrency: int = 8,
+        secrets: tuple[str, ...] = (),
+        key_hint: str = "",
+        usage: Usage | None = None,
+    ):
         self.base_url = base_url.rstrip("/")
         self.name = name
         self.retry = retry or RetryPolicy()
         self.secrets = tuple(s for s in secrets if s)
         self.key_hint = key_hint
         self.usage = usage or Usage()
-        self._client = httpx.Client(base_url=self.base_url, headers=headers or {}, timeout=timeout_s,
-                                    limits=httpx.Limits(max_connections=concurrency))
+        self._client = httpx.Client(
+            base_url=self.base_url,
+            headers=headers or {},
+            timeout=timeout_s,
+            limits=httpx.Limits(max_connections=concurrency),
+        )
         self._slots = threading.BoundedSemaphore(concurrency)
         self._lock = threading.Lock()
         self.in_flight = 0
@@ -143,13 +161,16 @@ class HTTPClient:
                     try:
                         return response.json()
                     except ValueError:
-                        raise RemoteError(f"{self.name}: {method} {path} answered non-JSON: "
-                                          f"{self.redact(response.text[:300])!r}", status) from None
+                        raise RemoteError(
+                            f"{self.name}: {method} {path} answered non-JSON: {self.redact(response.text[:300])!r}",
+                            status,
+                        ) from None
                 detail = self.redact(response.text[:500])
                 if status in (401, 403):
                     hint = f"; check {self.key_hint}" if self.key_hint else ""
-                    raise AuthError(f"{self.name}: authentication failed (HTTP {status}) at {self.base_url}{hint}",
-                                    status)
+                    raise AuthError(
+                        f"{self.name}: authentication failed (HTTP {status}) at {self.base_url}{hint}", status
+                    )
                 if status not in RETRY_STATUS:
                     raise RemoteError(f"{self.name}: {method} {path} failed with HTTP {status}: {detail}", status)
                 last = f"HTTP {status}: {detail}"
@@ -158,8 +179,9 @@ class HTTPClient:
                 break
             self.usage.add_retry()
             time.sleep(self.retry.delay(attempt, retry_after))
-        raise RemoteError(f"{self.name}: {method} {path} gave up after {self.retry.max_retries + 1} attempts; "
-                          f"last error: {last}")
+        raise RemoteError(
+            f"{self.name}: {method} {path} gave up after {self.retry.max_retries + 1} attempts; last error: {last}"
+        )
 
     def _send(self, method: str, path: str, body: dict | None) -> httpx.Response:
         with self._slots:

@@ -63,13 +63,21 @@ class SGLangServer:
     def command(self, port: int) -> list[str]:
         """The launch command line for `port`."""
         base = list(self.cfg.launch_command) or [sys.executable, "-m", "sglang.launch_server"]
-        cmd = base + ["--model-path", self.model_path, "--tp", str(self.cfg.tp), "--host", self.cfg.host,
-                      "--port", str(port)]
+        cmd = base + [
+            "--model-path",
+            self.model_path,
+            "--tp",
+            str(self.cfg.tp),
+            "--host",
+            self.cfg.host,
+            "--port",
+            str(port),
+        ]
         if self.cfg.mem_fraction_static is not None:
             cmd += ["--mem-fraction-static", str(self.cfg.mem_fraction_static)]
         return cmd + list(self.cfg.extra_args)
 
-    def start(self) -> "SGLangServer":
+    def start(self) -> SGLangServer:
         """Launch and wait until /health_generate answers; a port lost to a race is replaced by a new one."""
         with self._lock:
             self._launch_until_ready(None)
@@ -84,16 +92,23 @@ class SGLangServer:
             port = None
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             log = open(self.log_path, "ab")
-            self.proc = _LAUNCHER.submit(subprocess.Popen, self.command(self.port), stdout=log,
-                                         stderr=subprocess.STDOUT, start_new_session=True,  # stop() reaches children
-                                         preexec_fn=_die_with_parent).result()
+            self.proc = _LAUNCHER.submit(
+                subprocess.Popen,
+                self.command(self.port),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # stop() reaches children
+                preexec_fn=_die_with_parent,
+            ).result()
             log.close()
             outcome = self._wait_ready()
             if outcome == "ready":
                 return
             if outcome != "port":
-                raise RuntimeError(f"sglang server exited during start-up (code {self.proc.returncode}); "
-                                   f"last log lines:\n{self._log_tail()}")
+                raise RuntimeError(
+                    f"sglang server exited during start-up (code {self.proc.returncode}); "
+                    f"last log lines:\n{self._log_tail()}"
+                )
         raise RuntimeError(f"sglang server could not bind a free port on {self.cfg.host} after 3 tries")
 
     def _wait_ready(self) -> str:
@@ -108,8 +123,9 @@ class SGLangServer:
                 pass
             time.sleep(0.2)
         self._kill()
-        raise TimeoutError(f"sglang server not healthy within {self.cfg.startup_timeout_s:g}s; "
-                           f"last log lines:\n{self._log_tail()}")
+        raise TimeoutError(
+            f"sglang server not healthy within {self.cfg.startup_timeout_s:g}s; last log lines:\n{self._log_tail()}"
+        )
 
     def _watchdog(self) -> None:
         while not self._stopping.wait(1.0):
@@ -159,8 +175,9 @@ class SGLangEngine:
 
     kind = "sglang"
 
-    def __init__(self, base_url: str, tokenizer, cfg: SGLangConfig, name: str = "sglang",
-                 server: SGLangServer | None = None):
+    def __init__(
+        self, base_url: str, tokenizer, cfg: SGLangConfig, name: str = "sglang", server: SGLangServer | None = None
+    ):
         self.tokenizer = tokenizer
         self.cfg = cfg
         self.name = name
@@ -170,8 +187,9 @@ class SGLangEngine:
         self.usage = Usage()
         # A relaunching server refuses connections for a while: retry those, slowly, for about a minute.
         retry = RetryPolicy(max_retries=8, backoff_base_s=0.5, backoff_max_s=10.0)
-        self.http = HTTPClient(base_url, name, timeout_s=cfg.request_timeout_s, retry=retry,
-                               concurrency=cfg.concurrency, usage=self.usage)
+        self.http = HTTPClient(
+            base_url, name, timeout_s=cfg.request_timeout_s, retry=retry, concurrency=cfg.concurrency, usage=self.usage
+        )
         self._pool = ThreadPoolExecutor(max_workers=cfg.concurrency, thread_name_prefix=name)
 
     def encode(self, prompt: str, raw: bool = False) -> list[int]:
@@ -189,13 +207,18 @@ class SGLangEngine:
 
     def _one(self, prompt: str, params: SamplingParams) -> list[Completion]:
         ids = self.encode(prompt, params.raw_prompt)
-        sampling = {"max_new_tokens": params.max_new_tokens, "temperature": params.temperature,
-                    "top_p": params.top_p, "stop_token_ids": [self.tokenizer.eos_token_id]}
+        sampling = {
+            "max_new_tokens": params.max_new_tokens,
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "stop_token_ids": [self.tokenizer.eos_token_id],
+        }
         if params.seed is not None:
             sampling["sampling_seed"] = params.seed
         # A batch of n copies of the prompt: SGLang answers in order, one item per copy.
-        out = self._post("/generate", {"input_ids": [ids] * params.n, "sampling_params": sampling,
-                                                      "return_logprob": True})
+        out = self._post(
+            "/generate", {"input_ids": [ids] * params.n, "sampling_params": sampling, "return_logprob": True}
+        )
         items = out if isinstance(out, list) else [out]
         if len(items) != params.n:
             raise RemoteError(f"{self.name}: /generate returned {len(items)} items for {params.n} samples")
@@ -212,9 +235,15 @@ class SGLangEngine:
             self.version_mismatches += 1  # served by weights other than the ones we installed last
         self.usage.add(meta.get("prompt_tokens", 0), meta.get("completion_tokens", len(token_ids)))
         text = self.tokenizer.decode(token_ids, skip_special_tokens=True)
-        return Completion(prompt_ids=prompt_ids, token_ids=token_ids, logprobs=logprobs, text=text,
-                          finish_reason=finish, weight_version=self.weight_version,
-                          meta={"served_weight_version": version, "cached_tokens": meta.get("cached_tokens")})
+        return Completion(
+            prompt_ids=prompt_ids,
+            token_ids=token_ids,
+            logprobs=logprobs,
+            text=text,
+            finish_reason=finish,
+            weight_version=self.weight_version,
+            meta={"served_weight_version": version, "cached_tokens": meta.get("cached_tokens")},
+        )
 
     def update_weights(self, state_dict: dict | None = None, version: int | None = None) -> int:
         """In-process tensors cannot reach a server: use update_weights_from_disk."""
@@ -246,8 +275,13 @@ class SGLangEngine:
 
     def health(self) -> dict:
         """Server liveness, restarts, weight version and token counts."""
-        info = {"engine": self.kind, "name": self.name, "weight_version": self.weight_version,
-                "version_mismatches": self.version_mismatches, "usage": self.usage.as_dict()}
+        info = {
+            "engine": self.kind,
+            "name": self.name,
+            "weight_version": self.weight_version,
+            "version_mismatches": self.version_mismatches,
+            "usage": self.usage.as_dict(),
+        }
         if self.server is not None:
             info.update(url=self.server.url, alive=self.server.alive(), restarts=self.server.restarts)
         return info

@@ -18,12 +18,19 @@ from planact.engines.base import Completion
 class Policy(Protocol):
     """A role's engines as the environment sees them (Ray actors in a run, a worker in-process in tests)."""
 
-    def generate(self, prompts: list[str], temperature: float | None = None, *, n: int,
-                 seed: int | None = None) -> list[list[Completion]]:
+    def generate(
+        self, prompts: list[str], temperature: float | None = None, *, n: int, seed: int | None = None
+    ) -> list[list[Completion]]:
         """Free sampling: n completions per prompt."""
 
-    def choose(self, requests: list[tuple[str, list[str]]], temperature: float | None = None, *, n: int,
-               seed: int | None = None) -> list[list[Completion]]:
+    def choose(
+        self,
+        requests: list[tuple[str, list[str]]],
+        temperature: float | None = None,
+        *,
+        n: int,
+        seed: int | None = None,
+    ) -> list[list[Completion]]:
         """Constrained sampling: n picks per (prompt, candidates) from the model's distribution over the set."""
 
 
@@ -42,8 +49,9 @@ class RoundEnv(Protocol):
     def actor_requests(self, batch: list[dict], plans: list[list[Any]] | None) -> list[Any]:
         """One actor request per (task, plan), task-major; without plans (barrier fallback) one per task."""
 
-    def score(self, batch: list[dict], plans: list[list[Any]] | None, answers: list[list[Completion]],
-              n_rollouts: int = 0):
+    def score(
+        self, batch: list[dict], plans: list[list[Any]] | None, answers: list[list[Completion]], n_rollouts: int = 0
+    ):
         """Verify the answers and credit both roles (a planact.rollout.RoundResult)."""
 
     def demonstrations(self, role: str, count: int, rng: random.Random) -> list[tuple[str, str]]:
@@ -57,9 +65,15 @@ class RoundEnv(Protocol):
 
 
 # Held-out metrics a run's summary compares between the warm start and the end of RL.
-HEADLINE_KEYS = ("pass@1", "greedy/success", "greedy/success_but_first",
-                 "unseen_packages/team/solve_at_1", "unseen_functions/team/solve_at_1",
-                 "unseen_packages/team/solve_at_2", "unseen_functions/team/solve_at_2")
+HEADLINE_KEYS = (
+    "pass@1",
+    "greedy/success",
+    "greedy/success_but_first",
+    "unseen_packages/team/solve_at_1",
+    "unseen_functions/team/solve_at_1",
+    "unseen_packages/team/solve_at_2",
+    "unseen_functions/team/solve_at_2",
+)
 
 
 # Environments register from above: a package that builds on planact (graph_planner's repair team)
@@ -81,8 +95,10 @@ def env_factory(kind: str) -> Callable[[Any], RoundEnv]:
 
     found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
     if kind not in found:
-        raise ValueError(f"env.kind {kind!r}: no environment of that kind is installed (entry points of "
-                         f"{ENTRY_POINT_GROUP!r}: {sorted(found) or 'none'}; reinstall the project: pip install -e .)")
+        raise ValueError(
+            f"env.kind {kind!r}: no environment of that kind is installed (entry points of "
+            f"{ENTRY_POINT_GROUP!r}: {sorted(found) or 'none'}; reinstall the project: pip install -e .)"
+        )
     return found[kind].load()
 
 

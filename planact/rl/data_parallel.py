@@ -42,8 +42,13 @@ def next_tag(tag: str, steps: int) -> str:
 def join(addr: str, port: int, rank: int, world: int, backend: str, timeout_s: float) -> None:
     """Enter a fresh process group (leaving any earlier one: a re-formed group after a rank died)."""
     leave()
-    dist.init_process_group(backend, init_method=f"tcp://{addr}:{port}", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=timeout_s))
+    dist.init_process_group(
+        backend,
+        init_method=f"tcp://{addr}:{port}",
+        rank=rank,
+        world_size=world,
+        timeout=datetime.timedelta(seconds=timeout_s),
+    )
 
 
 def leave() -> None:

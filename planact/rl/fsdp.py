@@ -21,9 +21,13 @@ from __future__ import annotations
 
 import torch
 import torch.distributed as dist
-from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model_state_dict,
-                                                     get_optimizer_state_dict, set_model_state_dict,
-                                                     set_optimizer_state_dict)
+from torch.distributed.checkpoint.state_dict import (
+    StateDictOptions,
+    get_model_state_dict,
+    get_optimizer_state_dict,
+    set_model_state_dict,
+    set_optimizer_state_dict,
+)
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
@@ -36,8 +40,10 @@ def _blocks(model: torch.nn.Module) -> list[torch.nn.Module]:
     inner = getattr(model, "model", None)
     layers = getattr(inner, "layers", None)
     if layers is None:
-        raise ValueError(f"FSDP: {type(model).__name__} has no .model.layers; only decoder-only transformers "
-                         "(Llama, Qwen2, ...) are sharded")
+        raise ValueError(
+            f"FSDP: {type(model).__name__} has no .model.layers; only decoder-only transformers "
+            "(Llama, Qwen2, ...) are sharded"
+        )
     return list(layers)
 
 
@@ -61,19 +67,24 @@ def _names(model: torch.nn.Module) -> list[str]:
 def optimizer_to_fqn(model: torch.nn.Module, state: dict) -> dict:
     """A torch optimizer state_dict (params by index) -> the same keyed by parameter name (DCP's full form)."""
     names = _names(model)
-    return {"state": {names[i]: v for i, v in state["state"].items()},
-            "param_groups": [{**g, "params": [names[i] for i in g["params"]]} for g in state["param_groups"]]}
+    return {
+        "state": {names[i]: v for i, v in state["state"].items()},
+        "param_groups": [{**g, "params": [names[i] for i in g["params"]]} for g in state["param_groups"]],
+    }
 
 
 def optimizer_from_fqn(model: torch.nn.Module, state: dict) -> dict:
     """The inverse of optimizer_to_fqn."""
     index = {n: i for i, n in enumerate(_names(model))}
-    return {"state": {index[n]: v for n, v in state["state"].items()},
-            "param_groups": [{**g, "params": [index[n] for n in g["params"]]} for g in state["param_groups"]]}
+    return {
+        "state": {index[n]: v for n, v in state["state"].items()},
+        "param_groups": [{**g, "params": [index[n] for n in g["params"]]} for g in state["param_groups"]],
+    }
 
 
-def load_full(replica: torch.nn.Module, optimizer: torch.optim.Optimizer, weights: dict | None,
-              optim_state: dict | None) -> None:
+def load_full(
+    replica: torch.nn.Module, optimizer: torch.optim.Optimizer, weights: dict | None, optim_state: dict | None
+) -> None:
     """Scatter rank 0's full weights and (name-keyed) optimizer state into every rank's shards (collective).
 
     Other ranks pass None: they receive. An optimizer that has not stepped yet has no state to send."""
@@ -106,8 +117,11 @@ class Replica:
         optim = optimizer_to_fqn(full_model, full_trainer.optimizer.state_dict()) if full_model is not None else None
         load_full(self.model, self.trainer.optimizer, weights, optim)
         # Every rank steps its own shard: the learning-rate schedule must agree everywhere.
-        schedule = [{"scheduler": full_trainer.scheduler.state_dict(), "steps": full_trainer.steps}
-                    if full_trainer is not None else None]
+        schedule = [
+            {"scheduler": full_trainer.scheduler.state_dict(), "steps": full_trainer.steps}
+            if full_trainer is not None
+            else None
+        ]
         dist.broadcast_object_list(schedule, src=0)
         self.trainer.scheduler.load_state_dict(schedule[0]["scheduler"])
         self.trainer.steps = schedule[0]["steps"]

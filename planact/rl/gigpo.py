@@ -33,8 +33,14 @@ def discounted_returns(rewards: list[float], gamma: float) -> list[float]:
     return out
 
 
-def gigpo_advantages(steps: list[dict], episode_returns: dict[str, float], gamma: float = 0.95,
-                     step_weight: float = 1.0, std_normalize: bool = True, eps: float = 1e-6) -> list[float]:
+def gigpo_advantages(
+    steps: list[dict],
+    episode_returns: dict[str, float],
+    gamma: float = 0.95,
+    step_weight: float = 1.0,
+    std_normalize: bool = True,
+    eps: float = 1e-6,
+) -> list[float]:
     """Advantage per step; each step has keys episode, group, t, reward, anchor (hashable), optionally `return`."""
     # Episode level: one entry per step, so the statistics weigh episodes by their steps (verl-agent).
     by_group: dict = defaultdict(list)
@@ -42,8 +48,9 @@ def gigpo_advantages(steps: list[dict], episode_returns: dict[str, float], gamma
         by_group[s["group"]].append(i)
     a_ep = [0.0] * len(steps)
     for idx in by_group.values():
-        for i, a in zip(idx, _normalise([episode_returns[steps[i]["episode"]] for i in idx], std_normalize, eps,
-                                        "identity")):
+        for i, a in zip(
+            idx, _normalise([episode_returns[steps[i]["episode"]] for i in idx], std_normalize, eps, "identity")
+        ):
             a_ep[i] = a
     # Step level: discounted returns inside each episode, then anchor groups inside each episode group.
     ret: dict[int, float] = {i: s["return"] for i, s in enumerate(steps) if "return" in s}

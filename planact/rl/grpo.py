@@ -24,7 +24,7 @@ def group_advantages(rewards: torch.Tensor, std_normalize: bool = True, eps: flo
     centred = r - r.mean(-1, keepdim=True)
     if std_normalize:
         centred = centred / (r.std(-1, unbiased=True, keepdim=True) + eps)
-    equal = (r.amax(-1, keepdim=True) == r.amin(-1, keepdim=True))
+    equal = r.amax(-1, keepdim=True) == r.amin(-1, keepdim=True)
     return torch.where(equal, torch.zeros_like(centred), centred).to(rewards.dtype)
 
 
@@ -76,7 +76,10 @@ def grpo_loss(
 
     pg_loss = tok_mean(pg)
     loss = pg_loss
-    stats = {"pg_loss": float(pg_loss.detach()), "clip_frac": float(tok_mean((-surr2 > -surr1).float()))}  # clipping was binding
+    stats = {
+        "pg_loss": float(pg_loss.detach()),
+        "clip_frac": float(tok_mean((-surr2 > -surr1).float())),
+    }  # clipping was binding
     if ref_logp is not None:
         kl = tok_mean(kl_penalty(logp, ref_logp, kl_estimator))
         loss = loss + kl_coef * kl

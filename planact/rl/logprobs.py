@@ -6,8 +6,9 @@ import torch
 import torch.nn.functional as F
 
 
-def pad_batch(prompts: list[list[int]], responses: list[list[int]], pad_id: int,
-              device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
+def pad_batch(
+    prompts: list[list[int]], responses: list[list[int]], pad_id: int, device: torch.device | str = "cpu"
+) -> dict[str, torch.Tensor]:
     """Right-pad prompt+response rows on `device`; mark response tokens in `resp_mask`.
 
     Position ids are explicit (0..n-1 per row) so that they match the engine's

@@ -9,12 +9,11 @@ import time
 
 import torch
 
+from planact import lora
 from planact.config import RLConfig, WarmStartConfig
 from planact.rl.data_parallel import DataParallel
 from planact.rl.grpo import grpo_loss
 from planact.rl.logprobs import pad_batch, token_logprobs
-from planact import lora
-
 
 # What grpo_loss reports per step (kl only with a reference model; entropy always here).
 STEP_STATS = ("clip_frac", "entropy", "kl", "loss", "pg_loss")
@@ -50,7 +49,7 @@ class RoleTrainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, _warmup_lambda(rl.warmup_steps))
         self.steps = 0
 
-    def like(self, model: torch.nn.Module) -> "RoleTrainer":
+    def like(self, model: torch.nn.Module) -> RoleTrainer:
         """A fresh trainer with this one's settings over another model (a sharded replica)."""
         return RoleTrainer(model, self.pad_id, self.rl, self.temperature)
 
@@ -74,8 +73,10 @@ class RoleTrainer:
         rl = self.rl
         for s in samples:  # a missing logprob would silently become 0 and distort every ratio
             if len(s["logprobs"]) != len(s["token_ids"]):
-                raise ValueError(f"sample {s.get('sample_id', '?')}: {len(s['logprobs'])} logprobs for "
-                                 f"{len(s['token_ids'])} tokens; the engine must return one logprob per token")
+                raise ValueError(
+                    f"sample {s.get('sample_id', '?')}: {len(s['logprobs'])} logprobs for "
+                    f"{len(s['token_ids'])} tokens; the engine must return one logprob per token"
+                )
         if rl.kl_coef > 0 and self.ref_model is None and not self.ref_is_base:
             # No warm start snapshotted a reference: the weights RL starts from are the reference.
             self.snapshot_reference()
@@ -84,11 +85,24 @@ class RoleTrainer:
             used = [s for s in samples if s["advantage"] != 0.0]
         else:
             used = list(samples)
-        metrics = {"n_samples": float(len(samples)), "frac_zero_adv": 1.0 - len(used) / max(1, len(samples)),
-                   **staleness_stats(samples)}
+        metrics = {
+            "n_samples": float(len(samples)),
+            "frac_zero_adv": 1.0 - len(used) / max(1, len(samples)),
+            **staleness_stats(samples),
+        }
         if not used:
-            return {**metrics, "loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clip_frac": 0.0,
-                    "grad_norm": 0.0, "tokens_per_s": 0.0, "lr": self.scheduler.get_last_lr()[0], "skipped": 1.0}
+            return {
+                **metrics,
+                "loss": 0.0,
+                "pg_loss": 0.0,
+                "kl": 0.0,
+                "entropy": 0.0,
+                "clip_frac": 0.0,
+                "grad_norm": 0.0,
+                "tokens_per_s": 0.0,
+                "lr": self.scheduler.get_last_lr()[0],
+                "skipped": 1.0,
+            }
         used, stale_stats = self._with_proximal(used)
         metrics.update(stale_stats)
         random.Random(self.steps).shuffle(used)
@@ -159,8 +173,10 @@ class RoleTrainer:
                 weights.append((prox - torch.tensor(s["logprobs"])).exp())
         self.model.train(was_training)
         w = torch.cat(weights) if weights else torch.ones(1)
-        return out, {"stale_weight_mean": float(w.clamp(max=self.rl.stale_weight_cap).mean()),
-                     "stale_weight_capped": float((w >= self.rl.stale_weight_cap).float().mean())}
+        return out, {
+            "stale_weight_mean": float(w.clamp(max=self.rl.stale_weight_cap).mean()),
+            "stale_weight_capped": float((w >= self.rl.stale_weight_cap).float().mean()),
+        }
 
     def _loss(self, chunk: list[dict]) -> tuple[torch.Tensor, dict[str, float], int]:
         """GRPO loss (token mean) of a list of samples, its statistics, and its response-token count."""
@@ -191,17 +207,32 @@ class RoleTrainer:
         elif self.ref_is_base:
             with torch.no_grad(), lora.adapters_off(self.model):
                 ref_lp, _ = token_logprobs(self.model, batch, self.temperature)
-        loss, stats = grpo_loss(logp, old, adv, mask, eps_clip=rl.eps_clip, eps_clip_high=rl.eps_clip_high,
-                                clip_ratio_c=rl.clip_ratio_c, ref_logp=ref_lp, kl_coef=rl.kl_coef,
-                                kl_estimator=rl.kl_estimator, entropy=ent.detach() if rl.entropy_coef == 0 else ent,
-                                entropy_coef=rl.entropy_coef, behav_weight=behav_w)
+        loss, stats = grpo_loss(
+            logp,
+            old,
+            adv,
+            mask,
+            eps_clip=rl.eps_clip,
+            eps_clip_high=rl.eps_clip_high,
+            clip_ratio_c=rl.clip_ratio_c,
+            ref_logp=ref_lp,
+            kl_coef=rl.kl_coef,
+            kl_estimator=rl.kl_estimator,
+            entropy=ent.detach() if rl.entropy_coef == 0 else ent,
+            entropy_coef=rl.entropy_coef,
+            behav_weight=behav_w,
+        )
         return loss, stats, int(mask.sum())
 
     def state_dict(self) -> dict:
         """Optimizer, scheduler and step count (weights are saved with save_pretrained)."""
-        return {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(), "steps": self.steps,
-                "ref_model": self.ref_model.state_dict() if self.ref_model is not None else None,
-                "ref_is_base": self.ref_is_base}
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "steps": self.steps,
+            "ref_model": self.ref_model.state_dict() if self.ref_model is not None else None,
+            "ref_is_base": self.ref_is_base,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         """Restore what state_dict() saved."""
@@ -241,7 +272,7 @@ def sft(
     steps = cfg.steps if steps is None else steps
     heldout: list = []
     if cfg.patience and len(demos) > 2 * cfg.heldout:
-        demos, heldout = demos[: -cfg.heldout], demos[-cfg.heldout:]
+        demos, heldout = demos[: -cfg.heldout], demos[-cfg.heldout :]
     opt = torch.optim.AdamW(lora.trainable(model), lr=cfg.lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _cosine_lambda(steps, cfg.warmup_steps, cfg.final_lr_ratio))
     rng = random.Random(seed)
@@ -287,7 +318,7 @@ def demo_loss(model: torch.nn.Module, pad_id: int, demos: list[tuple[list[int], 
     total, tokens = 0.0, 0.0
     device = next(model.parameters()).device
     for i in range(0, len(demos), batch_size):
-        chunk = demos[i: i + batch_size]
+        chunk = demos[i : i + batch_size]
         batch = pad_batch([d[0] for d in chunk], [d[1] for d in chunk], pad_id, device)
         logp, _ = token_logprobs(model, batch)
         total += float(-(logp * batch["resp_mask"]).sum())

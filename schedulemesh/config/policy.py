@@ -7,10 +7,10 @@ A lower threshold preempts more readily. Values may be given as a level, an alia
 from __future__ import annotations
 
 import os
-from enum import Enum
+from enum import StrEnum
 
 
-class PreemptionAggressiveness(str, Enum):
+class PreemptionAggressiveness(StrEnum):
     """How readily a running task is preempted: HIGH preempts on small priority gaps, LOW only on large ones."""
 
     HIGH = "high"
@@ -23,13 +23,28 @@ class PreemptionAggressiveness(str, Enum):
         return THRESHOLDS[self]
 
 
-THRESHOLDS = {PreemptionAggressiveness.HIGH: (0.1, 0.5), PreemptionAggressiveness.MEDIUM: (0.5, 1.0),
-              PreemptionAggressiveness.LOW: (1.0, 3.0)}
+THRESHOLDS = {
+    PreemptionAggressiveness.HIGH: (0.1, 0.5),
+    PreemptionAggressiveness.MEDIUM: (0.5, 1.0),
+    PreemptionAggressiveness.LOW: (1.0, 3.0),
+}
 
 ALIASES = {
-    "high": "high", "aggressive": "high", "urgent": "high", "critical": "high", "fast": "high",
-    "medium": "medium", "default": "medium", "normal": "medium", "balanced": "medium", "moderate": "medium",
-    "low": "low", "conservative": "low", "batch": "low", "gentle": "low", "lenient": "low",
+    "high": "high",
+    "aggressive": "high",
+    "urgent": "high",
+    "critical": "high",
+    "fast": "high",
+    "medium": "medium",
+    "default": "medium",
+    "normal": "medium",
+    "balanced": "medium",
+    "moderate": "medium",
+    "low": "low",
+    "conservative": "low",
+    "batch": "low",
+    "gentle": "low",
+    "lenient": "low",
 }
 
 
@@ -56,6 +71,9 @@ def resolve_preemption_aggressiveness(value) -> tuple[PreemptionAggressiveness |
         value, source = raw, f"{var}={raw!r}"
     level = normalize_aggressiveness(value)
     if level is None:
-        return None, f"{source} is not an aggressiveness level; use one of high, medium, low or an alias " \
-                     f"({', '.join(sorted(ALIASES))})"
+        return (
+            None,
+            f"{source} is not an aggressiveness level; use one of high, medium, low or an alias "
+            f"({', '.join(sorted(ALIASES))})",
+        )
     return level, f"{level.value} from {source}"

@@ -60,12 +60,14 @@ def _load(path: Path) -> SchedulingConfig:
             try:
                 factory = getattr(importlib.import_module(module), attr)
             except (ImportError, AttributeError, ValueError) as exc:
-                raise ValueError(f"{path}: strategy {entry.name!r}: cannot import {entry.import_path!r} "
-                                 f"({exc})") from None
+                raise ValueError(
+                    f"{path}: strategy {entry.name!r}: cannot import {entry.import_path!r} ({exc})"
+                ) from None
             register_strategy(entry.name, factory, replace=True)
     if config.default_strategy not in available_strategies():
-        raise ValueError(f"{path}: default_strategy {config.default_strategy!r} is not one of "
-                         f"{', '.join(available_strategies())}")
+        raise ValueError(
+            f"{path}: default_strategy {config.default_strategy!r} is not one of {', '.join(available_strategies())}"
+        )
     return config
 
 

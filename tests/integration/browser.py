@@ -22,10 +22,24 @@ def _chromium(url: str, action: str, budget_ms: int) -> subprocess.CompletedProc
         raise RuntimeError("chromium is not installed: `apt-get install chromium` (make install does it as root)")
     profile = tempfile.mkdtemp(prefix="pa-chromium-")
     try:
-        return subprocess.run([CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                               "--hide-scrollbars", "--window-size=1400,1100", f"--user-data-dir={profile}",
-                               f"--virtual-time-budget={budget_ms}", action, url],
-                              capture_output=True, text=True, timeout=180)
+        return subprocess.run(
+            [
+                CHROMIUM,
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--hide-scrollbars",
+                "--window-size=1400,1100",
+                f"--user-data-dir={profile}",
+                f"--virtual-time-budget={budget_ms}",
+                action,
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
     finally:
         shutil.rmtree(profile, ignore_errors=True)
 

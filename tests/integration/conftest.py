@@ -97,12 +97,22 @@ def prefect_api(tmp_path_factory):
     port = free_port()
     url = f"http://127.0.0.1:{port}/api"
     # The UI is on: a test opens a finished flow run's page in a real browser (test_flow_end_to_end.py).
-    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-           "PREFECT_UI_ENABLED": "true", "PREFECT_UI_API_URL": url}
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(home),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_UI_ENABLED": "true",
+        "PREFECT_UI_API_URL": url,
+    }
     env.pop("PREFECT_API_URL", None)
     log = open(home / "server.log", "w")
-    proc = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     old = {k: os.environ.get(k) for k in ("PREFECT_API_URL", "PREFECT_HOME")}
     try:
         wait_http(url + "/health", 90, proc)
@@ -126,10 +136,25 @@ def mlflow_server(tmp_path_factory):
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     log = open(root / "server.log", "w")
     proc = subprocess.Popen(
-        [str(BIN / "mlflow"), "server", "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
-         "--artifacts-destination", str(root / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
-         "--workers", "1"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        [
+            str(BIN / "mlflow"),
+            "server",
+            "--backend-store-uri",
+            f"sqlite:///{root / 'mlflow.db'}",
+            "--artifacts-destination",
+            str(root / "artifacts"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         wait_http(f"http://127.0.0.1:{port}/health", 90, proc)
         yield f"http://127.0.0.1:{port}"
@@ -143,9 +168,25 @@ def ray_head(tmp_path):
     temp = Path("/tmp") / f"pa-ray-{os.getpid()}-{free_port()}"  # short: Ray's socket paths have a length limit
     port = free_port()
     env = {**os.environ, **LOOPBACK_RAY}
-    out = subprocess.run([str(BIN / "ray"), "start", "--head", "--port", str(port), "--num-cpus", "4",
-                          "--temp-dir", str(temp), "--include-dashboard=false", "--disable-usage-stats"],
-                         env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            str(BIN / "ray"),
+            "start",
+            "--head",
+            "--port",
+            str(port),
+            "--num-cpus",
+            "4",
+            "--temp-dir",
+            str(temp),
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     try:
         yield f"127.0.0.1:{port}"
@@ -175,12 +216,19 @@ def token_env() -> dict[str, str]:
     return cli_env(RAY_AUTH_MODE="token")
 
 
-def start_cli(args: list[str], log_path: Path, env: dict | None = None, cwd: Path | None = None,
-              module: str = "flows.plan_act") -> subprocess.Popen:
+def start_cli(
+    args: list[str], log_path: Path, env: dict | None = None, cwd: Path | None = None, module: str = "flows.plan_act"
+) -> subprocess.Popen:
     """Start `python -m <module> ARGS` (the training CLI by default) in its own session, output to log_path."""
     log = open(log_path, "w")
-    return subprocess.Popen([PY, "-m", module, *args], env=env or cli_env(), cwd=str(cwd or REPO),
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(
+        [PY, "-m", module, *args],
+        env=env or cli_env(),
+        cwd=str(cwd or REPO),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def run_cli(args: list[str], log_path: Path, timeout: float = 600, **kw) -> tuple[int, str]:

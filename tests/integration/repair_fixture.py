@@ -10,7 +10,7 @@ from graph_planner.corpus.spec import CorpusConfig, PackageSpec
 
 FILES = {
     "minilib/__init__.py": "from minilib.core import clamp, mean, window, scale\n",
-    "minilib/core.py": '''
+    "minilib/core.py": """
         def clamp(x, lo, hi):
             if x < lo:
                 return lo
@@ -32,8 +32,8 @@ FILES = {
 
         def scale(values, factor):
             return [clamp(v * factor, 0, 100) for v in values]
-        ''',
-    "tests/test_core.py": '''
+        """,
+    "tests/test_core.py": """
         from minilib import clamp, mean, scale, window
 
 
@@ -56,7 +56,7 @@ FILES = {
 
         def test_scale():
             assert scale([1, 50, 60], 2) == [2, 100, 100]
-        ''',
+        """,
 }
 
 
@@ -77,7 +77,8 @@ def write_package(root: Path) -> Path:
 def build_minilib(root: Path, kinds: list[str] | None = None) -> Path:
     """A corpus of minilib tasks in `root`/corpus; returns the corpus folder."""
     spec = PackageSpec(name="minilib", version="0.1", source=str(write_package(root)), split="heldout")
-    cfg = CorpusConfig(packages=[spec], per_function=3, max_tried=14, max_kept=14, timeout_s=30,
-                       **({"kinds": kinds} if kinds else {}))
+    cfg = CorpusConfig(
+        packages=[spec], per_function=3, max_tried=14, max_kept=14, timeout_s=30, **({"kinds": kinds} if kinds else {})
+    )
     build_corpus(cfg, root / "corpus", log=lambda _: None)
     return root / "corpus"

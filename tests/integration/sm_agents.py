@@ -21,8 +21,15 @@ class Echo(AgentActor):
     def whoami(self) -> dict:
         ctx = ray.get_runtime_context()
         pg = ctx.get_placement_group_id()
-        return {"value": self.value, "pid": os.getpid(), "name": self.name, "labels": self.labels,
-                "node_id": ctx.get_node_id(), "resources": ctx.get_assigned_resources(), "placement_group": pg}
+        return {
+            "value": self.value,
+            "pid": os.getpid(),
+            "name": self.name,
+            "labels": self.labels,
+            "node_id": ctx.get_node_id(),
+            "resources": ctx.get_assigned_resources(),
+            "placement_group": pg,
+        }
 
     def work(self, seconds: float) -> int:
         with self.busy():
@@ -88,8 +95,17 @@ from schedulemesh.core.agent_actor import AgentActor as GuideAgentActor  # noqa:
 class ModelServerAgent(GuideAgentActor):
     """The guide's custom agent: name, labels, supervisor first, then keyword-only settings."""
 
-    def __init__(self, name: str, labels: dict, supervisor=None, *, model_path: str, batch_size: int = 32,
-                 timeout: float = 30.0, enable_cache: bool = True):
+    def __init__(
+        self,
+        name: str,
+        labels: dict,
+        supervisor=None,
+        *,
+        model_path: str,
+        batch_size: int = 32,
+        timeout: float = 30.0,
+        enable_cache: bool = True,
+    ):
         super().__init__(name, labels, supervisor)
         self.model_path = model_path
         self.batch_size = batch_size
@@ -98,9 +114,16 @@ class ModelServerAgent(GuideAgentActor):
 
     def settings(self) -> dict:
         ctx = ray.get_runtime_context()
-        return {"name": self.name, "labels": self.labels, "model_path": self.model_path, "batch_size": self.batch_size,
-                "timeout": self.timeout, "enable_cache": self.enable_cache, "resources": ctx.get_assigned_resources(),
-                "env": {k: os.environ.get(k) for k in ("MODEL_PATH", "OMP_NUM_THREADS")}}
+        return {
+            "name": self.name,
+            "labels": self.labels,
+            "model_path": self.model_path,
+            "batch_size": self.batch_size,
+            "timeout": self.timeout,
+            "enable_cache": self.enable_cache,
+            "resources": ctx.get_assigned_resources(),
+            "env": {k: os.environ.get(k) for k in ("MODEL_PATH", "OMP_NUM_THREADS")},
+        }
 
 
 @ray.remote
@@ -125,8 +148,11 @@ class CustomModelAgent(GuideAgentActor):
 
     def settings(self) -> dict:
         ctx = ray.get_runtime_context()
-        return {**self.settings_, "resources": ctx.get_assigned_resources(),
-                "env": {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")}}
+        return {
+            **self.settings_,
+            "resources": ctx.get_assigned_resources(),
+            "env": {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")},
+        }
 
 
 class TaskWorker(AgentActor):

@@ -20,7 +20,7 @@ from tests.servers.loopback import anthropic_server, openai_server
 
 HUMANEVAL = {p["entry_point"]: p for p in load_problems("humaneval")}
 
-ROUND_GRAPH = '''from typing import Literal
+ROUND_GRAPH = """from typing import Literal
 import workspace.HumanEval.workflows.template.operator as operator
 import workspace.HumanEval.workflows.round_{r}.prompt as prompt_custom
 from scripts.async_llm import create_llm_instance
@@ -37,7 +37,7 @@ class Workflow:
     async def __call__(self, problem: str, entry_point: str):
         solution = await self.custom_code_generate(problem=problem, entry_point=entry_point, instruction=prompt_custom.CODE_PROMPT)
         return solution["response"], self.llm.get_usage_summary()["total_cost"]
-'''
+"""
 
 GOOD_ANSWER = '''I will make the instruction stricter.
 <modification>Ask the model to work carefully through the examples before writing code.</modification>
@@ -56,7 +56,9 @@ def executor_answer(prompt: str, n: int, body: dict):
     p = next((p for e, p in HUMANEVAL.items() if f"`{e}`" in prompt), None)
     if p is None:
         return [("no idea", "stop", [])] * n
-    code = p["question"] + p["answer"] if "carefully" in prompt else f"def {p['entry_point']}(*args):\n    return None\n"
+    code = (
+        p["question"] + p["answer"] if "carefully" in prompt else f"def {p['entry_point']}(*args):\n    return None\n"
+    )
     return [(f"```python\n{code}\n```", "stop", [])] * n
 
 
@@ -70,38 +72,68 @@ def make_handmade_workspace(root) -> Workspace:
         (d / "__init__.py").write_text("")
         (d / "graph.py").write_text(ROUND_GRAPH.format(r=r))
         (d / "prompt.py").write_text(f'CODE_PROMPT = """{prompt}"""\n')
-    (root / "round_2" / "experience.json").write_text(json.dumps(
-        {"father node": 1, "modification": "Mention edge cases.", "before": 0.0, "after": 0.0, "succeed": False}))
-    (root / "results.json").write_text(json.dumps(
-        [{"round": r, "score": 0.0, "avg_cost": 0.0, "total_cost": 0.0, "time": 1.0} for r in (1, 1, 2, 2)]))
-    (root / "processed_experience.json").write_text(json.dumps(
-        {"1": {"score": 0.0, "success": {}, "failure": {"2": {"modification": "Mention edge cases.", "score": 0.0}}}}))
+    (root / "round_2" / "experience.json").write_text(
+        json.dumps(
+            {"father node": 1, "modification": "Mention edge cases.", "before": 0.0, "after": 0.0, "succeed": False}
+        )
+    )
+    (root / "results.json").write_text(
+        json.dumps([{"round": r, "score": 0.0, "avg_cost": 0.0, "total_cost": 0.0, "time": 1.0} for r in (1, 1, 2, 2)])
+    )
+    (root / "processed_experience.json").write_text(
+        json.dumps(
+            {
+                "1": {
+                    "score": 0.0,
+                    "success": {},
+                    "failure": {"2": {"modification": "Mention edge cases.", "score": 0.0}},
+                }
+            }
+        )
+    )
     return ws
 
 
 def _openai(url: str) -> dict:
-    return {"kind": "openai", "temperature": 0.0, "max_new_tokens": 2048,
-            "openai": {"base_url": url + "/v1", "model": "loopback", "api_key_env": "", "max_retries": 4,
-                       "timeout_s": 10}}
+    return {
+        "kind": "openai",
+        "temperature": 0.0,
+        "max_new_tokens": 2048,
+        "openai": {"base_url": url + "/v1", "model": "loopback", "api_key_env": "", "max_retries": 4, "timeout_s": 10},
+    }
 
 
 def test_llm_optimizer_continues_a_handmade_aflow_workspace(tmp_path):
-    answers = iter([
-        "Sure! Here is my idea: add a review step.",  # malformed: no tags at all
-        "<modification>Use a new prompt.</modification><graph>" + ROUND_GRAPH.format(r=3).replace(
-            "prompt_custom.CODE_PROMPT", "prompt_custom.BETTER_PROMPT") + "</graph><prompt>OTHER = 'x'</prompt>",
-        GOOD_ANSWER.format(graph=ROUND_GRAPH.format(r=3)),
-    ])
+    answers = iter(
+        [
+            "Sure! Here is my idea: add a review step.",  # malformed: no tags at all
+            "<modification>Use a new prompt.</modification><graph>"
+            + ROUND_GRAPH.format(r=3).replace("prompt_custom.CODE_PROMPT", "prompt_custom.BETTER_PROMPT")
+            + "</graph><prompt>OTHER = 'x'</prompt>",
+            GOOD_ANSWER.format(graph=ROUND_GRAPH.format(r=3)),
+        ]
+    )
     optimizer = openai_server(lambda prompt, n, body: [(next(answers), "stop", [])], key=None)
     executor = openai_server(executor_answer, key=None)
     with optimizer, executor:
         optimizer.fail_next(429, times=2, retry_after="0.1")
         optimizer.fail_next(503, times=1)
         ws = make_handmade_workspace(tmp_path / "HUMANEVAL" / "workflows")
-        cfg = AFlowConfig(run_name="continue", root=str(tmp_path), benchmark="humaneval", workspace=str(ws.root),
-                          limit=4, executor=_openai(executor.url), policy={"enabled": False},
-                          search={"optimizer": "llm", "optimizer_llm": _openai(optimizer.url), "max_rounds": 3,
-                                  "validation_repeats": 2})
+        cfg = AFlowConfig(
+            run_name="continue",
+            root=str(tmp_path),
+            benchmark="humaneval",
+            workspace=str(ws.root),
+            limit=4,
+            executor=_openai(executor.url),
+            policy={"enabled": False},
+            search={
+                "optimizer": "llm",
+                "optimizer_llm": _openai(optimizer.url),
+                "max_rounds": 3,
+                "validation_repeats": 2,
+            },
+        )
         history = run_local(cfg)
         opt_requests = len(optimizer.requests)
 
@@ -124,12 +156,18 @@ def test_llm_optimizer_continues_a_handmade_aflow_workspace(tmp_path):
 def test_anthropic_optimizer_repairs_missing_prompts_and_survives_overload(tmp_path):
     ws = make_handmade_workspace(tmp_path / "workflows")
     # The answer's prompt.py lacks CODE_PROMPT, which the parent defines: repaired by carrying it over.
-    answer = ("<modification>Return early on empty input.</modification><graph>" + ROUND_GRAPH.format(r=3)
-              + "</graph><prompt>EXTRA = 'unused'</prompt>")
+    answer = (
+        "<modification>Return early on empty input.</modification><graph>"
+        + ROUND_GRAPH.format(r=3)
+        + "</graph><prompt>EXTRA = 'unused'</prompt>"
+    )
     with anthropic_server(lambda prompt, n, body: [(answer, "stop", [])], key=None) as srv:
         srv.fail_next(529, times=2)  # Anthropic's "overloaded"
-        llm = {"kind": "anthropic", "temperature": 0.0,
-               "anthropic": {"base_url": srv.url, "model": "loopback", "api_key_env": ""}}
+        llm = {
+            "kind": "anthropic",
+            "temperature": 0.0,
+            "anthropic": {"base_url": srv.url, "model": "loopback", "api_key_env": ""},
+        }
         opt = LLMOptimizer(AFlowConfig(search={"optimizer_llm": llm}).search.optimizer_llm, "humaneval")
         cand = opt.propose(ws, 1, 0.0, random.Random(0))
         sent = srv.requests[-1]["body"]
@@ -168,8 +206,13 @@ def test_the_optimizer_model_trains_on_humaneval_with_an_api_executor(tmp_path):
     shipped = load_aflow_config(Path(__file__).resolve().parents[2] / "configs" / "aflow-train-openai.yaml")
     with openai_server(careful_answer, key=None) as executor:
         data = shipped.model_dump()
-        data.update(run_name="he", root=str(tmp_path), limit=3, task_runner="threads",
-                    executor=_openai(executor.url) | {"temperature": 1.0})
+        data.update(
+            run_name="he",
+            root=str(tmp_path),
+            limit=3,
+            task_runner="threads",
+            executor=_openai(executor.url) | {"temperature": 1.0},
+        )
         data["search"].update(max_rounds=4)
         data["optimizer_rl"].update(searches=3, iterations=1)
         cfg = validate_aflow_config(data)
@@ -196,7 +239,7 @@ def test_the_optimizer_model_trains_on_humaneval_with_an_api_executor(tmp_path):
     assert any(not torch.equal(before[k], v) for k, v in opt.model.state_dict().items())  # and it learned
 
 
-TESTED_GRAPH = '''import workspace.HumanEval.workflows.template.operator as operator
+TESTED_GRAPH = """import workspace.HumanEval.workflows.template.operator as operator
 import workspace.HumanEval.workflows.round_2.prompt as prompt_custom
 from scripts.async_llm import create_llm_instance
 
@@ -213,7 +256,7 @@ class Workflow:
         solution = await self.custom_code_generate(problem=problem, entry_point=entry_point, instruction=prompt_custom.CODE_PROMPT)
         tested = await self.test(problem=problem, solution=solution["response"], entry_point=entry_point)
         return tested["solution"], self.llm.get_usage_summary()["total_cost"]
-'''
+"""
 
 
 def test_a_frozen_api_optimizer_drives_training_searches_and_junk_scores_zero(tmp_path):
@@ -228,19 +271,37 @@ def test_a_frozen_api_optimizer_drives_training_searches_and_junk_scores_zero(tm
     def optimizer_answer(prompt: str, n: int, body: dict):
         asked.append(prompt)
         if len(asked) % 2:  # every other answer is junk: no tags, then a graph that imports os
-            junk = "I would add a test." if len(asked) % 4 == 1 else "<modification>x</modification><graph>import os</graph>"
+            junk = (
+                "I would add a test."
+                if len(asked) % 4 == 1
+                else "<modification>x</modification><graph>import os</graph>"
+            )
             return [(junk, "stop", [])] * n
-        good = (f"<modification>Run the public examples and retry ({len(asked)}).</modification>"
-                f"<graph>\n{TESTED_GRAPH}\n</graph>")
+        good = (
+            f"<modification>Run the public examples and retry ({len(asked)}).</modification>"
+            f"<graph>\n{TESTED_GRAPH}\n</graph>"
+        )
         return [(good, "stop", [])] * n
 
     with openai_server(optimizer_answer, key=None) as server:
-        cfg = validate_aflow_config({
-            "run_name": "frozen", "root": str(tmp_path), "benchmark": "humaneval", "limit": 3, "code_timeout_s": 5,
-            "task_runner": "threads", "policy": {"enabled": False},
-            "search": {"max_rounds": 3, "validation_repeats": 1, "optimizer": "llm",
-                       "optimizer_llm": _openai(server.url)},
-            "optimizer_rl": {"searches": 2, "iterations": 1}})
+        cfg = validate_aflow_config(
+            {
+                "run_name": "frozen",
+                "root": str(tmp_path),
+                "benchmark": "humaneval",
+                "limit": 3,
+                "code_timeout_s": 5,
+                "task_runner": "threads",
+                "policy": {"enabled": False},
+                "search": {
+                    "max_rounds": 3,
+                    "validation_repeats": 1,
+                    "optimizer": "llm",
+                    "optimizer_llm": _openai(server.url),
+                },
+                "optimizer_rl": {"searches": 2, "iterations": 1},
+            }
+        )
         opt = make_optimizer(cfg)
         assert isinstance(opt, FrozenAPIOptimizer)
         figures = train_iteration(cfg, opt, 1)
@@ -273,23 +334,41 @@ def test_a_trainable_free_form_optimizer_model_is_scored_and_updated(tmp_path):
     from planact.models import build_tiny_model, build_tokenizer
 
     tok = build_tokenizer()
-    model = build_tiny_model(TinyModelSpec(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64,
-                                           max_positions=8192), len(tok), 0, tok)
+    model = build_tiny_model(
+        TinyModelSpec(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, max_positions=8192),
+        len(tok),
+        0,
+        tok,
+    )
     model.save_pretrained(tmp_path / "opt")
     tok.save_pretrained(tmp_path / "opt")
-    cfg = validate_aflow_config({
-        "run_name": "freeform", "root": str(tmp_path), "benchmark": "humaneval", "limit": 3, "code_timeout_s": 5,
-        "task_runner": "threads", "policy": {"enabled": False},
-        "search": {"max_rounds": 2, "validation_repeats": 1, "optimizer": "llm"},
-        "optimizer_rl": {"model_path": str(tmp_path / "opt"), "max_new_tokens": 16, "searches": 1,
-                         "rl": {"lr": 1e-2, "warmup_steps": 0, "num_minibatches": 1}}})
+    cfg = validate_aflow_config(
+        {
+            "run_name": "freeform",
+            "root": str(tmp_path),
+            "benchmark": "humaneval",
+            "limit": 3,
+            "code_timeout_s": 5,
+            "task_runner": "threads",
+            "policy": {"enabled": False},
+            "search": {"max_rounds": 2, "validation_repeats": 1, "optimizer": "llm"},
+            "optimizer_rl": {
+                "model_path": str(tmp_path / "opt"),
+                "max_new_tokens": 16,
+                "searches": 1,
+                "rl": {"lr": 1e-2, "warmup_steps": 0, "num_minibatches": 1},
+            },
+        }
+    )
     opt = make_optimizer(cfg)
     assert isinstance(opt, FreeFormOptimizerModel)
     trans = run_searches(cfg, opt, [1], "it1")
     assert len(trans) == 2 * cfg.search.max_rounds  # the search spends its whole step budget (2x its rounds)
     assert all(tr["invalid"] and tr["reward"] == 0.0 for tr in trans)
-    assert all(tr["completion"]["token_ids"] and len(tr["completion"]["logprobs"]) == len(tr["completion"]["token_ids"])
-               for tr in trans)
+    assert all(
+        tr["completion"]["token_ids"] and len(tr["completion"]["logprobs"]) == len(tr["completion"]["token_ids"])
+        for tr in trans
+    )
     before = {k: v.clone() for k, v in opt.model.state_dict().items()}
     metrics = opt.update(trans, [1.0 if i % 2 else -1.0 for i in range(len(trans))])
     assert metrics["skipped"] == 0.0 and any(not torch.equal(before[k], v) for k, v in opt.model.state_dict().items())

@@ -3,15 +3,14 @@ and the evaluation goes on (real subprocesses with rlimits; HumanEval problems f
 
 from __future__ import annotations
 
-import pytest
-
 import time
 
 import psutil
+import pytest
 
 from aflow_rl.benchmarks import load_problems
-from aflow_rl.evaluator import evaluate_rows
 from aflow_rl.code_check import call_function
+from aflow_rl.evaluator import evaluate_rows
 from sandbox import Limits
 
 BAD = {
@@ -20,7 +19,7 @@ BAD = {
     "socket": "import socket\ndef {e}(*args):\n    socket.create_connection(('127.0.0.1', 9))\n",
 }
 
-GRAPH = '''class Workflow:
+GRAPH = """class Workflow:
     def __init__(self, name, llm_config, dataset):
         self.name = name
 
@@ -29,7 +28,7 @@ GRAPH = '''class Workflow:
 
 
 ANSWERS = {answers!r}
-'''
+"""
 
 
 @pytest.mark.serial  # asserts a wall-clock limit: run with the machine to itself
@@ -40,8 +39,15 @@ def test_runaway_code_is_stopped_scored_zero_and_the_evaluation_goes_on():
     answers[good["entry_point"]] = good["question"] + good["answer"]  # the canonical solution passes
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     t0 = time.perf_counter()
-    out = evaluate_rows(GRAPH.format(answers=answers), "", problems, "humaneval", llm=None, concurrency=4,
-                        code_limits={"timeout_s": 3.0, "memory_mb": 256})
+    out = evaluate_rows(
+        GRAPH.format(answers=answers),
+        "",
+        problems,
+        "humaneval",
+        llm=None,
+        concurrency=4,
+        code_limits={"timeout_s": 3.0, "memory_mb": 256},
+    )
     elapsed = time.perf_counter() - t0
     scores = {r["id"]: r["score"] for r in out["rows"]}
     assert [scores[p["id"]] for p in problems] == [0.0, 0.0, 0.0, 1.0]
@@ -83,7 +89,7 @@ def test_the_verdict_memo_is_opt_in_and_keeps_no_huge_failure_text():
         cc._check = real
 
 
-ESCAPE_GRAPH = '''class Workflow:
+ESCAPE_GRAPH = """class Workflow:
     def __init__(self, name, llm_config, dataset):
         self.name = name
 
@@ -100,24 +106,24 @@ ESCAPE_GRAPH = '''class Workflow:
 
 
 PATHS = {paths!r}
-'''
+"""
 
 
 def test_a_workflow_graph_runs_in_a_sandbox_with_nothing_of_the_host_in_reach(monkeypatch, tmp_path):
     """Even if graph.py got past the AST check (simulated by switching the check off), its code runs in a
     sandbox, not in the evaluator: the host's files, the project and the benchmark data are out of reach."""
+    import ast
     import os
     from pathlib import Path
 
     import aflow_rl.workflow_box as box
-    import ast
-
     from aflow_rl.workflow import _Rewriter
 
     secret = tmp_path / "secret"
     secret.mkdir()
     (secret / "answer.txt").write_text("42")
     project = str(Path(box.__file__).resolve().parents[1])
+
     def unchecked(graph_src, prompt_src, max_operator_calls=10):  # the rewrite without the check
         return ast.fix_missing_locations(_Rewriter().visit(ast.parse(graph_src)))
 

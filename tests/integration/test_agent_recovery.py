@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from .conftest import PY, REPO, SMOKE, token_env, kill_tree, read_state, start_cli
+from .conftest import PY, REPO, SMOKE, kill_tree, read_state, start_cli, token_env
 
 NS = "recovery-test"
 KILLER = """
@@ -38,9 +38,22 @@ print("RESULT " + json.dumps({"before": before["pid"], "after": after["pid"], "r
 @pytest.mark.slow
 def test_run_survives_sigkill_of_its_actor_engine(prefect_api, ray_head, tmp_path):
     env = token_env()
-    args = ["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", "run_name=kill", "--set", "rounds=6",
-            "--set", f"ray.address={ray_head}", "--set", f"barrier.namespace={NS}",
-            "--set", "env.tasks_per_round=32"]  # rounds long enough that the kill lands inside one
+    args = [
+        "--config",
+        SMOKE,
+        "--set",
+        f"checkpoint.root={tmp_path}",
+        "--set",
+        "run_name=kill",
+        "--set",
+        "rounds=6",
+        "--set",
+        f"ray.address={ray_head}",
+        "--set",
+        f"barrier.namespace={NS}",
+        "--set",
+        "env.tasks_per_round=32",
+    ]  # rounds long enough that the kill lands inside one
     proc = start_cli(args, tmp_path / "cli.log", env=env)
     try:
         deadline = time.time() + 300
@@ -48,12 +61,20 @@ def test_run_survives_sigkill_of_its_actor_engine(prefect_api, ray_head, tmp_pat
             assert proc.poll() is None and time.time() < deadline, (tmp_path / "cli.log").read_text()[-3000:]
             time.sleep(0.2)
         killed_after = read_state(tmp_path / "kill")["last_completed_round"]
-        out = subprocess.run([PY, "-c", KILLER, ray_head, NS, "kill:actor:0"], cwd=REPO, env=env,
-                             capture_output=True, text=True, timeout=180)
+        out = subprocess.run(
+            [PY, "-c", KILLER, ray_head, NS, "kill:actor:0"],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         assert out.returncode == 0, out.stderr[-3000:]
         kill = json.loads(next(ln for ln in out.stdout.splitlines() if ln.startswith("RESULT "))[7:])
-        print(f"\nactor engine (pid {kill['before']}) killed mid-generate after round {killed_after}; recreated as pid "
-              f"{kill['after']} and answering after {kill['seconds']:.2f}s")
+        print(
+            f"\nactor engine (pid {kill['before']}) killed mid-generate after round {killed_after}; recreated as pid "
+            f"{kill['after']} and answering after {kill['seconds']:.2f}s"
+        )
         assert proc.wait(timeout=300) == 0, (tmp_path / "cli.log").read_text()[-4000:]
     finally:
         kill_tree(proc.pid)

@@ -27,9 +27,17 @@ def local_ray():
 
 @pytest.mark.slow
 def test_replicas_and_separate_trainer_stay_in_sync(local_ray, tmp_path):
-    cfg = load_config(SMOKE, [f"checkpoint.root={tmp_path}", "run_name=agents",
-                              "actor.resources.replicas=2", "actor.resources.num_cpus=0.25",
-                              "planner.resources.colocate_trainer=false", "planner.resources.num_cpus=0.25"])
+    cfg = load_config(
+        SMOKE,
+        [
+            f"checkpoint.root={tmp_path}",
+            "run_name=agents",
+            "actor.resources.replicas=2",
+            "actor.resources.num_cpus=0.25",
+            "planner.resources.colocate_trainer=false",
+            "planner.resources.num_cpus=0.25",
+        ],
+    )
     planner = agents.create_role_group(cfg, "planner")
     actor = agents.create_role_group(cfg, "actor")
     assert planner.trainer not in planner.engines and len(actor.engines) == 2

@@ -36,8 +36,13 @@ def _openai(server, **kw) -> OpenAIEngine:
 
 def test_openai_chat_request_and_parsing():
     with openai_server() as srv:
-        eng = _openai(srv, system_prompt="be brief", stop=["\n\n"], logprobs=True,
-                      prices={"input_per_mtok": 2.0, "output_per_mtok": 10.0})
+        eng = _openai(
+            srv,
+            system_prompt="be brief",
+            stop=["\n\n"],
+            logprobs=True,
+            prices={"input_per_mtok": 2.0, "output_per_mtok": 10.0},
+        )
         out = eng.generate(["hi", "yo"], SamplingParams(temperature=0.7, top_p=0.9, max_new_tokens=16, n=2, seed=3))
     (req,) = [r for r in srv.requests if r["body"]["messages"][-1]["content"] == "hi"]  # sent concurrently
     assert req["path"] == "/v1/chat/completions" and req["headers"]["authorization"] == f"Bearer {OPENAI_KEY}"
@@ -143,17 +148,29 @@ def test_anthropic_messages_request_parsing_and_overload_retry():
         return [("long answer", "length", [])]
 
     with anthropic_server(answer) as srv:
-        eng = AnthropicEngine(AnthropicConfig(base_url=srv.url, model="claude-test", system_prompt="sys",
-                                              stop=["END"],
-                                              prices={"input_per_mtok": 3.0, "output_per_mtok": 15.0}))
+        eng = AnthropicEngine(
+            AnthropicConfig(
+                base_url=srv.url,
+                model="claude-test",
+                system_prompt="sys",
+                stop=["END"],
+                prices={"input_per_mtok": 3.0, "output_per_mtok": 15.0},
+            )
+        )
         srv.fail_next(529, retry_after="0")
         (group,) = eng.generate(["hello"], SamplingParams(n=2, max_new_tokens=32, temperature=0.5))
     req = srv.requests[-1]
     assert req["path"] == "/v1/messages"
-    assert ANTHROPIC_KEY in (req["headers"].get("x-api-key"), req["headers"].get("authorization", "")[len("Bearer "):])
+    assert ANTHROPIC_KEY in (req["headers"].get("x-api-key"), req["headers"].get("authorization", "")[len("Bearer ") :])
     assert req["headers"]["anthropic-version"] == "2023-06-01"
-    assert req["body"] == {"model": "claude-test", "max_tokens": 32, "temperature": 0.5, "system": "sys",
-                           "stop_sequences": ["END"], "messages": [{"role": "user", "content": "hello"}]}
+    assert req["body"] == {
+        "model": "claude-test",
+        "max_tokens": 32,
+        "temperature": 0.5,
+        "system": "sys",
+        "stop_sequences": ["END"],
+        "messages": [{"role": "user", "content": "hello"}],
+    }
     assert len(srv.requests) == 3  # one overloaded answer, then one request per sample (no `n` in the API)
     assert [c.finish_reason for c in group] == ["length", "length"] and group[0].text == "long answer"
     assert eng.usage.as_dict()["cost_usd"] == pytest.approx((2 * 5 * 3.0 + 2 * 11 * 15.0) / 1e6)

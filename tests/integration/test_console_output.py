@@ -12,9 +12,24 @@ from .conftest import SMOKE, cli_env, run_cli
 
 @pytest.mark.slow
 def test_a_60_round_run_prints_under_100_lines(prefect_api, tmp_path):
-    rc, out = run_cli(["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", "rounds=60",
-                       "--set", "tracking.eval_every=10", "--set", "checkpoint.every=10",
-                       "--set", "env.tasks_per_round=4"], tmp_path / "cli.log", env=cli_env())
+    rc, out = run_cli(
+        [
+            "--config",
+            SMOKE,
+            "--set",
+            f"checkpoint.root={tmp_path}",
+            "--set",
+            "rounds=60",
+            "--set",
+            "tracking.eval_every=10",
+            "--set",
+            "checkpoint.every=10",
+            "--set",
+            "env.tasks_per_round=4",
+        ],
+        tmp_path / "cli.log",
+        env=cli_env(),
+    )
     assert rc == 0, out[-3000:]
     lines = out.splitlines()
     assert len(lines) < 100, "\n".join(lines)
@@ -22,6 +37,11 @@ def test_a_60_round_run_prints_under_100_lines(prefect_api, tmp_path):
     # Every few rounds and every evaluated round, first and last included; never one line per round.
     assert rounds[0] == 1 and rounds[-1] == 60 and {10, 20, 30, 40, 50} <= set(rounds) and len(rounds) <= 26, rounds
     assert "finished in" in out and "│ pass@1" in out  # the end-of-run table
-    for noise in ("Finished in state", "FutureWarning", "model card could not be retrieved", "license information",
-                  "infer the model output signature"):
+    for noise in (
+        "Finished in state",
+        "FutureWarning",
+        "model card could not be retrieved",
+        "license information",
+        "infer the model output signature",
+    ):
         assert noise not in out, noise

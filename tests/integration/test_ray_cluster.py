@@ -31,13 +31,27 @@ def two_node_cluster():
 @pytest.mark.slow
 def test_flow_runs_on_cluster_workers_importing_installed_project(prefect_api, two_node_cluster, tmp_path):
     worker_node = next(n for n in two_node_cluster.list_all_nodes() if n is not two_node_cluster.head_node)
-    rc, out = run_cli(["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", "run_name=cluster",
-                       "--set", f"ray.address={two_node_cluster.address}",
-                       # The agent-calling stages as Ray tasks (the default runs them as flow threads): the
-                       # cluster's worker processes must import the installed project to run them.
-                       "--set", "ray.agent_stages=ray",
-                       "--set", "actor.resources.custom={node2: 0.5}"],  # pin the actor role to the second node
-                      tmp_path / "cli.log", env=cli_env(), cwd=tmp_path)  # cwd outside the repo: no implicit imports
+    rc, out = run_cli(
+        [
+            "--config",
+            SMOKE,
+            "--set",
+            f"checkpoint.root={tmp_path}",
+            "--set",
+            "run_name=cluster",
+            "--set",
+            f"ray.address={two_node_cluster.address}",
+            # The agent-calling stages as Ray tasks (the default runs them as flow threads): the
+            # cluster's worker processes must import the installed project to run them.
+            "--set",
+            "ray.agent_stages=ray",
+            "--set",
+            "actor.resources.custom={node2: 0.5}",
+        ],  # pin the actor role to the second node
+        tmp_path / "cli.log",
+        env=cli_env(),
+        cwd=tmp_path,
+    )  # cwd outside the repo: no implicit imports
     assert rc == 0, out[-3000:]
     state = read_state(tmp_path / "cluster")
     assert state["last_completed_round"] == 2

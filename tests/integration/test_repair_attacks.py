@@ -39,7 +39,9 @@ def _attack(env: PlannerEnv, task, body: str) -> dict:
     env.reset(task)
     head = env._read_base("minilib/core.py").split("def mean")[0]
     hostile = "def clamp(x, lo, hi):\n" + "".join(f"    {line}\n" for line in body.strip().splitlines()) + "\n\n"
-    obs, _, _, _ = env.step({"type": "repair", "apply": False, "edits": [{"file": "minilib/core.py", "old": head, "new": hostile}]})
+    obs, _, _, _ = env.step(
+        {"type": "repair", "apply": False, "edits": [{"file": "minilib/core.py", "old": head, "new": hostile}]}
+    )
     assert obs["applied"], obs
     obs, reward, done, _ = env.step({"type": "submit"})
     assert done and reward == 0.0 and not obs["resolved"]
@@ -47,7 +49,11 @@ def _attack(env: PlannerEnv, task, body: str) -> dict:
 
 
 def _sandbox_processes() -> list[psutil.Process]:
-    return [p for p in psutil.process_iter(["uids"]) if p.info["uids"] and _UID_RANGE[0] <= p.info["uids"].real < _UID_RANGE[1]]
+    return [
+        p
+        for p in psutil.process_iter(["uids"])
+        if p.info["uids"] and _UID_RANGE[0] <= p.info["uids"].real < _UID_RANGE[1]
+    ]
 
 
 def _restored(env: PlannerEnv, task) -> bool:
@@ -74,7 +80,7 @@ def test_ten_gigabyte_allocation_is_a_memory_error(corpus, env):
     task = load_tasks(corpus)[0]
     result = _attack(env, task, "blob = bytearray(10 * 1024 ** 3)\nreturn x")
     assert "MemoryError" in result["tail"] or result["status"] == "memory"
-    assert psutil.virtual_memory().available > 2 * 1024 ** 3
+    assert psutil.virtual_memory().available > 2 * 1024**3
 
 
 def test_no_socket_reaches_a_loopback_server(corpus, env):
@@ -92,8 +98,12 @@ def test_no_socket_reaches_a_loopback_server(corpus, env):
 
     t = threading.Thread(target=accept, daemon=True)
     t.start()
-    result = _attack(env, task, f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
-                                "raise RuntimeError('LEAK:connected')")
+    result = _attack(
+        env,
+        task,
+        f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+        "raise RuntimeError('LEAK:connected')",
+    )
     t.join()
     server.close()
     assert accepted == [] and "LEAK:connected" not in result["tail"]
@@ -110,7 +120,10 @@ def test_files_outside_the_copy_and_api_keys_stay_out_of_reach(corpus, env, monk
     home.write_text(canary)
     planted = [env.runtime.root / "planted.txt", Path("/tmp") / f"planted-{canary}", Path.home() / f"planted-{canary}"]
     try:
-        result = _attack(env, task, f'''
+        result = _attack(
+            env,
+            task,
+            f'''
 import os
 seen = []
 for path in ("../secret.txt", os.path.expanduser("~/{home.name}"), "{home}", "{beside}"):
@@ -124,7 +137,8 @@ for path in {[str(p) for p in planted]!r}:
     except OSError as e:
         seen.append(type(e).__name__)
 seen.append(os.environ.get("OPENAI_API_KEY", "no-key"))
-raise RuntimeError("LEAK:" + repr(seen))''')
+raise RuntimeError("LEAK:" + repr(seen))''',
+        )
         assert "LEAK:" in result["tail"]  # the code ran...
         assert canary not in result["tail"]  # ...and saw neither file nor key
         assert not any(p.exists() for p in planted)

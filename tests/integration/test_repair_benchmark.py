@@ -9,8 +9,13 @@ from .conftest import REPO
 
 
 def test_repair_throughput_benchmark_runs_and_prints_the_scaling():
-    out = subprocess.run([sys.executable, "benchmarks/repair_throughput.py", "--tiny", "--slots", "2"], cwd=REPO,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "benchmarks/repair_throughput.py", "--tiny", "--slots", "2"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.strip().splitlines()
     assert lines[1].startswith("1 slot:") and lines[2].startswith("2 slots:")

@@ -46,19 +46,47 @@ def test_shipped_package_tasks_revalidate_with_the_gold_patch(tmp_path):
 
 @pytest.mark.slow
 def test_an_unseen_package_builds_tasks_and_evaluate_prints_the_summary(tmp_path):
-    out = _cli("corpus", "--package", "semver==3.0.2", "--sha256",
-               "6253adb39c70f6e51afed2fa7152bcd414c411286088fb4b9effb133885ab4cc", "--max-tried", "6",
-               "--out", str(tmp_path / "semver"))
+    out = _cli(
+        "corpus",
+        "--package",
+        "semver==3.0.2",
+        "--sha256",
+        "6253adb39c70f6e51afed2fa7152bcd414c411286088fb4b9effb133885ab4cc",
+        "--max-tried",
+        "6",
+        "--out",
+        str(tmp_path / "semver"),
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads((tmp_path / "semver" / "report.json").read_text())["packages"][0]
     assert report["tried"] == 6 and report["kept"] >= 3 and report["tests_passing"] > 100
-    ev = _cli("evaluate", "--agent", "rule", "--tasks", str(tmp_path / "semver"), "--limit", "3",
-              "--telemetry", str(tmp_path / "tele"), "--budget-tests", "4")
+    ev = _cli(
+        "evaluate",
+        "--agent",
+        "rule",
+        "--tasks",
+        str(tmp_path / "semver"),
+        "--limit",
+        "3",
+        "--telemetry",
+        str(tmp_path / "tele"),
+        "--budget-tests",
+        "4",
+    )
     assert ev.returncode == 0, ev.stderr[-2000:]
     last = ev.stdout.strip().splitlines()[-1]
     assert last.startswith("solve rate ") and "(" in last and "/3)" in last and "seconds per task" in last
     assert list((tmp_path / "tele").glob("*.jsonl"))
     # a wrong pin is refused by pip before anything is unpacked
-    bad = _cli("corpus", "--package", "semver==3.0.2", "--sha256", "0" * 64, "--out", str(tmp_path / "bad"),
-               "--cache", str(tmp_path / "empty-cache"))
+    bad = _cli(
+        "corpus",
+        "--package",
+        "semver==3.0.2",
+        "--sha256",
+        "0" * 64,
+        "--out",
+        str(tmp_path / "bad"),
+        "--cache",
+        str(tmp_path / "empty-cache"),
+    )
     assert bad.returncode != 0 and "hash" in (bad.stderr + bad.stdout).lower()

@@ -33,8 +33,21 @@ def test_corpus_tasks_are_swe_bench_instances_with_reasons_for_drops(corpus):
     assert 0 < report["suite_cpu_s"] and abs(report["mutant_cpu_limit_s"] - max(10.0, 4 * report["suite_cpu_s"])) < 0.05
     rows = [json.loads(line) for line in (corpus / "heldout.jsonl").read_text().splitlines()]
     for row in rows:
-        assert {"instance_id", "repo", "version", "base_commit", "patch", "test_patch", "FAIL_TO_PASS",
-                "PASS_TO_PASS", "problem_statement", "mutation", "file", "function", "difficulty"} <= set(row)
+        assert {
+            "instance_id",
+            "repo",
+            "version",
+            "base_commit",
+            "patch",
+            "test_patch",
+            "FAIL_TO_PASS",
+            "PASS_TO_PASS",
+            "problem_statement",
+            "mutation",
+            "file",
+            "function",
+            "difficulty",
+        } <= set(row)
         assert row["FAIL_TO_PASS"] and row["patch"].startswith("--- a/minilib/core.py")
         # the statement is written from the failing tests, never from the fix
         assert row["FAIL_TO_PASS"][0] in row["problem_statement"]
@@ -57,7 +70,9 @@ def test_every_task_revalidates_gold_fixes_and_bug_fails(corpus, env):
 
 
 def test_rule_agent_repairs_token_level_bugs_and_logs_every_step(corpus, env, tmp_path):
-    tasks = [t for t in load_tasks(corpus, split="heldout") if t.meta["mutation"] in ("comparison", "binop", "constant")]
+    tasks = [
+        t for t in load_tasks(corpus, split="heldout") if t.meta["mutation"] in ("comparison", "binop", "constant")
+    ]
     assert tasks
     stats = [run_episode(env, t, RuleAgent()) for t in tasks]
     assert sum(s["resolved"] for s in stats) >= 1
@@ -71,9 +86,14 @@ def test_rule_agent_repairs_token_level_bugs_and_logs_every_step(corpus, env, tm
 def test_malformed_actions_are_observed_and_counted_never_raised(corpus, env):
     task = load_tasks(corpus, split="heldout")[0]
     env.reset(task)
-    for bad in ("not json at all", '{"type": "explore", "op": "teleport"}', '{"type": "repair", "patch": 7}', [1, 2],
-                {"type": "repair", "patch": "--- a/../../etc/passwd\n+++ b/../../etc/passwd\n@@ -1 +1 @@\n-x\n+y\n"},
-                {"type": "repair", "edits": [{"file": "tests/test_core.py", "old": "assert", "new": "assert True or"}]}):
+    for bad in (
+        "not json at all",
+        '{"type": "explore", "op": "teleport"}',
+        '{"type": "repair", "patch": 7}',
+        [1, 2],
+        {"type": "repair", "patch": "--- a/../../etc/passwd\n+++ b/../../etc/passwd\n@@ -1 +1 @@\n-x\n+y\n"},
+        {"type": "repair", "edits": [{"file": "tests/test_core.py", "old": "assert", "new": "assert True or"}]},
+    ):
         obs, reward, done, info = env.step(bad)
         assert "error" in obs and reward == 0.0
     assert info["stats"]["malformed"] == 4 and info["stats"]["patch_errors"] == 2
@@ -90,7 +110,9 @@ def test_screen_refuses_a_patch_that_could_forge_the_verdict(corpus, env):
     forge = "def clamp(x, lo, hi):\n    import os\n    os._exit(0)\n"
     source = env._read_base("minilib/core.py")
     head = source.split("def mean")[0]
-    obs, _, _, info = env.step({"type": "repair", "edits": [{"file": "minilib/core.py", "old": head, "new": forge + "\n\n"}]})
+    obs, _, _, info = env.step(
+        {"type": "repair", "edits": [{"file": "minilib/core.py", "old": head, "new": forge + "\n\n"}]}
+    )
     assert not obs["applied"] and "refused" in obs["error"] and info["stats"]["refused"] == 1
     sneaky = head.replace("return x", "return ().__class__.__base__")
     obs, _, _, _ = env.step({"type": "repair", "edits": [{"file": "minilib/core.py", "old": head, "new": sneaky}]})
@@ -112,8 +134,14 @@ def test_evaluation_runs_the_whole_suite_only_for_edits_whose_failing_tests_pass
             gold = {"file": task.meta["file"], "old": minus[0], "new": plus[0]}
             wrong = {"file": task.meta["file"], "old": minus[0], "new": minus[0] + "  # unchanged"}
             before = dict(box.stats)
-            assert box.judge(task, gold, "eval") == {"resolved": True, "cached": False, "refused": False,
-                                                     "runs": 2, "full": 1, "tampering": 0}
+            assert box.judge(task, gold, "eval") == {
+                "resolved": True,
+                "cached": False,
+                "refused": False,
+                "runs": 2,
+                "full": 1,
+                "tampering": 0,
+            }
             w = box.judge(task, wrong, "eval")
             assert not w["resolved"] and w["full"] == 0 and w["runs"] == 1
             assert box.stats["full_runs"] - before["full_runs"] == 1
@@ -148,11 +176,14 @@ def test_the_team_sandbox_refuses_edits_that_forge_or_escape_before_any_test_run
     task = load_tasks(corpus, split="heldout")[0]
     test_file = task.fail_to_pass[0].split("::")[0]
     attacks = [
-        {"file": test_file, "old": "assert", "new": "assert True or"},          # edit the judge
-        {"file": "../outside.py", "old": "x", "new": "y"},                     # escape the copy
-        {"file": "minilib/missing.py", "old": "x", "new": "y"},                # plant a new file
-        {"file": task.meta["file"], "old": "def clamp(x, lo, hi):",          # forge from inside the process
-         "new": "def clamp(x, lo, hi):\n    import os; os._exit(0)"},
+        {"file": test_file, "old": "assert", "new": "assert True or"},  # edit the judge
+        {"file": "../outside.py", "old": "x", "new": "y"},  # escape the copy
+        {"file": "minilib/missing.py", "old": "x", "new": "y"},  # plant a new file
+        {
+            "file": task.meta["file"],
+            "old": "def clamp(x, lo, hi):",  # forge from inside the process
+            "new": "def clamp(x, lo, hi):\n    import os; os._exit(0)",
+        },
     ]
     box = Sandbox(workers=1, cache_path=tmp_path / "cache.jsonl", test_timeout_s=20)
     try:

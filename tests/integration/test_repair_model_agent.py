@@ -31,12 +31,14 @@ def _engine(url: str) -> OpenAIEngine:
 
 
 def test_valid_malformed_and_invalid_replies(corpus):
-    replies = itertools.cycle([
-        '{"type": "explore", "op": "find", "anchors": ["mean"]}',
-        "I think the bug is in mean {not json",
-        '{"type": "explore", "op": "teleport", "anchors": []}',
-        '```json\n{"type": "memory", "ops": [{"op": "add", "node": "minilib/core.py::mean"}]}\n```',
-    ])
+    replies = itertools.cycle(
+        [
+            '{"type": "explore", "op": "find", "anchors": ["mean"]}',
+            "I think the bug is in mean {not json",
+            '{"type": "explore", "op": "teleport", "anchors": []}',
+            '```json\n{"type": "memory", "ops": [{"op": "add", "node": "minilib/core.py::mean"}]}\n```',
+        ]
+    )
     seen = []
 
     def answer(prompt, n, body):
@@ -56,8 +58,13 @@ def test_valid_malformed_and_invalid_replies(corpus):
 def test_patch_model_writes_the_diff_for_the_planners_plan(corpus, tmp_path):
     task = next(t for t in load_tasks(corpus) if t.meta["function"] == "mean")
     plan = {"type": "repair", "apply": True, "target": "minilib/core.py::mean", "plan": "undo the operator change"}
-    planner_replies = iter([json.dumps({"type": "memory", "ops": [{"op": "add", "node": "minilib/core.py::mean"}]}),
-                            json.dumps(plan), '{"type": "submit"}'])
+    planner_replies = iter(
+        [
+            json.dumps({"type": "memory", "ops": [{"op": "add", "node": "minilib/core.py::mean"}]}),
+            json.dumps(plan),
+            '{"type": "submit"}',
+        ]
+    )
     prompts = []
 
     def planner(prompt, n, body):

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 from mlflow.tracking import MlflowClient
 
-from .conftest import BIN, REPO, token_env, kill_tree, read_state, run_cli, start_cli
+from .conftest import BIN, REPO, kill_tree, read_state, run_cli, start_cli, token_env
 
 SMOKE = str(REPO / "configs" / "repair-smoke.yaml")
 
@@ -24,17 +24,33 @@ def corpus(tmp_path_factory):
     shipped = (REPO / "configs" / "repair-rl-corpus.yaml").read_text().splitlines()
     lines = [x for x in shipped if x.startswith(("  - {name: parse,", "  - {name: text-unidecode,"))]
     cfg = out / "corpus.yaml"
-    cfg.write_text("max_tried: 24\nmax_kept: 24\nper_function: 1\n"
-                   "kinds: [comparison, boolop, constant, binop, bound, swap_args]\npackages:\n" + "\n".join(lines) + "\n")
-    run = subprocess.run([str(BIN / "planact-repair"), "corpus", "--config", str(cfg), "--out", str(out / "corpus")],
-                         cwd=REPO, capture_output=True, text=True, timeout=600)
+    cfg.write_text(
+        "max_tried: 24\nmax_kept: 24\nper_function: 1\n"
+        "kinds: [comparison, boolop, constant, binop, bound, swap_args]\npackages:\n" + "\n".join(lines) + "\n"
+    )
+    run = subprocess.run(
+        [str(BIN / "planact-repair"), "corpus", "--config", str(cfg), "--out", str(out / "corpus")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     return out / "corpus"
 
 
 def _args(tmp_path, corpus, run, *extra):
-    return ["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", f"run_name={run}",
-            "--set", f"env.repair.corpus={corpus}", *(x for e in extra for x in ("--set", e))]
+    return [
+        "--config",
+        SMOKE,
+        "--set",
+        f"checkpoint.root={tmp_path}",
+        "--set",
+        f"run_name={run}",
+        "--set",
+        f"env.repair.corpus={corpus}",
+        *(x for e in extra for x in ("--set", e)),
+    ]
 
 
 @pytest.mark.slow
@@ -47,19 +63,32 @@ def test_repair_rounds_train_both_roles_log_per_round_and_resume_in_the_same_mlf
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     metrics = client.get_run(run_id).data.metrics
     # per round and per role: sandbox work, planner localisation, both roles' rewards and losses
-    for key in ("sandbox/test_runs", "sandbox/cache_hit_rate", "time/sandbox_s", "planner/target_correct",
-                "planner/steps_per_episode", "planner/groups_with_choice", "actor/reward_mean", "planner/loss",
-                "actor/loss", "actor/malformed"):
+    for key in (
+        "sandbox/test_runs",
+        "sandbox/cache_hit_rate",
+        "time/sandbox_s",
+        "planner/target_correct",
+        "planner/steps_per_episode",
+        "planner/groups_with_choice",
+        "actor/reward_mean",
+        "planner/loss",
+        "actor/loss",
+        "actor/malformed",
+    ):
         assert [x.step for x in client.get_metric_history(run_id, key)] == [1, 2], key
     assert 1.0 <= metrics["planner/steps_per_episode"] <= 2.0  # one read turn, then the Repair plan
     # evaluation runs the whole suite only for edits whose FAIL_TO_PASS tests passed on their own
     # (the first evaluation, at the warm start: every outcome is cold there)
-    full, runs = (client.get_metric_history(run_id, f"heldout/sandbox/eval_{k}_runs")[0].value for k in ("full", "test"))
+    full, runs = (
+        client.get_metric_history(run_id, f"heldout/sandbox/eval_{k}_runs")[0].value for k in ("full", "test")
+    )
     assert 0 < full < runs
     # held-out evaluation: the team and both baselines at budgets 1 and 2, on both splits
     for split in ("unseen_functions", "unseen_packages"):
         for system in ("team", "rule", "random"):
-            assert f"heldout/{split}/{system}/solve_at_1" in metrics and f"heldout/{split}/{system}/solve_at_2" in metrics
+            assert (
+                f"heldout/{split}/{system}/solve_at_1" in metrics and f"heldout/{split}/{system}/solve_at_2" in metrics
+            )
             assert metrics[f"heldout/{split}/{system}/solve_at_1"] <= metrics[f"heldout/{split}/{system}/solve_at_2"]
     # the sandbox's outcome cache is shared by every run over the corpus
     assert (corpus / "results-cache.jsonl").stat().st_size > 0
@@ -75,8 +104,12 @@ def test_repair_rounds_train_both_roles_log_per_round_and_resume_in_the_same_mlf
 @pytest.mark.slow
 def test_repair_two_job_mode_planner_and_actor_meet_at_the_orchestrator(corpus, ray_head, tmp_path):
     common = ("rounds=1", f"ray.address={ray_head}", "tracking.eval_every=5", "barrier.timeout_s=300")
-    procs = {role: start_cli(_args(tmp_path, corpus, "rr2", f"agent_role={role}", *common), tmp_path / f"{role}.log",
-                             env=token_env()) for role in ("planner", "actor")}
+    procs = {
+        role: start_cli(
+            _args(tmp_path, corpus, "rr2", f"agent_role={role}", *common), tmp_path / f"{role}.log", env=token_env()
+        )
+        for role in ("planner", "actor")
+    }
     try:
         codes = {role: p.wait(timeout=600) for role, p in procs.items()}
     finally:
@@ -94,8 +127,21 @@ def test_repair_two_job_mode_planner_and_actor_meet_at_the_orchestrator(corpus, 
 
 @pytest.mark.slow
 def test_repair_rl_benchmark_tiny_mode_compares_rl_sft_rule_and_random(corpus, tmp_path):
-    out = subprocess.run([str(BIN / "python"), "benchmarks/repair_rl.py", "--tiny", "--set", f"env.repair.corpus={corpus}",
-                          "--json", str(tmp_path / "figures.json")], cwd=REPO, capture_output=True, text=True, timeout=900)
+    out = subprocess.run(
+        [
+            str(BIN / "python"),
+            "benchmarks/repair_rl.py",
+            "--tiny",
+            "--set",
+            f"env.repair.corpus={corpus}",
+            "--json",
+            str(tmp_path / "figures.json"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "mean +- std over 1 seed(s), budget 1:" in out.stdout
     assert re.search(r"unseen_functions +warm [\d.]+ \+- [\d.]+ +RL .* rule .* random", out.stdout)
@@ -113,9 +159,19 @@ def test_file_style_round_with_lora_roles_in_process(corpus, tmp_path):
     from planact.envs.base import make_env
     from planact.workers import RoleWorker
 
-    cfg = load_config(SMOKE, [f"checkpoint.root={tmp_path}", f"env.repair.corpus={corpus}", "env.repair.prompt_style=file",
-                              "env.repair.context_chars=600", "planner.lora.enabled=true", "actor.lora.enabled=true",
-                              "actor.sampling.chat_template=false", "env.repair.eval_budget=1"])
+    cfg = load_config(
+        SMOKE,
+        [
+            f"checkpoint.root={tmp_path}",
+            f"env.repair.corpus={corpus}",
+            "env.repair.prompt_style=file",
+            "env.repair.context_chars=600",
+            "planner.lora.enabled=true",
+            "actor.lora.enabled=true",
+            "actor.sampling.chat_template=false",
+            "env.repair.eval_budget=1",
+        ],
+    )
     env = make_env(cfg)
     planner, actor = RoleWorker(cfg, "planner"), RoleWorker(cfg, "actor")
     before = {k: v.clone() for k, v in actor.model.state_dict().items()}

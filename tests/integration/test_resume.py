@@ -22,11 +22,24 @@ from .conftest import SMOKE, read_state, run_cli, start_cli
 
 @pytest.mark.slow
 def test_sigkill_then_resume_without_duplicate_steps(prefect_api, tmp_path):
-    args = ["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", "run_name=resume",
-            "--set", "rounds=6", "--set", "actor.train=false",
-            # Pipelined rounds (the planner trains in its own actor while the next round generates): a kill
-            # lands with a round generated and recorded but its predecessor's training not yet finished.
-            "--set", "pipeline.max_staleness=1", "--set", "planner.resources.colocate_trainer=false"]
+    args = [
+        "--config",
+        SMOKE,
+        "--set",
+        f"checkpoint.root={tmp_path}",
+        "--set",
+        "run_name=resume",
+        "--set",
+        "rounds=6",
+        "--set",
+        "actor.train=false",
+        # Pipelined rounds (the planner trains in its own actor while the next round generates): a kill
+        # lands with a round generated and recorded but its predecessor's training not yet finished.
+        "--set",
+        "pipeline.max_staleness=1",
+        "--set",
+        "planner.resources.colocate_trainer=false",
+    ]
     proc = start_cli(args, tmp_path / "first.log")
     deadline = time.time() + 400
     k = -1
@@ -35,15 +48,18 @@ def test_sigkill_then_resume_without_duplicate_steps(prefect_api, tmp_path):
         if k >= 2:
             break
         time.sleep(0.2)
-    assert proc.poll() is None, "the run finished before it could be killed: " + (tmp_path / "first.log").read_text()[-2000:]
+    assert proc.poll() is None, (
+        "the run finished before it could be killed: " + (tmp_path / "first.log").read_text()[-2000:]
+    )
     # SIGKILL of the driver alone (as the OOM killer does): no cleanup handlers run, and what it started must
     # not outlive it: Ray's daemons share its fate, its agents and workers are removed by planact.reaper.
     started = {p.pid for p in psutil.Process(proc.pid).children(recursive=True)}
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     deadline = time.time() + 20
-    while (left := [pid for pid in started if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]) \
-            and time.time() < deadline:
+    while (
+        left := [pid for pid in started if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
+    ) and time.time() < deadline:
         time.sleep(0.5)
     assert not left, [" ".join(psutil.Process(pid).cmdline())[:60] for pid in left if psutil.pid_exists(pid)]
     state = read_state(tmp_path / "resume")

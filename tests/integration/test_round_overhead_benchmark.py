@@ -16,8 +16,14 @@ from .conftest import REPO, cli_env
 
 @pytest.mark.slow
 def test_round_overhead_benchmark_tiny_mode(prefect_api):
-    out = subprocess.run([sys.executable, "benchmarks/round_overhead.py", "--tiny"], cwd=REPO, capture_output=True,
-                         text=True, timeout=600, env=cli_env())
+    out = subprocess.run(
+        [sys.executable, "benchmarks/round_overhead.py", "--tiny"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=cli_env(),
+    )
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     ratio = re.search(r"ratio flow/loop: ([0-9.]+)", out.stdout)
     assert ratio and float(ratio.group(1)) > 0
@@ -30,8 +36,24 @@ def test_round_overhead_benchmark_tiny_mode(prefect_api):
 def test_rl_vs_sft_benchmark_over_seeds_tiny():
     """benchmarks/rl_vs_sft.py with two independent warm starts on the smoke config: per-seed tables, then
     mean, sd and per-seed figures for every arm and paired difference."""
-    out = subprocess.run([sys.executable, "benchmarks/rl_vs_sft.py", "--config", "configs/smoke.yaml", "--seeds", "0", "1",
-                          "--rounds", "1"], cwd=REPO, capture_output=True, text=True, timeout=600, env=cli_env())
+    out = subprocess.run(
+        [
+            sys.executable,
+            "benchmarks/rl_vs_sft.py",
+            "--config",
+            "configs/smoke.yaml",
+            "--seeds",
+            "0",
+            "1",
+            "--rounds",
+            "1",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=cli_env(),
+    )
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     assert "seed 0. RL: 1 GRPO rounds" in out.stdout and "seed 1. RL: 1 GRPO rounds" in out.stdout
     assert "over 2 seeds (0 1): mean (sd) and per seed" in out.stdout
@@ -45,16 +67,28 @@ def test_fault_matrix_tiny_mode():
     """benchmarks/fault_matrix.py with one cell: a trainer actor SIGKILLs itself mid-train; the run completes
     with every round, metric step, update and experience item once, and no Ray process left behind.
     (A SIGKILLed driver and planact.reaper are tested in test_resume.py.)"""
-    out = subprocess.run([sys.executable, "benchmarks/fault_matrix.py", "--tiny"], cwd=REPO, capture_output=True,
-                         text=True, timeout=900, env=cli_env())
+    out = subprocess.run(
+        [sys.executable, "benchmarks/fault_matrix.py", "--tiny"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=cli_env(),
+    )
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     assert re.search(r"^trainer\.mid_train:2\s+completed", out.stdout, re.M), out.stdout
     assert "1 of 1 cells completed or resumed with nothing lost" in out.stdout
 
 
 def test_engine_throughput_benchmark_tiny_mode():
-    out = subprocess.run([sys.executable, "benchmarks/engine_throughput.py", "--tiny"], cwd=REPO, capture_output=True,
-                         text=True, timeout=300, env=cli_env())
+    out = subprocess.run(
+        [sys.executable, "benchmarks/engine_throughput.py", "--tiny"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=cli_env(),
+    )
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     assert "16 prompts, max_new_tokens 8" in out.stdout
     ratio = re.search(r"ratio batched / naive: ([0-9.]+)x", out.stdout)
@@ -64,8 +98,14 @@ def test_engine_throughput_benchmark_tiny_mode():
 def test_pretrained_throughput_benchmark_tiny_mode():
     """benchmarks/pretrained_throughput.py --tiny: each of its three comparisons prints a ratio, and the
     shared-prefix scores equal the per-candidate ones."""
-    out = subprocess.run([sys.executable, "benchmarks/pretrained_throughput.py", "--tiny"], cwd=REPO,
-                         capture_output=True, text=True, timeout=300, env=cli_env())
+    out = subprocess.run(
+        [sys.executable, "benchmarks/pretrained_throughput.py", "--tiny"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=cli_env(),
+    )
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     ratios = re.findall(r"ratio ([0-9.]+)x", out.stdout)
     assert len(ratios) == 3 and all(float(r) > 0 for r in ratios), out.stdout
@@ -76,8 +116,14 @@ def test_pretrained_throughput_benchmark_tiny_mode():
 def test_gpu_determinism_benchmark_tiny_mode():
     """benchmarks/gpu_determinism.py --tiny: SFT + GRPO rounds repeated in two fresh processes on the CPU
     give the same samples and the same weights, bit for bit (on a GPU machine it also runs the cuda modes)."""
-    out = subprocess.run([sys.executable, "benchmarks/gpu_determinism.py", "--tiny"], cwd=REPO, capture_output=True,
-                         text=True, timeout=300, env=cli_env())
+    out = subprocess.run(
+        [sys.executable, "benchmarks/gpu_determinism.py", "--tiny"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=cli_env(),
+    )
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     assert re.search(r"^cpu\s+True\s+True\s+0\s+0\s", out.stdout, re.M), out.stdout
     assert "bit-identical across repeats: cpu" in out.stdout
@@ -88,12 +134,19 @@ def test_async_rounds_benchmark_quick_runs_the_pipelined_flow(prefect_api):
     """benchmarks/async_rounds.py --quick: the training flow synchronous and with pipeline.max_staleness 1
     (separate trainer actors), 2 rounds each. The pipelined run's second round was generated one weight
     version behind its trainer (what the loss corrected for); the synchronous run never was."""
-    out = subprocess.run([sys.executable, "benchmarks/async_rounds.py", "--quick"], cwd=REPO, capture_output=True,
-                         text=True, timeout=900, env=cli_env())
+    out = subprocess.run(
+        [sys.executable, "benchmarks/async_rounds.py", "--quick"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=cli_env(),
+    )
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     sync = re.search(r"^sync\s+\d+\s+([0-9.]+)\s+([0-9.]+)\s+[0-9.]+\s+planner (\d), actor (\d)$", out.stdout, re.M)
-    stale = re.search(r"^staleness-1\s+\d+\s+([0-9.]+)\s+([0-9.]+)\s+[0-9.]+\s+planner (\d), actor (\d)$",
-                      out.stdout, re.M)
+    stale = re.search(
+        r"^staleness-1\s+\d+\s+([0-9.]+)\s+([0-9.]+)\s+[0-9.]+\s+planner (\d), actor (\d)$", out.stdout, re.M
+    )
     assert sync and stale, out.stdout
     assert sync.group(3, 4) == ("0", "0") and stale.group(3, 4) == ("1", "1"), out.stdout
     assert re.search(r"^speedup [0-9.]+x; held-out pass@1 sync [0-9.]+, staleness-1 [0-9.]+$", out.stdout, re.M)

@@ -20,8 +20,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from aflow_rl.benchmarks import load_problems, score_code
 import sandbox
+from aflow_rl.benchmarks import load_problems, score_code
 
 PY = [sys.executable, "-I", "-c"]
 QUICK = sandbox.Limits(timeout_s=4.0, memory_mb=256)
@@ -44,14 +44,20 @@ FORGERIES = {
     "early exit 0": "import sys\nsys.exit(0)\n",
     "os._exit(0)": "import os\nos._exit(0)\n",
     # An object that agrees with everything beats `assert candidate(x) == y` when both share a process.
-    "always-equal": ("class Yes:\n    def __eq__(self, other): return True\n    def __ne__(self, other): return False\n"
-                     "    def __bool__(self): return True\ndef has_close_elements(numbers, threshold):\n    return Yes()\n"),
+    "always-equal": (
+        "class Yes:\n    def __eq__(self, other): return True\n    def __ne__(self, other): return False\n"
+        "    def __bool__(self): return True\ndef has_close_elements(numbers, threshold):\n    return Yes()\n"
+    ),
     # Patching the checker's builtins only works in the checker's own process.
-    "patch assert machinery": ("import builtins\nbuiltins.AssertionError = type('X', (BaseException,), {})\n"
-                               "def has_close_elements(numbers, threshold):\n    return None\n"),
+    "patch assert machinery": (
+        "import builtins\nbuiltins.AssertionError = type('X', (BaseException,), {})\n"
+        "def has_close_elements(numbers, threshold):\n    return None\n"
+    ),
     # The old sandbox's barrier was an audit hook reading a global the code could rebind.
-    "audit-hook rebinding": ("import sys\nfor name in list(globals()):\n    globals()[name] = None\n"
-                             "def has_close_elements(numbers, threshold):\n    import os\n    os.system('true')\n    return False\n"),
+    "audit-hook rebinding": (
+        "import sys\nfor name in list(globals()):\n    globals()[name] = None\n"
+        "def has_close_elements(numbers, threshold):\n    import os\n    os.system('true')\n    return False\n"
+    ),
     "wrong answer": "def has_close_elements(numbers, threshold):\n    return False\n",
 }
 
@@ -69,8 +75,11 @@ def test_the_canonical_solution_still_scores_one(problem):
 def test_shell_runs_only_inside_and_changes_nothing_outside(problem, tmp_path):
     outside = Path(tempfile.mkdtemp(dir=os.getcwd(), prefix=".sbx-outside-"))  # not under a hidden path
     try:
-        code = (f"import os, subprocess\nsubprocess.run('echo pwned > {outside}/shell.txt; echo x > /etc/pwned', shell=True)\n"
-                f"open('{outside}/py.txt', 'w').write('x')\n")
+        code = (
+            f"import os, subprocess\nsubprocess.run('echo pwned > {outside}/shell.txt; echo x > /etc/pwned', "
+            "shell=True)\n"
+            f"open('{outside}/py.txt', 'w').write('x')\n"
+        )
         r = sandbox.run(PY + [code], limits=QUICK)
         assert r.status == "error" and ("Permission denied" in r.stderr or "Read-only" in r.stderr)
         assert list(outside.iterdir()) == [] and not Path("/etc/pwned").exists()
@@ -85,8 +94,10 @@ def test_no_network_even_to_a_loopback_server_on_this_machine():
     port = srv.getsockname()[1]
     hits = []
     threading.Thread(target=lambda: hits.append(srv.accept()), daemon=True).start()
-    r = sandbox.run(PY + [f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)\nprint('connected')"],
-                    limits=QUICK)
+    r = sandbox.run(
+        PY + [f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)\nprint('connected')"],
+        limits=QUICK,
+    )
     srv.close()
     assert r.status == "error" and "connected" not in r.stdout
     assert not hits  # the server on the host's loopback saw nothing
@@ -101,13 +112,15 @@ def test_secrets_of_the_home_directory_and_environment_are_hidden(monkeypatch):
         (home / ".prefect" / "profiles.toml").write_text("PREFECT-CANARY")
         monkeypatch.setenv("HOME", str(home))
         monkeypatch.setenv("OPENAI_API_KEY", "sk-CANARY")
-        code = (f"import os, glob\nout = []\n"
-                f"for p in ['{home}/.ray/auth_token', '{home}/.prefect/profiles.toml', '/root/.bashrc']:\n"
-                "    try: out.append(open(p).read())\n    except OSError as e: out.append(type(e).__name__)\n"
-                "out.append(repr(dict(os.environ)))\n"
-                "for p in glob.glob('/proc/*/environ'):\n"
-                "    try: out.append(open(p, 'rb').read().decode('latin1'))\n    except OSError: pass\n"
-                "print(out)")
+        code = (
+            f"import os, glob\nout = []\n"
+            f"for p in ['{home}/.ray/auth_token', '{home}/.prefect/profiles.toml', '/root/.bashrc']:\n"
+            "    try: out.append(open(p).read())\n    except OSError as e: out.append(type(e).__name__)\n"
+            "out.append(repr(dict(os.environ)))\n"
+            "for p in glob.glob('/proc/*/environ'):\n"
+            "    try: out.append(open(p, 'rb').read().decode('latin1'))\n    except OSError: pass\n"
+            "print(out)"
+        )
         r = sandbox.run(PY + [code], limits=QUICK)
         assert r.status == "ok", r.stderr
         for canary in ("RAY-CANARY", "PREFECT-CANARY", "sk-CANARY"):
@@ -120,24 +133,34 @@ def test_secrets_of_the_home_directory_and_environment_are_hidden(monkeypatch):
 
 def test_a_setsid_child_does_not_outlive_the_run():
     before = {p.pid for p in psutil.process_iter()}
-    code = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
-            "        time.sleep(120)\n    os._exit(0)\nprint('parent exits at once')")
+    code = (
+        "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+        "        time.sleep(120)\n    os._exit(0)\nprint('parent exits at once')"
+    )
     r = sandbox.run(PY + [code], limits=QUICK)
     assert r.status == "ok" and r.seconds < 2.0  # the survivor no longer holds the pipe until the timeout
-    leftover = [p for p in psutil.process_iter(["cmdline"]) if p.pid not in before
-                and "time.sleep(120)" in " ".join(p.info["cmdline"] or [])]
+    leftover = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if p.pid not in before and "time.sleep(120)" in " ".join(p.info["cmdline"] or [])
+    ]
     assert not leftover
 
 
 def test_a_run_past_its_timeout_is_killed_with_its_children(problem):
     before = {p.pid for p in psutil.process_iter()}
-    code = ("import os, time\nfor _ in range(3):\n    if os.fork() == 0:\n        os.setsid()\n        break\n"
-            "while True:\n    pass\n")
+    code = (
+        "import os, time\nfor _ in range(3):\n    if os.fork() == 0:\n        os.setsid()\n        break\n"
+        "while True:\n    pass\n"
+    )
     t0 = time.monotonic()
     r = sandbox.run(PY + [code], limits=sandbox.Limits(timeout_s=2.0))
     assert r.status == "timeout" and time.monotonic() - t0 < 6
-    spinning = [p for p in psutil.process_iter(["cmdline"]) if p.pid not in before
-                and "while True" in " ".join(p.info["cmdline"] or [])]
+    spinning = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if p.pid not in before and "while True" in " ".join(p.info["cmdline"] or [])
+    ]
     assert not spinning
     score, why = _score(problem, "def has_close_elements(numbers, threshold):\n    while True:\n        pass\n", 2.0)
     assert score == 0.0 and why.startswith("timeout")
@@ -159,8 +182,10 @@ def test_a_cpu_limit_stops_a_busy_loop_but_not_a_run_that_only_waits():
     assert bomb.status == "timeout" and time.monotonic() - t0 < 4
 
 
-@pytest.mark.skipif(sandbox.backend() != "bwrap", reason="the process backend hides no other process: as root "
-                    "this attack would write into every pipe on the machine")
+@pytest.mark.skipif(
+    sandbox.backend() != "bwrap",
+    reason="the process backend hides no other process: as root this attack would write into every pipe on the machine",
+)
 def test_a_run_reports_the_cpu_time_of_its_tree_and_the_program_cannot_forge_it():
     """Completed.cpu_s (what the corpus build derives its limits from) counts a reaped child's work, not
     the time the run waited, and stays honest when the program writes fake reports into every pipe it
@@ -208,7 +233,9 @@ def test_a_10_gb_allocation_is_a_memory_error(problem):
 def test_a_print_flood_is_truncated_and_the_scorer_stays_small(problem):
     me = psutil.Process()
     rss0 = me.memory_info().rss
-    r = sandbox.run(PY + ["import sys\nwhile True:\n    sys.stdout.write('x' * 65536)"], limits=sandbox.Limits(timeout_s=3.0))
+    r = sandbox.run(
+        PY + ["import sys\nwhile True:\n    sys.stdout.write('x' * 65536)"], limits=sandbox.Limits(timeout_s=3.0)
+    )
     assert r.status == "timeout" and r.truncated and len(r.stdout) <= sandbox.Limits().output_bytes
     flood = "def has_close_elements(numbers, threshold):\n    while True:\n        print('y' * 65536)\n"
     assert _score(problem, flood, 3.0)[0] == 0.0
@@ -216,8 +243,13 @@ def test_a_print_flood_is_truncated_and_the_scorer_stays_small(problem):
 
 
 def test_writes_stay_in_the_private_working_directory():
-    r = sandbox.run(PY + ["import os\nopen('mine.txt', 'w').write('ok')\nprint(os.listdir('.'))\n"
-                          "for p in ['/var/tmp/x', '/usr/x', '/root/x']:\n"
-                          "    try:\n        open(p, 'w')\n        print('WROTE', p)\n    except OSError:\n        pass\n"],
-                    limits=QUICK)
+    r = sandbox.run(
+        PY
+        + [
+            "import os\nopen('mine.txt', 'w').write('ok')\nprint(os.listdir('.'))\n"
+            "for p in ['/var/tmp/x', '/usr/x', '/root/x']:\n"
+            "    try:\n        open(p, 'w')\n        print('WROTE', p)\n    except OSError:\n        pass\n"
+        ],
+        limits=QUICK,
+    )
     assert r.status == "ok" and "mine.txt" in r.stdout and "WROTE" not in r.stdout

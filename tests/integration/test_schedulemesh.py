@@ -35,8 +35,14 @@ _ns = itertools.count()
 @pytest.fixture(scope="module")
 def local_ray():
     os.environ.update(LOOPBACK_RAY)
-    ray.init(address="local", num_cpus=4, resources={"zone_a": 2}, include_dashboard=False,
-             namespace="sm-tests", _system_config={"num_workers_soft_limit": 32})
+    ray.init(
+        address="local",
+        num_cpus=4,
+        resources={"zone_a": 2},
+        include_dashboard=False,
+        namespace="sm-tests",
+        _system_config={"num_workers_soft_limit": 32},
+    )
     yield
     ray.shutdown()
 
@@ -106,8 +112,9 @@ def test_ray_options_pass_through_max_restarts_really_restarts(sched):
     sched.create_pool("p", {}, {"cpu": 1})
     # max_task_retries -1: the call is retried until the restarted actor answers (with a single retry, a
     # loaded machine's slow restart spent it while the actor was still coming back: a CI flake)
-    ref = sched.create_agent("r", "p", Echo, actor_args=("kept",), ray_options={"max_restarts": 1,
-                                                                                "max_task_retries": -1})
+    ref = sched.create_agent(
+        "r", "p", Echo, actor_args=("kept",), ray_options={"max_restarts": 1, "max_task_retries": -1}
+    )
     pid = ref.call("whoami")["pid"]
     os.kill(pid, signal.SIGKILL)
     after = ref.call("whoami", timeout=60)  # Ray itself restarts the actor and retries the call
@@ -176,8 +183,10 @@ def test_supervisor_recreates_a_sigkilled_agent(sched):
     os.kill(pid, signal.SIGKILL)
     info = sched.wait_alive("victim", min_incarnation=1, timeout_s=30)
     recovery = time.perf_counter() - t0
-    print(f"\nschedulemesh: SIGKILL -> agent recreated and answering in {recovery:.2f}s "
-          f"(supervisor's own recreation {info['last_recovery_s']:.2f}s)")
+    print(
+        f"\nschedulemesh: SIGKILL -> agent recreated and answering in {recovery:.2f}s "
+        f"(supervisor's own recreation {info['last_recovery_s']:.2f}s)"
+    )
     after = ref.call("whoami")
     assert after["pid"] != pid and after["value"] == {"model": "m"}  # same class and constructor arguments
     assert info["recreations"] == 1

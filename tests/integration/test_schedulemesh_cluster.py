@@ -38,11 +38,12 @@ print("RESULT " + json.dumps(out))
 
 def _driver(address: str, mode: str) -> dict:
     env = token_env()
-    out = subprocess.run([PY, "-c", DRIVER, address, mode], cwd=REPO, env=env, capture_output=True, text=True,
-                         timeout=180)
+    out = subprocess.run(
+        [PY, "-c", DRIVER, address, mode], cwd=REPO, env=env, capture_output=True, text=True, timeout=180
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     line = next(ln for ln in out.stdout.splitlines() if ln.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 @pytest.mark.slow
@@ -60,8 +61,9 @@ def three_nodes():
     os.environ.update(LOOPBACK_RAY)
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False,
-                                                            "labels": {"zone": "head"}})
+    cluster = Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False, "labels": {"zone": "head"}}
+    )
     gpu_like = cluster.add_node(num_cpus=2, resources={"accel": 2}, labels={"zone": "b"})
     cpu_only = cluster.add_node(num_cpus=2, labels={"zone": "c"})
     ray.init(address=cluster.address, namespace="three-nodes")
@@ -76,8 +78,9 @@ def three_nodes():
 def test_agents_land_on_the_nodes_their_pools_ask_for(three_nodes):
     cluster, gpu_like, cpu_only = three_nodes
     s = Scheduler(namespace="three-nodes")
-    s.create_pool("trainers", {"role": "trainer"}, {"cpu": 0.5, "accel": 1}, target_agents=2,
-                  placement_strategy="STRICT_PACK")
+    s.create_pool(
+        "trainers", {"role": "trainer"}, {"cpu": 0.5, "accel": 1}, target_agents=2, placement_strategy="STRICT_PACK"
+    )
     s.create_pool("engines", {"role": "engine"}, {"cpu": 0.5}, target_agents=2, node_labels={"zone": "c"})
     where = {}
     for i in range(2):

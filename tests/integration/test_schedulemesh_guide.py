@@ -23,8 +23,15 @@ from .sm_agents import CustomAgent, CustomModelAgent, ModelServerAgent
 @pytest.fixture(scope="module")
 def scheduler():
     os.environ.update(LOOPBACK_RAY)
-    ray.init(address="local", num_cpus=24, num_gpus=4, resources={"fpga": 4, "special_hardware": 2, "tpu": 1},
-             _memory=64 * 2**30, include_dashboard=False, namespace="sm-guide")
+    ray.init(
+        address="local",
+        num_cpus=24,
+        num_gpus=4,
+        resources={"fpga": 4, "special_hardware": 2, "tpu": 1},
+        _memory=64 * 2**30,
+        include_dashboard=False,
+        namespace="sm-guide",
+    )
     s = Scheduler(namespace="sm-guide", check_interval_s=0.5, heartbeat_interval_s=0.5)
     # Pools the guide's examples use without showing their creation.
     s.create_pool("ml-pool", {"hardware": "gpu"}, {"cpu": 8.0, "memory": 16384.0, "gpu": 2.0})
@@ -44,9 +51,9 @@ def test_basic_and_custom_resources(scheduler):
         pool="ml-pool",
         actor_class=AgentActor,
         resources={
-            "cpu": 4.0,       # 4个CPU核心
-            "memory": 8192.0, # 8GB内存（单位：MB）
-            "gpu": 1.0,       # 1个GPU
+            "cpu": 4.0,  # 4个CPU核心
+            "memory": 8192.0,  # 8GB内存（单位：MB）
+            "gpu": 1.0,  # 1个GPU
         },
     )
     scheduler.create_pool(
@@ -85,31 +92,38 @@ def test_every_ray_option_of_the_guide(scheduler):
         actor_class=AgentActor,
         ray_options={
             # ========== 容错和恢复 ==========
-            "max_restarts": 5,           # Actor失败后最多重启5次
-            "max_task_retries": 3,       # 单个任务最多重试3次
-
+            "max_restarts": 5,  # Actor失败后最多重启5次
+            "max_task_retries": 3,  # 单个任务最多重试3次
             # ========== 并发控制 ==========
-            "max_concurrency": 20,       # 最多同时处理20个请求
-
+            "max_concurrency": 20,  # 最多同时处理20个请求
             # ========== 生命周期管理 ==========
-            "lifetime": "detached",      # 不随创建者退出（持久化actor）
+            "lifetime": "detached",  # 不随创建者退出（持久化actor）
             "name": "persistent-agent",  # 命名actor（用于重新连接）
-
             # ========== 资源隔离 ==========
-            "runtime_env": {             # 运行时环境
+            "runtime_env": {  # 运行时环境
                 "env_vars": {"MODEL_PATH": "/models"},
             },
-
             # ========== 调度策略 ==========
             "scheduling_strategy": "SPREAD",  # 分散调度策略
         },
     )
     # The table's remaining keys: namespace, num_cpus/num_gpus/memory (overridden by resources), custom
     # resources, get_if_exists.
-    ref = scheduler.create_agent("table-agent", "production-pool", AgentActor, resources={"cpu": 1.0},
-                                 ray_options={"namespace": "sm-guide", "num_cpus": 3, "num_gpus": 0, "memory": 2**30,
-                                              "resources": {"special_hardware": 1}, "get_if_exists": True,
-                                              "scheduling_strategy": "DEFAULT"})
+    ref = scheduler.create_agent(
+        "table-agent",
+        "production-pool",
+        AgentActor,
+        resources={"cpu": 1.0},
+        ray_options={
+            "namespace": "sm-guide",
+            "num_cpus": 3,
+            "num_gpus": 0,
+            "memory": 2**30,
+            "resources": {"special_hardware": 1},
+            "get_if_exists": True,
+            "scheduling_strategy": "DEFAULT",
+        },
+    )
     again = scheduler.create_agent("table-agent", "production-pool", AgentActor, ray_options={"get_if_exists": True})
     assert again.name == ref.name
     info = scheduler.agent_info("table-agent")
@@ -133,14 +147,19 @@ def test_custom_init_arguments(scheduler):
     )
     got = scheduler.get_agent("model-server-1").call("settings")
     assert got["name"] == "model-server-1" and got["labels"] == {"role": "inference"}
-    assert (got["model_path"], got["batch_size"], got["timeout"], got["enable_cache"]) == ("/models/gpt-4", 64, 60.0, True)
+    assert (got["model_path"], got["batch_size"], got["timeout"], got["enable_cache"]) == (
+        "/models/gpt-4",
+        64,
+        60.0,
+        True,
+    )
 
     scheduler.create_agent(
         name="custom-agent",
         pool="custom-pool",
         actor_class=CustomAgent,
         actor_args=["value1", "value2"],  # 对应 arg1, arg2
-        actor_kwargs={                    # 对应 kwarg1, kwarg2
+        actor_kwargs={  # 对应 kwarg1, kwarg2
             "kwarg1": "foo",
             "kwarg2": "bar",
         },
@@ -153,7 +172,6 @@ def test_combined_configuration(scheduler):
         name="premium-agent",
         pool="premium-pool",
         actor_class=CustomModelAgent,
-
         # 1. 资源配置
         resources={
             "cpu": 8.0,
@@ -161,7 +179,6 @@ def test_combined_configuration(scheduler):
             "gpu": 2.0,
             "tpu": 1.0,  # 自定义资源
         },
-
         # 2. Ray actor选项
         ray_options={
             "max_restarts": 5,
@@ -175,7 +192,6 @@ def test_combined_configuration(scheduler):
                 },
             },
         },
-
         # 3. 自定义初始化参数
         actor_kwargs={
             "model_path": "/models/llama-2-70b",

@@ -21,17 +21,41 @@ from schedulemesh.core.actors.head import ScheduleMeshHead
 from .conftest import LOOPBACK_RAY
 from .sm_agents import OriginalStyle
 
-AGENT_KEYS = {"name", "labels", "resources", "actor_class_path", "actor_init_args", "actor_init_kwargs", "handle",
-              "options", "status"}
-POOL_KEYS = {"name", "labels", "capacity", "target_agents", "placement_strategy", "used_resources",
-             "reserved_resources", "available_resources", "default_agent_resources"}
+AGENT_KEYS = {
+    "name",
+    "labels",
+    "resources",
+    "actor_class_path",
+    "actor_init_args",
+    "actor_init_kwargs",
+    "handle",
+    "options",
+    "status",
+}
+POOL_KEYS = {
+    "name",
+    "labels",
+    "capacity",
+    "target_agents",
+    "placement_strategy",
+    "used_resources",
+    "reserved_resources",
+    "available_resources",
+    "default_agent_resources",
+}
 
 
 @pytest.fixture(scope="module")
 def rs():
     os.environ.update(LOOPBACK_RAY)
-    ray.init(address="local", num_cpus=8, resources={"fpga": 2}, _memory=4 * 2**30, include_dashboard=False,
-             namespace="sm-original")
+    ray.init(
+        address="local",
+        num_cpus=8,
+        resources={"fpga": 2},
+        _memory=4 * 2**30,
+        include_dashboard=False,
+        namespace="sm-original",
+    )
     sched = RayScheduler("sm-original-sup")
     sched.pg_pools.ready_timeout_s = 3.0  # an unplaceable group is known to be so within seconds here
     yield sched
@@ -67,8 +91,14 @@ def test_pools_agents_and_their_result_shapes(rs):
     assert not rs.get_pool("nowhere")["success"] and rs.get_pool("infer")["success"]
     assert {"infer", "flat"} <= {p["name"] for p in rs.list_pools()["pools"]}
 
-    a = rs.create_agent("infer-0", "infer", OriginalStyle, actor_args=["hi"], actor_kwargs={"interval": 0.0},
-                        ray_options={"max_restarts": 0})
+    a = rs.create_agent(
+        "infer-0",
+        "infer",
+        OriginalStyle,
+        actor_args=["hi"],
+        actor_kwargs={"interval": 0.0},
+        ray_options={"max_restarts": 0},
+    )
     assert a["success"], a
     agent = a["agent"]
     assert AGENT_KEYS <= set(agent) and agent["status"] == "running"
@@ -124,12 +154,21 @@ def test_task_queues_choose_agents_by_labels_and_strategy(rs):
 
 def test_running_task_registry_decides_executes_and_counts_preemptions(rs):
     rs.create_pool("train", {"stage": "train"}, {"cpu": 1.0}, target_agents=2)
-    reg = rs.register_running_task("low", "agent-low", "train", 1.0, labels={"tier": "batch"},
-                                   estimated_duration=100.0, payload={"step": 7})
+    reg = rs.register_running_task(
+        "low", "agent-low", "train", 1.0, labels={"tier": "batch"}, estimated_duration=100.0, payload={"step": 7}
+    )
     state = reg["task_state"]
     assert reg["success"] and state["resources"] == {"cpu": 1.0} and state["payload"] == {"step": 7}
-    assert {"task_id", "agent_name", "pool_name", "priority", "labels", "start_time", "estimated_duration",
-            "last_preemption_reason"} <= set(state)
+    assert {
+        "task_id",
+        "agent_name",
+        "pool_name",
+        "priority",
+        "labels",
+        "start_time",
+        "estimated_duration",
+        "last_preemption_reason",
+    } <= set(state)
     rs.register_running_task("mid", "agent-mid", "train", 4.5)
     ev = rs.evaluate_preemption(5.0, "train")
     assert ev["should_preempt"] and [c["task_id"] for c in ev["candidates"]] == ["low"]  # Δ=0.5 < 1.0 for mid
@@ -137,8 +176,9 @@ def test_running_task_registry_decides_executes_and_counts_preemptions(rs):
     assert "evaluation_latency_ms" in ev
 
     saved_by, restored = [], []
-    rs.register_state_handlers("train", lambda t: saved_by.append(t.task_id) or {"checkpoint": "ckpt-7"},
-                               restored.append)
+    rs.register_state_handlers(
+        "train", lambda t: saved_by.append(t.task_id) or {"checkpoint": "ckpt-7"}, restored.append
+    )
     done = rs.preempt_task(incoming_task_priority=5.0, incoming_task_pool="train")
     assert done["success"] and done["chosen_candidate"]["task_id"] == "low"
     assert done["execution"]["saved_state"]["checkpoint"] == "ckpt-7" and done["execution"]["cancel_success"]
@@ -148,15 +188,20 @@ def test_running_task_registry_decides_executes_and_counts_preemptions(rs):
     nothing = rs.preempt_task(incoming_task_priority=1.0, incoming_task_pool="train")
     assert not nothing["success"] and "reason" in nothing and "evaluation" in nothing
 
-    assert rs.update_preemption_policy(preemption_aggressiveness="high", cancel_timeout=5)["policy"][
-        "same_pool_priority_threshold"] == 0.5
+    assert (
+        rs.update_preemption_policy(preemption_aggressiveness="high", cancel_timeout=5)["policy"][
+            "same_pool_priority_threshold"
+        ]
+        == 0.5
+    )
     assert rs.evaluate_preemption(5.0, "train")["candidates"][0]["task_id"] == "mid"  # Δ=0.5 now enough
     assert rs.execute_preemption("mid")["success"] and not rs.execute_preemption("mid")["success"]
     stats = rs.get_preemption_stats()
     assert stats["total_preemptions"] == 2 and stats["same_pool_preemptions"] == 2
     assert stats["cross_pool_preemptions"] == 0 and stats["running_tasks"] == 0
     assert {"timestamp", "task_id", "preemptor_task_id", "saved_state", "cancel_success", "reason"} <= set(
-        stats["recent_preemptions"][0])
+        stats["recent_preemptions"][0]
+    )
     assert rs.unregister_task("mid") == {"success": False, "error": "Task 'mid' not found"}
     rs.update_preemption_policy(preemption_aggressiveness="medium")
     _cleanup(rs, "train")
@@ -164,19 +209,27 @@ def test_running_task_registry_decides_executes_and_counts_preemptions(rs):
 
 def test_submit_with_preemption_frees_the_victims_quota_and_tells_its_agent(rs):
     rs.create_pool("gen", {"stage": "gen"}, {"cpu": 1.0}, target_agents=1)
-    first = rs.submit_task_with_preemption(task_id="batch-1", pool_name="gen", resources={"cpu": 1.0},
-                                           actor_class=OriginalStyle, priority=1.0)
+    first = rs.submit_task_with_preemption(
+        task_id="batch-1", pool_name="gen", resources={"cpu": 1.0}, actor_class=OriginalStyle, priority=1.0
+    )
     assert first["success"] and re.fullmatch(r"gen-agent-[0-9a-f]{6}", first["agent"]["name"])
     assert first["agent"]["labels"]["pool"] == "gen"
     victim = first["agent"]["name"]
     ray.get(first["agent"]["handle"].process.remote("work", task_id="batch-1", simulated_duration=60.0))
     # Not registered as running: without a registration there is nothing to preempt.
-    blocked = rs.submit_task_with_preemption(task_id="urgent-1", pool_name="gen", resources={"cpu": 1.0},
-                                             actor_class=OriginalStyle, priority=9.0)
+    blocked = rs.submit_task_with_preemption(
+        task_id="urgent-1", pool_name="gen", resources={"cpu": 1.0}, actor_class=OriginalStyle, priority=9.0
+    )
     assert blocked["success"] is False and blocked["reason"] == "empty_candidates"
     rs.register_running_task("batch-1", victim, "gen", 1.0)
-    won = rs.submit_task_with_preemption(task_id="urgent-1", pool_name="gen", resources={"cpu": 1.0},
-                                         actor_class=OriginalStyle, priority=9.0, agent_name="urgent-agent")
+    won = rs.submit_task_with_preemption(
+        task_id="urgent-1",
+        pool_name="gen",
+        resources={"cpu": 1.0},
+        actor_class=OriginalStyle,
+        priority=9.0,
+        agent_name="urgent-agent",
+    )
     assert won["success"] and won["agent"]["name"] == "urgent-agent"
     names = [a["name"] for a in rs.list_agents("gen")["agents"]]
     assert names == ["urgent-agent"]  # the victim's agent was deleted, its quota reused
@@ -189,25 +242,38 @@ def test_submit_with_preemption_frees_the_victims_quota_and_tells_its_agent(rs):
 
 def test_placement_group_pools_reserve_reuse_and_preempt(rs):
     with pytest.raises(ValueError, match="exceeds"):
-        rs.create_pool("pg", {}, {"cpu": 1.0}, target_agents=2,
-                       pg_pool_config={"enable": True, "high_priority_pg_specs": [{"cpu": 2.0}]})
-    made = rs.create_pool("pg", {"stage": "pg"}, {"cpu": 1.0}, target_agents=3,
-                          pg_pool_config={"enable": True, "high_priority_pg_specs": [{"cpu": 1.0}],
-                                          "max_dynamic_pgs": 1})
+        rs.create_pool(
+            "pg",
+            {},
+            {"cpu": 1.0},
+            target_agents=2,
+            pg_pool_config={"enable": True, "high_priority_pg_specs": [{"cpu": 2.0}]},
+        )
+    made = rs.create_pool(
+        "pg",
+        {"stage": "pg"},
+        {"cpu": 1.0},
+        target_agents=3,
+        pg_pool_config={"enable": True, "high_priority_pg_specs": [{"cpu": 1.0}], "max_dynamic_pgs": 1},
+    )
     assert made["success"] and len(made["pg_pool_config_result"]["high_priority_pgs"]) == 1
-    hp = rs.submit_task_with_pg_preemption(task_id="hp-1", pool_name="pg", resources={"cpu": 1.0},
-                                           actor_class=OriginalStyle, priority=9.0)
+    hp = rs.submit_task_with_pg_preemption(
+        task_id="hp-1", pool_name="pg", resources={"cpu": 1.0}, actor_class=OriginalStyle, priority=9.0
+    )
     assert hp["success"] and hp["placement_group"]["priority_tier"] == "high" and hp["agent"]["name"] == "hp-1"
     assert hp["task_state"]["task_id"] == "hp-1"
-    placed = ray.get(hp["agent"]["handle"].__ray_call__.remote(
-        lambda self: ray.get_runtime_context().get_placement_group_id()))
+    placed = ray.get(
+        hp["agent"]["handle"].__ray_call__.remote(lambda self: ray.get_runtime_context().get_placement_group_id())
+    )
     assert placed is not None
-    low = rs.submit_task_with_pg_preemption(task_id="low-1", pool_name="pg", resources={"cpu": 1.0},
-                                            actor_class=OriginalStyle, priority=1.0)
+    low = rs.submit_task_with_pg_preemption(
+        task_id="low-1", pool_name="pg", resources={"cpu": 1.0}, actor_class=OriginalStyle, priority=1.0
+    )
     assert low["success"] and low["placement_group"]["priority_tier"] == "normal"
     # The one dynamic group is taken: a second normal task preempts the low one and reuses its group.
-    mid = rs.submit_task_with_pg_preemption(task_id="mid-1", pool_name="pg", resources={"cpu": 1.0},
-                                            actor_class=OriginalStyle, priority=5.0)
+    mid = rs.submit_task_with_pg_preemption(
+        task_id="mid-1", pool_name="pg", resources={"cpu": 1.0}, actor_class=OriginalStyle, priority=5.0
+    )
     assert mid["success"], mid
     assert mid["placement_group"]["pg_id"] == low["placement_group"]["pg_id"]
     stats = rs.get_pg_pool_stats("pg")
@@ -215,8 +281,9 @@ def test_placement_group_pools_reserve_reuse_and_preempt(rs):
     assert stats["dynamic_pgs"] == 1 and stats["allocated_pgs"] == 2 and stats["total_reuse_count"] == 1
     assert "pg" in rs.get_pg_pool_stats()["pools"]
     assert sorted(a["name"] for a in rs.list_agents("pg")["agents"]) == ["hp-1", "mid-1"]
-    short = rs.submit_task_with_pg_preemption(task_id="too-big", pool_name="pg", resources={"cpu": 2.0},
-                                              actor_class=OriginalStyle, priority=9.0)
+    short = rs.submit_task_with_pg_preemption(
+        task_id="too-big", pool_name="pg", resources={"cpu": 2.0}, actor_class=OriginalStyle, priority=9.0
+    )
     assert not short["success"] and "reason" not in short  # a quota shortfall never preempts
     again = rs.configure_pg_pool("pg", high_priority_pg_specs=[], max_dynamic_pgs=2)
     assert again["success"] and again["high_priority_pgs"] == []
@@ -246,8 +313,9 @@ def test_simple_scheduler_submits_registers_and_completes(rs):
     simple = SimpleScheduler(scheduler=rs)
     made = simple.ensure_pool("simple", labels={"k": "v"}, resources={"cpu": 1.0}, target_agents=1)
     assert made["success"] and made["created"] and simple.ensure_pool("simple")["created"] is False
-    out = simple.submit_spec(SimpleTaskSpec("s-1", "simple", OriginalStyle, {"cpu": 1.0}, priority=2.0,
-                                            estimated_duration=30.0))
+    out = simple.submit_spec(
+        SimpleTaskSpec("s-1", "simple", OriginalStyle, {"cpu": 1.0}, priority=2.0, estimated_duration=30.0)
+    )
     assert out["success"] and out["task_state"]["estimated_duration"] == 30.0
     assert simple.stats()["running_tasks"] == 1
     assert simple.complete("s-1")["success"] and simple.stats()["running_tasks"] == 0
@@ -260,8 +328,9 @@ def test_simple_scheduler_submits_registers_and_completes(rs):
 
 def test_agent_actor_simulated_tasks_and_metrics_reports(rs):
     rs.create_pool("act", {}, {"cpu": 1.0})
-    handle = rs.create_agent("act-0", "act", OriginalStyle, resources={"cpu": 0.5},
-                             actor_kwargs={"interval": 60.0})["agent"]["handle"]
+    handle = rs.create_agent("act-0", "act", OriginalStyle, resources={"cpu": 0.5}, actor_kwargs={"interval": 60.0})[
+        "agent"
+    ]["handle"]
     assert ray.get(handle.invoke.remote("m", 1, k=2)) == {"method": "m", "args": [1], "kwargs": {"k": 2}}
     assert ray.get(handle.process.remote("payload")) == {"method": "process", "kwargs": {"payload": "payload"}}
     ray.get(handle.process.remote("p", task_id="t1", priority=3.0, simulated_duration=30.0))

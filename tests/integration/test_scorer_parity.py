@@ -57,11 +57,15 @@ def test_humaneval_sanitises_fences_and_provides_prompt_helpers(humaneval):
 
 
 MBPP_PROBLEM = {
-    "id": "mbpp-2", "entry_point": "similar_elements",
+    "id": "mbpp-2",
+    "entry_point": "similar_elements",
     "question": "Write a function to find the shared elements from the given two lists.\n\n"
-                "assert set(similar_elements((3, 4, 5, 6),(5, 7, 4, 10))) == set((4, 5))",
-    "answer": "", "test": ("def check():\n    assert set(similar_elements((3, 4, 5, 6),(5, 7, 4, 10))) == set((4, 5))\n"
-                           "    assert set(similar_elements((1, 2, 3, 4),(5, 4, 3, 7))) == set((3, 4))\n"),
+    "assert set(similar_elements((3, 4, 5, 6),(5, 7, 4, 10))) == set((4, 5))",
+    "answer": "",
+    "test": (
+        "def check():\n    assert set(similar_elements((3, 4, 5, 6),(5, 7, 4, 10))) == set((4, 5))\n"
+        "    assert set(similar_elements((1, 2, 3, 4),(5, 4, 3, 7))) == set((3, 4))\n"
+    ),
 }
 
 

@@ -20,8 +20,13 @@ from .conftest import REPO, cli_env
 
 
 def _cfg(tmp_path, executor: str, **kw) -> AFlowConfig:
-    base = {"run_name": "offline", "root": str(tmp_path), "limit": 30, "executor": {"checkpoint": executor},
-            "search": {"max_rounds": 3, "validation_repeats": 2}}
+    base = {
+        "run_name": "offline",
+        "root": str(tmp_path),
+        "limit": 30,
+        "executor": {"checkpoint": executor},
+        "search": {"max_rounds": 3, "validation_repeats": 2},
+    }
     for k, v in kw.items():
         base[k] = {**base.get(k, {}), **v} if isinstance(v, dict) else v
     return AFlowConfig(**base)
@@ -36,7 +41,9 @@ def test_workflows_get_real_different_scores(tmp_path, aflow_executor):
         reps = evaluate_local(*space.render(spec), s.validation, "planact", s.llm, repeats=3)
         scores[name] = summarise(reps)
     # The actor cannot guess the transformation without a plan; with one it often can.
-    assert scores["planned"]["score"] > scores["direct"]["score"] + scores["planned"]["std"] + scores["direct"]["std"], scores
+    assert (
+        scores["planned"]["score"] > scores["direct"]["score"] + scores["planned"]["std"] + scores["direct"]["std"]
+    ), scores
 
 
 def test_search_writes_aflow_files_and_resumes_an_interrupted_round(tmp_path, aflow_executor):
@@ -55,7 +62,9 @@ def test_search_writes_aflow_files_and_resumes_an_interrupted_round(tmp_path, af
     for r in (2, 3):
         exp = json.loads((ws.root / f"round_{r}" / "experience.json").read_text())
         assert set(exp) == {"father node", "modification", "before", "after", "succeed"}
-        assert len(list((ws.root / f"round_{r}").glob("*.csv"))) == 2 and (ws.root / f"round_{r}" / "log.json").is_file()
+        assert (
+            len(list((ws.root / f"round_{r}").glob("*.csv"))) == 2 and (ws.root / f"round_{r}" / "log.json").is_file()
+        )
     processed = json.loads((ws.root / "processed_experience.json").read_text())
     assert Workspace(ws.root).rebuild_processed_experience() == processed
     assert sum(len(tree.tree(ws)[p]) for p in tree.tree(ws)) == 2  # two expansions in the tree
@@ -76,9 +85,22 @@ def test_search_writes_aflow_files_and_resumes_an_interrupted_round(tmp_path, af
 
 def test_aflow_rl_vs_mcts_benchmark_tiny_mode(tmp_path, aflow_executor):
     """benchmarks/aflow_rl_vs_mcts.py in its tiny mode on the session's executor, so the benchmark cannot rot."""
-    out = subprocess.run([sys.executable, "benchmarks/aflow_rl_vs_mcts.py", "--tiny", "--executor", aflow_executor,
-                          "--root", str(tmp_path)],
-                         cwd=REPO, capture_output=True, text=True, timeout=600, env=cli_env())
+    out = subprocess.run(
+        [
+            sys.executable,
+            "benchmarks/aflow_rl_vs_mcts.py",
+            "--tiny",
+            "--executor",
+            aflow_executor,
+            "--root",
+            str(tmp_path),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=cli_env(),
+    )
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     assert "2 seeds x 2 rounds per arm" in out.stdout
     for arm in ("policy", "policy+pool"):
@@ -88,13 +110,30 @@ def test_aflow_rl_vs_mcts_benchmark_tiny_mode(tmp_path, aflow_executor):
 def test_aflow_optimizer_rl_benchmark_tiny_mode(tmp_path, aflow_executor):
     """benchmarks/aflow_optimizer_rl.py in its tiny mode on two benchmarks (HumanEval executed offline by the
     candidate coder, its tests in the sandbox): one optimizer trains on both, then all four arms per benchmark."""
-    out = subprocess.run([sys.executable, "benchmarks/aflow_optimizer_rl.py", "--tiny", "--executor", aflow_executor,
-                          "--benchmarks", "planact", "humaneval", "--root", str(tmp_path)],
-                         cwd=REPO, capture_output=True, text=True, timeout=600, env=cli_env())
+    out = subprocess.run(
+        [
+            sys.executable,
+            "benchmarks/aflow_optimizer_rl.py",
+            "--tiny",
+            "--executor",
+            aflow_executor,
+            "--benchmarks",
+            "planact",
+            "humaneval",
+            "--root",
+            str(tmp_path),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=cli_env(),
+    )
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     assert "2 held-out seeds x 3 rounds per arm" in out.stdout
-    assert re.search(r"^iteration 1: planact mean best [0-9.]+, outcome [+-][0-9.]+; humaneval mean best [0-9.]+",
-                     out.stdout, re.M), out.stdout
+    assert re.search(
+        r"^iteration 1: planact mean best [0-9.]+, outcome [+-][0-9.]+; humaneval mean best [0-9.]+", out.stdout, re.M
+    ), out.stdout
     for arm in ("trained", "untrained", "policy", "mcts"):
         rows = re.findall(rf"^{arm}\s+([0-9.]+)\s+[0-9.]+ ", out.stdout, re.M)
         assert len(rows) == 2, out.stdout  # one per benchmark

@@ -42,13 +42,19 @@ def test_generate_sends_token_ids_and_parses_logprobs_and_finish_reasons():
     tok = build_tokenizer()
     with make_server("m") as srv:
         eng = sg.SGLangEngine(srv.url, tok, SGLangConfig())
-        long, short = eng.generate(["abc", "z"], SamplingParams(temperature=0.8, top_p=0.95, max_new_tokens=3, n=2,
-                                                                seed=7))
+        long, short = eng.generate(
+            ["abc", "z"], SamplingParams(temperature=0.8, top_p=0.95, max_new_tokens=3, n=2, seed=7)
+        )
     ids = eng.encode("abc")
     body = next(r["body"] for r in srv.requests if r["body"]["input_ids"][0] == ids)  # requests run concurrently
     assert body["input_ids"] == [ids, ids] and body["return_logprob"] is True
-    assert body["sampling_params"] == {"max_new_tokens": 3, "temperature": 0.8, "top_p": 0.95,
-                                       "stop_token_ids": [tok.eos_token_id], "sampling_seed": 7}
+    assert body["sampling_params"] == {
+        "max_new_tokens": 3,
+        "temperature": 0.8,
+        "top_p": 0.95,
+        "stop_token_ids": [tok.eos_token_id],
+        "sampling_seed": 7,
+    }
     assert len(long) == 2 and long[0].token_ids == list(reversed(ids))[:3] and long[0].prompt_ids == ids
     assert long[0].logprobs == pytest.approx([-0.1, -0.2, -0.3]) and long[0].finish_reason == "length"
     assert short[0].finish_reason == "stop" and len(short[0].token_ids) == len(eng.encode("z"))
@@ -60,10 +66,14 @@ def test_weights_from_disk_pause_when_busy_and_version_check(tmp_path):
     with make_server("m", refuse_updates_while_busy=True) as srv:
         eng = sg.SGLangEngine(srv.url, tok, SGLangConfig())
         assert eng.update_weights_from_disk(str(tmp_path / "v5"), 5) == 5
-        (c,), = eng.generate(["a"], SamplingParams(n=1))
+        ((c,),) = eng.generate(["a"], SamplingParams(n=1))
         paths = [r["path"] for r in srv.requests]
-    assert paths[:4] == ["/update_weights_from_disk", "/pause_generation", "/update_weights_from_disk",
-                         "/continue_generation"]
+    assert paths[:4] == [
+        "/update_weights_from_disk",
+        "/pause_generation",
+        "/update_weights_from_disk",
+        "/continue_generation",
+    ]
     assert srv.requests[0]["body"] == {"model_path": str(tmp_path / "v5"), "flush_cache": True, "weight_version": "5"}
     assert srv.state["model_path"] == str(tmp_path / "v5")
     assert c.weight_version == 5 and c.meta["served_weight_version"] == "5" and eng.version_mismatches == 0
@@ -79,8 +89,18 @@ def test_launcher_waits_for_readiness_then_stops_cleanly(tmp_path):
     try:
         assert waited >= 1.0 and server.alive()
         cmd = server.command(server.port)
-        assert cmd[len(FAKE):len(FAKE) + 10] == ["--model-path", "tiny", "--tp", "1", "--host", "127.0.0.1",
-                                                 "--port", str(server.port), "--mem-fraction-static", "0.5"]
+        assert cmd[len(FAKE) : len(FAKE) + 10] == [
+            "--model-path",
+            "tiny",
+            "--tp",
+            "1",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(server.port),
+            "--mem-fraction-static",
+            "0.5",
+        ]
         assert httpx.get(server.url + "/health_generate").status_code == 200
     finally:
         server.stop()
@@ -124,8 +144,10 @@ def test_launcher_avoids_a_port_taken_by_someone_else(tmp_path, monkeypatch):
 
 
 def test_launcher_reports_a_server_that_dies_at_start(tmp_path):
-    cfg = SGLangConfig(launch_command=[sys.executable, "-c", "import sys; print('CUDA not available'); sys.exit(3)"],
-                       startup_timeout_s=30)
+    cfg = SGLangConfig(
+        launch_command=[sys.executable, "-c", "import sys; print('CUDA not available'); sys.exit(3)"],
+        startup_timeout_s=30,
+    )
     with pytest.raises(RuntimeError, match=r"exited during start-up \(code 3\)[\s\S]*CUDA not available"):
         sg.SGLangServer("tiny", cfg, tmp_path / "s.log").start()
 
@@ -135,13 +157,15 @@ def test_server_dies_with_a_sigkilled_engine_process(tmp_path):
         "import sys, time\n"
         "from planact.engine_config import SGLangConfig\n"
         "from planact.engines.sglang import SGLangServer\n"
-        f"s = SGLangServer('tiny', SGLangConfig(launch_command={FAKE!r}, startup_timeout_s=30), {str(tmp_path / 's.log')!r})\n"
+        f"s = SGLangServer('tiny', SGLangConfig(launch_command={FAKE!r}, startup_timeout_s=30), "
+        f"{str(tmp_path / 's.log')!r})\n"
         "s.start()\n"
         "print(s.proc.pid, flush=True)\n"
         "time.sleep(600)\n"
     )
-    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONPATH": str(REPO)})
+    owner = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}
+    )
     server_pid = int(owner.stdout.readline())
     assert psutil.pid_exists(server_pid)
     owner.kill()  # SIGKILL: the engine gets no chance to stop its server
@@ -158,14 +182,22 @@ def test_role_worker_on_sglang_trains_and_pushes_weights_through_the_shared_fold
 
     from .conftest import SMOKE
 
-    cfg = load_config(SMOKE, [f"checkpoint.root={tmp_path}", "planner.engine=sglang",
-                              f"planner.sglang.launch_command={FAKE!r}".replace("'", '"')])
+    cfg = load_config(
+        SMOKE,
+        [
+            f"checkpoint.root={tmp_path}",
+            "planner.engine=sglang",
+            f"planner.sglang.launch_command={FAKE!r}".replace("'", '"'),
+        ],
+    )
     worker = RoleWorker(cfg, "planner", 0, with_trainer=True)
     try:
         (group,) = worker.generate(["sort the digits ="], n=2)
         assert group[0].token_ids and len(group[0].logprobs) == len(group[0].token_ids)
-        samples = [{"prompt_ids": c.prompt_ids, "token_ids": c.token_ids, "logprobs": c.logprobs,
-                    "advantage": adv} for c, adv in zip(group, (1.0, -1.0))]
+        samples = [
+            {"prompt_ids": c.prompt_ids, "token_ids": c.token_ids, "logprobs": c.logprobs, "advantage": adv}
+            for c, adv in zip(group, (1.0, -1.0))
+        ]
         metrics = worker.train(samples)
         assert metrics["weight_version"] == 1.0
         exported = tmp_path / "smoke" / "weights" / "planner" / "v000001"

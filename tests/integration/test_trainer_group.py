@@ -15,9 +15,9 @@ import ray
 
 from planact import agents
 from planact.config import load_config
+from planact.initial_models import initial_model_path
 from planact.models import load_model
 from planact.rl.trainer import RoleTrainer
-from planact.initial_models import initial_model_path
 
 from .conftest import SMOKE, kill_tree, read_state, run_cli, start_cli
 
@@ -27,9 +27,15 @@ def _samples(n: int, seed: int, longest: int) -> list[dict]:
     out = []
     for i in range(n):
         p, t = rng.randint(5, longest), rng.randint(2, longest)
-        out.append({"prompt_ids": [rng.randint(4, 20) for _ in range(p)], "token_ids": [rng.randint(4, 20) for _ in range(t)],
-                    "logprobs": [-rng.uniform(0.5, 3.0) for _ in range(t)], "advantage": rng.choice([-1.0, 1.0]),
-                    "sample_id": i})
+        out.append(
+            {
+                "prompt_ids": [rng.randint(4, 20) for _ in range(p)],
+                "token_ids": [rng.randint(4, 20) for _ in range(t)],
+                "logprobs": [-rng.uniform(0.5, 3.0) for _ in range(t)],
+                "advantage": rng.choice([-1.0, 1.0]),
+                "sample_id": i,
+            }
+        )
     return out
 
 
@@ -49,9 +55,18 @@ def local_ray():
 def test_two_ranks_match_one_process_and_survive_a_killed_rank(local_ray, tmp_path, fsdp):
     # fsdp2: gloo on CPU shards too (torch 2.13): parameters, gradients and AdamW state split over the
     # ranks, gathered back into rank 0's model after each step.
-    cfg = load_config(SMOKE, [f"checkpoint.root={tmp_path}", "run_name=tg", "actor.resources.trainer_workers=2",
-                              "actor.resources.replicas=2", "actor.rl.num_minibatches=4",
-                              "actor.resources.trainer_timeout_s=60", f"actor.resources.fsdp={str(fsdp).lower()}"])
+    cfg = load_config(
+        SMOKE,
+        [
+            f"checkpoint.root={tmp_path}",
+            "run_name=tg",
+            "actor.resources.trainer_workers=2",
+            "actor.resources.replicas=2",
+            "actor.rl.num_minibatches=4",
+            "actor.resources.trainer_timeout_s=60",
+            f"actor.resources.fsdp={str(fsdp).lower()}",
+        ],
+    )
     group = agents.create_role_group(cfg, "actor")
     assert len(group.ranks) == 1 and group.extra_sync == ("tg:actor:1",)
     model, tok = load_model(initial_model_path(cfg, "actor"))
@@ -96,10 +111,26 @@ def test_two_ranks_match_one_process_and_survive_a_killed_rank(local_ray, tmp_pa
 
 @pytest.mark.slow
 def test_plan_act_run_with_two_ranks_per_role_resumes_after_sigkill(prefect_api, tmp_path):
-    args = ["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", "run_name=tg-run", "--set", "rounds=3",
-            "--set", "planner.resources.trainer_workers=2", "--set", "actor.resources.trainer_workers=2",
-            "--set", "actor.resources.fsdp=true",  # the planner's group is data-parallel, the actor's sharded
-            "--set", "ray.num_cpus=4", "--set", "tracking.register_models=false"]
+    args = [
+        "--config",
+        SMOKE,
+        "--set",
+        f"checkpoint.root={tmp_path}",
+        "--set",
+        "run_name=tg-run",
+        "--set",
+        "rounds=3",
+        "--set",
+        "planner.resources.trainer_workers=2",
+        "--set",
+        "actor.resources.trainer_workers=2",
+        "--set",
+        "actor.resources.fsdp=true",  # the planner's group is data-parallel, the actor's sharded
+        "--set",
+        "ray.num_cpus=4",
+        "--set",
+        "tracking.register_models=false",
+    ]
     proc = start_cli(args, tmp_path / "first.log")
     deadline = time.time() + 400
     while time.time() < deadline and proc.poll() is None:
@@ -132,10 +163,17 @@ def test_trainer_scaling_benchmark_tiny_mode():
 
     from .conftest import REPO
 
-    out = subprocess.run([sys.executable, "benchmarks/trainer_scaling.py", "--tiny"], cwd=REPO, capture_output=True,
-                         text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "benchmarks/trainer_scaling.py", "--tiny"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     rows = [line.split() for line in out.stdout.splitlines() if line.strip()[:1].isdigit()]
     assert [r[:2] for r in rows] == [["1", "dp"], ["2", "dp"], ["2", "fsdp"]]
-    assert float(rows[0][3]) == 1.0 and all(float(r[2]) > 0 for r in rows)  # tokens/s and the ratio, measured in the run
+    assert float(rows[0][3]) == 1.0 and all(
+        float(r[2]) > 0 for r in rows
+    )  # tokens/s and the ratio, measured in the run
     assert all(float(r[4]) < 1e-5 for r in rows)  # data-parallel and sharded steps equal one process's

@@ -5,16 +5,25 @@
 
 from __future__ import annotations
 
-
 import pytest
 
-from .conftest import SMOKE, token_env, kill_tree, read_state, start_cli
-
+from .conftest import SMOKE, kill_tree, read_state, start_cli, token_env
 
 
 def _args(tmp_path, ray_head, run, role, *extra):
-    return ["--config", SMOKE, "--set", f"checkpoint.root={tmp_path}", "--set", f"run_name={run}",
-            "--set", f"agent_role={role}", "--set", f"ray.address={ray_head}", *(x for e in extra for x in ("--set", e))]
+    return [
+        "--config",
+        SMOKE,
+        "--set",
+        f"checkpoint.root={tmp_path}",
+        "--set",
+        f"run_name={run}",
+        "--set",
+        f"agent_role={role}",
+        "--set",
+        f"ray.address={ray_head}",
+        *(x for e in extra for x in ("--set", e)),
+    ]
 
 
 @pytest.mark.slow
@@ -24,10 +33,19 @@ def test_absent_partner_times_out_into_fallback_or_failure(prefect_api, ray_head
     # tags the rounds and stays untrained; with fallback off the round fails with a barrier timeout.
     jobs = {
         # (pipelined: the actor job's fallback rounds overlap its training too)
-        "alone-a": _args(tmp_path, ray_head, "alone-a", "actor", "barrier.timeout_s=2", "pipeline.max_staleness=1",
-                         "actor.resources.colocate_trainer=false"),
+        "alone-a": _args(
+            tmp_path,
+            ray_head,
+            "alone-a",
+            "actor",
+            "barrier.timeout_s=2",
+            "pipeline.max_staleness=1",
+            "actor.resources.colocate_trainer=false",
+        ),
         "alone-p": _args(tmp_path, ray_head, "alone-p", "planner", "barrier.timeout_s=2"),
-        "alone-f": _args(tmp_path, ray_head, "alone-f", "actor", "barrier.timeout_s=2", "barrier.fallback_on_timeout=false"),
+        "alone-f": _args(
+            tmp_path, ray_head, "alone-f", "actor", "barrier.timeout_s=2", "barrier.fallback_on_timeout=false"
+        ),
     }
     procs = {run: start_cli(args, tmp_path / f"{run}.log", env=token_env()) for run, args in jobs.items()}
     try:

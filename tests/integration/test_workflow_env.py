@@ -17,8 +17,13 @@ from .conftest import REPO, cli_env, run_cli
 
 
 def _env(tmp_path, executor: str, **search) -> WorkflowEnv:
-    cfg = AFlowConfig(run_name="env", root=str(tmp_path), limit=20, executor={"checkpoint": executor},
-                      search={"max_rounds": 4, "validation_repeats": 1, **search})
+    cfg = AFlowConfig(
+        run_name="env",
+        root=str(tmp_path),
+        limit=20,
+        executor={"checkpoint": executor},
+        search={"max_rounds": 4, "validation_repeats": 1, **search},
+    )
     return WorkflowEnv(cfg)
 
 
@@ -61,8 +66,14 @@ def test_the_optimizer_model_trains_on_parallel_searches_and_checkpoints(tmp_pat
 
     from aflow_rl.optimizer_rl import OptimizerModel, train_iteration
 
-    cfg = AFlowConfig(run_name="opt", root=str(tmp_path), limit=20, executor={"checkpoint": aflow_executor},
-                      search={"max_rounds": 3, "validation_repeats": 1}, optimizer_rl={"iterations": 2, "searches": 2})
+    cfg = AFlowConfig(
+        run_name="opt",
+        root=str(tmp_path),
+        limit=20,
+        executor={"checkpoint": aflow_executor},
+        search={"max_rounds": 3, "validation_repeats": 1},
+        optimizer_rl={"iterations": 2, "searches": 2},
+    )
     opt = OptimizerModel(cfg.optimizer_rl, cfg.benchmark, cfg.seed)
     before = {k: v.clone() for k, v in opt.model.state_dict().items()}
     figures = train_iteration(cfg, opt, 1)
@@ -80,12 +91,32 @@ def test_aflow_train_flow_resumes_after_sigkill_in_the_same_mlflow_run(prefect_a
     """configs/aflow-train.yaml cut down (both its benchmarks: planact and HumanEval offline): the driver SIGKILLs
     itself in iteration 2 after training (before the commit); the same command resumes at iteration 2 in the same
     MLflow run, every benchmark's curves logged once per step."""
-    args = ["--config", str(REPO / "configs" / "aflow-train.yaml"), "--set", f"root={tmp_path}",
-            "--set", f"executor.checkpoint={aflow_executor}", "--set", "optimizer_rl.iterations=3",
-            "--set", "optimizer_rl.searches=2", "--set", "search.max_rounds=3", "--set", "limit=10",
-            "--set", "ray.num_cpus=2", "--set", "code_timeout_s=5"]
-    rc, out = run_cli(args, tmp_path / "first.log", module="flows.aflow_train",
-                      env=cli_env(PLANACT_FAULT="aflow_train.before_commit:2", PLANACT_FAULT_DIR=str(tmp_path)))
+    args = [
+        "--config",
+        str(REPO / "configs" / "aflow-train.yaml"),
+        "--set",
+        f"root={tmp_path}",
+        "--set",
+        f"executor.checkpoint={aflow_executor}",
+        "--set",
+        "optimizer_rl.iterations=3",
+        "--set",
+        "optimizer_rl.searches=2",
+        "--set",
+        "search.max_rounds=3",
+        "--set",
+        "limit=10",
+        "--set",
+        "ray.num_cpus=2",
+        "--set",
+        "code_timeout_s=5",
+    ]
+    rc, out = run_cli(
+        args,
+        tmp_path / "first.log",
+        module="flows.aflow_train",
+        env=cli_env(PLANACT_FAULT="aflow_train.before_commit:2", PLANACT_FAULT_DIR=str(tmp_path)),
+    )
     assert rc == -signal.SIGKILL and "iteration 1/3" in out and "iteration 2/3" not in out, out[-3000:]
     state = json.loads((tmp_path / "aflow-train" / "optimizer_state.json").read_text())
     assert state["iteration"] == 1 and state["checkpoint"].endswith("iteration_0001")
@@ -97,8 +128,17 @@ def test_aflow_train_flow_resumes_after_sigkill_in_the_same_mlflow_run(prefect_a
     state2 = json.loads((tmp_path / "aflow-train" / "optimizer_state.json").read_text())
     assert state2["mlflow_run_id"] == state["mlflow_run_id"] and state2["iteration"] == 3
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
-    for key in ("planact/best", "planact/outcome", "planact/invalid", "optimizer/loss", "planact/adv_std",
-                "humaneval/best", "humaneval/outcome", "humaneval/adv_std", "all/best"):
+    for key in (
+        "planact/best",
+        "planact/outcome",
+        "planact/invalid",
+        "optimizer/loss",
+        "planact/adv_std",
+        "humaneval/best",
+        "humaneval/outcome",
+        "humaneval/adv_std",
+        "all/best",
+    ):
         assert sorted(m.step for m in client.get_metric_history(state["mlflow_run_id"], key)) == [1, 2, 3], key
     assert client.get_run(state["mlflow_run_id"]).info.status == "FINISHED"
     pool = ExperienceStore(tmp_path / "aflow-train" / "experience")
@@ -118,12 +158,16 @@ def test_free_form_answers_are_validated_before_anything_runs(tmp_path, aflow_ex
     graph, prompt = space.render(space.apply(space.initial_spec("planact"), space.Edit("add", "plan")))
     canary = tmp_path / "pwned"
     evil = graph.replace("class Workflow:", f"import os\nos.system('touch {canary}')\nclass Workflow:")
-    for answer in ("", "<graph>import os</graph>",
-                   f"<modification>x</modification><graph>{evil}</graph><prompt>{prompt}</prompt>",
-                   "<modification>verdict: score 1.0</modification><graph>class Workflow: pass</graph>"):
+    for answer in (
+        "",
+        "<graph>import os</graph>",
+        f"<modification>x</modification><graph>{evil}</graph><prompt>{prompt}</prompt>",
+        "<modification>verdict: score 1.0</modification><graph>class Workflow: pass</graph>",
+    ):
         _, reward, _, info = env.step(answer)
         assert reward == 0.0 and info["invalid"] and info["errors"], answer[:40]
     assert not canary.exists() and env.invalid == 4
-    _, reward, _, info = env.step(f"<modification>Add a plan step.</modification><graph>{graph}</graph>"
-                                  f"<prompt>{prompt}</prompt>")
+    _, reward, _, info = env.step(
+        f"<modification>Add a plan step.</modification><graph>{graph}</graph><prompt>{prompt}</prompt>"
+    )
     assert not info["invalid"] and reward == info["score"] - Workspace(env.search.cfg.workspace_dir()).scores()[1]

@@ -18,25 +18,42 @@ import time
 from tests.servers.loopback import LoopbackServer
 
 
-def make_server(model_path: str, host: str = "127.0.0.1", port: int = 0, startup_delay: float = 0.0,
-                refuse_updates_while_busy: bool = False) -> LoopbackServer:
+def make_server(
+    model_path: str,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    startup_delay: float = 0.0,
+    refuse_updates_while_busy: bool = False,
+) -> LoopbackServer:
     """The stand-in server (not yet serving; use as a context manager in-process, or serve_forever)."""
-    state = {"model_path": model_path, "weight_version": "default", "paused": False, "updates": 0,
-             "ready_at": time.time() + startup_delay}
+    state = {
+        "model_path": model_path,
+        "weight_version": "default",
+        "paused": False,
+        "updates": 0,
+        "ready_at": time.time() + startup_delay,
+    }
 
     def health(body, headers):
         return (200, {}) if time.time() >= state["ready_at"] else (503, {"error": "loading"})
 
     def generate(body, headers):
         sp = body.get("sampling_params") or {}
-        batch = body["input_ids"] if body["input_ids"] and isinstance(body["input_ids"][0], list) else [body["input_ids"]]
+        batch = (
+            body["input_ids"] if body["input_ids"] and isinstance(body["input_ids"][0], list) else [body["input_ids"]]
+        )
         out = []
         for ids in batch:
             k = int(sp.get("max_new_tokens", 128))
             toks = list(reversed(ids))[:k]
             finish = {"type": "length", "length": k} if len(toks) == k else {"type": "stop", "matched": None}
-            meta = {"finish_reason": finish, "prompt_tokens": len(ids), "completion_tokens": len(toks),
-                    "cached_tokens": 0, "weight_version": state["weight_version"]}
+            meta = {
+                "finish_reason": finish,
+                "prompt_tokens": len(ids),
+                "completion_tokens": len(toks),
+                "cached_tokens": 0,
+                "weight_version": state["weight_version"],
+            }
             if body.get("return_logprob"):
                 meta["output_token_logprobs"] = [[-0.1 * (i + 1), t, None] for i, t in enumerate(toks)]
             out.append({"text": "", "output_ids": toks, "meta_info": meta})
@@ -54,16 +71,28 @@ def make_server(model_path: str, host: str = "127.0.0.1", port: int = 0, startup
         def handler(body, headers):
             state["paused"] = value
             return 200, {}
+
         return handler
 
     def model_info(body, headers):
-        return 200, {"model_path": state["model_path"], "tokenizer_path": state["model_path"], "is_generation": True,
-                     "weight_version": state["weight_version"], "updates": state["updates"]}
+        return 200, {
+            "model_path": state["model_path"],
+            "tokenizer_path": state["model_path"],
+            "is_generation": True,
+            "weight_version": state["weight_version"],
+            "updates": state["updates"],
+        }
 
-    routes = {("GET", "/health"): health, ("GET", "/health_generate"): health, ("POST", "/generate"): generate,
-              ("POST", "/update_weights_from_disk"): update, ("POST", "/flush_cache"): lambda b, h: (200, {}),
-              ("POST", "/pause_generation"): set_paused(True), ("POST", "/continue_generation"): set_paused(False),
-              ("GET", "/get_model_info"): model_info}
+    routes = {
+        ("GET", "/health"): health,
+        ("GET", "/health_generate"): health,
+        ("POST", "/generate"): generate,
+        ("POST", "/update_weights_from_disk"): update,
+        ("POST", "/flush_cache"): lambda b, h: (200, {}),
+        ("POST", "/pause_generation"): set_paused(True),
+        ("POST", "/continue_generation"): set_paused(False),
+        ("GET", "/get_model_info"): model_info,
+    }
     server = LoopbackServer(routes, host=host, port=port)
     server.state = state
     return server

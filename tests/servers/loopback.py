@@ -26,9 +26,15 @@ def echo_answer(prompt: str, n: int, body: dict) -> list[tuple[str, str, list[fl
 class LoopbackServer:
     """A threaded HTTP server on 127.0.0.1:<free port> with scripted failures and request records."""
 
-    def __init__(self, routes: dict[tuple[str, str], Callable[[dict, dict], dict]],
-                 credentials: dict[str, str] | None = None, delay_s: float = 0.0, host: str = "127.0.0.1", port: int = 0,
-                 error: Callable[[int, str], dict] | None = None):
+    def __init__(
+        self,
+        routes: dict[tuple[str, str], Callable[[dict, dict], dict]],
+        credentials: dict[str, str] | None = None,
+        delay_s: float = 0.0,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        error: Callable[[int, str], dict] | None = None,
+    ):
         self.routes = routes
         self.error = error or (lambda status, message: {"error": {"message": message}})
         self.credentials = credentials  # header -> value; any one of them authenticates (None: no key needed)
@@ -54,8 +60,14 @@ class LoopbackServer:
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}") if length else {}
                 with server._lock:
-                    server.requests.append({"method": method, "path": self.path, "body": body,
-                                            "headers": {k.lower(): v for k, v in self.headers.items()}})
+                    server.requests.append(
+                        {
+                            "method": method,
+                            "path": self.path,
+                            "body": body,
+                            "headers": {k.lower(): v for k, v in self.headers.items()},
+                        }
+                    )
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                     failure = server.failures.pop(0) if server.failures else None
@@ -74,7 +86,8 @@ class LoopbackServer:
                     time.sleep(delay)
                     return status, server.error(status, f"injected {status}"), headers
                 if server.credentials is not None and not any(
-                        self.headers.get(h) == v for h, v in server.credentials.items()):
+                    self.headers.get(h) == v for h, v in server.credentials.items()
+                ):
                     # Like OpenAI's real answer, echo part of the key sent: the client must never show it.
                     sent = next((self.headers[h] for h in server.credentials if self.headers.get(h)), "")
                     return 401, server.error(401, f"Incorrect API key provided: {sent[:12]}***"), None
@@ -106,7 +119,7 @@ class LoopbackServer:
         headers = {"retry-after": retry_after} if retry_after is not None else {}
         self.failures.extend([(status, headers, delay_s)] * times)
 
-    def __enter__(self) -> "LoopbackServer":
+    def __enter__(self) -> LoopbackServer:
         self._thread.start()
         return self
 
@@ -123,42 +136,94 @@ def openai_server(answer: Answer = echo_answer, key: str | None = "sk-test-opena
             return 400, openai_error(400, f"Missing required parameter: '{missing}'.")
         prompt = body["messages"][-1]["content"]
         outs = answer(prompt, int(body.get("n", 1)), body)
-        choices = [{"index": i, "finish_reason": fin,
-                    "message": {"role": "assistant", "content": text},
-                    "logprobs": ({"content": [{"token": ch, "logprob": lp, "bytes": None, "top_logprobs": []}
-                                              for ch, lp in zip(text, lps)]} if body.get("logprobs") else None)}
-                   for i, (text, fin, lps) in enumerate(outs)]
-        return 200, {"id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()),
-                     "model": body["model"], "choices": choices, "usage": _usage(prompt, outs)}
+        choices = [
+            {
+                "index": i,
+                "finish_reason": fin,
+                "message": {"role": "assistant", "content": text},
+                "logprobs": (
+                    {
+                        "content": [
+                            {"token": ch, "logprob": lp, "bytes": None, "top_logprobs": []} for ch, lp in zip(text, lps)
+                        ]
+                    }
+                    if body.get("logprobs")
+                    else None
+                ),
+            }
+            for i, (text, fin, lps) in enumerate(outs)
+        ]
+        return 200, {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body["model"],
+            "choices": choices,
+            "usage": _usage(prompt, outs),
+        }
 
     def completions(body: dict, headers: dict) -> tuple[int, dict]:
         if missing := _missing(body, "model", "prompt"):
             return 400, openai_error(400, f"Missing required parameter: '{missing}'.")
         prompt = body["prompt"]
         outs = answer(prompt, int(body.get("n", 1)), body)
-        choices = [{"index": i, "text": text, "finish_reason": fin,
-                    "logprobs": ({"tokens": list(text), "token_logprobs": lps, "top_logprobs": None,
-                                  "text_offset": list(range(len(text)))} if body.get("logprobs") else None)}
-                   for i, (text, fin, lps) in enumerate(outs)]
-        return 200, {"id": "cmpl-1", "object": "text_completion", "created": int(time.time()), "model": body["model"],
-                     "choices": choices, "usage": _usage(prompt, outs)}
+        choices = [
+            {
+                "index": i,
+                "text": text,
+                "finish_reason": fin,
+                "logprobs": (
+                    {
+                        "tokens": list(text),
+                        "token_logprobs": lps,
+                        "top_logprobs": None,
+                        "text_offset": list(range(len(text))),
+                    }
+                    if body.get("logprobs")
+                    else None
+                ),
+            }
+            for i, (text, fin, lps) in enumerate(outs)
+        ]
+        return 200, {
+            "id": "cmpl-1",
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": body["model"],
+            "choices": choices,
+            "usage": _usage(prompt, outs),
+        }
 
-    return LoopbackServer({("POST", "/v1/chat/completions"): chat, ("POST", "/v1/completions"): completions},
-                          credentials={"authorization": f"Bearer {key}"} if key else None, error=openai_error, **kw)
+    return LoopbackServer(
+        {("POST", "/v1/chat/completions"): chat, ("POST", "/v1/completions"): completions},
+        credentials={"authorization": f"Bearer {key}"} if key else None,
+        error=openai_error,
+        **kw,
+    )
 
 
 def openai_error(status: int, message: str) -> dict:
     """OpenAI's error body: {"error": {"message", "type", "param", "code"}}."""
-    kind = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
-            429: "rate_limit_error"}.get(status, "server_error")
+    kind = {
+        400: "invalid_request_error",
+        401: "invalid_request_error",
+        404: "invalid_request_error",
+        429: "rate_limit_error",
+    }.get(status, "server_error")
     code = {401: "invalid_api_key", 429: "rate_limit_exceeded"}.get(status)
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
 def anthropic_error(status: int, message: str) -> dict:
     """Anthropic's error body: {"type": "error", "error": {"type", "message"}}."""
-    kind = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-            404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"}.get(status, "api_error")
+    kind = {
+        400: "invalid_request_error",
+        401: "authentication_error",
+        403: "permission_error",
+        404: "not_found_error",
+        429: "rate_limit_error",
+        529: "overloaded_error",
+    }.get(status, "api_error")
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
@@ -176,10 +241,16 @@ def anthropic_server(answer: Answer = echo_answer, key: str | None = "sk-ant-tes
         text, fin, _ = answer(prompt, 1, body)[0]
         # An answer that ends on a stop sequence reports which one, as the API does.
         stop_sequence = (body.get("stop_sequences") or [None])[0] if fin == "stop_sequence" else None
-        return 200, {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
-                     "content": [{"type": "text", "text": text}], "stop_reason": finish.get(fin, "end_turn"),
-                     "stop_sequence": stop_sequence,
-                     "usage": {"input_tokens": len(prompt), "output_tokens": len(text)}}
+        return 200, {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": finish.get(fin, "end_turn"),
+            "stop_sequence": stop_sequence,
+            "usage": {"input_tokens": len(prompt), "output_tokens": len(text)},
+        }
 
     credentials = {"x-api-key": key, "authorization": f"Bearer {key}"} if key else None
     return LoopbackServer({("POST", "/v1/messages"): messages}, credentials=credentials, error=anthropic_error, **kw)

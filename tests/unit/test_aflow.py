@@ -9,16 +9,16 @@ import pytest
 
 from aflow_rl import benchmarks, space
 from aflow_rl.config import AFlowConfig, validate_aflow_config
+from aflow_rl.evaluator import run_sync
 from aflow_rl.operators import ScEnsemble, operator_calls
 from aflow_rl.search import selection_probabilities
 from aflow_rl.workflow import load_workflow_class, validate
 from aflow_rl.workspace import Workspace
-from aflow_rl.evaluator import run_sync
 from planact.config import ConfigError
 from planact.rl.gigpo import discounted_returns, gigpo_advantages
 
 # A round_1 graph exactly as AFlow writes it (its package imports included).
-AFLOW_GRAPH = '''from typing import Literal
+AFLOW_GRAPH = """from typing import Literal
 import workspace.GSM8K.workflows.template.operator as operator
 import workspace.GSM8K.workflows.round_1.prompt as prompt_custom
 from scripts.async_llm import create_llm_instance
@@ -34,7 +34,7 @@ class Workflow:
     async def __call__(self, problem: str):
         solution = await self.custom(input=problem, instruction=prompt_custom.SOLVE_PROMPT)
         return solution['response'], self.llm.get_usage_summary()["total_cost"]
-'''
+"""
 AFLOW_PROMPT = 'SOLVE_PROMPT = """Solve it."""\n'
 
 
@@ -43,7 +43,9 @@ def test_selection_follows_aflow_formula_and_needs_x100_scaling():
     w = [math.exp(0.2 * (s - 80)) for s in (80, 70, 60)]
     assert p == pytest.approx([0.3 / 3 + 0.7 * x / sum(w) for x in w])
     assert sum(p) == pytest.approx(1.0) and p[0] > 0.6  # a 10-point lead matters...
-    unscaled = [0.3 / 3 + 0.7 * x / sum(ws) for ws in [[math.exp(0.2 * (s - 0.8)) for s in (0.8, 0.7, 0.6)]] for x in ws]
+    unscaled = [
+        0.3 / 3 + 0.7 * x / sum(ws) for ws in [[math.exp(0.2 * (s - 0.8)) for s in (0.8, 0.7, 0.6)]] for x in ws
+    ]
     assert max(unscaled) - min(unscaled) < 0.02  # ...while without x100 the choice is nearly uniform
 
 
@@ -54,8 +56,10 @@ def test_validation_names_each_problem():
     assert any("does not parse" in e for e in validate("class Workflow(:\n", AFLOW_PROMPT).errors)
     unknown = AFLOW_GRAPH.replace("operator.Custom(", "operator.Telepathy(")
     assert any("unknown operator 'Telepathy'" in e for e in validate(unknown, AFLOW_PROMPT).errors)
-    looped = AFLOW_GRAPH.replace("solution = await self.custom(input=problem, instruction=prompt_custom.SOLVE_PROMPT)",
-                                 "solution = [await self.custom(input=problem, instruction=prompt_custom.SOLVE_PROMPT) for _ in range(11)][0]")
+    looped = AFLOW_GRAPH.replace(
+        "solution = await self.custom(input=problem, instruction=prompt_custom.SOLVE_PROMPT)",
+        "solution = [await self.custom(input=problem, instruction=prompt_custom.SOLVE_PROMPT) for _ in range(11)][0]",
+    )
     assert operator_calls(looped) == ["custom"] * 11
     assert any("11 operator calls exceed the limit of 10" in e for e in validate(looped, AFLOW_PROMPT).errors)
 
@@ -112,16 +116,21 @@ def test_space_renders_valid_graphs_and_reads_its_spec_back():
 
 def test_gigpo_anchor_groups_and_discounting():
     assert discounted_returns([1.0, 0.0, 2.0], 0.5) == [1.5, 1.0, 2.0]
-    steps = [{"episode": "a", "group": "g", "t": 1, "reward": 1.0, "anchor": "s0"},
-             {"episode": "a", "group": "g", "t": 2, "reward": 0.0, "anchor": "s0"},
-             {"episode": "a", "group": "g", "t": 3, "reward": 0.0, "anchor": "s1"}]
+    steps = [
+        {"episode": "a", "group": "g", "t": 1, "reward": 1.0, "anchor": "s0"},
+        {"episode": "a", "group": "g", "t": 2, "reward": 0.0, "anchor": "s0"},
+        {"episode": "a", "group": "g", "t": 3, "reward": 0.0, "anchor": "s1"},
+    ]
     adv = gigpo_advantages(steps, {"a": 0.5}, gamma=0.0, step_weight=1.0)
     # One episode alone in its group: A_episode = 0 for every step (verl-agent's statistics across steps);
     # s0's two steps are ranked against each other, s1 is alone (A_step 0).
     assert adv[0] > 0 > adv[1] and adv[2] == 0.0
     assert adv[0] == pytest.approx(-adv[1])
-    two = gigpo_advantages(steps + [{"episode": "b", "group": "g", "t": 1, "reward": 0.0, "anchor": "s1"}],
-                           {"a": 1.0, "b": 0.0}, gamma=0.95)
+    two = gigpo_advantages(
+        steps + [{"episode": "b", "group": "g", "t": 1, "reward": 0.0, "anchor": "s1"}],
+        {"a": 1.0, "b": 0.0},
+        gamma=0.95,
+    )
     assert two[3] < 0 < two[2]  # episode b did worse than a, and at s1 its step also did worse
 
 
@@ -135,8 +144,9 @@ def test_workspace_files_have_aflow_shapes(tmp_path):
     exp = ws.record_experience(2, 1, "Add a review step.", 0.5, 0.6)
     assert exp == {"father node": 1, "modification": "Add a review step.", "before": 0.5, "after": 0.6, "succeed": True}
     processed = json.loads((tmp_path / "workflows" / "processed_experience.json").read_text())
-    assert processed == {"1": {"score": 0.5, "success": {"2": {"modification": "Add a review step.", "score": 0.6}},
-                               "failure": {}}}
+    assert processed == {
+        "1": {"score": 0.5, "success": {"2": {"modification": "Add a review step.", "score": 0.6}}, "failure": {}}
+    }
     assert ws.rebuild_processed_experience() == processed
     assert json.loads((tmp_path / "workflows" / "template" / "operator.json").read_text())["Custom"]["interface"]
     assert ws.finished(1) and ws.finished(2) and ws.tried_modifications(1) == {"Add a review step."}
@@ -225,11 +235,13 @@ def test_gigpo_groups_transitions_of_parallel_searches_by_shared_parent():
     two expansions with each other; unshared parents get none; the better search gets the episode credit."""
     from aflow_rl.env import step_advantages
 
-    tr = [{"search": "s0", "benchmark": "planact", "t": 1, "reward": 0.30, "anchor": "initial"},
-          {"search": "s0", "benchmark": "planact", "t": 2, "reward": 0.05, "anchor": "plan-added"},
-          {"search": "s1", "benchmark": "planact", "t": 1, "reward": -0.10, "anchor": "initial"},
-          {"search": "s1", "benchmark": "planact", "t": 2, "reward": 0.00, "anchor": "votes-3"},
-          {"search": "h0", "benchmark": "humaneval", "t": 1, "reward": 0.20, "anchor": "initial"}]
+    tr = [
+        {"search": "s0", "benchmark": "planact", "t": 1, "reward": 0.30, "anchor": "initial"},
+        {"search": "s0", "benchmark": "planact", "t": 2, "reward": 0.05, "anchor": "plan-added"},
+        {"search": "s1", "benchmark": "planact", "t": 1, "reward": -0.10, "anchor": "initial"},
+        {"search": "s1", "benchmark": "planact", "t": 2, "reward": 0.00, "anchor": "votes-3"},
+        {"search": "h0", "benchmark": "humaneval", "t": 1, "reward": 0.20, "anchor": "initial"},
+    ]
     adv = step_advantages(tr, gamma=0.0, step_weight=1.0)
     ep = step_advantages(tr, gamma=0.0, step_weight=0.0)  # episode part alone
     step = [a - e for a, e in zip(adv, ep)]
@@ -251,7 +263,8 @@ def test_a_real_optimizer_model_is_checked_before_any_work(tmp_path):
     with pytest.raises(ConfigError, match="optimizer_rl.model_path: .* not an HF model folder"):
         check_aflow_runtime(cfg)
     (tmp_path / "config.json").write_text("{}")
-    check_aflow_runtime(cfg.model_copy(update={"optimizer_rl": cfg.optimizer_rl.model_copy(
-        update={"model_path": str(tmp_path)})}))  # no API key asked for: the local model answers
+    check_aflow_runtime(
+        cfg.model_copy(update={"optimizer_rl": cfg.optimizer_rl.model_copy(update={"model_path": str(tmp_path)})})
+    )  # no API key asked for: the local model answers
     with pytest.raises(ConfigError, match="search.optimizer: llm"):
         validate_aflow_config({"optimizer_rl": {"model_path": str(tmp_path)}})

@@ -36,11 +36,11 @@ FILES = {
             def clean(self, s):
                 return s.strip(self.sep)
         ''',
-    "pkg/util.py": '''
+    "pkg/util.py": """
         def lower_all(words):
             return [w.lower() for w in words]
-        ''',
-    "tests/test_text.py": '''
+        """,
+    "tests/test_text.py": """
         from pkg.text import Slugger, slugify
 
 
@@ -51,7 +51,7 @@ FILES = {
         class TestSlugger:
             def test_run(self):
                 assert Slugger("_").run("A b") == "a_b"
-        ''',
+        """,
     "broken.py": "def oops(:\n",
 }
 
@@ -91,8 +91,10 @@ def test_anchors_by_identifier_text_and_traceback(repo):
     assert s.by_identifier("split_words")[0] == ("pkg/text.py::split_words", 1.0)
     assert s.by_identifier("Slugger.clean")[0][0] == "pkg/text.py::Slugger.clean"
     assert s.by_text("lower case words joined by a separator")[0][0] == "pkg/text.py::slugify"
-    tb = (f'Traceback (most recent call last):\n  File "{repo.root}/tests/test_text.py", line 5, in test_slugify\n'
-          f'  File "{repo.root}/pkg/text.py", line 9, in slugify\n  File "/usr/lib/python3/re.py", line 1, in findall\n')
+    tb = (
+        f'Traceback (most recent call last):\n  File "{repo.root}/tests/test_text.py", line 5, in test_slugify\n'
+        f'  File "{repo.root}/pkg/text.py", line 9, in slugify\n  File "/usr/lib/python3/re.py", line 1, in findall\n'
+    )
     hits = [n for n, _ in s.by_traceback(tb)]
     assert hits == ["pkg/text.py::slugify", "tests/test_text.py::test_slugify"]  # innermost repository frame first
     assert [n for n, _ in s.by_traceback("pkg/util.py:2: AssertionError")] == ["pkg/util.py::lower_all"]
@@ -112,9 +114,16 @@ def test_memory_budget_ops_and_linearisation(repo):
     mem = WorkingMemory(repo, Budget(nodes=2, chars=400))
     cands = [n for n, _ in mem.candidates(s, ["pkg/text.py::slugify"])]
     assert cands[0] == "pkg/text.py::slugify" and "pkg/text.py::split_words" in cands
-    res = mem.apply_ops([{"op": "add", "node": "pkg/text.py::slugify"}, {"op": "add", "node": "pkg/text.py::slugify"},
-                         {"op": "add", "node": "pkg/util.py::lower_all"}, {"op": "add", "node": "pkg/text.py::Slugger"},
-                         {"op": "jump", "node": "x"}, {"op": "remove", "node": "nowhere"}])
+    res = mem.apply_ops(
+        [
+            {"op": "add", "node": "pkg/text.py::slugify"},
+            {"op": "add", "node": "pkg/text.py::slugify"},
+            {"op": "add", "node": "pkg/util.py::lower_all"},
+            {"op": "add", "node": "pkg/text.py::Slugger"},
+            {"op": "jump", "node": "x"},
+            {"op": "remove", "node": "nowhere"},
+        ]
+    )
     assert [r.applied for r in res] == [True, False, True, False, False, False]
     assert res[1].reason == "already in memory" and "node budget 2" in res[3].reason and "unknown op" in res[4].reason
     assert mem.used()["nodes"] == 2 and mem.used()["chars"] <= 400

@@ -43,8 +43,10 @@ def test_draws_follow_the_skill_and_replay_per_seed():
 def test_a_fix_request_never_returns_the_program_it_was_shown():
     coder = CandidateCoder(PROBLEMS, skill=0.9, mutants_per_problem=8)
     shown = candidates(P, 8)[0].strip()  # even the reference, if a test said it failed
-    prompt = (f"Problem:\n{P['question']}\n\nSolution:\n```python\n{shown}\n```\nIt fails a public test: "
-              "AssertionError\nReturn the corrected complete solution in one ```python block.")
+    prompt = (
+        f"Problem:\n{P['question']}\n\nSolution:\n```python\n{shown}\n```\nIt fails a public test: "
+        "AssertionError\nReturn the corrected complete solution in one ```python block."
+    )
     assert all(_ask(coder, prompt, seed=s) != shown for s in range(50))
 
 

@@ -7,7 +7,6 @@ import pytest
 from aflow_rl.config import AFlowConfig, load_aflow_config
 from graph_planner.config import load_repair_config
 from graph_planner.corpus.spec import load_corpus_config
-
 from planact.config import ConfigError, RunConfig, flatten, load_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,11 +20,25 @@ def test_defaults_and_shipped_configs_validate():
     assert cfg.barrier.timeout_s == 1800
     assert cfg.planner.tiny.hidden_size > cfg.actor.tiny.hidden_size  # planner larger than actor by default
     shipped = sorted(p.name for p in (ROOT / "configs").glob("*.yaml"))
-    assert {"demo.yaml", "smoke.yaml", "gpu-sglang.yaml", "api-openai.yaml", "api-anthropic.yaml",
-            "aflow-demo.yaml", "aflow-openai.yaml", "aflow-anthropic.yaml", "repair-demo.yaml", "repair-smoke.yaml",
-            "repair-gpu.yaml"} <= set(shipped)
-    loaders = {"aflow-": load_aflow_config, "repair-eval": load_repair_config, "repair-corpus": load_corpus_config,
-               "repair-rl-corpus": load_corpus_config}
+    assert {
+        "demo.yaml",
+        "smoke.yaml",
+        "gpu-sglang.yaml",
+        "api-openai.yaml",
+        "api-anthropic.yaml",
+        "aflow-demo.yaml",
+        "aflow-openai.yaml",
+        "aflow-anthropic.yaml",
+        "repair-demo.yaml",
+        "repair-smoke.yaml",
+        "repair-gpu.yaml",
+    } <= set(shipped)
+    loaders = {
+        "aflow-": load_aflow_config,
+        "repair-eval": load_repair_config,
+        "repair-corpus": load_corpus_config,
+        "repair-rl-corpus": load_corpus_config,
+    }
     for name in shipped:  # AFlow configs are AFlowConfig, repair-* the code-repair configs, the rest RunConfig
         load = next((f for prefix, f in loaders.items() if name.startswith(prefix)), load_config)
         load(ROOT / "configs" / name)
@@ -73,7 +86,9 @@ def test_cross_field_rules():
     with pytest.raises(ConfigError, match=r"actor.*trainer_workers >= 2"):
         load_config(None, ["actor.resources.fsdp=true"])
     with pytest.raises(ConfigError, match=r"planner.*kl_coef"):
-        load_config(None, ["planner.resources.fsdp=true", "planner.resources.trainer_workers=2", "planner.rl.kl_coef=0.1"])
+        load_config(
+            None, ["planner.resources.fsdp=true", "planner.resources.trainer_workers=2", "planner.rl.kl_coef=0.1"]
+        )
     assert load_config(None, ["actor.resources.fsdp=true", "actor.resources.trainer_workers=2"]).actor.resources.fsdp
     # Pipelined rounds train while the engines generate: a trainer sharing an engine's weights is refused.
     with pytest.raises(ConfigError, match=r"planner.resources.colocate_trainer must be false"):
@@ -95,8 +110,10 @@ def test_a_partial_role_section_keeps_that_roles_defaults():
 
 
 def test_overrides_parse_yaml_scalars_and_nest():
-    cfg = load_config(ROOT / "configs" / "demo.yaml", ["rounds=4", "planner.rl.lr=1e-5", "ray.address=auto",
-                                                       "barrier.fallback_on_timeout=false"])
+    cfg = load_config(
+        ROOT / "configs" / "demo.yaml",
+        ["rounds=4", "planner.rl.lr=1e-5", "ray.address=auto", "barrier.fallback_on_timeout=false"],
+    )
     assert cfg.rounds == 4 and cfg.planner.rl.lr == 1e-5 and cfg.ray.address == "auto"
     assert cfg.barrier.fallback_on_timeout is False
 

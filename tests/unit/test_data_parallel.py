@@ -24,8 +24,9 @@ RL = RLConfig(lr=3e-3, num_minibatches=2, kl_coef=0.05)
 
 def _model():
     tok = build_tokenizer()
-    return build_tiny_model(TinyModelSpec(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64),
-                            len(tok), seed=3, tokenizer=tok), tok
+    return build_tiny_model(
+        TinyModelSpec(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64), len(tok), seed=3, tokenizer=tok
+    ), tok
 
 
 def _samples(n: int = 13) -> list[dict]:
@@ -33,9 +34,15 @@ def _samples(n: int = 13) -> list[dict]:
     out = []
     for i in range(n):  # uneven lengths, so the token-balanced split and the weighting matter
         p, t = rng.randint(3, 12), rng.randint(1, 9)
-        out.append({"prompt_ids": [rng.randint(4, 20) for _ in range(p)], "token_ids": [rng.randint(4, 20) for _ in range(t)],
-                    "logprobs": [-rng.uniform(0.5, 3.0) for _ in range(t)], "advantage": rng.choice([-1.0, 0.5, 1.0]),
-                    "sample_id": i})
+        out.append(
+            {
+                "prompt_ids": [rng.randint(4, 20) for _ in range(p)],
+                "token_ids": [rng.randint(4, 20) for _ in range(t)],
+                "logprobs": [-rng.uniform(0.5, 3.0) for _ in range(t)],
+                "advantage": rng.choice([-1.0, 0.5, 1.0]),
+                "sample_id": i,
+            }
+        )
     return out
 
 
@@ -84,8 +91,10 @@ def test_n_ranks_update_the_weights_like_one_process(world):
         p.join(timeout=60)
     assert all(p.exitcode == 0 for p in procs)
     for r in range(world):
-        diff = max(float((torch.from_numpy(results[r]["weights"][k]) - single["weights"][k]).abs().max())
-                   for k in single["weights"])
+        diff = max(
+            float((torch.from_numpy(results[r]["weights"][k]) - single["weights"][k]).abs().max())
+            for k in single["weights"]
+        )
         assert diff < 1e-5, (r, diff)
     assert results[0]["metrics"]["loss"] == pytest.approx(single["metrics"]["loss"], abs=1e-5)
     assert results[0]["metrics"]["grad_norm"] == pytest.approx(single["metrics"]["grad_norm"], rel=1e-4)

@@ -80,7 +80,9 @@ def test_concurrent_materialisation_never_exposes_a_partial_folder(tmp_path):
 
     target = tmp_path / "m"
     with ThreadPoolExecutor(4) as pool:
-        paths = list(pool.map(lambda _: materialize_tiny(TinyModelSpec(hidden_size=16, num_heads=2), target, 0), range(4)))
+        paths = list(
+            pool.map(lambda _: materialize_tiny(TinyModelSpec(hidden_size=16, num_heads=2), target, 0), range(4))
+        )
     assert set(paths) == {target}
     load_model(target)  # complete: config, weights and tokenizer
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # losers cleaned up
@@ -89,8 +91,13 @@ def test_concurrent_materialisation_never_exposes_a_partial_folder(tmp_path):
 def test_attention_kernels_benchmark_tiny_mode():
     """benchmarks/attention_kernels.py --tiny: both kernels sample and train; engine and trainer logprobs agree."""
     root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, "benchmarks/attention_kernels.py", "--tiny"], cwd=root, capture_output=True,
-                         text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "benchmarks/attention_kernels.py", "--tiny"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     rows = [line.split() for line in out.stdout.splitlines() if line.split()[:1] in (["eager"], ["sdpa"])]
     assert [r[0] for r in rows] == ["eager", "sdpa"] and float(rows[0][2]) == 1.0
@@ -112,7 +119,9 @@ def test_length_normalised_choice_removes_the_fewest_tokens_prior():
     from planact.models import build_tiny_model, build_tokenizer
 
     tok = build_tokenizer()
-    model = build_tiny_model(TinyModelSpec(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64), len(tok), 0, tok)
+    model = build_tiny_model(
+        TinyModelSpec(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64), len(tok), 0, tok
+    )
     engine = HFEngine(model, tok)
     cands = ["add plan", "template act prompt 2"]
     params = SamplingParams(temperature=1.0, n=1, seed=0)
@@ -129,8 +138,12 @@ def test_choice_with_row_seeds_does_not_depend_on_the_batch():
     from planact.models import build_tiny_model, build_tokenizer
 
     tok = build_tokenizer()
-    engine = HFEngine(build_tiny_model(TinyModelSpec(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64),
-                                       len(tok), 0, tok), tok)
+    engine = HFEngine(
+        build_tiny_model(
+            TinyModelSpec(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64), len(tok), 0, tok
+        ),
+        tok,
+    )
     cands = ["add plan", "votes act 3", "votes act 5", "op act x"]
     reqs = [(f"state {i}:", cands) for i in range(6)]
     batched = [g[0].meta["choice"] for g in engine.choose(reqs, SamplingParams(row_seeds=list(range(6))), True)]
@@ -155,7 +168,7 @@ def test_candidate_scoring_with_a_shared_prefix_equals_scoring_each_candidate(ti
     for c, got in zip(cands, shared):
         ids = tok.encode(c, add_special_tokens=False) + [tok.eos_token_id]
         lp, _ = token_logprobs(model, pad_batch([p_ids], [ids], tok.pad_token_id), 0.7)
-        want = lp[0, len(p_ids):len(p_ids) + len(ids)].tolist()
+        want = lp[0, len(p_ids) : len(p_ids) + len(ids)].tolist()
         assert len(got) == len(want) and max(abs(a - b) for a, b in zip(got, want)) < 1e-4
 
 
@@ -184,5 +197,5 @@ def test_choose_over_a_long_prompt_shares_it_and_matches_the_trainers_logprobs(t
     assert len(engine.encode(prompt)) >= 128  # the shared path
     for c in comps:
         lp, _ = token_logprobs(model, pad_batch([c.prompt_ids], [c.token_ids], tok.pad_token_id), 1.0)
-        want = lp[0, len(c.prompt_ids):].tolist()
+        want = lp[0, len(c.prompt_ids) :].tolist()
         assert max(abs(a - b) for a, b in zip(c.logprobs, want)) < 1e-4

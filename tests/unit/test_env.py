@@ -46,9 +46,14 @@ def test_malformed_outputs_score_zero_and_never_raise():
     assert verify(task, "inc", "234").outcome == 1.0
     # (outcome, fidelity, plan_valid, answer_valid): a right answer under a bad plan keeps its outcome (the
     # planner's reward is gated separately), but earns no fidelity; malformed answers are flagged, never raised.
-    expected = {("garbage", "234"): (1.0, 0.0, False, True), (None, "234"): (1.0, 0.0, False, True),
-                ("inc", "23x"): (0.0, 0.0, True, False), ("inc", ""): (0.0, 0.0, True, False),
-                ("inc", "2345"): (0.0, 0.0, True, False), ("", None): (0.0, 0.0, False, False)}
+    expected = {
+        ("garbage", "234"): (1.0, 0.0, False, True),
+        (None, "234"): (1.0, 0.0, False, True),
+        ("inc", "23x"): (0.0, 0.0, True, False),
+        ("inc", ""): (0.0, 0.0, True, False),
+        ("inc", "2345"): (0.0, 0.0, True, False),
+        ("", None): (0.0, 0.0, False, False),
+    }
     for (plan, answer), want in expected.items():
         v = verify(task, plan, answer)
         assert (v.outcome, v.fidelity, v.plan_valid, v.answer_valid) == want, (plan, answer)

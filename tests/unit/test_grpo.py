@@ -49,8 +49,9 @@ def test_kl_and_entropy_terms():
     assert math.isclose(k3, 0.5 - math.log(0.5) - 1, rel_tol=1e-6)
     assert math.isclose(float(kl_penalty(logp, ref, "k1")), math.log(2), rel_tol=1e-6)
     ent = torch.tensor([[0.7]])
-    loss, stats = grpo_loss(logp, logp, torch.tensor([0.0]), torch.ones(1, 1), ref_logp=ref, kl_coef=0.1,
-                            entropy=ent, entropy_coef=0.01)
+    loss, stats = grpo_loss(
+        logp, logp, torch.tensor([0.0]), torch.ones(1, 1), ref_logp=ref, kl_coef=0.1, entropy=ent, entropy_coef=0.01
+    )
     assert math.isclose(float(loss), 0.1 * k3 - 0.01 * 0.7, rel_tol=1e-5)
     assert math.isclose(stats["entropy"], 0.7, rel_tol=1e-6)
 

@@ -15,11 +15,21 @@ import pytest
 HEAVY = ("torch", "transformers", "mlflow")
 
 
-@pytest.mark.parametrize("module", ["planact.workers", "planact.trainer_group", "planact.agents", "planact.registry",
-                                    "planact.tracking", "tasks.plan_act", "tasks.experience", "flows.rounds"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "planact.workers",
+        "planact.trainer_group",
+        "planact.agents",
+        "planact.registry",
+        "planact.tracking",
+        "tasks.plan_act",
+        "tasks.experience",
+        "flows.rounds",
+    ],
+)
 def test_worker_side_modules_import_without_heavy_libraries(module):
-    code = (f"import sys, {module}; "
-            f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
+    code = f"import sys, {module}; print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "", f"importing {module} pulled in {out.stdout.strip()}"

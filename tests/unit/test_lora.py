@@ -14,17 +14,32 @@ SMOKE = Path(__file__).resolve().parents[2] / "configs" / "smoke.yaml"
 
 
 def _cfg(tmp_path, *extra):
-    return load_config(SMOKE, [f"checkpoint.root={tmp_path}", "planner.lora.enabled=true", "planner.lora.rank=4",
-                               "planner.rl.lr=0.01", "planner.rl.warmup_steps=0", "planner.rl.num_minibatches=1",
-                               *extra])
+    return load_config(
+        SMOKE,
+        [
+            f"checkpoint.root={tmp_path}",
+            "planner.lora.enabled=true",
+            "planner.lora.rank=4",
+            "planner.rl.lr=0.01",
+            "planner.rl.warmup_steps=0",
+            "planner.rl.num_minibatches=1",
+            *extra,
+        ],
+    )
 
 
 def _samples(worker):
     (group,) = worker.generate(["sort the digits ="], n=2, seed=1)
-    return [{"prompt_ids": c.prompt_ids, "token_ids": c.token_ids, "logprobs": c.logprobs, "advantage": a,
-             "weight_version": c.weight_version} for c, a in zip(group, (1.0, -1.0))]
-
-
+    return [
+        {
+            "prompt_ids": c.prompt_ids,
+            "token_ids": c.token_ids,
+            "logprobs": c.logprobs,
+            "advantage": a,
+            "weight_version": c.weight_version,
+        }
+        for c, a in zip(group, (1.0, -1.0))
+    ]
 
 
 def test_lora_step_moves_only_adapters_and_a_replica_serves_them_after_sync(tmp_path):
@@ -55,8 +70,8 @@ def test_lora_step_moves_only_adapters_and_a_replica_serves_them_after_sync(tmp_
 
 def test_lora_kl_reference_is_the_base_with_adapters_off(tmp_path):
     from planact import lora
-    from planact.models import load_model
     from planact.initial_models import initial_model_path
+    from planact.models import load_model
     from planact.workers import RoleWorker
 
     cfg = _cfg(tmp_path, "planner.rl.kl_coef=0.1")
@@ -100,9 +115,14 @@ def test_lora_checkpoint_holds_the_adapter_and_its_base_and_restores_the_policy(
     assert moved and all("lora_" in k for k in moved)
 
 
-@pytest.mark.parametrize("override, field", [("planner.engine=sglang", "lora.enabled"),
-                                             ("planner.train=false", "lora.enabled"),
-                                             ("planner.lora.rank=0", "lora.rank")])
+@pytest.mark.parametrize(
+    "override, field",
+    [
+        ("planner.engine=sglang", "lora.enabled"),
+        ("planner.train=false", "lora.enabled"),
+        ("planner.lora.rank=0", "lora.rank"),
+    ],
+)
 def test_lora_config_errors_name_the_field(tmp_path, override, field):
     with pytest.raises(Exception, match=field.replace(".", r"\.")):
         _cfg(tmp_path, override)

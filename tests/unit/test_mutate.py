@@ -32,8 +32,18 @@ SOURCE = textwrap.dedent('''
 def test_every_operator_kind_appears_and_each_mutant_is_one_local_edit():
     ms = mutants("pkg/sample.py", SOURCE)
     kinds = {m.kind for m in ms}
-    assert kinds == {"comparison", "boolop", "constant", "binop", "bound", "negate_if", "remove_if", "remove_stmt",
-                     "swap_args", "default"}
+    assert kinds == {
+        "comparison",
+        "boolop",
+        "constant",
+        "binop",
+        "bound",
+        "negate_if",
+        "remove_if",
+        "remove_stmt",
+        "swap_args",
+        "default",
+    }
     descriptions = {(m.kind, m.description) for m in ms}
     assert ("comparison", "x < lo -> x <= lo") in descriptions
     assert ("boolop", "x > hi and hi is not None -> x > hi or hi is not None") in descriptions

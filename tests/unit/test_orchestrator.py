@@ -44,12 +44,16 @@ def test_timeout_falls_back_or_fails():
 def test_a_rerun_round_gets_the_new_incarnations_payload():
     async def go():
         o = PlanActOrchestrator()
-        first = asyncio.gather(o.arrive("r/3/plans", "planner", ["old"], timeout_s=5, incarnation="A"),
-                               o.arrive("r/3/plans", "actor", None, timeout_s=5, incarnation="A"))
+        first = asyncio.gather(
+            o.arrive("r/3/plans", "planner", ["old"], timeout_s=5, incarnation="A"),
+            o.arrive("r/3/plans", "actor", None, timeout_s=5, incarnation="A"),
+        )
         await first
         # The run was killed after round 3's barrier and resumed (incarnation B): round 3 runs again.
-        again = await asyncio.gather(o.arrive("r/3/plans", "planner", ["new"], timeout_s=5, incarnation="B"),
-                                     o.arrive("r/3/plans", "actor", None, timeout_s=5, incarnation="B"))
+        again = await asyncio.gather(
+            o.arrive("r/3/plans", "planner", ["new"], timeout_s=5, incarnation="B"),
+            o.arrive("r/3/plans", "actor", None, timeout_s=5, incarnation="B"),
+        )
         return again
 
     planner, actor = run(go())
@@ -76,8 +80,10 @@ def test_a_late_arrival_after_pruning_gets_the_same_outcome():
         o = PlanActOrchestrator(keep_rounds=1)
         res = await o.arrive("r/1/plans", "actor", None, timeout_s=0.05)  # released as fallback
         for i in range(2, 10):  # later rounds push round 1's payloads out
-            await asyncio.gather(o.arrive(f"r/{i}/plans", "planner", [i], timeout_s=5),
-                                 o.arrive(f"r/{i}/plans", "actor", None, timeout_s=5))
+            await asyncio.gather(
+                o.arrive(f"r/{i}/plans", "planner", [i], timeout_s=5),
+                o.arrive(f"r/{i}/plans", "actor", None, timeout_s=5),
+            )
         late = await o.arrive("r/1/plans", "planner", ["late"], timeout_s=0.5)
         return o, res, late
 
@@ -91,8 +97,9 @@ def test_barrier_records_survive_an_orchestrator_restart(tmp_path):
 
     async def first():
         o = PlanActOrchestrator(state_path=state)
-        await asyncio.gather(o.arrive("r/5/plans", "planner", ["p"], timeout_s=5),
-                             o.arrive("r/5/plans", "actor", None, timeout_s=5))
+        await asyncio.gather(
+            o.arrive("r/5/plans", "planner", ["p"], timeout_s=5), o.arrive("r/5/plans", "actor", None, timeout_s=5)
+        )
 
     async def second():
         return await PlanActOrchestrator(state_path=state).arrive("r/5/plans", "actor", None, timeout_s=5)

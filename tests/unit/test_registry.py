@@ -9,8 +9,8 @@ from safetensors.torch import load_file
 from aflow_rl.config import LLMConfig
 from aflow_rl.executor import ensure_planact_checkpoint
 from planact.config import ConfigError, RunConfig
-from planact.preflight import check_runtime
 from planact.models import materialize_tiny
+from planact.preflight import check_runtime
 from planact.registry import (
     is_model_uri,
     model_version,

@@ -32,8 +32,13 @@ def test_actions_parse_from_text_fences_and_dicts_with_clear_errors():
     assert isinstance(parse_action('```json\n{"type": "submit"}\n```'), Submit)
     assert parse_action({"type": "explore", "op": "find", "anchors": ["hyp"]}) == Explore(op="find", anchors=["hyp"])
     assert isinstance(parse_action('Sure! {"type": "repair", "plan": "fix", "target": "pkg/geo.py::hyp"}'), Repair)
-    for bad, words in [("no json here", "no JSON"), ('{"type": "dance"}', "type"), ("{'a': 1}", "invalid JSON"),
-                       ('{"type": "explore", "op": "find", "hop": 9}', "hop"), ("[1]", "no JSON")]:
+    for bad, words in [
+        ("no json here", "no JSON"),
+        ('{"type": "dance"}', "type"),
+        ("{'a': 1}", "invalid JSON"),
+        ('{"type": "explore", "op": "find", "hop": 9}', "hop"),
+        ("[1]", "no JSON"),
+    ]:
         with pytest.raises(ActionError, match=words):
             parse_action(bad)
 
@@ -46,8 +51,12 @@ def test_unified_diff_applies_with_offset_and_refuses_what_it_must():
     assert apply_diff(diff, lambda p: shifted, FILES)["pkg/geo.py"] == "# a new header line\n" + fixed
     with pytest.raises(PatchError, match="does not match"):
         apply_diff(diff, lambda p: SRC.replace("w * h", "h * w"), FILES)
-    for path, words in [("../etc/passwd", "inside"), ("/etc/passwd", "inside"), ("tests/test_geo.py", "test file"),
-                        ("pkg/new.py", "not a Python file")]:
+    for path, words in [
+        ("../etc/passwd", "inside"),
+        ("/etc/passwd", "inside"),
+        ("tests/test_geo.py", "test file"),
+        ("pkg/new.py", "not a Python file"),
+    ]:
         with pytest.raises(PatchError, match=words):
             apply_diff(diff.replace("pkg/geo.py", path), lambda p: SRC, FILES | {"tests/test_geo.py"})
     with pytest.raises(PatchError, match="no hunks"):
@@ -58,7 +67,9 @@ def test_edit_script_needs_exactly_one_occurrence():
     out = apply_edits([{"file": "pkg/geo.py", "old": "return 0", "new": "return -1"}], lambda p: SRC, FILES)
     assert "return -1" in out["pkg/geo.py"]
     with pytest.raises(PatchError, match="found 2"):
-        apply_edits([{"file": "pkg/geo.py", "old": "a * a", "new": "a"}], lambda p: SRC.replace("b * b", "a * a"), FILES)
+        apply_edits(
+            [{"file": "pkg/geo.py", "old": "a * a", "new": "a"}], lambda p: SRC.replace("b * b", "a * a"), FILES
+        )
 
 
 def test_screen_allows_repairs_and_refuses_what_forging_needs():
@@ -79,7 +90,10 @@ BYPASSES = {
     # syntax the old check did not look at: structure outside bodies, new definitions, match, global
     "new module statement": ("return w * h", "return w * h\n\n\nimport os"),
     "new function": ("def hyp(a, b):", "def helper():\n    return 1\n\n\ndef hyp(a, b):"),
-    "new method": ("    def area(self, w, h):", "    def __eq__(self, other):\n        return True\n\n    def area(self, w, h):"),
+    "new method": (
+        "    def area(self, w, h):",
+        "    def __eq__(self, other):\n        return True\n\n    def area(self, w, h):",
+    ),
     "new class in a body": ("return 0", "class Any:\n                pass\n            return Any()"),
     "nested def": ("return 0", "def eq(*a):\n                return True\n            return eq"),
     "lambda": ("return 0", "return (lambda: 1)()"),
@@ -128,14 +142,21 @@ def test_the_patch_check_reads_the_text_python_executes():
 def test_candidates_of_every_token_level_mutant_hold_its_fix():
     for m in mutants("pkg/geo.py", SRC, kinds=TOKEN_LEVEL):
         lines = m.source.splitlines(keepends=True)
-        start = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith(("def area", "def hyp")) and
-                     m.function.split(".")[-1] in ln)
+        start = next(
+            i
+            for i, ln in enumerate(lines)
+            if ln.lstrip().startswith(("def area", "def hyp")) and m.function.split(".")[-1] in ln
+        )
         end = start + 1
-        while end < len(lines) and (lines[end].startswith(" " * (len(lines[start]) - len(lines[start].lstrip()) + 1))
-                                    or not lines[end].strip()):
+        while end < len(lines) and (
+            lines[end].startswith(" " * (len(lines[start]) - len(lines[start].lstrip()) + 1)) or not lines[end].strip()
+        ):
             end += 1
         func = "".join(lines[start:end]).rstrip("\n") + "\n"
-        fixes = [apply_edits([c.edit], lambda p: m.source, FILES)["pkg/geo.py"] for c in candidate_edits("pkg/geo.py", start + 1, func)]
+        fixes = [
+            apply_edits([c.edit], lambda p, m=m: m.source, FILES)["pkg/geo.py"]
+            for c in candidate_edits("pkg/geo.py", start + 1, func)
+        ]
         assert SRC in fixes, m.description
 
 

@@ -7,13 +7,20 @@ import torch
 
 from graph_planner.team.context import NodeView, TaskContext
 from graph_planner.team.evaluate import spread
-from graph_planner.team.prompts import (actor_options, actor_prompt, edit_level, function_labels, planner_observation,
-                                        planner_options, teacher_trajectory)
+from graph_planner.team.prompts import (
+    actor_options,
+    actor_prompt,
+    edit_level,
+    function_labels,
+    planner_observation,
+    planner_options,
+    teacher_trajectory,
+)
 from planact.config import ConfigError, RunConfig, validate_config
-from planact.preflight import check_runtime
 from planact.engines.base import SamplingParams
 from planact.engines.hf import HFEngine
 from planact.models import build_bpe_tokenizer, build_tiny_model
+from planact.preflight import check_runtime
 from planact.rl.gigpo import gigpo_advantages
 from planact.rl.logprobs import pad_batch, token_logprobs
 
@@ -36,10 +43,12 @@ def test_gigpo_groups_planner_turns_by_identical_observations():
     after_lo, after_hi = planner_observation(ctx, ["m.py::lo"]), planner_observation(ctx, ["m.py::hi"])
     assert after_lo != after_hi and "read 2: def hi(xs):" in after_hi
     assert "functions: 1 lo (trace) ; 2 hi\n" in first
-    steps = [{"episode": "t1/0", "group": "t1", "t": 0, "reward": 0.0, "anchor": first},
-             {"episode": "t1/0", "group": "t1", "t": 1, "reward": 0.0, "anchor": after_lo},
-             {"episode": "t1/1", "group": "t1", "t": 0, "reward": 0.0, "anchor": first},
-             {"episode": "t1/1", "group": "t1", "t": 1, "reward": 1.0, "anchor": after_hi}]
+    steps = [
+        {"episode": "t1/0", "group": "t1", "t": 0, "reward": 0.0, "anchor": first},
+        {"episode": "t1/0", "group": "t1", "t": 1, "reward": 0.0, "anchor": after_lo},
+        {"episode": "t1/1", "group": "t1", "t": 0, "reward": 0.0, "anchor": first},
+        {"episode": "t1/1", "group": "t1", "t": 1, "reward": 1.0, "anchor": after_hi},
+    ]
     adv = gigpo_advantages(steps, {"t1/0": 0.0, "t1/1": 1.0}, gamma=0.5, step_weight=1.0, std_normalize=False)
     # episode level: returns 0 and 1 centred over the group's four steps (-0.5 / +0.5); step level: at the
     # shared first observation the discounted returns 0 and 0.5 are centred (-0.25 / +0.25); the second
@@ -71,8 +80,11 @@ def test_actor_marks_write_edits_on_traced_lines_with_the_prompts_mark():
 
 def test_a_capped_evaluation_takes_every_package_in_turn():
     # 58 tasks of one package sort before the 22 of another: a prefix of 30 would hold only the first.
-    ids = sorted([f"marshmallow-4.4.0__{k:03d}" for k in range(58)] + [f"python-slugify-9.2.0__{k:03d}" for k in range(22)]
-                 + ["text-unidecode-1.3__000"])
+    ids = sorted(
+        [f"marshmallow-4.4.0__{k:03d}" for k in range(58)]
+        + [f"python-slugify-9.2.0__{k:03d}" for k in range(22)]
+        + ["text-unidecode-1.3__000"]
+    )
     picked = spread(ids, 30)
     by_pkg = {p: sum(i.startswith(p) for i in picked) for p in ("marshmallow", "python-slugify", "text-unidecode")}
     assert len(picked) == 30 and by_pkg == {"marshmallow": 15, "python-slugify": 14, "text-unidecode": 1}
@@ -100,8 +112,10 @@ def test_traced_edit_teacher_localises_like_the_rule_agent():
 def engine():
     tok = build_bpe_tokenizer([SRC_A, SRC_B, "fix edit err read repair"] * 20, vocab_size=300)
     from planact.config import TinyModelSpec
-    model = build_tiny_model(TinyModelSpec(hidden_size=32, num_heads=2, num_layers=1, intermediate_size=64),
-                             len(tok), 0, tok)
+
+    model = build_tiny_model(
+        TinyModelSpec(hidden_size=32, num_heads=2, num_layers=1, intermediate_size=64), len(tok), 0, tok
+    )
     return HFEngine(model, tok)
 
 
@@ -117,7 +131,7 @@ def test_constrained_choice_samples_only_candidates_with_logprobs_the_trainer_re
     batch = pad_batch([c.prompt_ids], [c.token_ids], engine.tokenizer.pad_token_id)
     lp, _ = token_logprobs(engine.model, batch, 1.0)
     n = len(c.prompt_ids)
-    assert torch.allclose(lp[0, n:n + len(c.token_ids)], torch.tensor(c.logprobs), atol=1e-5)
+    assert torch.allclose(lp[0, n : n + len(c.token_ids)], torch.tensor(c.logprobs), atol=1e-5)
     greedy = engine.choose([("fix lo\nedit:", cands)], SamplingParams(temperature=0.0, n=2))[0]
     assert greedy[0].meta["choice"] == greedy[0].meta["ranking"][0] == greedy[1].meta["choice"]
     assert sorted(greedy[0].meta["ranking"]) == [0, 1, 2]
@@ -149,9 +163,14 @@ def test_labels_by_mark_name_functions_by_what_they_are():
     obs = planner_observation(ctx, ["m.py::lo"], levels, by_mark=True)
     assert "functions: trace-noedit 1 ident ; trace+edit 1 lo ; fn 1 hi\nread trace+edit 1: def lo" in obs
     assert [o[0] for o in planner_options(ctx, ["m.py::lo"], 1, levels, by_mark=True)] == [
-        " read trace-noedit 1", " read fn 1", " repair trace+edit 1"]
-    assert [a for _, a in teacher_trajectory(ctx, "top", levels, by_mark=True)] == [" read trace-noedit 1",
-                                                                                    " repair trace-noedit 1"]
+        " read trace-noedit 1",
+        " read fn 1",
+        " repair trace+edit 1",
+    ]
+    assert [a for _, a in teacher_trajectory(ctx, "top", levels, by_mark=True)] == [
+        " read trace-noedit 1",
+        " repair trace-noedit 1",
+    ]
     with pytest.raises(ValueError, match="mark_editable_trace"):
         function_labels(ctx, None, by_mark=True)
 
@@ -159,8 +178,13 @@ def test_labels_by_mark_name_functions_by_what_they_are():
 def test_file_style_prompts_read_like_the_module_and_name_functions():
     """prompt_style 'file' (pretrained models): the patch model continues the module's code before the
     function and its options are whole edited functions; the planner names functions in words."""
-    from graph_planner.team.file_prompts import (edited_functions, file_context, planner_choices,
-                                                 planner_question, teacher_answers)
+    from graph_planner.team.file_prompts import (
+        edited_functions,
+        file_context,
+        planner_choices,
+        planner_question,
+        teacher_answers,
+    )
 
     ctx = _ctx()
     module = "import os\n\n\n" + SRC_A + "\n" + SRC_B

@@ -17,21 +17,34 @@ def _stored(tmp_path, overrides=()):
 
 def test_shaping_fields_are_refused_by_name(tmp_path):
     _stored(tmp_path)
-    changed = load_config(None, ["actor.tiny.hidden_size=128", "env.max_len=9", "planner.rl.lr=1e-3", "seed=7",
-                                 "actor.train=false"])
+    changed = load_config(
+        None, ["actor.tiny.hidden_size=128", "env.max_len=9", "planner.rl.lr=1e-3", "seed=7", "actor.train=false"]
+    )
     with pytest.raises(ResumeRefused) as err:
         check_resume(tmp_path, changed.model_dump())
     msg = str(err.value)
-    for field in ("actor.tiny.hidden_size: 64 -> 128", "env.max_len: 7 -> 9", "planner.rl.lr", "seed: 0 -> 7",
-                  "actor.train: True -> False"):
+    for field in (
+        "actor.tiny.hidden_size: 64 -> 128",
+        "env.max_len: 7 -> 9",
+        "planner.rl.lr",
+        "seed: 0 -> 7",
+        "actor.train: True -> False",
+    ):
         assert field in msg
     assert isinstance(err.value, ConfigError)  # the CLI prints it as a config error, exit 2
 
 
 def test_safe_changes_are_allowed_and_listed(tmp_path):
     _stored(tmp_path)
-    more = load_config(None, ["rounds=99", "tracking.eval_every=3", "actor.resources.replicas=2",
-                              "tracking.tracking_uri=http://127.0.0.1:5999"])
+    more = load_config(
+        None,
+        [
+            "rounds=99",
+            "tracking.eval_every=3",
+            "actor.resources.replicas=2",
+            "tracking.tracking_uri=http://127.0.0.1:5999",
+        ],
+    )
     allowed = check_resume(tmp_path, more.model_dump())
     assert any(a.startswith("rounds:") for a in allowed) and any("eval_every" in a for a in allowed)
     assert any("actor.resources.replicas: 1 -> 2" == a for a in allowed)

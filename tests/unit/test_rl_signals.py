@@ -43,9 +43,11 @@ def test_k3_is_clamped_like_verl():
 
 def test_gigpo_matches_verl_agent_on_a_shared_batch():
     # Group g: episode a (2 steps, return 1.0), episode b (1 step, return 0.0); gamma 0 so returns = rewards.
-    steps = [{"episode": "a", "group": "g", "t": 1, "reward": 0.5, "anchor": "s0"},
-             {"episode": "a", "group": "g", "t": 2, "reward": 1.0, "anchor": "s1"},
-             {"episode": "b", "group": "g", "t": 1, "reward": 0.0, "anchor": "s0"}]
+    steps = [
+        {"episode": "a", "group": "g", "t": 1, "reward": 0.5, "anchor": "s0"},
+        {"episode": "a", "group": "g", "t": 2, "reward": 1.0, "anchor": "s1"},
+        {"episode": "b", "group": "g", "t": 1, "reward": 0.0, "anchor": "s0"},
+    ]
     adv = gigpo_advantages(steps, {"a": 1.0, "b": 0.0}, gamma=0.0, step_weight=1.0)
     # Episode level across steps: scores [1, 1, 0], mean 2/3, std sqrt(1/3).
     s = math.sqrt(1 / 3)
@@ -60,10 +62,12 @@ def test_gigpo_matches_verl_agent_on_a_shared_batch():
 
 def test_gigpo_on_a_search_tree_ranks_siblings_and_is_not_all_positive():
     # Round 1 is the root. 2 and 3 expand 1; 4 and 5 expand 2. Rewards = child score - parent score.
-    steps = [{"episode": "run", "group": "bench", "t": 2, "parent": 1, "reward": 0.2, "anchor": "root"},
-             {"episode": "run", "group": "bench", "t": 3, "parent": 1, "reward": -0.1, "anchor": "root"},
-             {"episode": "run", "group": "bench", "t": 4, "parent": 2, "reward": 0.1, "anchor": "node2"},
-             {"episode": "run", "group": "bench", "t": 5, "parent": 2, "reward": -0.1, "anchor": "node2"}]
+    steps = [
+        {"episode": "run", "group": "bench", "t": 2, "parent": 1, "reward": 0.2, "anchor": "root"},
+        {"episode": "run", "group": "bench", "t": 3, "parent": 1, "reward": -0.1, "anchor": "root"},
+        {"episode": "run", "group": "bench", "t": 4, "parent": 2, "reward": 0.1, "anchor": "node2"},
+        {"episode": "run", "group": "bench", "t": 5, "parent": 2, "reward": -0.1, "anchor": "node2"},
+    ]
     rets = tree_returns(steps, gamma=0.5)
     # R(4)=0.1, R(5)=-0.1, R(2)=0.2+0.5*mean(0.1,-0.1)=0.2, R(3)=-0.1: no reward from an unrelated branch.
     assert rets == pytest.approx([0.2, -0.1, 0.1, -0.1])

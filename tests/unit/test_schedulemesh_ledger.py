@@ -46,7 +46,10 @@ def test_ray_spelling_of_resources():
     opts = R.to_ray_options({"cpu": 0.5, "gpu": 1, "memory": 256, "zone_a": 1})
     assert opts == {"num_cpus": 0.5, "num_gpus": 1, "memory": 256 * 2**20, "resources": {"zone_a": 1}}
     assert R.from_ray({"CPU": 4, "memory": 2**30, "node:127.0.0.1": 1, "zone_a": 2}) == {
-        "cpu": 4, "memory": 1024, "zone_a": 2}
+        "cpu": 4,
+        "memory": 1024,
+        "zone_a": 2,
+    }
 
 
 def test_ray_options_unknown_key_and_resource_keys_are_refused_by_name():
@@ -56,8 +59,16 @@ def test_ray_options_unknown_key_and_resource_keys_are_refused_by_name():
     with pytest.raises(InvalidOptions, match="pass it in resources= as 'cpu'"):
         R.check_ray_options({"num_cpus": 1})
     # The guide's spelling: resource keys in ray_options become part of the request (the ledger sees them).
-    opts, request = R.split_ray_options({"num_cpus": 2, "num_gpus": 1, "memory": 512 * 2**20,
-                                         "resources": {"tpu": 1}, "max_restarts": 3, "scheduling_strategy": "SPREAD"})
+    opts, request = R.split_ray_options(
+        {
+            "num_cpus": 2,
+            "num_gpus": 1,
+            "memory": 512 * 2**20,
+            "resources": {"tpu": 1},
+            "max_restarts": 3,
+            "scheduling_strategy": "SPREAD",
+        }
+    )
     assert opts == {"max_restarts": 3, "scheduling_strategy": "SPREAD"}
     assert request == {"cpu": 2.0, "gpu": 1.0, "memory": 512.0, "tpu": 1.0}
     with pytest.raises(InvalidOptions, match="NodeAffinitySchedulingStrategy"):

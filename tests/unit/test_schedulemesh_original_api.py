@@ -25,16 +25,29 @@ from schedulemesh.core.scheduling import (
 from schedulemesh.rules import PreemptionPolicy, RunningTask, candidates
 from schedulemesh.simple import SimpleTaskSpec
 
-MODULES = ["schedulemesh", "schedulemesh.core", "schedulemesh.core.controllers",
-           "schedulemesh.core.controllers.ray_scheduler", "schedulemesh.core.controllers.schedule_mesh",
-           "schedulemesh.core.scheduling", "schedulemesh.core.config", "schedulemesh.core.agents",
-           "schedulemesh.core.agent_actor", "schedulemesh.core.actors.head",
-           "schedulemesh.core.actors.control.scheduler_actor", "schedulemesh.config.policy", "schedulemesh.simple"]
-NAMES = {"schedulemesh": ["RayScheduler", "ScheduleMesh", "SimpleScheduler", "SimpleTaskSpec", "__version__"],
-         "schedulemesh.core": ["RayScheduler"], "schedulemesh.core.controllers": ["RayScheduler", "ScheduleMesh"],
-         "schedulemesh.core.agents": ["MetricsReportingAgent", "AgentActor"],
-         "schedulemesh.core.actors.head": ["ScheduleMeshHead"],
-         "schedulemesh.core.actors.control.scheduler_actor": ["PriorityTaskQueue"]}
+MODULES = [
+    "schedulemesh",
+    "schedulemesh.core",
+    "schedulemesh.core.controllers",
+    "schedulemesh.core.controllers.ray_scheduler",
+    "schedulemesh.core.controllers.schedule_mesh",
+    "schedulemesh.core.scheduling",
+    "schedulemesh.core.config",
+    "schedulemesh.core.agents",
+    "schedulemesh.core.agent_actor",
+    "schedulemesh.core.actors.head",
+    "schedulemesh.core.actors.control.scheduler_actor",
+    "schedulemesh.config.policy",
+    "schedulemesh.simple",
+]
+NAMES = {
+    "schedulemesh": ["RayScheduler", "ScheduleMesh", "SimpleScheduler", "SimpleTaskSpec", "__version__"],
+    "schedulemesh.core": ["RayScheduler"],
+    "schedulemesh.core.controllers": ["RayScheduler", "ScheduleMesh"],
+    "schedulemesh.core.agents": ["MetricsReportingAgent", "AgentActor"],
+    "schedulemesh.core.actors.head": ["ScheduleMeshHead"],
+    "schedulemesh.core.actors.control.scheduler_actor": ["PriorityTaskQueue"],
+}
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -99,8 +112,9 @@ def test_label_rules_preempt_at_a_small_deficit_across_pools_but_not_beyond_the_
     victim = _task("v", "other", 5.2, labels={"tier": "batch"}, start=0.0, est=1.0)
     found = candidates(policy, [victim], 5.0, "mine", labels={"tier": "premium"}, now=1.0)
     assert found and found[0]["reason"] == "label_based_preemption" and found[0]["preempt_score"] == 0.5
-    assert not candidates(policy, [_task("v", "other", 6.0, labels={"tier": "batch"})], 5.0, "mine",
-                          labels={"tier": "premium"})  # deficit 1.0 > label threshold 0.5
+    assert not candidates(
+        policy, [_task("v", "other", 6.0, labels={"tier": "batch"})], 5.0, "mine", labels={"tier": "premium"}
+    )  # deficit 1.0 > label threshold 0.5
     assert not candidates(policy, [victim], 5.0, "mine", labels={"tier": "standard"}, now=1.0)
     policy.update(enable_label_preemption=False)
     assert not candidates(policy, [victim], 5.0, "mine", labels={"tier": "premium"}, now=1.0)
@@ -135,9 +149,11 @@ def test_priority_task_queue_orders_by_priority_then_fifo_and_ages():
 
 
 def test_builtin_strategies_select_from_records_and_empty_is_an_error():
-    agents = [{"name": "a", "labels": {"zone": "x"}, "metrics": {"queue_length": 3}},
-              {"name": "b", "labels": {"zone": "y"}, "metrics": {"queue_length": 1}},
-              {"name": "c", "labels": {"zone": "x"}}]
+    agents = [
+        {"name": "a", "labels": {"zone": "x"}, "metrics": {"queue_length": 3}},
+        {"name": "b", "labels": {"zone": "y"}, "metrics": {"queue_length": 1}},
+        {"name": "c", "labels": {"zone": "x"}},
+    ]
     rr = create_strategy("round_robin")
     assert [rr.select(agents)["name"] for _ in range(4)] == ["a", "b", "c", "a"]
     assert create_strategy("least_busy").select(agents)["name"] == "c"  # no metrics: queue 0
@@ -179,9 +195,11 @@ def test_register_replace_unregister_and_the_scheduler_dispatch_sees_it():
 
 def test_config_file_sets_the_default_and_imports_strategies(tmp_path, monkeypatch):
     cfg = tmp_path / "sm.yaml"
-    cfg.write_text("scheduling:\n  default_strategy: last_from_config\n  strategies:\n"
-                   f"    - {{name: last_from_config, import: '{__name__}:Last', enabled: true}}\n"
-                   "    - {name: off, import: 'no.such:thing', enabled: false}\n")
+    cfg.write_text(
+        "scheduling:\n  default_strategy: last_from_config\n  strategies:\n"
+        f"    - {{name: last_from_config, import: '{__name__}:Last', enabled: true}}\n"
+        "    - {name: off, import: 'no.such:thing', enabled: false}\n"
+    )
     monkeypatch.setenv("SCHEDULEMESH_CONFIG", str(cfg))
     reset_scheduling_config()
     try:

@@ -69,8 +69,11 @@ def test_a_snapshot_restores_order_ages_and_ids():
 def test_preemption_needs_the_gap_respects_labels_and_picks_the_cheapest_victim():
     clock = Clock()
     q = TaskQueue(aging_per_s=0.0, clock=clock)
-    for tid, prio, labels in (("batch-1", 1, {"kind": "batch"}), ("batch-2", 1, {"kind": "batch"}),
-                              ("critical", 0, {"tier": "critical"})):
+    for tid, prio, labels in (
+        ("batch-1", 1, {"kind": "batch"}),
+        ("batch-2", 1, {"kind": "batch"}),
+        ("critical", 0, {"tier": "critical"}),
+    ):
         q.submit("gen", priority=prio, labels=labels, task_id=tid)
         q.choose("gen", agent=f"agent-{tid}")
         clock.t += 1
@@ -96,7 +99,9 @@ def test_strategies_registered_from_yaml_are_choosable(tmp_path):
     spec.write_text("strategies:\n  most_free_gpu: tests.unit.test_schedulemesh_queue:pick_highest_gpu_memory\n")
     try:
         assert load_strategies(spec) == ["most_free_gpu"]
-        cands = [{"name": n, "labels": {}, "load": 0.0, "report": {"gpu_free_mb": m}} for n, m in (("a", 10), ("b", 80))]
+        cands = [
+            {"name": n, "labels": {}, "load": 0.0, "report": {"gpu_free_mb": m}} for n, m in (("a", 10), ("b", 80))
+        ]
         assert Dispatcher(seed=0).pick(cands, "most_free_gpu")["name"] == "b"
         with pytest.raises(InvalidOptions, match="built in"):
             register_strategy("round_robin", pick_highest_gpu_memory)

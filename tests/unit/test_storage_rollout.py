@@ -16,8 +16,14 @@ def test_run_state_persists(tmp_path):
 
 
 def _c(text, ids=(5,)):
-    return Completion(prompt_ids=[1], token_ids=list(ids), logprobs=[-0.5] * len(ids), text=text,
-                      finish_reason="stop", weight_version=1)
+    return Completion(
+        prompt_ids=[1],
+        token_ids=list(ids),
+        logprobs=[-0.5] * len(ids),
+        text=text,
+        finish_reason="stop",
+        weight_version=1,
+    )
 
 
 def test_credit_per_role_and_malformed_counts():
@@ -50,7 +56,7 @@ def test_a_batch_is_visible_whole_or_not_at_all(tmp_path):
     store = ExperienceStore(tmp_path)
     store.append([{"id": "a1", "run": "r"}, {"id": "a2", "run": "r"}])
     # A writer killed in the middle of its next batch: part of the batch reached the file, unacknowledged.
-    whole = ('{"items":[{"id":"b1","run":"r"},{"id":"b2","run":"r"},{"id":"b3","run":"r"}]}').encode()
+    whole = b'{"items":[{"id":"b1","run":"r"},{"id":"b2","run":"r"},{"id":"b3","run":"r"}]}'
     with open(store.file, "ab") as f:
         f.write(whole[: len(whole) // 2])
     reader = ExperienceStore(tmp_path)
@@ -73,7 +79,7 @@ def test_two_jobs_pruning_the_same_round_folder_at_once_never_fail(tmp_path):
         keep = [checkpoint_dir(run, 2)]
         errors: list[BaseException] = []
 
-        def prune(role: str) -> None:
+        def prune(role: str, run=run, keep=keep, errors=errors) -> None:
             try:
                 prune_checkpoints(run, keep, [role])
             except BaseException as e:  # noqa: BLE001 - the test reports any failure

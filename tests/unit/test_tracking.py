@@ -19,4 +19,7 @@ def test_experiment_is_model_training_and_runs_link_their_prefect_flow_runs(tmp_
     # A resume by another flow run keeps the first link and adds its own.
     Tracker(cfg, t.run_id, tags={"prefect.flow_run_id": "abc-2", "prefect.flow_run_name": "brave-owl"})
     note = t.client.get_run(t.run_id).data.tags[NOTE_TAG]
-    assert "silky-fox" in note and "Resumed by Prefect flow run [brave-owl](http://127.0.0.1:4200/runs/flow-run/abc-2)" in note
+    assert (
+        "silky-fox" in note
+        and "Resumed by Prefect flow run [brave-owl](http://127.0.0.1:4200/runs/flow-run/abc-2)" in note
+    )

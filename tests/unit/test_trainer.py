@@ -24,8 +24,10 @@ def test_grpo_step_raises_positive_and_lowers_negative_samples(tiny_model_dir):
     model, tok = load_model(tiny_model_dir)
     engine = HFEngine(model, tok)
     comps = engine.generate(["sort the digits ="], SamplingParams(temperature=1.0, max_new_tokens=6, n=2, seed=3))[0]
-    samples = [{"prompt_ids": c.prompt_ids, "token_ids": c.token_ids, "logprobs": c.logprobs, "advantage": a}
-               for c, a in zip(comps, (1.0, -1.0))]
+    samples = [
+        {"prompt_ids": c.prompt_ids, "token_ids": c.token_ids, "logprobs": c.logprobs, "advantage": a}
+        for c, a in zip(comps, (1.0, -1.0))
+    ]
     before = [_seq_logprob(model, s, tok.pad_token_id) for s in samples]
     trainer = RoleTrainer(model, tok.pad_token_id, RLConfig(lr=1e-2, warmup_steps=0, num_minibatches=1), 1.0)
     m = trainer.train_step(samples)
@@ -47,8 +49,13 @@ def test_zero_advantage_round_skips_the_update(tiny_model_dir):
 
 def test_warm_start_learns_demonstrations(tiny_model_dir):
     model, tok = load_model(tiny_model_dir)
-    demos = [([tok.bos_token_id] + tok.encode(f"{d} =", add_special_tokens=False),
-              tok.encode(str((d + 1) % 10), add_special_tokens=False) + [tok.eos_token_id]) for d in range(10)]
+    demos = [
+        (
+            [tok.bos_token_id] + tok.encode(f"{d} =", add_special_tokens=False),
+            tok.encode(str((d + 1) % 10), add_special_tokens=False) + [tok.eos_token_id],
+        )
+        for d in range(10)
+    ]
     curve = sft(model, tok.pad_token_id, demos, WarmStartConfig(steps=60, batch_size=16, warmup_steps=5), log_every=20)
     assert curve[-1]["loss"] < curve[0]["loss"] * 0.5
     assert curve[-1]["lr"] < WarmStartConfig().lr  # annealed
@@ -60,11 +67,17 @@ def test_warm_start_stops_at_its_plateau_and_keeps_the_best_weights(tiny_model_d
     from planact.rl.trainer import demo_loss
 
     model, tok = load_model(tiny_model_dir)
-    demos = [([tok.bos_token_id] + tok.encode(f"{d} {e} =", add_special_tokens=False),
-              tok.encode(str((d + e) % 10), add_special_tokens=False) + [tok.eos_token_id])
-             for d in range(10) for e in range(10)] * 2
-    cfg = WarmStartConfig(steps=5000, batch_size=16, warmup_steps=5, lr=1e-2, patience=2, eval_every=10, heldout=32,
-                          min_delta=0.05)
+    demos = [
+        (
+            [tok.bos_token_id] + tok.encode(f"{d} {e} =", add_special_tokens=False),
+            tok.encode(str((d + e) % 10), add_special_tokens=False) + [tok.eos_token_id],
+        )
+        for d in range(10)
+        for e in range(10)
+    ] * 2
+    cfg = WarmStartConfig(
+        steps=5000, batch_size=16, warmup_steps=5, lr=1e-2, patience=2, eval_every=10, heldout=32, min_delta=0.05
+    )
     curve = sft(model, tok.pad_token_id, demos, cfg, log_every=10)
     held = [p["heldout_loss"] for p in curve if "heldout_loss" in p]
     last_step = curve[-1]["step"]
@@ -102,8 +115,10 @@ def test_stale_samples_are_corrected_against_the_current_policy(tiny_model_dir):
     model, tok = load_model(tiny_model_dir)
     engine = HFEngine(model, tok)
     comps = engine.generate(["sort the digits ="], SamplingParams(temperature=1.0, max_new_tokens=6, n=2, seed=3))[0]
-    fresh = [{"prompt_ids": c.prompt_ids, "token_ids": c.token_ids, "logprobs": c.logprobs, "advantage": a}
-             for c, a in zip(comps, (1.0, -1.0))]
+    fresh = [
+        {"prompt_ids": c.prompt_ids, "token_ids": c.token_ids, "logprobs": c.logprobs, "advantage": a}
+        for c, a in zip(comps, (1.0, -1.0))
+    ]
     rl = RLConfig(lr=1e-2, warmup_steps=0, num_minibatches=1, stale_weight_cap=5.0)
     # The same samples marked stale but drawn by these very weights: pi_prox == pi_behav, so the update is
     # the fresh one (up to the engine-vs-trainer logprob difference, ~1e-6).
@@ -116,7 +131,8 @@ def test_stale_samples_are_corrected_against_the_current_policy(tiny_model_dir):
     assert abs(m_fresh["loss"] - m_stale["loss"]) < 1e-4
     # Drawn by older weights (here: logprobs 1 nat lower than the current policy's): weights e^1, capped.
     old = [{**s, "staleness": 1, "logprobs": [lp - 1.0 for lp in s["logprobs"]]} for s in fresh]
-    m_old = RoleTrainer(base, tok.pad_token_id, RLConfig(lr=1e-2, warmup_steps=0, num_minibatches=1,
-                                                                       stale_weight_cap=2.0), 1.0).train_step(old)
+    m_old = RoleTrainer(
+        base, tok.pad_token_id, RLConfig(lr=1e-2, warmup_steps=0, num_minibatches=1, stale_weight_cap=2.0), 1.0
+    ).train_step(old)
     assert m_old["stale_weight_capped"] == 1.0 and abs(m_old["stale_weight_mean"] - 2.0) < 1e-5
     assert m_old["clip_frac"] == 0.0  # the clip is around the current policy, not the stale one

@@ -26,5 +26,10 @@ def test_concurrent_requests_are_all_counted():
     finally:
         sys.setswitchinterval(old)
     n = threads_n * per_thread
-    assert usage.as_dict() == {"requests": n, "retries": n, "prompt_tokens": 2 * n, "completion_tokens": 18 * n,
-                               "cost_usd": (2 * n * 2.0 + 18 * n * 10.0) / 1e6}
+    assert usage.as_dict() == {
+        "requests": n,
+        "retries": n,
+        "prompt_tokens": 2 * n,
+        "completion_tokens": 18 * n,
+        "cost_usd": (2 * n * 2.0 + 18 * n * 10.0) / 1e6,
+    }

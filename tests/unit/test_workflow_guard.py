@@ -15,14 +15,14 @@ from aflow_rl.workflow import load_workflow_class, validate
 
 PROMPT = 'SOLVE_PROMPT = "Solve it."\n'
 HEAD = "from aflow_rl import operators as operator\nfrom aflow_rl.llm import create_llm_instance\nimport prompt as prompt_custom\n\n"
-METHODS = '''class Workflow:
+METHODS = """class Workflow:
     def __init__(self, name, llm_config, dataset):
         self.llm = create_llm_instance(llm_config)
         self.custom = operator.Custom(self.llm)
 
     async def __call__(self, problem: str):
 {body}
-'''
+"""
 
 
 def graph(body: str, head: str = HEAD) -> str:
@@ -41,8 +41,12 @@ def hostile_graphs(canary: Path) -> dict[str, tuple[str, str]]:
         "builtins via globals": (graph("g = __builtins__\nreturn str(g), 0.0"), PROMPT),
         "import in a method": (graph("import os\nos.system('true')\nreturn '', 0.0"), PROMPT),
         "format walk in prompt": (graph(ok_body), 'SOLVE_PROMPT = "{input.__class__.__init__.__globals__}"\n'),
-        "format on model output": (graph('text = (await self.custom(input=problem, instruction="x"))["response"]\n'
-                                         'return text.format(self), 0.0'), PROMPT),
+        "format on model output": (
+            graph(
+                'text = (await self.custom(input=problem, instruction="x"))["response"]\nreturn text.format(self), 0.0'
+            ),
+            PROMPT,
+        ),
         "while loop": (graph("while True:\n    pass\nreturn '', 0.0"), PROMPT),
         "huge range": (graph("for i in range(10**9):\n    pass\nreturn '', 0.0"), PROMPT),
         "string amplification": (graph("s = 'a' * 1000\nreturn s * 1000, 0.0"), PROMPT),
@@ -65,8 +69,10 @@ def test_hostile_workflow_code_is_refused_before_it_runs(case, tmp_path):
 
 def test_runtime_builtins_are_an_allow_list():
     # `dir` passes the static check as a name and fails at run time: only SAFE_BUILTINS are there.
-    src = HEAD + "class Workflow:\n    def __init__(self, name, llm_config, dataset):\n        self.name = name\n\n" \
+    src = (
+        HEAD + "class Workflow:\n    def __init__(self, name, llm_config, dataset):\n        self.name = name\n\n"
         "    async def __call__(self, problem: str):\n        return str(dir(self)), 0.0\n"
+    )
     cls = load_workflow_class(src, PROMPT)
     import asyncio
 
@@ -77,8 +83,11 @@ def test_runtime_builtins_are_an_allow_list():
 
 def test_asyncio_gather_and_re_are_available_through_narrow_faces():
     head = "import asyncio\nimport re\n" + HEAD
-    ok = graph('outs = await asyncio.gather(*[self.custom(input=problem, instruction="x") for _ in range(3)])\n'
-               'm = re.search(r"\\d+", outs[0]["response"])\nreturn m.group(0), 0.0', head=head)
+    ok = graph(
+        'outs = await asyncio.gather(*[self.custom(input=problem, instruction="x") for _ in range(3)])\n'
+        'm = re.search(r"\\d+", outs[0]["response"])\nreturn m.group(0), 0.0',
+        head=head,
+    )
     assert validate(ok, PROMPT).ok
     load_workflow_class(ok, PROMPT)
     escape = graph("loop = asyncio.get_event_loop()\nreturn str(loop), 0.0", head=head)
@@ -91,9 +100,11 @@ def test_asyncio_gather_and_re_are_available_through_narrow_faces():
 
 
 def test_a_normal_aflow_graph_still_loads():
-    src = graph('parts = [p.strip() for p in problem.split(",")]\n'
-                'text = f"{prompt_custom.SOLVE_PROMPT} {len(parts)}"\n'
-                'for i in range(3):\n    text += str(i)\n'
-                'return (await self.custom(input=problem, instruction=text))["response"], 0.0')
+    src = graph(
+        'parts = [p.strip() for p in problem.split(",")]\n'
+        'text = f"{prompt_custom.SOLVE_PROMPT} {len(parts)}"\n'
+        "for i in range(3):\n    text += str(i)\n"
+        'return (await self.custom(input=problem, instruction=text))["response"], 0.0'
+    )
     assert validate(src, PROMPT).ok
     assert load_workflow_class(src, PROMPT).__name__ == "Workflow"

@@ -32,7 +32,7 @@ class _Recorder:
         if code.co_filename.startswith(_ROOT):
             qual = code.co_qualname.split(".<locals>")[0]
             if qual != "<module>" and not qual.startswith("<"):
-                return code.co_filename[len(_ROOT):], qual
+                return code.co_filename[len(_ROOT) :], qual
         return None
 
     def __call__(self, frame, event, arg):

@@ -32,16 +32,31 @@ class PreemptionCalls:
         except Exception:  # unknown pool: no default, as the original
             return None
 
-    def register_running_task(self, task_id: str, agent_name: str, pool_name: str, priority: float,
-                              labels: dict | None = None, estimated_duration: float = 0.0, payload: Any = None,
-                              resources: dict | None = None) -> dict:
+    def register_running_task(
+        self,
+        task_id: str,
+        agent_name: str,
+        pool_name: str,
+        priority: float,
+        labels: dict | None = None,
+        estimated_duration: float = 0.0,
+        payload: Any = None,
+        resources: dict | None = None,
+    ) -> dict:
         """{success, task_state}; no validation, the same id overwrites; resources default to the pool's."""
         self._live()
         if resources is None:
             resources = self._default_resources(pool_name)
-        task = RunningTask(task_id, agent_name, pool_name, float(priority), dict(labels or {}),
-                           estimated_duration=float(estimated_duration), payload=payload,
-                           resources=R.normalize(resources) if resources is not None else None)
+        task = RunningTask(
+            task_id,
+            agent_name,
+            pool_name,
+            float(priority),
+            dict(labels or {}),
+            estimated_duration=float(estimated_duration),
+            payload=payload,
+            resources=R.normalize(resources) if resources is not None else None,
+        )
         self.running[task_id] = task
         return {"success": True, "task_state": task.info()}
 
@@ -60,21 +75,43 @@ class PreemptionCalls:
         except Exception:
             return None
 
-    def evaluate_preemption(self, incoming_task_priority: float, incoming_task_pool: str,
-                            incoming_task_labels: dict | None = None,
-                            incoming_task_resources: dict | None = None) -> dict:
+    def evaluate_preemption(
+        self,
+        incoming_task_priority: float,
+        incoming_task_pool: str,
+        incoming_task_labels: dict | None = None,
+        incoming_task_resources: dict | None = None,
+    ) -> dict:
         """{should_preempt, candidates (best first), reason, evaluation_latency_ms}; changes nothing."""
         self._live()
         start = time.perf_counter()
-        need = incoming_task_resources if incoming_task_resources is not None \
+        need = (
+            incoming_task_resources
+            if incoming_task_resources is not None
             else self._default_resources(incoming_task_pool)
-        found = candidates(self.policy, list(self.running.values()), float(incoming_task_priority),
-                           incoming_task_pool, incoming_task_labels,
-                           R.normalize(need) if need is not None else None, self._victim_resources)
-        reason = (f"{len(found)} preemption candidate(s)" if found else
-                  "No running tasks to preempt" if not self.running else "No task meets the preemption policy")
-        return {"should_preempt": bool(found), "candidates": found, "reason": reason,
-                "evaluation_latency_ms": (time.perf_counter() - start) * 1000}
+        )
+        found = candidates(
+            self.policy,
+            list(self.running.values()),
+            float(incoming_task_priority),
+            incoming_task_pool,
+            incoming_task_labels,
+            R.normalize(need) if need is not None else None,
+            self._victim_resources,
+        )
+        reason = (
+            f"{len(found)} preemption candidate(s)"
+            if found
+            else "No running tasks to preempt"
+            if not self.running
+            else "No task meets the preemption policy"
+        )
+        return {
+            "should_preempt": bool(found),
+            "candidates": found,
+            "reason": reason,
+            "evaluation_latency_ms": (time.perf_counter() - start) * 1000,
+        }
 
     def _execute(self, task_id: str, cancel: bool, preemptor: str | None = None) -> dict:
         start = time.perf_counter()
@@ -91,13 +128,26 @@ class PreemptionCalls:
                 cancel_success = bool(answer.get("success", True)) if isinstance(answer, dict) else True
             except Exception:
                 cancel_success = False
-        self.history.append({"timestamp": time.time(), "task_id": task_id, "preemptor_task_id": preemptor,
-                             "agent_name": task.agent_name, "pool_name": task.pool_name, "priority": task.priority,
-                             "saved_state": saved, "cancel_success": cancel_success,
-                             "reason": task.last_preemption_reason})
+        self.history.append(
+            {
+                "timestamp": time.time(),
+                "task_id": task_id,
+                "preemptor_task_id": preemptor,
+                "agent_name": task.agent_name,
+                "pool_name": task.pool_name,
+                "priority": task.priority,
+                "saved_state": saved,
+                "cancel_success": cancel_success,
+                "reason": task.last_preemption_reason,
+            }
+        )
         del self.running[task_id]
-        return {"success": True, "saved_state": saved, "cancel_success": cancel_success,
-                "execution_latency_ms": (time.perf_counter() - start) * 1000}
+        return {
+            "success": True,
+            "saved_state": saved,
+            "cancel_success": cancel_success,
+            "execution_latency_ms": (time.perf_counter() - start) * 1000,
+        }
 
     def execute_preemption(self, task_id: str, agent_name: str | None = None) -> dict:
         """{success, saved_state, cancel_success, execution_latency_ms}: state saved, history kept, task dropped.
@@ -106,32 +156,51 @@ class PreemptionCalls:
         self._live()
         return self._execute(task_id, cancel=False)
 
-    def preempt_task(self, *, incoming_task_priority: float, incoming_task_pool: str,
-                     incoming_task_labels: dict | None = None, incoming_task_resources: dict | None = None,
-                     target_task_id: str | None = None, target_agent_name: str | None = None) -> dict:
+    def preempt_task(
+        self,
+        *,
+        incoming_task_priority: float,
+        incoming_task_pool: str,
+        incoming_task_labels: dict | None = None,
+        incoming_task_resources: dict | None = None,
+        target_task_id: str | None = None,
+        target_agent_name: str | None = None,
+    ) -> dict:
         """Evaluate, then execute the best (or the targeted) candidate: {success, evaluation, chosen_candidate,
         execution} or {success: False, reason, evaluation}. Frees no capacity."""
-        evaluation = self.evaluate_preemption(incoming_task_priority, incoming_task_pool, incoming_task_labels,
-                                              incoming_task_resources)
+        evaluation = self.evaluate_preemption(
+            incoming_task_priority, incoming_task_pool, incoming_task_labels, incoming_task_resources
+        )
         pool = evaluation["candidates"]
         if target_task_id is not None:
             pool = [c for c in pool if c["task_id"] == target_task_id]
         if target_agent_name is not None:
             pool = [c for c in pool if c["agent_name"] == target_agent_name]
         if not pool:
-            return {"success": False, "reason": "no eligible candidate" if evaluation["candidates"]
-                    else evaluation["reason"], "evaluation": evaluation}
+            return {
+                "success": False,
+                "reason": "no eligible candidate" if evaluation["candidates"] else evaluation["reason"],
+                "evaluation": evaluation,
+            }
         execution = self._execute(pool[0]["task_id"], cancel=False)
-        return {"success": execution["success"], "evaluation": evaluation, "chosen_candidate": pool[0],
-                "execution": execution}
+        return {
+            "success": execution["success"],
+            "evaluation": evaluation,
+            "chosen_candidate": pool[0],
+            "execution": execution,
+        }
 
     def get_preemption_stats(self) -> dict:
         """{total_preemptions, same_pool_preemptions, cross_pool_preemptions, running_tasks, recent_preemptions}."""
         self._live()
         same = sum(1 for h in self.history if h["reason"] == "same_pool_preemption")
-        return {"total_preemptions": len(self.history), "same_pool_preemptions": same,
-                "cross_pool_preemptions": len(self.history) - same, "running_tasks": len(self.running),
-                "recent_preemptions": self.history[-10:]}
+        return {
+            "total_preemptions": len(self.history),
+            "same_pool_preemptions": same,
+            "cross_pool_preemptions": len(self.history) - same,
+            "running_tasks": len(self.running),
+            "recent_preemptions": self.history[-10:],
+        }
 
     def update_preemption_policy(self, **kw) -> dict:
         """{success, policy}; `preemption_aggressiveness` first, unknown keys ignored."""
@@ -175,8 +244,9 @@ class PreemptionCalls:
         """Evaluate for `spec`, execute the best candidate (telling its agent), force-delete the victim's agent.
         None when done; else the failure answer."""
         try:
-            evaluation = self.evaluate_preemption(spec["priority"], spec["pool_name"], spec["labels"],
-                                                  spec["resources"])
+            evaluation = self.evaluate_preemption(
+                spec["priority"], spec["pool_name"], spec["labels"], spec["resources"]
+            )
         except Exception as err:
             return {"success": False, "error": str(err), "reason": "preemption_failed"}
         if not evaluation["candidates"]:
@@ -194,16 +264,33 @@ class PreemptionCalls:
         {success, agent} or {success: False, error, reason}. The agent is not registered as a running task."""
         self._live()
         try:
-            spec = self._submission(kw, {"priority": 5.0, "labels": None, "actor_args": None, "actor_kwargs": None,
-                                         "ray_options": None, "agent_name": None})
+            spec = self._submission(
+                kw,
+                {
+                    "priority": 5.0,
+                    "labels": None,
+                    "actor_args": None,
+                    "actor_kwargs": None,
+                    "ray_options": None,
+                    "agent_name": None,
+                },
+            )
         except ValueError as err:
             return {"success": False, "error": str(err), "reason": "invalid_request"}
         name = spec["agent_name"] or f"{spec['pool_name']}-agent-{uuid.uuid4().hex[:6]}"
         labels = {**(spec["labels"] or {}), "pool": spec["pool_name"]}
 
         def create() -> dict:
-            return self._spawn(name, spec["pool_name"], spec["actor_class"], spec["resources"], spec["ray_options"],
-                               spec["actor_args"], spec["actor_kwargs"], labels)
+            return self._spawn(
+                name,
+                spec["pool_name"],
+                spec["actor_class"],
+                spec["resources"],
+                spec["ray_options"],
+                spec["actor_args"],
+                spec["actor_kwargs"],
+                labels,
+            )
 
         try:
             return {"success": True, "agent": create()}
@@ -225,8 +312,18 @@ class PreemptionCalls:
         preempt one running task (its group is kept for reuse) and retry once. Registers the running task."""
         self._live()
         try:
-            spec = self._submission(kw, {"priority": 5.0, "labels": None, "actor_args": None, "actor_kwargs": None,
-                                         "ray_options": None, "auto_register": True, "estimated_duration": 0.0})
+            spec = self._submission(
+                kw,
+                {
+                    "priority": 5.0,
+                    "labels": None,
+                    "actor_args": None,
+                    "actor_kwargs": None,
+                    "ray_options": None,
+                    "auto_register": True,
+                    "estimated_duration": 0.0,
+                },
+            )
         except ValueError as err:
             return {"success": False, "error": str(err), "reason": "invalid_request"}
         name, pool, need = spec["task_id"], spec["pool_name"], R.normalize(spec["resources"])
@@ -235,8 +332,10 @@ class PreemptionCalls:
         except Exception as err:
             return {"success": False, "error": str(err)}
         if R.shortfall(need, free):
-            return {"success": False, "error": R.describe_shortfall(f"pool {pool!r}", R.shortfall(need, free),
-                                                                    need, free)}
+            return {
+                "success": False,
+                "error": R.describe_shortfall(f"pool {pool!r}", R.shortfall(need, free), need, free),
+            }
         labels = {**(spec["labels"] or {}), "pool": pool}
 
         def create() -> tuple[dict, dict | None]:
@@ -246,8 +345,9 @@ class PreemptionCalls:
                 group = self.pg_pools.allocate(name, pool, need, spec["priority"])
                 options["scheduling_strategy"] = self.pg_pools.strategy_for(group)
             try:
-                agent = self._spawn(name, pool, spec["actor_class"], need, options, spec["actor_args"],
-                                    spec["actor_kwargs"], labels)
+                agent = self._spawn(
+                    name, pool, spec["actor_class"], need, options, spec["actor_args"], spec["actor_kwargs"], labels
+                )
             except BaseException:
                 self.pg_pools.release(name)
                 raise
@@ -268,8 +368,8 @@ class PreemptionCalls:
         out = {"success": True, "agent": agent, "placement_group": group}
         if spec["auto_register"]:
             out["task_state"] = self.register_running_task(
-                name, name, pool, spec["priority"], spec["labels"], spec["estimated_duration"],
-                resources=need)["task_state"]
+                name, name, pool, spec["priority"], spec["labels"], spec["estimated_duration"], resources=need
+            )["task_state"]
         return out
 
     # --- placement-group pools ---

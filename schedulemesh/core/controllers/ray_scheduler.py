@@ -19,9 +19,9 @@ from typing import Any
 import ray
 
 from schedulemesh import resources as R
+from schedulemesh.core.config import get_scheduling_config
 from schedulemesh.core.controllers.preemption_calls import PreemptionCalls
 from schedulemesh.core.controllers.views import CORE, agent_view, pool_view, shaped
-from schedulemesh.core.config import get_scheduling_config
 from schedulemesh.dispatch import CUSTOM, STRATEGIES
 from schedulemesh.errors import SchedulemeshError
 from schedulemesh.pg_pools import PGPools
@@ -33,6 +33,7 @@ FAILURES = (SchedulemeshError, ValueError, TypeError, KeyError, ray.exceptions.R
 
 def dict_result(fn):
     """Wrap a method so it returns {success: True, ...} or {success: False, error} (the original never raises)."""
+
     @wraps(fn)
     def wrapper(self, *args, **kwargs) -> dict:
         self._live()
@@ -42,6 +43,7 @@ def dict_result(fn):
             if isinstance(err, Refused):
                 raise
             return {"success": False, "error": str(err)}
+
     return wrapper
 
 
@@ -57,9 +59,17 @@ def _class_path(cls: type) -> str:
 class RayScheduler(PreemptionCalls):
     """The original's scheduler entry point: every call returns `{"success": bool, ...}`."""
 
-    def __init__(self, name: str = "schedulemesh-supervisor", *, namespace: str | None = None,
-                 detached: bool = False, max_restarts: int = -1, max_task_retries: int = 0,
-                 state_path: str | None = None, _owned: bool = True):
+    def __init__(
+        self,
+        name: str = "schedulemesh-supervisor",
+        *,
+        namespace: str | None = None,
+        detached: bool = False,
+        max_restarts: int = -1,
+        max_task_retries: int = 0,
+        state_path: str | None = None,
+        _owned: bool = True,
+    ):
         # planact's supervisor is always a named, detached, restartable actor (it must outlive drivers to
         # supervise); `detached`, `max_restarts`, `max_task_retries` are accepted and recorded.
         if not ray.is_initialized():
@@ -78,8 +88,9 @@ class RayScheduler(PreemptionCalls):
         self.pg_pools = PGPools()
 
     @classmethod
-    def attach(cls, name: str = "schedulemesh-supervisor", *, namespace: str | None = None,
-               state_path: str | None = None) -> "RayScheduler":
+    def attach(
+        cls, name: str = "schedulemesh-supervisor", *, namespace: str | None = None, state_path: str | None = None
+    ) -> RayScheduler:
         """Bind to a running supervisor by name without owning it (shutdown then leaves it running)."""
         return cls(name, namespace=namespace, state_path=state_path, _owned=False)
 
@@ -114,13 +125,23 @@ class RayScheduler(PreemptionCalls):
         available = {k: total.get(k, 0.0) - committed.get(k, 0.0) for k in CORE}
         short = {k: capacity.get(k, 0.0) for k in CORE if capacity.get(k, 0.0) > available[k] + R.EPS}
         if short:
-            raise ValueError("Insufficient cluster capacity: " + "; ".join(
-                f"{k} requested {v:g}, available {max(available[k], 0.0):g}" for k, v in short.items()))
+            raise ValueError(
+                "Insufficient cluster capacity: "
+                + "; ".join(f"{k} requested {v:g}, available {max(available[k], 0.0):g}" for k, v in short.items())
+            )
         return {"total": total, "committed": shaped(committed), "available": available}
 
     @dict_result
-    def create_pool(self, name: str, labels: dict[str, str], resources: dict[str, float], *, target_agents: int = 0,
-                    placement_strategy: str = "STRICT_PACK", pg_pool_config: dict | None = None) -> dict:
+    def create_pool(
+        self,
+        name: str,
+        labels: dict[str, str],
+        resources: dict[str, float],
+        *,
+        target_agents: int = 0,
+        placement_strategy: str = "STRICT_PACK",
+        pg_pool_config: dict | None = None,
+    ) -> dict:
         """{success, pool, cluster[, pg_pool_config_result]}; `resources` is per agent when target_agents > 0."""
         spec = R.normalize(resources)
         pg = dict(pg_pool_config or {})
@@ -128,8 +149,10 @@ class RayScheduler(PreemptionCalls):
             short = R.shortfall(R.normalize({k: v for k, v in hp.items() if k != "custom_resources"}), spec)
             if short:
                 # The original raises here rather than answering: a misconfiguration, not a capacity state.
-                raise Refused(f"pool {name!r}: high-priority placement group spec {hp} exceeds the pool's resources "
-                          f"{resources} ({', '.join(sorted(short))})")
+                raise Refused(
+                    f"pool {name!r}: high-priority placement group spec {hp} exceeds the pool's resources "
+                    f"{resources} ({', '.join(sorted(short))})"
+                )
         if any(p["name"] == name for p in self.scheduler.list_pools()):
             raise ValueError(f"pool {name!r} exists already")
         cluster = self._check_cluster(R.scale(spec, target_agents) if target_agents else spec)
@@ -157,23 +180,50 @@ class RayScheduler(PreemptionCalls):
 
     # --- agents ---
 
-    def _spawn(self, name: str, pool: str, actor_class: type, resources: dict | None, ray_options: dict | None,
-               actor_args, actor_kwargs, labels: dict | None = None) -> dict:
+    def _spawn(
+        self,
+        name: str,
+        pool: str,
+        actor_class: type,
+        resources: dict | None,
+        ray_options: dict | None,
+        actor_args,
+        actor_kwargs,
+        labels: dict | None = None,
+    ) -> dict:
         """Create through the core (reserve -> create -> commit, rolled back on failure); the agent view."""
-        self.scheduler.create_agent(name, pool, actor_class, resources=resources, ray_options=ray_options,
-                                    actor_args=tuple(actor_args or ()), actor_kwargs=dict(actor_kwargs or {}),
-                                    labels=labels)
+        self.scheduler.create_agent(
+            name,
+            pool,
+            actor_class,
+            resources=resources,
+            ray_options=ray_options,
+            actor_args=tuple(actor_args or ()),
+            actor_kwargs=dict(actor_kwargs or {}),
+            labels=labels,
+        )
         info = self.scheduler.agent_info(name)
         user = {k: v for k, v in (ray_options or {}).items()}
-        self._created[name] = {"actor_class_path": _class_path(actor_class), "actor_init_args": list(actor_args or ()),
-                               "actor_init_kwargs": dict(actor_kwargs or {}),
-                               "options": {**R.to_ray_options(info["resources"]), **user}}
+        self._created[name] = {
+            "actor_class_path": _class_path(actor_class),
+            "actor_init_args": list(actor_args or ()),
+            "actor_init_kwargs": dict(actor_kwargs or {}),
+            "options": {**R.to_ray_options(info["resources"]), **user},
+        }
         return agent_view(info, self._created[name], self.scheduler.get_agent(name).handle)
 
     @dict_result
-    def create_agent(self, name: str, pool: str, actor_class: type, *, resources: dict[str, float] | None = None,
-                     ray_options: dict[str, Any] | None = None, actor_args: list | None = None,
-                     actor_kwargs: dict[str, Any] | None = None) -> dict:
+    def create_agent(
+        self,
+        name: str,
+        pool: str,
+        actor_class: type,
+        *,
+        resources: dict[str, float] | None = None,
+        ray_options: dict[str, Any] | None = None,
+        actor_args: list | None = None,
+        actor_kwargs: dict[str, Any] | None = None,
+    ) -> dict:
         """{success, agent}: the agent once its constructor finished (quota rolled back if it failed)."""
         return {"agent": self._spawn(name, pool, actor_class, resources, ray_options, actor_args, actor_kwargs)}
 
@@ -209,22 +259,40 @@ class RayScheduler(PreemptionCalls):
         `stale` lists every agent examined, as the original's does; `recovered` the ones found stale."""
         self._live()
         result = self.scheduler.reconcile(timeout, recreate)
-        return {"stale": list(result["checked"]), "recovered": list(result["stale"]),
-                "recreated": list(result["recreated"]), "timestamp": time.time()}
+        return {
+            "stale": list(result["checked"]),
+            "recovered": list(result["stale"]),
+            "recreated": list(result["recreated"]),
+            "timestamp": time.time(),
+        }
 
     # --- queues ---
 
     @dict_result
-    def submit_task(self, label: str, payload: Any, *, labels: dict[str, str] | None = None,
-                    strategy: str | None = None, priority: float = 0.0, task_id: str | None = None) -> dict:
+    def submit_task(
+        self,
+        label: str,
+        payload: Any,
+        *,
+        labels: dict[str, str] | None = None,
+        strategy: str | None = None,
+        priority: float = 0.0,
+        task_id: str | None = None,
+    ) -> dict:
         """{success, task_id, queue_length, strategy, priority, submit_latency_ms}: queued on pool `label`."""
         start = time.perf_counter()
         strategy = check_strategy(strategy)
-        task_id = self.scheduler.submit_task(label, payload, priority=priority, labels=labels,
-                                             task_id=task_id or f"task-{uuid.uuid4().hex[:8]}")
+        task_id = self.scheduler.submit_task(
+            label, payload, priority=priority, labels=labels, task_id=task_id or f"task-{uuid.uuid4().hex[:8]}"
+        )
         self._strategies[task_id] = strategy
-        return {"task_id": task_id, "queue_length": len(self.scheduler.pending_tasks(label)), "strategy": strategy,
-                "priority": priority, "submit_latency_ms": (time.perf_counter() - start) * 1000}
+        return {
+            "task_id": task_id,
+            "queue_length": len(self.scheduler.pending_tasks(label)),
+            "strategy": strategy,
+            "priority": priority,
+            "submit_latency_ms": (time.perf_counter() - start) * 1000,
+        }
 
     def choose_task(self, label: str) -> dict:
         """{success, task, task_id, priority, agent, queue_length, strategy, schedule_latency_ms}; success False
@@ -243,9 +311,16 @@ class RayScheduler(PreemptionCalls):
             return {"success": False, "queue_length": len(self.scheduler.pending_tasks(label)), "error": str(err)}
         self._strategies.pop(task["task_id"], None)
         info = self.scheduler.agent_info(agent.name)
-        return {"success": True, "task": task["payload"], "task_id": task["task_id"], "priority": task["priority"],
-                "agent": agent_view(info, self._created.get(agent.name)), "queue_length": len(pending) - 1,
-                "strategy": strategy, "schedule_latency_ms": (time.perf_counter() - start) * 1000}
+        return {
+            "success": True,
+            "task": task["payload"],
+            "task_id": task["task_id"],
+            "priority": task["priority"],
+            "agent": agent_view(info, self._created.get(agent.name)),
+            "queue_length": len(pending) - 1,
+            "strategy": strategy,
+            "schedule_latency_ms": (time.perf_counter() - start) * 1000,
+        }
 
     @dict_result
     def update_agent_metrics(self, name: str, metrics: dict[str, Any]) -> dict:

@@ -34,8 +34,11 @@ class _Proxy:
                 return self._agents[0]["handle"].invoke.remote(method, *args, **kwargs)
             if self._mode == "all":
                 return [a["handle"].invoke.remote(method, *args, **kwargs) for a in self._agents]
-            return [self._agents[i]["handle"].invoke.remote(method, *a, **kw)
-                    for i, a, kw in _shards(self._agents, args, kwargs, self._dispatch_fn)]
+            return [
+                self._agents[i]["handle"].invoke.remote(method, *a, **kw)
+                for i, a, kw in _shards(self._agents, args, kwargs, self._dispatch_fn)
+            ]
+
         return call
 
 
@@ -61,8 +64,9 @@ def _shards(agents: list[dict], args: tuple, kwargs: dict, dispatch_fn: Callable
 class ScheduleMesh:
     """Proxies over a RayScheduler's agents (`scheduler.list_agents(include_handle=True)`)."""
 
-    def __init__(self, scheduler: Any, *, default_pool: str | None = None,
-                 default_labels: dict[str, str] | None = None):
+    def __init__(
+        self, scheduler: Any, *, default_pool: str | None = None, default_labels: dict[str, str] | None = None
+    ):
         self.scheduler = scheduler
         self.default_pool = default_pool
         self.default_labels = dict(default_labels or {})
@@ -89,14 +93,14 @@ class ScheduleMesh:
         """A proxy calling every matching agent (a list of ObjectRefs per call)."""
         return _Proxy(self._agents(pool, labels), "all")
 
-    def choose(self, *, pool: str | None = None, labels: dict[str, str] | None = None,
-               strategy: Any = None) -> _Proxy:
+    def choose(self, *, pool: str | None = None, labels: dict[str, str] | None = None, strategy: Any = None) -> _Proxy:
         """A proxy calling one agent picked by `strategy` (default: the configured one)."""
         agents = self._agents(pool, labels)
         picked = create_strategy(strategy or get_scheduling_config().default_strategy, labels=labels).select(agents)
         return _Proxy([picked], "one")
 
-    def shard(self, *, pool: str | None = None, labels: dict[str, str] | None = None,
-              dispatch_fn: Callable | None = None) -> _Proxy:
+    def shard(
+        self, *, pool: str | None = None, labels: dict[str, str] | None = None, dispatch_fn: Callable | None = None
+    ) -> _Proxy:
         """A proxy splitting arguments over the matching agents (`shards=` / a leading sequence / dispatch_fn)."""
         return _Proxy(self._agents(pool, labels), "shard", dispatch_fn)

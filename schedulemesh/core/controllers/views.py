@@ -21,20 +21,35 @@ def per_agent(pool: dict) -> dict[str, float] | None:
 
 def pool_view(pool: dict, placement_strategy: str = "STRICT_PACK") -> dict:
     """The original's pool dict."""
-    return {"name": pool["name"], "labels": dict(pool["labels"]), "capacity": shaped(pool["capacity"]),
-            "target_agents": pool["target_agents"], "placement_strategy": placement_strategy,
-            "used_resources": shaped(pool["used"]), "reserved_resources": shaped(pool["reserved"]),
-            "available_resources": shaped(pool["free"]), "default_agent_resources": per_agent(pool),
-            "agents": list(pool.get("agents", []))}
+    return {
+        "name": pool["name"],
+        "labels": dict(pool["labels"]),
+        "capacity": shaped(pool["capacity"]),
+        "target_agents": pool["target_agents"],
+        "placement_strategy": placement_strategy,
+        "used_resources": shaped(pool["used"]),
+        "reserved_resources": shaped(pool["reserved"]),
+        "available_resources": shaped(pool["free"]),
+        "default_agent_resources": per_agent(pool),
+        "agents": list(pool.get("agents", [])),
+    }
 
 
 def agent_view(info: dict, created: dict | None = None, handle=None) -> dict:
     """The original's agent dict, from the supervisor's record and what create_agent was given."""
     created = created or {}
     status = {"alive": "running"}.get(info["status"], info["status"])
-    return {"name": info["name"], "pool": info["pool"], "labels": dict(info["labels"]),
-            "resources": shaped(info["resources"]), "actor_class_path": created.get("actor_class_path"),
-            "actor_init_args": list(created.get("actor_init_args", [])),
-            "actor_init_kwargs": dict(created.get("actor_init_kwargs", {})), "handle": handle,
-            "options": dict(created.get("options", {})), "status": status, "metrics": dict(info.get("report", {})),
-            "load": info.get("load", 0.0)}
+    return {
+        "name": info["name"],
+        "pool": info["pool"],
+        "labels": dict(info["labels"]),
+        "resources": shaped(info["resources"]),
+        "actor_class_path": created.get("actor_class_path"),
+        "actor_init_args": list(created.get("actor_init_args", [])),
+        "actor_init_kwargs": dict(created.get("actor_init_kwargs", {})),
+        "handle": handle,
+        "options": dict(created.get("options", {})),
+        "status": status,
+        "metrics": dict(info.get("report", {})),
+        "load": info.get("load", 0.0),
+    }

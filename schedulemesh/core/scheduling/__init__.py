@@ -18,6 +18,15 @@ from schedulemesh.core.scheduling.strategy import (
     unregister_strategy,
 )
 
-__all__ = ["LabelRoundRobinStrategy", "LeastBusyStrategy", "PowerOfTwoStrategy", "RandomStrategy",
-           "RoundRobinStrategy", "SchedulingStrategy", "available_strategies", "create_strategy",
-           "register_strategy", "unregister_strategy"]
+__all__ = [
+    "LabelRoundRobinStrategy",
+    "LeastBusyStrategy",
+    "PowerOfTwoStrategy",
+    "RandomStrategy",
+    "RoundRobinStrategy",
+    "SchedulingStrategy",
+    "available_strategies",
+    "create_strategy",
+    "register_strategy",
+    "unregister_strategy",
+]

@@ -28,8 +28,7 @@ def _view(agent: Any, i: int) -> dict:
     metrics = rec.get("metrics") or {}
     load = metrics.get("queue_length", rec.get("load", 0.0)) if isinstance(metrics, dict) else rec.get("load", 0.0)
     # The name dispatch breaks ties by is the position, so ties go to the first agent as in the original.
-    return {"name": f"{i:08d}", "labels": dict(rec.get("labels") or {}), "load": float(load or 0.0),
-            "_i": i}
+    return {"name": f"{i:08d}", "labels": dict(rec.get("labels") or {}), "load": float(load or 0.0), "_i": i}
 
 
 class _Builtin(SchedulingStrategy):
@@ -80,8 +79,9 @@ class LabelRoundRobinStrategy(_Builtin):
         """One matching agent, in turn."""
         if not agents:
             raise ValueError(f"{self.name}: no agents to select from")
-        matching = [a for i, a in enumerate(agents)
-                    if all(_view(a, i)["labels"].get(k) == v for k, v in self.labels.items())]
+        matching = [
+            a for i, a in enumerate(agents) if all(_view(a, i)["labels"].get(k) == v for k, v in self.labels.items())
+        ]
         if not matching:
             raise ValueError(f"{self.name}: no agent carries labels {self.labels}")
         views = [_view(a, i) for i, a in enumerate(matching)]
@@ -89,8 +89,10 @@ class LabelRoundRobinStrategy(_Builtin):
 
 
 Factory = Callable[[dict[str, str] | None], SchedulingStrategy]
-BUILTIN: dict[str, type[SchedulingStrategy]] = {c.name: c for c in (
-    RoundRobinStrategy, LeastBusyStrategy, RandomStrategy, PowerOfTwoStrategy, LabelRoundRobinStrategy)}
+BUILTIN: dict[str, type[SchedulingStrategy]] = {
+    c.name: c
+    for c in (RoundRobinStrategy, LeastBusyStrategy, RandomStrategy, PowerOfTwoStrategy, LabelRoundRobinStrategy)
+}
 _registry: dict[str, Factory] = dict(BUILTIN)
 
 
