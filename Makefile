@@ -8,12 +8,12 @@ export TOKENIZERS_PARALLELISM := false
 .PHONY: install demo aflow aflow-train repair repair-train repair-smollm lint docs test test-fast bench clean
 
 # torch 2.13.0 first: it resolves to the local CPU build; any other spec would pull GBs of CUDA wheels.
-# bubblewrap is the sandbox for model-written code (README, "Sandbox"); chromium renders the Prefect and MLflow UI
+# bubblewrap is the sandbox for model-written code (docs/sandbox.md); chromium renders the Prefect and MLflow UI
 # pages in a test; both installed when missing and apt is usable.
 $(VENV)/.installed: pyproject.toml
 	command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; } || \
-		echo "bubblewrap missing: sandboxed code will raise SandboxUnavailable (README, Sandbox)"
+		echo "bubblewrap missing: sandboxed code will raise SandboxUnavailable (docs/sandbox.md)"
 	command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 		echo "chromium missing: the UI test (tests/integration/test_ui_pages.py) will fail"
@@ -64,7 +64,7 @@ lint: install
 # The docs site (MkDocs + Material) into site/; --strict turns every warning (a broken link) into a failure.
 docs: install
 	$(PY) docs/gen_config_reference.py
-	$(VENV)/bin/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 test: install lint
 	@rc=0; \

@@ -1,4 +1,4 @@
-"""AFlow's on-disk layout, read and written exactly (README, "AFlow with RL").
+"""AFlow's on-disk layout, read and written exactly (docs/aflow.md).
 
     workflows/
       template/operator.json           {name: {description, interface}}

@@ -224,7 +224,7 @@ class Rounds:
     """Drives a run's rounds: synchronous (`pipeline.max_staleness` 0), or pipelined (1): round t+1
     generates with the weights of round t-1 while round t trains, and round t's weights reach the
     engines once round t+1's generation is done. The staleness is therefore exactly one version from the
-    second round on, the same on every run (the loss corrects for it; README, "Pipelined rounds").
+    second round on, the same on every run (the loss corrects for it; docs/plan-act.md, "Pipelined rounds").
 
     `play(r)` yields the rounds it finished as result dicts, while no training is in flight, so the
     caller's checkpoint and held-out evaluation see the trainer and the engines at the finished round.

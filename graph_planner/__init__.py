@@ -1,5 +1,6 @@
-"""graph_planner: code repair on real Python repositories (see README, "graph_planner").
+"""graph_planner: code repair on real Python repositories (docs/code-repair.md).
 
-Built so far: the code graph, its search and the working memory (`graph_planner.graph`). The task
-corpus, the environment and the agents are not built yet (README, "Not built yet").
+The code graph, its search and the working memory (`graph`), the task corpus (`corpus`), the episode
+environment (`env`), the agents (`agents`) and the repair team plugged into planact's rounds (`team`).
+What is not built yet: docs/limits.md.
 """

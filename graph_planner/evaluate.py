@@ -130,7 +130,7 @@ def summarize(results: list[dict], wall_s: float | None = None) -> dict:
 
 
 def markdown(summary: dict, title: str = "Code repair") -> str:
-    """The summary as a markdown report (Prefect artifact, README)."""
+    """The summary as a markdown report (Prefect artifact, docs/code-repair.md)."""
     lines = [
         f"# {title}",
         "",

@@ -154,7 +154,7 @@ class AFlowHookConfig(_Strict):
 
 
 class PipelineConfig(_Strict):
-    """Overlap of rounds: generation of the next round while this one trains (README, "Pipelined rounds")."""
+    """Overlap of rounds: generation of the next round while this one trains (docs/plan-act.md, "Pipelined rounds")."""
 
     max_staleness: Literal[0, 1] = Field(
         0,

@@ -52,7 +52,7 @@ class SamplingConfig(_Strict):
 
 
 class RLConfig(_Strict):
-    """GRPO hyper-parameters for one role (README, "RL")."""
+    """GRPO hyper-parameters for one role (docs/plan-act.md)."""
 
     lr: float = Field(
         1e-4, gt=0.0, lt=1.0, description="AdamW learning rate after warmup (>= 3e-4 collapsed tiny models here)."

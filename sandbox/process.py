@@ -13,7 +13,7 @@ A sandboxed command runs as a separate process tree with:
 * the whole tree killed on timeout, including children that called `setsid`;
 * stdout/stderr read in bounded chunks and truncated, so a print flood cannot grow the caller.
 
-Backends (what holds in each case is in the README's "Sandbox" section):
+Backends (what holds in each case is in docs/sandbox.md):
 
 * ``bwrap`` (default; Debian's `bubblewrap`): mount, PID, network, IPC and UTS namespaces, an empty
   root holding only the view. As root the program then drops to a fresh

@@ -6,7 +6,7 @@ raises typed errors. This facade translates one into the other; pools, ledgers, 
 queues and dispatch are the same core. A queue `label` names a pool (each pool has one priority
 queue); the agent for a chosen task is picked among the pool's agents matching the task's labels with
 the strategy given at submission. The preemption registry and placement-group pools are in
-`preemption_calls` (kept by this object, see the README's "Coming from ScheduleMesh").
+`preemption_calls` (kept by this object, see docs/schedulemesh.md, "Coming from ScheduleMesh").
 """
 
 from __future__ import annotations
