@@ -22,35 +22,11 @@ FORMAT_FIELD = re.compile(r"\{[^{}]*[.\[][^{}]*\}")
 _MODULES = ("typing", "asyncio", "re", "workspace", "scripts", "aflow_rl", "metagpt", "prompt")
 _MAX_INT = 10**6
 _MAX_RANGE = 20
-_BUILTIN_NAMES = (
-    "len",
-    "range",
-    "str",
-    "int",
-    "float",
-    "bool",
-    "list",
-    "dict",
-    "set",
-    "tuple",
-    "min",
-    "max",
-    "sum",
-    "sorted",
-    "reversed",
-    "enumerate",
-    "zip",
-    "any",
-    "all",
-    "abs",
-    "round",
-    "isinstance",
-    "Exception",
-    "ValueError",
-    "KeyError",
-    "IndexError",
-    "TypeError",
-    "RuntimeError",
+# Kept equal to aflow_rl/sandboxed/workflow_host.py's BUILTINS (that file runs in the sandbox, without this
+# package; tests/unit/test_workflow_guard.py checks the two agree).
+_BUILTIN_NAMES = tuple(
+    "len range str int float bool list dict set tuple min max sum sorted reversed enumerate zip any all abs round "
+    "isinstance Exception ValueError KeyError IndexError TypeError RuntimeError".split()
 )
 # Refused by name already in the check (they are absent at run time too): the usual ways out.
 _DENIED = {

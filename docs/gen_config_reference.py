@@ -61,8 +61,14 @@ def _default(field) -> str:
 
 def section(model: type[BaseModel], path: str, seen: set) -> list[str]:
     """A table of the model's fields, then a section per nested model."""
-    lines = [f"### `{path}`", "", (model.__doc__ or "").strip().splitlines()[0] if model.__doc__ else "", "",
-             "| field | type | default | description |", "|---|---|---|---|"]
+    lines = [
+        f"### `{path}`",
+        "",
+        (model.__doc__ or "").strip().splitlines()[0] if model.__doc__ else "",
+        "",
+        "| field | type | default | description |",
+        "|---|---|---|---|",
+    ]
     nested = []
     for name, field in model.model_fields.items():
         desc = (field.description or "").replace("|", "\\|").replace("\n", " ")
@@ -79,11 +85,15 @@ def section(model: type[BaseModel], path: str, seen: set) -> list[str]:
 
 def render() -> str:
     """The whole page."""
-    out = ["# Configuration reference", "",
-           "Generated from the pydantic models by `docs/gen_config_reference.py` (do not edit by hand). A YAML",
-           "file in `configs/` sets any of these fields; `--set a.b=value` overrides one on the command line;",
-           "in the Prefect UI they are the deployment's parameter form. An invalid value fails before any work",
-           "starts, naming the field.", ""]
+    out = [
+        "# Configuration reference",
+        "",
+        "Generated from the pydantic models by `docs/gen_config_reference.py` (do not edit by hand). A YAML",
+        "file in `configs/` sets any of these fields; `--set a.b=value` overrides one on the command line;",
+        "in the Prefect UI they are the deployment's parameter form. An invalid value fails before any work",
+        "starts, naming the field.",
+        "",
+    ]
     for model, title, where in ROOTS:
         out += [f"## {title}", "", f"`{model.__module__}.{model.__name__}` — {where}.", ""]
         out += section(model, model.__name__, set())

@@ -31,36 +31,10 @@ def send(message):
         reply.write(line)
 
 
-BUILTINS = (
-    "len",
-    "range",
-    "str",
-    "int",
-    "float",
-    "bool",
-    "list",
-    "dict",
-    "set",
-    "tuple",
-    "min",
-    "max",
-    "sum",
-    "sorted",
-    "reversed",
-    "enumerate",
-    "zip",
-    "any",
-    "all",
-    "abs",
-    "round",
-    "isinstance",
-    "Exception",
-    "ValueError",
-    "KeyError",
-    "IndexError",
-    "TypeError",
-    "RuntimeError",
-    "__build_class__",
+# aflow_rl/restricted.py's _BUILTIN_NAMES plus class creation (this file cannot import the package).
+BUILTINS = tuple(
+    "len range str int float bool list dict set tuple min max sum sorted reversed enumerate zip any all abs round "
+    "isinstance Exception ValueError KeyError IndexError TypeError RuntimeError __build_class__".split()
 )
 FACES = {
     "typing": types.SimpleNamespace(

@@ -8,16 +8,20 @@ from pathlib import Path
 from graph_planner.corpus.build import build_corpus
 from graph_planner.corpus.spec import CorpusConfig, PackageSpec
 
-FILES = {
-    "minilib/__init__.py": "from minilib.core import clamp, mean, window, scale\n",
-    "minilib/core.py": """
+# The function both the corpus fixture and the validation tests mutate (indented as FILES' texts are).
+CLAMP = """
         def clamp(x, lo, hi):
             if x < lo:
                 return lo
             if x > hi:
                 return hi
             return x
+"""
 
+FILES = {
+    "minilib/__init__.py": "from minilib.core import clamp, mean, window, scale\n",
+    "minilib/core.py": CLAMP
+    + """
 
         def mean(values):
             total = 0

@@ -7,18 +7,12 @@ import pytest
 from graph_planner.corpus.mutate import mutants
 from graph_planner.corpus.validate import Suite, baseline, load_proof, run_tests, validate_mutant
 
-from .repair_fixture import write_files
+from .repair_fixture import CLAMP, write_files
 
 FILES = {
     "mini/__init__.py": "",
-    "mini/core.py": """
-        def clamp(x, lo, hi):
-            if x < lo:
-                return lo
-            if x > hi:
-                return hi
-            return x
-
+    "mini/core.py": CLAMP
+    + """
 
         def unused(flag=True):
             return flag

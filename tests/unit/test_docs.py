@@ -11,10 +11,26 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-ROOTS = ("planact", "flows", "tasks", "graph_planner", "aflow_rl", "schedulemesh", "sandbox", "benchmarks",
-         "configs", "tests", "notebooks", "deployments", "docs", "tools")
+ROOTS = (
+    "planact",
+    "flows",
+    "tasks",
+    "graph_planner",
+    "aflow_rl",
+    "schedulemesh",
+    "sandbox",
+    "benchmarks",
+    "configs",
+    "tests",
+    "notebooks",
+    "deployments",
+    "docs",
+    "tools",
+)
 # A cited file has an extension (metric names such as `sandbox/test_runs` and `tasks/s` have none).
-PATH = re.compile(r"(?<![\w/.-])((?:%s)/[\w./-]*\.(?:py|yaml|yml|md|ipynb|sh|toml|json|jsonl|txt))\b" % "|".join(ROOTS))
+PATH = re.compile(
+    r"(?<![\w/.-])((?:{})/[\w./-]*\.(?:py|yaml|yml|md|ipynb|sh|toml|json|jsonl|txt))\b".format("|".join(ROOTS))
+)
 MODULE = re.compile(r"`((?:planact|flows|tasks|graph_planner|aflow_rl|schedulemesh|sandbox)(?:\.\w+)+)")
 LINK = re.compile(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)")
 GENERATED = {"docs/reference/configuration.md", "docs/reference"}
@@ -31,8 +47,13 @@ def test_the_docs_site_builds_strictly_with_a_generated_config_reference(tmp_pat
     page = (REPO / "docs" / "reference" / "configuration.md").read_text()
     assert "| `max_staleness` |" in page and "| `test_timeout_s` |" in page  # fields from the models
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    out = subprocess.run([str(BIN / "mkdocs"), "build", "--strict", "-d", str(tmp_path / "site")], cwd=REPO,
-                         capture_output=True, text=True, env=env)
+    out = subprocess.run(
+        [str(BIN / "mkdocs"), "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert (tmp_path / "site" / "results" / "index.html").is_file()
 
@@ -61,8 +82,11 @@ def test_no_page_cites_a_file_or_module_that_is_not_in_the_repository():
             if found < min(2, len(parts)) and not exported:
                 missing.append(f"{page.name}: {dotted}")
         for link in LINK.findall(text):
-            if not link.startswith("http") and not (page.parent / link).exists() and link not in (
-                    "reference/configuration.md",):
+            if (
+                not link.startswith("http")
+                and not (page.parent / link).exists()
+                and link not in ("reference/configuration.md",)
+            ):
                 missing.append(f"{page.name}: link {link}")
     assert missing == [], "\n".join(missing)
 

@@ -108,3 +108,18 @@ def test_a_normal_aflow_graph_still_loads():
     )
     assert validate(src, PROMPT).ok
     assert load_workflow_class(src, PROMPT).__name__ == "Workflow"
+
+
+def test_the_sandboxed_host_gives_workflows_the_same_builtins_as_the_in_process_check():
+    import ast
+
+    from aflow_rl import restricted
+
+    host = Path(restricted.__file__).parent / "sandboxed" / "workflow_host.py"
+    (node,) = [
+        n
+        for n in ast.parse(host.read_text()).body
+        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "BUILTINS"
+    ]
+    names = node.value.args[0].func.value.value.split()  # BUILTINS = tuple("...".split())
+    assert set(names) == set(restricted.SAFE_BUILTINS)

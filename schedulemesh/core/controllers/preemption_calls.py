@@ -19,6 +19,7 @@ from schedulemesh.errors import InsufficientCapacity
 from schedulemesh.rules import RunningTask, candidates
 
 REQUIRED = ("task_id", "pool_name", "resources", "actor_class")
+OPTIONAL = {"priority": 5.0, "labels": None, "actor_args": None, "actor_kwargs": None, "ray_options": None}
 
 
 class PreemptionCalls:
@@ -258,30 +259,36 @@ class PreemptionCalls:
         self.delete_agent(victim["agent_name"], force=True, destroy_pg=destroy_pg)
         return None
 
+    def _with_preemption(self, spec: dict, create, preempt_on: type[BaseException], destroy_pg: bool) -> dict:
+        """create(); when it fails with `preempt_on`, preempt one running task and create once more."""
+        try:
+            return {"success": True, **create()}
+        except preempt_on:
+            pass
+        except Exception as err:
+            return {"success": False, "error": str(err), "reason": "agent_creation_failed"}
+        failure = self._preempt_one(spec, destroy_pg=destroy_pg)
+        if failure:
+            return failure
+        try:
+            return {"success": True, **create()}
+        except Exception as err:
+            return {"success": False, "error": str(err), "reason": "post_preemption_reservation_failed"}
+
     def submit_task_with_preemption(self, **kw) -> dict:
         """Create the task's agent; when the pool's quota is short, preempt one running task and retry once.
 
         {success, agent} or {success: False, error, reason}. The agent is not registered as a running task."""
         self._live()
         try:
-            spec = self._submission(
-                kw,
-                {
-                    "priority": 5.0,
-                    "labels": None,
-                    "actor_args": None,
-                    "actor_kwargs": None,
-                    "ray_options": None,
-                    "agent_name": None,
-                },
-            )
+            spec = self._submission(kw, {**OPTIONAL, "agent_name": None})
         except ValueError as err:
             return {"success": False, "error": str(err), "reason": "invalid_request"}
         name = spec["agent_name"] or f"{spec['pool_name']}-agent-{uuid.uuid4().hex[:6]}"
         labels = {**(spec["labels"] or {}), "pool": spec["pool_name"]}
 
         def create() -> dict:
-            return self._spawn(
+            agent = self._spawn(
                 name,
                 spec["pool_name"],
                 spec["actor_class"],
@@ -291,20 +298,9 @@ class PreemptionCalls:
                 spec["actor_kwargs"],
                 labels,
             )
+            return {"agent": agent}
 
-        try:
-            return {"success": True, "agent": create()}
-        except InsufficientCapacity:
-            pass
-        except Exception as err:
-            return {"success": False, "error": str(err), "reason": "agent_creation_failed"}
-        failure = self._preempt_one(spec, destroy_pg=True)
-        if failure:
-            return failure
-        try:
-            return {"success": True, "agent": create()}
-        except Exception as err:
-            return {"success": False, "error": str(err), "reason": "post_preemption_reservation_failed"}
+        return self._with_preemption(spec, create, InsufficientCapacity, destroy_pg=True)
 
     def submit_task_with_pg_preemption(self, **kw) -> dict:
         """Create the agent (named task_id) in a placement group of its pool (a plain actor when the pool has
@@ -312,18 +308,7 @@ class PreemptionCalls:
         preempt one running task (its group is kept for reuse) and retry once. Registers the running task."""
         self._live()
         try:
-            spec = self._submission(
-                kw,
-                {
-                    "priority": 5.0,
-                    "labels": None,
-                    "actor_args": None,
-                    "actor_kwargs": None,
-                    "ray_options": None,
-                    "auto_register": True,
-                    "estimated_duration": 0.0,
-                },
-            )
+            spec = self._submission(kw, {**OPTIONAL, "auto_register": True, "estimated_duration": 0.0})
         except ValueError as err:
             return {"success": False, "error": str(err), "reason": "invalid_request"}
         name, pool, need = spec["task_id"], spec["pool_name"], R.normalize(spec["resources"])
@@ -331,14 +316,12 @@ class PreemptionCalls:
             free = self.scheduler.get_pool(pool)["free"]
         except Exception as err:
             return {"success": False, "error": str(err)}
-        if R.shortfall(need, free):
-            return {
-                "success": False,
-                "error": R.describe_shortfall(f"pool {pool!r}", R.shortfall(need, free), need, free),
-            }
+        short = R.shortfall(need, free)
+        if short:
+            return {"success": False, "error": R.describe_shortfall(f"pool {pool!r}", short, need, free)}
         labels = {**(spec["labels"] or {}), "pool": pool}
 
-        def create() -> tuple[dict, dict | None]:
+        def create() -> dict:
             options = dict(spec["ray_options"] or {})
             group = None
             if self.pg_pools.enabled(pool):
@@ -351,25 +334,14 @@ class PreemptionCalls:
             except BaseException:
                 self.pg_pools.release(name)
                 raise
-            return agent, group.info() if group else None
+            return {"agent": agent, "placement_group": group.info() if group else None}
 
-        try:
-            agent, group = create()
-        except InsufficientCapacity as err:
-            return {"success": False, "error": str(err)}
-        except Exception:
-            failure = self._preempt_one(spec, destroy_pg=False)
-            if failure:
-                return failure
-            try:
-                agent, group = create()
-            except Exception as err:
-                return {"success": False, "error": str(err), "reason": "post_preemption_reservation_failed"}
-        out = {"success": True, "agent": agent, "placement_group": group}
-        if spec["auto_register"]:
-            out["task_state"] = self.register_running_task(
+        out = self._with_preemption(spec, create, Exception, destroy_pg=False)
+        if out["success"] and spec["auto_register"]:
+            registered = self.register_running_task(
                 name, name, pool, spec["priority"], spec["labels"], spec["estimated_duration"], resources=need
-            )["task_state"]
+            )
+            out["task_state"] = registered["task_state"]
         return out
 
     # --- placement-group pools ---
