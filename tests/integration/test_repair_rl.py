@@ -183,7 +183,7 @@ def test_file_style_round_with_lora_roles_in_process(corpus, tmp_path):
         assert all(o.lstrip().startswith(("def ", "async def ", "@")) for o in options)
     assert any(options for _, options in requests)
     assert all(e["turns"][0]["obs"].startswith("The test ") for group in plans for e in group)
-    res = env.score(batch, plans, actor.choose(requests, seed=2))
+    res = env.score(batch, plans, actor.choose(requests, n=cfg.actor.group_size, seed=2))
     assert res.actor_samples and res.planner_samples and 0.0 <= res.metrics["success"] <= 1.0
     actor.train(res.actor_samples)
     planner.train(res.planner_samples)
