@@ -68,7 +68,7 @@ docs: install
 
 test: install lint
 	@rc=0; \
-	$(PY) -m pytest tests -n 2 --dist loadfile -m "not serial" -v -rA --durations=20 || rc=1; \
+	$(PY) -m pytest tests -n 2 --dist loadfile --no-loadscope-reorder -m "not serial" -v -rA --durations=20 || rc=1; \
 	$(PY) -m pytest tests -m serial -v -rA --durations=5 || rc=1; \
 	exit $$rc
 
