@@ -11,12 +11,18 @@ speed-up: the ranks compete for the same cores; the figure that matters there is
     python benchmarks/trainer_scaling.py                     # CPU, gloo, N = 1 and 2, the demo actor's shape
     python benchmarks/trainer_scaling.py --tiny              # seconds; what the test runs
     python benchmarks/trainer_scaling.py --device cuda --ranks 1   # ~0.5B Llama built locally, bf16 autocast, MFU
+    python benchmarks/trainer_scaling.py --device cuda --sweep     # each trainer switch on/off at N = 1, in one run
+
+`--sweep` measures the trainer's speed switches (RLConfig: precision bf16, fused_adamw, micro_batch_tokens,
+compile) added one at a time at N = 1: tokens/s, ratio to the plain fp32 step, max |dW| from it, peak
+memory (GPU: torch's peak allocation; CPU: the rank process's peak RSS), and on a GPU TFLOP/s and MFU.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import resource
 import socket
 import sys
 import time
@@ -92,30 +98,30 @@ def run_rank(rank: int, world: int, port: int, args, out, sharded: bool = False)
     params = sum(p.numel() for p in model.parameters())
     if sharded:
         model = fsdp.shard(model, device)
-    trainer = RoleTrainer(model, 0, RLConfig(lr=1e-4, num_minibatches=args.minibatches), temperature=1.0)
+    rl = RLConfig(lr=1e-4, num_minibatches=args.minibatches, **args.switches)
+    trainer = RoleTrainer(model, 0, rl, temperature=1.0)
     samples = make_round(args, model.config.vocab_size)
-    autocast = (
-        torch.autocast("cuda", dtype=torch.bfloat16)
-        if device.startswith("cuda")
-        else torch.autocast("cpu", enabled=False)
-    )
-    with autocast:
-        trainer.train_step(samples, dp)  # warm-up round (allocations, kernels), not timed
+    trainer.train_step(samples, dp)  # warm-up round (allocations, kernels, a compile), not timed
     if device.startswith("cuda"):
         torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
-    with autocast:
-        for _ in range(args.steps):
-            trainer.train_step(samples, dp)
+    for _ in range(args.steps):
+        trainer.train_step(samples, dp)
     if device.startswith("cuda"):
         torch.cuda.synchronize()
     dt = time.perf_counter() - t0
+    peak_gib = (
+        torch.cuda.max_memory_allocated() / 2**30
+        if device.startswith("cuda")
+        else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
+    )
     tokens = args.steps * sum(len(s["prompt_ids"]) + len(s["token_ids"]) for s in samples)  # forward+backward over all
     state = fsdp.gather_full(model, trainer.optimizer)[0] if sharded else model.state_dict()
     weights = {k: v.detach().float().cpu().numpy() for k, v in state.items()} if rank == 0 else None
     if dp is not None:
         data_parallel.leave()
-    out.put((rank, dt, tokens, params, weights))
+    out.put((rank, dt, tokens, params, weights, peak_gib))
 
 
 def measure(world: int, args, sharded: bool = False) -> dict:
@@ -135,6 +141,7 @@ def measure(world: int, args, sharded: bool = False) -> dict:
     tokens, params = results[0][2], results[0][3]
     weights = next(r[4] for r in results if r[0] == 0)
     return {
+        "peak_gib": max(r[5] for r in results),
         "world": world,
         "mode": "fsdp" if sharded else "dp",
         "seconds": dt,
@@ -162,7 +169,10 @@ def main(argv: list[str] | None = None) -> None:
         help="how N > 1 ranks train: full copies (dp) and/or FSDP2 shards (fsdp)",
     )
     ap.add_argument("--tiny", action="store_true", help="seconds-long budget (tests)")
+    ap.add_argument("--sweep", action="store_true", help="measure each trainer switch at N = 1 (see the docstring)")
+    ap.add_argument("--micro-tokens", type=int, default=0, help="--sweep: micro_batch_tokens (0 = samples x length)")
     args = ap.parse_args(argv)
+    args.switches = {"precision": "bf16"} if args.device.startswith("cuda") else {}
     args.spec = dict(hidden_size=128, num_layers=4, num_heads=4, intermediate_size=384)
     if args.tiny:
         args.samples, args.length, args.steps = 16, 16, 1
@@ -171,6 +181,8 @@ def main(argv: list[str] | None = None) -> None:
         have = torch.cuda.device_count()
         if have == 0 or max(args.ranks) > have:
             raise SystemExit(f"--device cuda: {max(args.ranks)} GPUs asked for, {have} visible")
+    if args.sweep:
+        return sweep(args)
     rows = [measure(n, args, mode == "fsdp") for n in args.ranks for mode in (args.modes if n > 1 else ["dp"])]
     base = rows[0]
     print(
@@ -194,6 +206,44 @@ def main(argv: list[str] | None = None) -> None:
             flops = 6 * r["params"] * r["tokens_per_s"]  # forward + backward, per token (no attention term)
             mfu = f"{100 * flops / (peak * 1e12 * r['world']):.1f}%" if peak else "unknown peak"
             print(f"N={r['world']} {r['mode']} on {name}: {flops / 1e12:.1f} TFLOP/s achieved, MFU {mfu}")
+
+
+def sweep(args) -> None:
+    """Each speed switch added in turn, N = 1; one table with the plain fp32 step as the baseline."""
+    micro = args.micro_tokens or max(64, args.samples * 2 * args.length // 4)  # about a quarter of a step
+    steps = [
+        ("fp32", {}),
+        ("+bf16", {"precision": "bf16"}),
+        ("+fused_adamw", {"precision": "bf16", "fused_adamw": True}),
+        ("+micro_batches", {"precision": "bf16", "fused_adamw": True, "micro_batch_tokens": micro}),
+        ("+compile", {"precision": "bf16", "fused_adamw": True, "micro_batch_tokens": micro, "compile": True}),
+    ]
+    if args.tiny:  # the test: no compile (tens of seconds of C++ builds on a CPU)
+        steps = steps[:-1]
+    rows = []
+    for name, switches in steps:
+        args.switches = switches
+        rows.append((name, measure(1, args)))
+    base = rows[0][1]
+    print(
+        f"trainer switches on {args.device}: {base['params']:,} parameters, {args.samples} samples of up to "
+        f"{2 * args.length} tokens, {args.minibatches} minibatches, {args.steps} timed rounds; micro-batches of "
+        f"{micro} tokens"
+    )
+    print(f"{'switches':<16} {'tokens/s':>10} {'ratio to fp32':>14} {'max |dW| vs fp32':>17} {'peak GiB':>9}")
+    for name, r in rows:
+        diff = max(float(abs(r["weights"][k] - base["weights"][k]).max()) for k in base["weights"])
+        print(
+            f"{name:<16} {r['tokens_per_s']:>10.0f} {r['tokens_per_s'] / base['tokens_per_s']:>14.2f} "
+            f"{diff:>17.2e} {r['peak_gib']:>9.2f}"
+        )
+    if args.device.startswith("cuda"):
+        name = torch.cuda.get_device_name(0)
+        peak = next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
+        for label, r in rows:
+            flops = 6 * r["params"] * r["tokens_per_s"]
+            mfu = f"{100 * flops / (peak * 1e12):.1f}%" if peak else "unknown peak"
+            print(f"{label} on {name}: {flops / 1e12:.1f} TFLOP/s, MFU {mfu}")
 
 
 if __name__ == "__main__":

@@ -84,6 +84,27 @@ class RLConfig(_Strict):
         description="Pipelined rounds: cap on a stale sample's per-token importance weight pi_prox/pi_behav (decoupled "
         "PPO; the clip is taken around the trainer's current policy, not the stale one).",
     )
+    micro_batch_tokens: int = Field(
+        0,
+        ge=0,
+        description="Split each optimizer step's samples into micro-batches of at most this many padded tokens "
+        "(rows x longest row; rows sorted by length, so less padding), accumulating gradients weighted by each "
+        "micro-batch's share of response tokens: the same update with bounded activation memory. 0 = one forward "
+        "over the whole step. A row longer than the budget is a micro-batch of its own.",
+    )
+    precision: Literal["fp32", "bf16"] = Field(
+        "fp32",
+        description="'bf16': the loss's forward passes under torch.autocast(bfloat16) on the model's device (weights, "
+        "gradients and optimizer state stay fp32: mixed precision; logprobs are taken in fp32); 'fp32': plain.",
+    )
+    fused_adamw: bool = Field(
+        False, description="torch's fused AdamW kernel (one kernel over all parameters): the same update, faster."
+    )
+    compile: bool = Field(
+        False,
+        description="torch.compile the model for the training forward/backward (the first steps pay the compile; "
+        "needs a C++ compiler on CPU).",
+    )
 
 
 class WarmStartConfig(_Strict):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import random
@@ -45,7 +46,11 @@ class RoleTrainer:
         self.ref_model: torch.nn.Module | None = None
         # A LoRA model's reference is itself with adapters off: set once KL is on, no copy of the weights.
         self.ref_is_base = False
-        self.optimizer = torch.optim.AdamW(lora.trainable(model), lr=rl.lr, weight_decay=rl.weight_decay)
+        self.optimizer = torch.optim.AdamW(
+            lora.trainable(model), lr=rl.lr, weight_decay=rl.weight_decay, fused=rl.fused_adamw or None
+        )
+        # The training forward may be compiled; it shares the parameters, so sync and checkpoints are unchanged.
+        self.forward_model = torch.compile(model) if rl.compile else model
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, _warmup_lambda(rl.warmup_steps))
         self.steps = 0
 
@@ -118,13 +123,12 @@ class RoleTrainer:
             self.optimizer.zero_grad(set_to_none=True)
             stats: dict[str, float] = {}
             if mine:
-                loss, stats, tokens = self._loss(mine)
+                weight = sum(len(s["token_ids"]) for s in mine) / chunk_tokens
+                # FSDP averages gradients over the ranks where the unsharded path sums them.
+                scale = 1.0 if dp is None else (weight * dp.world if dp.sharded else weight)
+                stats = self._backward(mine, scale)
                 if dp is not None:
-                    weight = tokens / chunk_tokens
-                    # FSDP averages gradients over the ranks where the unsharded path sums them.
-                    loss = loss * (weight * dp.world if dp.sharded else weight)
                     stats = {k: v * weight for k, v in stats.items()}
-                loss.backward()
             elif dp is not None and dp.sharded:
                 # A sharded forward gathers parameters with every rank: one with nothing to train still
                 # takes part, on a sample whose loss counts zero.
@@ -178,6 +182,43 @@ class RoleTrainer:
             "stale_weight_capped": float((w >= self.rl.stale_weight_cap).float().mean()),
         }
 
+    def micro_batches(self, rows: list[dict]) -> list[list[dict]]:
+        """`rows` in micro-batches of at most rl.micro_batch_tokens padded tokens (all in one when 0)."""
+        budget = self.rl.micro_batch_tokens
+        if budget <= 0:
+            return [rows]
+        parts: list[list[dict]] = []
+        part: list[dict] = []
+        for row in sorted(rows, key=lambda r: len(r["prompt_ids"]) + len(r["token_ids"])):
+            width = len(row["prompt_ids"]) + len(row["token_ids"])  # sorted: the longest row so far
+            if part and (len(part) + 1) * width > budget:
+                parts.append(part)
+                part = []
+            part.append(row)
+        return [*parts, part] if part else parts
+
+    def _autocast(self):
+        if self.rl.precision != "bf16":
+            return contextlib.nullcontext()
+        device = next(self.model.parameters()).device
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+
+    def _backward(self, rows: list[dict], scale: float = 1.0) -> dict[str, float]:
+        """Backward of the rows' token-mean loss (times `scale`), micro-batch by micro-batch; the rows' statistics.
+
+        Each micro-batch's token mean weighs by its share of the rows' response tokens, so the summed
+        gradient is the whole batch's token-mean gradient however the rows are split."""
+        total = max(1, sum(len(r["token_ids"]) for r in rows))
+        stats: dict[str, float] = {}
+        for part in self.micro_batches(rows):
+            share = sum(len(r["token_ids"]) for r in part) / total
+            with self._autocast():
+                loss, part_stats, _ = self._loss(part)
+            (loss * (share * scale)).backward()
+            for k, v in part_stats.items():
+                stats[k] = stats.get(k, 0.0) + v * share
+        return stats
+
     def _loss(self, chunk: list[dict]) -> tuple[torch.Tensor, dict[str, float], int]:
         """GRPO loss (token mean) of a list of samples, its statistics, and its response-token count."""
         rl = self.rl
@@ -199,7 +240,7 @@ class RoleTrainer:
         old = old.to(device)
         behav_w = behav_w.to(device) if behav_w is not None else None
         adv = torch.tensor([s["advantage"] for s in chunk], dtype=torch.float32, device=device)
-        logp, ent = token_logprobs(self.model, batch, self.temperature, with_entropy=True)
+        logp, ent = token_logprobs(self.forward_model, batch, self.temperature, with_entropy=True)
         ref_lp = None
         if self.ref_model is not None:
             with torch.no_grad():

@@ -177,3 +177,16 @@ def test_trainer_scaling_benchmark_tiny_mode():
         float(r[2]) > 0 for r in rows
     )  # tokens/s and the ratio, measured in the run
     assert all(float(r[4]) < 1e-5 for r in rows)  # data-parallel and sharded steps equal one process's
+
+    sweep = subprocess.run(
+        [sys.executable, "benchmarks/trainer_scaling.py", "--tiny", "--sweep"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert sweep.returncode == 0, sweep.stderr[-3000:]
+    table = {line.split()[0]: line.split()[1:] for line in sweep.stdout.splitlines() if line.startswith(("fp32", "+"))}
+    assert list(table) == ["fp32", "+bf16", "+fused_adamw", "+micro_batches"]  # each switch measured in one run
+    assert float(table["fp32"][1]) == 1.0 and all(float(v[0]) > 0 and float(v[3]) > 0 for v in table.values())
+    assert float(table["+fused_adamw"][2]) < 1e-3  # the same update within bf16 tolerance

@@ -1,0 +1,96 @@
+"""The trainer's speed switches change how a GRPO step is computed, not what it computes: a step with each
+switch on equals the plain step (within float tolerance; bf16 within bf16's). CPU here; their speed on a GPU
+is measured by benchmarks/trainer_scaling.py --device cuda."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from planact.config import RLConfig, TinyModelSpec
+from planact.models import build_tiny_model, build_tokenizer
+from planact.rl.trainer import RoleTrainer
+
+BASE = {"lr": 3e-3, "num_minibatches": 2, "kl_coef": 0.05, "warmup_steps": 0}
+
+
+def _samples(n: int = 11) -> list[dict]:
+    rng = random.Random(1)
+    out = []
+    for i in range(n):  # uneven lengths: micro-batches and their token weights matter
+        p, t = rng.randint(3, 14), rng.randint(1, 10)
+        out.append(
+            {
+                "prompt_ids": [rng.randint(4, 20) for _ in range(p)],
+                "token_ids": [rng.randint(4, 20) for _ in range(t)],
+                "logprobs": [-rng.uniform(0.5, 3.0) for _ in range(t)],
+                "advantage": rng.choice([-1.0, 0.5, 1.0]),
+                "sample_id": i,
+            }
+        )
+    return out
+
+
+def _train(**switches) -> tuple[dict, dict]:
+    torch.manual_seed(0)
+    tok = build_tokenizer()
+    spec = TinyModelSpec(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64)
+    model = build_tiny_model(spec, len(tok), seed=3, tokenizer=tok)
+    trainer = RoleTrainer(model, tok.pad_token_id, RLConfig(**{**BASE, **switches}), temperature=1.0)
+    metrics = {}
+    for _ in range(2):  # two rounds: optimizer state and the KL reference stay in step too
+        metrics = trainer.train_step(_samples())
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}, metrics
+
+
+@pytest.fixture(scope="module")
+def plain():
+    return _train()
+
+
+def _max_diff(a: dict, b: dict) -> float:
+    return max(float((a[k] - b[k]).abs().max()) for k in a)
+
+
+def test_micro_batches_take_the_same_step(plain):
+    weights, metrics = _train(micro_batch_tokens=40)  # ~2-3 rows per micro-batch here
+    assert _max_diff(weights, plain[0]) < 1e-5
+    for k in ("loss", "pg_loss", "kl", "entropy", "clip_frac"):
+        assert metrics[k] == pytest.approx(plain[1][k], abs=1e-5), k
+
+
+def test_micro_batches_respect_the_budget_and_keep_every_row():
+    tok = build_tokenizer()
+    spec = TinyModelSpec(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
+    model = build_tiny_model(spec, len(tok), seed=0, tokenizer=tok)
+    trainer = RoleTrainer(model, tok.pad_token_id, RLConfig(micro_batch_tokens=40), 1.0)
+    rows = _samples(30)
+    parts = trainer.micro_batches(rows)
+    assert sorted(r["sample_id"] for p in parts for r in p) == list(range(30)) and len(parts) > 1
+    for part in parts:
+        width = max(len(r["prompt_ids"]) + len(r["token_ids"]) for r in part)
+        assert len(part) == 1 or len(part) * width <= 40
+
+
+def test_fused_adamw_takes_the_same_step(plain):
+    assert _max_diff(_train(fused_adamw=True)[0], plain[0]) < 1e-5
+
+
+def test_bf16_autocast_stays_within_bf16_tolerance_of_fp32(plain):
+    weights, metrics = _train(precision="bf16")
+    assert metrics["loss"] == pytest.approx(plain[1]["loss"], abs=0.05)
+    start = _train(lr=1e-12)[0]  # the weights before any update
+
+    def norm(a: dict, b: dict) -> float:
+        return sum(float((a[k] - b[k]).pow(2).sum()) for k in a) ** 0.5
+
+    # The update agrees to bf16 precision (Adam's steps are near-sign, so compare whole-update norms).
+    assert norm(weights, plain[0]) < 0.25 * norm(plain[0], start)
+
+
+def test_a_compiled_forward_takes_the_same_step(plain):
+    weights, metrics = _train(compile=True)
+    assert _max_diff(weights, plain[0]) < 1e-4
+    assert metrics["loss"] == pytest.approx(plain[1]["loss"], abs=1e-4)
