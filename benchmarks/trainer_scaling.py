@@ -194,18 +194,28 @@ def main(argv: list[str] | None = None) -> None:
         f"{'max |dW| vs N=' + str(base['world']):>18}"
     )
     for r in rows:
-        diff = max(float(abs(r["weights"][k] - base["weights"][k]).max()) for k in base["weights"])
         print(
             f"{r['world']:>3} {r['mode']:>5} {r['tokens_per_s']:>12.0f} "
-            f"{r['tokens_per_s'] / base['tokens_per_s']:>14.2f} {diff:>18.2e}"
+            f"{r['tokens_per_s'] / base['tokens_per_s']:>14.2f} {max_diff(r, base):>18.2e}"
         )
-    if args.device.startswith("cuda"):
-        name = torch.cuda.get_device_name(0)
-        peak = next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
-        for r in rows:
-            flops = 6 * r["params"] * r["tokens_per_s"]  # forward + backward, per token (no attention term)
-            mfu = f"{100 * flops / (peak * 1e12 * r['world']):.1f}%" if peak else "unknown peak"
-            print(f"N={r['world']} {r['mode']} on {name}: {flops / 1e12:.1f} TFLOP/s achieved, MFU {mfu}")
+    print_mfu(args, [(f"N={r['world']} {r['mode']}", r) for r in rows])
+
+
+def max_diff(row: dict, base: dict) -> float:
+    """Largest difference of the updated weights from the baseline row's."""
+    return max(float(abs(row["weights"][k] - base["weights"][k]).max()) for k in base["weights"])
+
+
+def print_mfu(args, labelled: list[tuple[str, dict]]) -> None:
+    """On a GPU: TFLOP/s and MFU of each row (6 x params x tokens/s: forward + backward, no attention term)."""
+    if not args.device.startswith("cuda"):
+        return
+    name = torch.cuda.get_device_name(0)
+    peak = next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
+    for label, r in labelled:
+        flops = 6 * r["params"] * r["tokens_per_s"]
+        mfu = f"{100 * flops / (peak * 1e12 * r['world']):.1f}%" if peak else "unknown peak"
+        print(f"{label} on {name}: {flops / 1e12:.1f} TFLOP/s achieved, MFU {mfu}")
 
 
 def sweep(args) -> None:
@@ -232,18 +242,11 @@ def sweep(args) -> None:
     )
     print(f"{'switches':<16} {'tokens/s':>10} {'ratio to fp32':>14} {'max |dW| vs fp32':>17} {'peak GiB':>9}")
     for name, r in rows:
-        diff = max(float(abs(r["weights"][k] - base["weights"][k]).max()) for k in base["weights"])
         print(
             f"{name:<16} {r['tokens_per_s']:>10.0f} {r['tokens_per_s'] / base['tokens_per_s']:>14.2f} "
-            f"{diff:>17.2e} {r['peak_gib']:>9.2f}"
+            f"{max_diff(r, base):>17.2e} {r['peak_gib']:>9.2f}"
         )
-    if args.device.startswith("cuda"):
-        name = torch.cuda.get_device_name(0)
-        peak = next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
-        for label, r in rows:
-            flops = 6 * r["params"] * r["tokens_per_s"]
-            mfu = f"{100 * flops / (peak * 1e12):.1f}%" if peak else "unknown peak"
-            print(f"{label} on {name}: {flops / 1e12:.1f} TFLOP/s, MFU {mfu}")
+    print_mfu(args, rows)
 
 
 if __name__ == "__main__":
