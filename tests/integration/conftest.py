@@ -256,6 +256,14 @@ def read_state(run_dir: Path, role: str = "both") -> dict:
 SMOKE = str(REPO / "configs" / "smoke.yaml")
 
 
+def smoke_args(root, *overrides: str, config: str = SMOKE) -> list[str]:
+    """CLI arguments of a smoke run under `root`: `--config C --set checkpoint.root=ROOT --set o ...`."""
+    args = ["--config", config, "--set", f"checkpoint.root={root}"]
+    for o in overrides:
+        args += ["--set", o]
+    return args
+
+
 def shared_tmp(tmp_path_factory, name: str) -> Path:
     """A folder shared by all pytest-xdist workers of this run (the worker's own temp folder without xdist)."""
     base = tmp_path_factory.getbasetemp()

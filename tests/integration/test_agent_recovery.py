@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from .conftest import PY, REPO, SMOKE, kill_tree, read_state, start_cli, token_env
+from .conftest import PY, REPO, kill_tree, read_state, smoke_args, start_cli, token_env
 
 NS = "recovery-test"
 KILLER = """
@@ -38,22 +38,14 @@ print("RESULT " + json.dumps({"before": before["pid"], "after": after["pid"], "r
 @pytest.mark.slow
 def test_run_survives_sigkill_of_its_actor_engine(prefect_api, ray_head, tmp_path):
     env = token_env()
-    args = [
-        "--config",
-        SMOKE,
-        "--set",
-        f"checkpoint.root={tmp_path}",
-        "--set",
+    args = smoke_args(
+        tmp_path,
         "run_name=kill",
-        "--set",
         "rounds=6",
-        "--set",
         f"ray.address={ray_head}",
-        "--set",
         f"barrier.namespace={NS}",
-        "--set",
         "env.tasks_per_round=32",
-    ]  # rounds long enough that the kill lands inside one
+    )  # rounds long enough that the kill lands inside one
     proc = start_cli(args, tmp_path / "cli.log", env=env)
     try:
         deadline = time.time() + 300

@@ -7,26 +7,13 @@ import re
 
 import pytest
 
-from .conftest import SMOKE, cli_env, run_cli
+from .conftest import cli_env, run_cli, smoke_args
 
 
 @pytest.mark.slow
 def test_a_60_round_run_prints_under_100_lines(prefect_api, tmp_path):
     rc, out = run_cli(
-        [
-            "--config",
-            SMOKE,
-            "--set",
-            f"checkpoint.root={tmp_path}",
-            "--set",
-            "rounds=60",
-            "--set",
-            "tracking.eval_every=10",
-            "--set",
-            "checkpoint.every=10",
-            "--set",
-            "env.tasks_per_round=4",
-        ],
+        smoke_args(tmp_path, "rounds=60", "tracking.eval_every=10", "checkpoint.every=10", "env.tasks_per_round=4"),
         tmp_path / "cli.log",
         env=cli_env(),
     )

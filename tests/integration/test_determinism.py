@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from .conftest import SMOKE, cli_env, kill_tree, read_state, start_cli
+from .conftest import cli_env, kill_tree, read_state, smoke_args, start_cli
 
 
 def _timing(key: str) -> bool:
@@ -38,18 +38,9 @@ def test_same_seed_twice_gives_identical_metric_histories(prefect_api, tmp_path)
     # Side by side (each run mostly waits on its start-up): also shows two runs do not disturb each other.
     procs = {
         k: start_cli(
-            [
-                "--config",
-                SMOKE,
-                "--set",
-                f"checkpoint.root={tmp_path / f'run{k}'}",
-                "--set",
-                "run_name=det",
-                "--set",
-                "actor.resources.replicas=2",
-                "--set",
-                "tracking.register_models=false",
-            ],
+            smoke_args(
+                tmp_path / f"run{k}", "run_name=det", "actor.resources.replicas=2", "tracking.register_models=false"
+            ),
             tmp_path / f"run{k}.log",
             env=cli_env(),
         )

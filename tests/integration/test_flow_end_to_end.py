@@ -10,32 +10,22 @@ from mlflow.tracking import MlflowClient
 from planact.experience import ExperienceStore
 
 from .browser import page_text
-from .conftest import SMOKE, cli_env, read_state, run_cli
+from .conftest import SMOKE, cli_env, read_state, run_cli, smoke_args
 
 
 @pytest.mark.slow
 def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow_server, tmp_path):
     rc, out = run_cli(
-        [
-            "--config",
-            SMOKE,
-            "--set",
-            f"checkpoint.root={tmp_path}",
-            "--set",
+        smoke_args(
+            tmp_path,
             "run_name=e2e",
-            "--set",
             f"tracking.tracking_uri={mlflow_server}",
-            "--set",
             "rounds=3",
-            "--set",
             "aflow.every_rounds=3",
-            "--set",
             "aflow.max_rounds=2",
-            "--set",
             "aflow.limit=8",
-            "--set",
             "aflow.validation_repeats=1",
-        ],
+        ),
         tmp_path / "cli.log",
         env=cli_env(),
     )
@@ -163,16 +153,7 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
     # The evaluate flow (the `evaluate` deployment) re-scores the last checkpoint in its own agents and MLflow run:
     # same weights, same seeds -> the same held-out figures the training run logged after round 3.
     rc, out = run_cli(
-        [
-            "--config",
-            SMOKE,
-            "--set",
-            f"checkpoint.root={tmp_path}",
-            "--set",
-            "run_name=e2e",
-            "--set",
-            f"tracking.tracking_uri={mlflow_server}",
-        ],
+        smoke_args(tmp_path, "run_name=e2e", f"tracking.tracking_uri={mlflow_server}"),
         tmp_path / "eval.log",
         env=cli_env(),
         module="flows.evaluate",

@@ -23,7 +23,7 @@ from planact.engines.hf import HFEngine
 from planact.models import load_model, materialize_tiny
 
 from ..servers.loopback import openai_server
-from .conftest import SMOKE, cli_env, read_state, run_cli
+from .conftest import SMOKE, cli_env, read_state, run_cli, smoke_args
 
 
 def hf_answer(model_dir):
@@ -96,28 +96,17 @@ def test_run_with_a_frozen_openai_actor_trains_only_the_planner_and_leaks_no_key
     try:
         with openai_server(hf_answer(served), key=block_key) as srv:
             rc, out = run_cli(
-                [
-                    "--config",
-                    SMOKE,
-                    "--set",
-                    f"checkpoint.root={tmp_path}",
-                    "--set",
+                smoke_args(
+                    tmp_path,
                     "run_name=api",
-                    "--set",
                     "actor.engine=openai",
-                    "--set",
                     "actor.train=false",
-                    "--set",
                     f"actor.openai.base_url={srv.url}/v1",
-                    "--set",
                     "actor.openai.model=tiny-actor",
-                    "--set",
                     "actor.openai.mode=completions",
-                    "--set",
                     "actor.openai.api_key_env=LOOPBACK_KEY",
-                    "--set",
                     "actor.openai.api_key_secret=planact-canary",
-                ],
+                ),
                 tmp_path / "cli.log",
                 env=env,
             )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import LOOPBACK_RAY, REPO, SMOKE, cli_env, read_state, run_cli
+from .conftest import LOOPBACK_RAY, REPO, cli_env, read_state, run_cli, smoke_args
 
 
 @pytest.fixture
@@ -32,22 +32,15 @@ def two_node_cluster():
 def test_flow_runs_on_cluster_workers_importing_installed_project(prefect_api, two_node_cluster, tmp_path):
     worker_node = next(n for n in two_node_cluster.list_all_nodes() if n is not two_node_cluster.head_node)
     rc, out = run_cli(
-        [
-            "--config",
-            SMOKE,
-            "--set",
-            f"checkpoint.root={tmp_path}",
-            "--set",
+        smoke_args(
+            tmp_path,
             "run_name=cluster",
-            "--set",
             f"ray.address={two_node_cluster.address}",
             # The agent-calling stages as Ray tasks (the default runs them as flow threads): the
             # cluster's worker processes must import the installed project to run them.
-            "--set",
             "ray.agent_stages=ray",
-            "--set",
             "actor.resources.custom={node2: 0.5}",
-        ],  # pin the actor role to the second node
+        ),  # pin the actor role to the second node
         tmp_path / "cli.log",
         env=cli_env(),
         cwd=tmp_path,

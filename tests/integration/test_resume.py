@@ -17,29 +17,21 @@ from mlflow.tracking import MlflowClient
 
 from planact.experience import ExperienceStore
 
-from .conftest import SMOKE, read_state, run_cli, start_cli
+from .conftest import read_state, run_cli, smoke_args, start_cli
 
 
 @pytest.mark.slow
 def test_sigkill_then_resume_without_duplicate_steps(prefect_api, tmp_path):
-    args = [
-        "--config",
-        SMOKE,
-        "--set",
-        f"checkpoint.root={tmp_path}",
-        "--set",
+    args = smoke_args(
+        tmp_path,
         "run_name=resume",
-        "--set",
         "rounds=6",
-        "--set",
         "actor.train=false",
         # Pipelined rounds (the planner trains in its own actor while the next round generates): a kill
         # lands with a round generated and recorded but its predecessor's training not yet finished.
-        "--set",
         "pipeline.max_staleness=1",
-        "--set",
         "planner.resources.colocate_trainer=false",
-    ]
+    )
     proc = start_cli(args, tmp_path / "first.log")
     deadline = time.time() + 400
     k = -1

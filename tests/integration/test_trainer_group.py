@@ -19,7 +19,7 @@ from planact.initial_models import initial_model_path
 from planact.models import load_model
 from planact.rl.trainer import RoleTrainer
 
-from .conftest import SMOKE, kill_tree, read_state, run_cli, start_cli
+from .conftest import SMOKE, kill_tree, read_state, run_cli, smoke_args, start_cli
 
 
 def _samples(n: int, seed: int, longest: int) -> list[dict]:
@@ -111,26 +111,16 @@ def test_two_ranks_match_one_process_and_survive_a_killed_rank(local_ray, tmp_pa
 
 @pytest.mark.slow
 def test_plan_act_run_with_two_ranks_per_role_resumes_after_sigkill(prefect_api, tmp_path):
-    args = [
-        "--config",
-        SMOKE,
-        "--set",
-        f"checkpoint.root={tmp_path}",
-        "--set",
+    args = smoke_args(
+        tmp_path,
         "run_name=tg-run",
-        "--set",
         "rounds=3",
-        "--set",
         "planner.resources.trainer_workers=2",
-        "--set",
         "actor.resources.trainer_workers=2",
-        "--set",
         "actor.resources.fsdp=true",  # the planner's group is data-parallel, the actor's sharded
-        "--set",
         "ray.num_cpus=4",
-        "--set",
         "tracking.register_models=false",
-    ]
+    )
     proc = start_cli(args, tmp_path / "first.log")
     deadline = time.time() + 400
     while time.time() < deadline and proc.poll() is None:

@@ -6,7 +6,6 @@ No Ray here: two processes (torch.multiprocessing) form a real torch.distributed
 
 from __future__ import annotations
 
-import random
 import socket
 
 import pytest
@@ -19,6 +18,8 @@ from planact.rl import data_parallel
 from planact.rl.data_parallel import DataParallel, token_balanced
 from planact.rl.trainer import RoleTrainer
 
+from .rl_samples import random_samples
+
 RL = RLConfig(lr=3e-3, num_minibatches=2, kl_coef=0.05)
 
 
@@ -30,20 +31,7 @@ def _model():
 
 
 def _samples(n: int = 13) -> list[dict]:
-    rng = random.Random(0)
-    out = []
-    for i in range(n):  # uneven lengths, so the token-balanced split and the weighting matter
-        p, t = rng.randint(3, 12), rng.randint(1, 9)
-        out.append(
-            {
-                "prompt_ids": [rng.randint(4, 20) for _ in range(p)],
-                "token_ids": [rng.randint(4, 20) for _ in range(t)],
-                "logprobs": [-rng.uniform(0.5, 3.0) for _ in range(t)],
-                "advantage": rng.choice([-1.0, 0.5, 1.0]),
-                "sample_id": i,
-            }
-        )
-    return out
+    return random_samples(n, seed=0)  # uneven lengths, so the token-balanced split and the weighting matter
 
 
 def _train(dp: DataParallel | None) -> dict:

@@ -4,8 +4,6 @@ is measured by benchmarks/trainer_scaling.py --device cuda."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 import torch
 
@@ -13,24 +11,13 @@ from planact.config import RLConfig, TinyModelSpec
 from planact.models import build_tiny_model, build_tokenizer
 from planact.rl.trainer import RoleTrainer
 
+from .rl_samples import random_samples
+
 BASE = {"lr": 3e-3, "num_minibatches": 2, "kl_coef": 0.05, "warmup_steps": 0}
 
 
 def _samples(n: int = 11) -> list[dict]:
-    rng = random.Random(1)
-    out = []
-    for i in range(n):  # uneven lengths: micro-batches and their token weights matter
-        p, t = rng.randint(3, 14), rng.randint(1, 10)
-        out.append(
-            {
-                "prompt_ids": [rng.randint(4, 20) for _ in range(p)],
-                "token_ids": [rng.randint(4, 20) for _ in range(t)],
-                "logprobs": [-rng.uniform(0.5, 3.0) for _ in range(t)],
-                "advantage": rng.choice([-1.0, 0.5, 1.0]),
-                "sample_id": i,
-            }
-        )
-    return out
+    return random_samples(n, seed=1, max_prompt=14, max_response=10)  # uneven: micro-batch weights matter
 
 
 def _train(**switches) -> tuple[dict, dict]:
