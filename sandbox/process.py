@@ -39,12 +39,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandbox.drain import Drain
 from sandbox.uids import _UID_RANGE, _chown_tree, _claim_uid, _count_user_processes, _kill_uid, _tree_cpu_s, _uid_claim  # noqa: F401
 from sandbox.view import CODE, View, bwrap_mounts, python
 
@@ -217,24 +217,6 @@ def _wait(box: Sandbox, limits: Limits) -> tuple[bool, float | None]:
             next_check = now + 0.2
         delay = min(2 * delay, 0.05)
         time.sleep(delay)
-
-
-class Drain(threading.Thread):
-    """Reads a pipe to its end in 64 KiB chunks, keeping the first `cap` bytes."""
-
-    def __init__(self, stream, cap: int):
-        super().__init__(daemon=True)
-        self.stream, self.cap, self.kept, self.total = stream, cap, bytearray(), 0
-        self.start()
-
-    def run(self) -> None:
-        while chunk := self.stream.read1(65536) if hasattr(self.stream, "read1") else self.stream.read(65536):
-            self.total += len(chunk)
-            if len(self.kept) < self.cap:
-                self.kept += chunk[: self.cap - len(self.kept)]
-
-    def text(self) -> str:
-        return bytes(self.kept).decode("utf-8", "replace")
 
 
 @dataclass

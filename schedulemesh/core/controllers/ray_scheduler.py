@@ -18,12 +18,12 @@ from typing import Any
 
 import ray
 
+from schedulemesh import dispatch
 from schedulemesh import resources as R
 from schedulemesh.core.config import get_scheduling_config
 from schedulemesh.core.controllers.preemption_calls import PreemptionCalls
 from schedulemesh.core.controllers.views import CORE, agent_view, pool_view, shaped
-from schedulemesh.dispatch import CUSTOM, STRATEGIES
-from schedulemesh.errors import SchedulemeshError
+from schedulemesh.errors import InvalidOptions, SchedulemeshError
 from schedulemesh.pg_pools import PGPools
 from schedulemesh.rules import PreemptionPolicy
 from schedulemesh.scheduler import Scheduler
@@ -203,12 +203,11 @@ class RayScheduler(PreemptionCalls):
             labels=labels,
         )
         info = self.scheduler.agent_info(name)
-        user = {k: v for k, v in (ray_options or {}).items()}
         self._created[name] = {
             "actor_class_path": _class_path(actor_class),
             "actor_init_args": list(actor_args or ()),
             "actor_init_kwargs": dict(actor_kwargs or {}),
-            "options": {**R.to_ray_options(info["resources"]), **user},
+            "options": {**R.to_ray_options(info["resources"]), **(ray_options or {})},
         }
         return agent_view(info, self._created[name], self.scheduler.get_agent(name).handle)
 
@@ -337,8 +336,10 @@ class RayScheduler(PreemptionCalls):
 def check_strategy(strategy: str | None) -> str:
     """The strategy name to use (the configured default for None); raises ValueError for an unknown one."""
     name = (strategy or get_scheduling_config().default_strategy).strip().lower()
-    if name not in STRATEGIES and name not in CUSTOM:
-        raise Refused(f"unknown strategy {strategy!r}; available: {', '.join([*STRATEGIES, *sorted(CUSTOM)])}")
+    try:
+        dispatch.check_strategy(name)
+    except InvalidOptions as err:
+        raise Refused(str(err)) from None
     return name
 
 
