@@ -4,6 +4,7 @@ A model writes one JSON object per turn, e.g.
   {"type": "explore", "op": "find", "anchors": ["percentage"]}
   {"type": "explore", "op": "read", "nodes": ["parse/__init__.py::percentage"]}
   {"type": "explore", "op": "expand", "nodes": ["parse/__init__.py::percentage"], "hop": 1}
+  {"type": "explore", "op": "coverage", "formula": "ochiai"}
   {"type": "memory", "ops": [{"op": "add", "node": "parse/__init__.py::percentage"}]}
   {"type": "repair", "apply": true, "plan": "...", "target": "parse/__init__.py::percentage",
    "patch": "--- a/parse/__init__.py\n+++ b/parse/__init__.py\n@@ ...", "edits": []}
@@ -25,17 +26,20 @@ class _Action(BaseModel):
 
 
 class Explore(_Action):
-    """Look at the code graph: find anchors, read nodes' source, or expand nodes' neighbourhood."""
+    """Look at the code graph: find anchors, read nodes' source, expand nodes' neighbourhood, or rank
+    functions by the failing tests' coverage spectrum."""
 
     type: Literal["explore"] = "explore"
-    op: Literal["find", "read", "expand"] = Field(
-        description="find: search anchors; read: source of nodes; expand: k-hop neighbours."
+    op: Literal["find", "read", "expand", "coverage"] = Field(
+        description="find: search anchors; read: source of nodes; expand: k-hop neighbours; coverage: functions "
+        "ranked by spectrum-based fault localisation (one coverage run, its own budget)."
     )
     anchors: list[str] = Field(
         default_factory=list, max_length=10, description="find: identifiers, text or traceback frames."
     )
     nodes: list[str] = Field(default_factory=list, max_length=10, description="read / expand: node ids.")
     hop: int = Field(1, ge=1, le=3, description="expand: how many edges out.")
+    formula: Literal["ochiai", "dstar"] = Field("ochiai", description="coverage: the SBFL formula.")
 
 
 class MemoryOp(_Action):

@@ -17,19 +17,18 @@ Test results are cached by (task, patch hash, tests); one telemetry JSONL line i
 
 from __future__ import annotations
 
-import hashlib
 import json
-import threading
 import time
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from graph_planner import localise
 from graph_planner.actions import ActionError, Explore, Memory, Repair, Submit, parse_action
 from graph_planner.corpus.fetch import git
 from graph_planner.corpus.mutate import unified_diff
-from graph_planner.corpus.validate import load_proof
 from graph_planner.graph import Budget, GraphSearch, RepoGraph, WorkingMemory
+from graph_planner.judge import ResultCache, passed, run_patch
 from graph_planner.patching import PatchError, apply_diff, apply_edits, screen
 from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import RepairTask
@@ -38,7 +37,6 @@ from planact.env_config import EpisodeConfig
 _EPISODE = EpisodeConfig()  # the defaults, defined once
 
 GRAPHS_KEPT = 4  # code graphs a PlannerEnv keeps (per base commit)
-VERDICT_RULES = 2  # 2: outcomes over the host's channel, canaries and cross-checks, the allow-list patch check
 
 
 @dataclass
@@ -48,6 +46,7 @@ class EnvLimits:
 
     steps: int = _EPISODE.steps
     test_runs: int = _EPISODE.test_runs
+    coverage_runs: int = _EPISODE.coverage_runs
     episode_s: float = _EPISODE.episode_s
     memory: Budget = field(default_factory=Budget)
     test_timeout_s: float = _EPISODE.test_timeout_s
@@ -58,63 +57,6 @@ class EnvLimits:
     def from_episode(cls, episode: EpisodeConfig, **extra) -> EnvLimits:
         """The limits an episode config sets (plus `memory=` when given)."""
         return cls(**episode.model_dump(), **extra)
-
-
-class ResultCache:
-    """Test outcomes by (task, patch hash, tests): repeated candidates in a group cost one run.
-
-    With a `path` the outcomes also persist as JSONL lines, so every run and seed over the same corpus
-    shares them (one line per write: concurrent appenders do not interleave).
-    """
-
-    def __init__(self, path: str | Path | None = None):
-        self.entries: dict[str, dict] = {}
-        self.hits = 0
-        self.path = Path(path) if path else None
-        self._read_to = 0  # bytes of the file already read
-        self._reading = threading.Lock()
-        self._refresh()
-
-    def _refresh(self) -> None:
-        """Read the lines other processes appended since the last read (only whole lines: a writer may be
-        mid-line)."""
-        if self.path is None or not self.path.is_file():
-            return
-        with self._reading, open(self.path, "rb") as fh:
-            fh.seek(self._read_to)
-            data = fh.read()
-            end = data.rfind(b"\n") + 1
-            self._read_to += end
-        for line in data[:end].decode(errors="replace").splitlines():
-            try:
-                row = json.loads(line)
-            except ValueError:  # a torn line of a killed writer
-                continue
-            self.entries[row["key"]] = row["result"]
-
-    def put(self, key: str, result: dict) -> None:
-        """Remember a run's result (and append it to the file)."""
-        self.entries[key] = result
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a") as fh:
-                fh.write(json.dumps({"key": key, "result": result}) + "\n")
-
-    def get(self, key: str) -> dict | None:
-        """A cached result, counting the hit; on a miss, first reads what concurrent runs over the same file
-        have appended since (seeds run side by side share their test outcomes)."""
-        if key not in self.entries:
-            self._refresh()
-        hit = self.entries.get(key)
-        self.hits += hit is not None
-        return hit
-
-    @staticmethod
-    def key(task_id: str, files: dict[str, str], tests: list[str]) -> str:
-        """The cache key of a run (with the verdict rules' version: a result judged under older rules, e.g.
-        a forged report believed before the host's channel and canaries, is never reused)."""
-        blob = json.dumps([task_id, sorted(files.items()), sorted(tests), VERDICT_RULES])
-        return hashlib.sha256(blob.encode()).hexdigest()
 
 
 @dataclass
@@ -130,77 +72,13 @@ class EpisodeStats:
     refused: int = 0
     tampering: int = 0
     """Test runs whose own report was voided (canaries, exit status or counts disagreed): each scored 0."""
+    coverage_runs: int = 0
+    """Explore(coverage) runs started (a cached spectrum costs none); apart from test_runs."""
+    coverage_s: float = 0.0
+    """Wall seconds those coverage runs took."""
     resolved: bool = False
     seconds: float = 0.0
     done_reason: str = ""
-
-
-def run_patch(
-    runtime, cache: ResultCache, task: RepairTask, patch: dict[str, str], tests: list[str], mode: str, timeout_s: float
-) -> dict:
-    """`tests` on a clean checkout of the task's base commit plus `patch` (path -> text), cached by
-    (task, patch, tests): a cached outcome carries 'cached': True."""
-    key = ResultCache.key(task.instance_id, patch, tests)
-    cached = cache.get(key)
-    # A timeout cached before runs were judged by CPU time (no "cpu_s") may only have been a loaded
-    # machine: judge it again rather than keep a reward of 0 that the patch may not deserve.
-    if cached is not None and not (cached.get("status") == "timeout" and "cpu_s" not in cached):
-        return {**cached, "cached": True}
-    work = runtime.reset(task)  # a clean checkout: nothing a previous run wrote survives
-    for path, text in patch.items():
-        (work / path).write_text(text)
-    limit = min(task.suite.timeout_s, timeout_s)
-    run = runtime.run_tests(tests, load_proof(task.suite, limit))
-    wanted = set(tests)
-    failed = sorted(t for t in wanted if run.outcomes.get(t) != "passed")
-    result = {
-        "mode": mode,
-        "status": run.status,
-        "rc": run.rc,
-        "seconds": round(run.seconds, 2),
-        "passed": len(wanted) - len(failed),
-        "failed": failed[:20],
-        "n_failed": len(failed),
-        "tail": run.tail[-1500:],
-        "cpu_s": limit,
-    }
-    if run.tampered:
-        # a void verdict scores 0, is counted, and never enters the cache every later run and seed reads
-        return {**result, "tampered": run.tampered}
-    cache.put(key, result)
-    return result
-
-
-def passed(result: dict) -> bool:
-    """Every wanted test of a run passed."""
-    return result.get("status") == "ok" and not result.get("failed")
-
-
-def gold_submit(runtime, task: RepairTask, timeout_s: float = EnvLimits.test_timeout_s) -> str:
-    """Why the task's own gold patch fails the path an agent's patch takes ("" when it resolves the task):
-    applied to the base commit, through the patch check, then Submit's run of FAIL_TO_PASS + PASS_TO_PASS
-    in the task's order, on a clean checkout in the sandbox."""
-    files = set(git(task.repo_dir, "ls-tree", "-r", "--name-only", task.base_commit).splitlines())
-
-    def base(path: str) -> str:
-        return git(task.repo_dir, "show", f"{task.base_commit}:{path}", strip=False)
-
-    try:
-        texts = apply_diff(task.gold_patch, base, {f for f in files if f.endswith(".py")})
-    except PatchError as e:
-        return f"gold patch does not apply: {e}"
-    refused = {p: r for p, t in texts.items() if (r := screen(base(p), t))}
-    if refused:
-        return f"gold patch refused by the patch check: {refused}"
-    result = run_patch(runtime, ResultCache(), task, texts, task.submit_tests(), "submit", timeout_s)
-    if passed(result):
-        return ""
-    what = (
-        result.get("tampered") or f"{result['n_failed']} of its tests fail"
-        if result["status"] in ("ok", "tampered")
-        else result["status"]
-    )
-    return f"gold patch fails Submit ({what})"
 
 
 class PlannerEnv:
@@ -312,6 +190,8 @@ class PlannerEnv:
                     found[nid] = max(found.get(nid, 0.0), s)
             best = sorted(found.items(), key=lambda x: (-x[1], x[0]))[:10]
             return {"op": "find", "results": [self._node_info(n, s) for n, s in best]}
+        if act.op == "coverage":
+            return self._coverage(act.formula)
         missing = [n for n in act.nodes if n not in self.graph.graph]
         known = [n for n in act.nodes if n in self.graph.graph]
         if act.op == "read":
@@ -324,6 +204,29 @@ class PlannerEnv:
             return {"op": "read", "source": out, "unknown_nodes": missing}
         hits = self.search.expand(known, act.hop, limit=15)
         return {"op": "expand", "results": [self._node_info(n, s) for n, s in hits], "unknown_nodes": missing}
+
+    def _coverage(self, formula: str) -> dict:
+        key = localise.cache_key(self.task)
+        result = self.cache.get(key)
+        if result is not None:
+            self.stats.cache_hits += 1
+        elif self.stats.coverage_runs >= self.limits.coverage_runs:
+            return {"op": "coverage", "error": "coverage budget spent"}
+        else:
+            result = localise.measure(self.runtime, self.task, self.graph, self.limits.test_timeout_s)
+            self.stats.coverage_runs += 1
+            self.stats.coverage_s += result["seconds"]
+            if result["status"] == "ok":
+                self.cache.put(key, result)
+        if result["status"] != "ok":
+            return {"op": "coverage", "error": f"coverage run: {result['status']}"}
+        best = localise.ranked(result, self.search, self.task.fail_to_pass, formula)
+        return {
+            "op": "coverage",
+            "formula": formula,
+            "coverage_run": {"failed": result["failed"], "passed": result["passed"], "seconds": result["seconds"]},
+            "results": [self._node_info(n, s) for n, s in best],
+        }
 
     def _read_base(self, path: str) -> str:
         """A file's text at the base commit (from git: the working copy may hold anything by now)."""

@@ -40,10 +40,10 @@ class LocalRuntime:
         self.task = task
         return self.work
 
-    def run_tests(self, tests: list[str], suite: Suite | None = None) -> TestRun:
-        """Run `tests` on the working copy in the sandbox."""
+    def run_tests(self, tests: list[str], suite: Suite | None = None, coverage: bool = False) -> TestRun:
+        """Run `tests` on the working copy in the sandbox (with `coverage`, recording the functions each calls)."""
         assert self.task is not None, "reset() first"
-        return run_in_place(self.work, tests, suite or self.task.suite)
+        return run_in_place(self.work, tests, suite or self.task.suite, coverage)
 
     def close(self) -> None:
         """Remove the slot."""

@@ -24,6 +24,12 @@ class EpisodeConfig(_Strict):
     test_runs: int = Field(
         6, ge=0, description="Test runs Repair may start before Submit (Submit's run is always allowed)."
     )
+    coverage_runs: int = Field(
+        1,
+        ge=0,
+        description="Explore(coverage) runs per episode: the failing tests' modules on the base commit under the "
+        "call recorder, for spectrum-based localisation (counted apart from test_runs; 0 turns it off).",
+    )
     test_timeout_s: float = TEST_TIMEOUT_S
     episode_s: float = Field(
         600.0, gt=0, description="Wall-clock limit of one episode; past it the next step ends the episode unrewarded."
@@ -67,8 +73,12 @@ class RepairEnvConfig(_Strict):
         4,
         ge=1,
         le=10,
-        description="Functions the planner may read or target "
-        "(the localisation ranking's top, traceback frames first).",
+        description="Functions the planner may read or target (the top of the localisation ranking).",
+    )
+    localisation: Literal["sbfl", "graph"] = Field(
+        "sbfl",
+        description="How the offered functions are ranked: 'sbfl' = the failing tests' coverage spectrum (Ochiai) "
+        "first, then the graph's ranking; 'graph' = traceback frames and the failing tests' callees only.",
     )
     planner_reads: int = Field(
         2, ge=1, le=4, description="Explore(read) turns before the planner must name its Repair target."

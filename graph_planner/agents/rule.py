@@ -2,25 +2,21 @@
 
   1. find: anchor on the traceback in the problem statement and the failing tests' names;
   2. expand: the functions the failing tests call (1 hop);
-  3. memory: add the best-ranked functions (traceback frames innermost first, then called functions);
-  4. read each remembered function and enumerate its candidate edits (graph_planner.candidates),
+  3. coverage: rank functions by the failing tests' coverage spectrum (SBFL), when the budget allows;
+  4. memory: add the best-ranked functions (the SBFL ranking first, then traceback frames innermost first,
+     then called functions);
+  5. read each remembered function and enumerate its candidate edits (graph_planner.candidates),
      those on a traceback line first;
-  5. Repair with one candidate at a time until the failing tests pass or the test budget is spent;
-  6. Submit.
+  6. Repair with one candidate at a time until the failing tests pass or the test budget is spent;
+  7. Submit.
 It decides only from observations, like a model would.
 """
 
 from __future__ import annotations
 
 from graph_planner.candidates import Candidate, candidate_edits, from_read
-from graph_planner.graph.build import is_test_file
+from graph_planner.graph.build import is_test_file, test_node
 from graph_planner.graph.search import PYTEST_FRAME
-
-
-def test_node(test_id: str) -> str:
-    """pytest node id -> graph node id (path::Class.method, parameters dropped)."""
-    parts = test_id.split("[")[0].split("::")
-    return parts[0] + "::" + ".".join(parts[1:])
 
 
 class RuleAgent:
@@ -28,8 +24,9 @@ class RuleAgent:
 
     name = "rule"
 
-    def __init__(self, memory_nodes: int = 6):
+    def __init__(self, memory_nodes: int = 6, coverage: bool = True):
         self.memory_nodes = memory_nodes
+        self.coverage = coverage
 
     def begin(self, obs: dict) -> None:
         """Start an episode from reset()'s observation."""
@@ -38,6 +35,7 @@ class RuleAgent:
         self.trace_lines = {(m.group("path"), int(m.group("line"))) for m in PYTEST_FRAME.finditer(self.statement)}
         self.phase = "find"
         self.ranked: list[str] = []
+        self.suspicious: list[str] = []
         self.to_read: list[str] = []
         self.queue: list[Candidate] = []
         self.last: dict = {}
@@ -47,6 +45,16 @@ class RuleAgent:
             if r["kind"] == "function" and not is_test_file(r["node"].split("::")[0]) and r["node"] not in self.ranked:
                 self.ranked.append(r["node"])
 
+    def take_ranking(self, obs: dict) -> list[str]:
+        """Fold the last localisation step's results in; the ranking is then the SBFL ranking (when a
+        coverage run gave one) followed by the graph's."""
+        if obs.get("op") == "coverage":
+            self.suspicious = [r["node"] for r in obs.get("results", [])]
+        else:
+            self._rank(obs.get("results", []))
+        self.ranked = self.suspicious + [n for n in self.ranked if n not in self.suspicious]
+        return self.ranked
+
     def act(self, obs: dict) -> dict:
         """The next action given the last observation."""
         if self.phase == "find":
@@ -55,10 +63,14 @@ class RuleAgent:
             return {"type": "explore", "op": "find", "anchors": [self.statement[-3000:], *names]}
         if self.phase == "expand":
             self._rank(obs.get("results", []))
-            self.phase = "memory"
+            self.phase = "coverage" if self.coverage else "memory"
             return {"type": "explore", "op": "expand", "nodes": [test_node(t) for t in self.failing[:5]], "hop": 2}
-        if self.phase == "memory":
+        if self.phase == "coverage":
             self._rank(obs.get("results", []))
+            self.phase = "memory"
+            return {"type": "explore", "op": "coverage"}
+        if self.phase == "memory":
+            self.take_ranking(obs)
             self.to_read = self.ranked[: self.memory_nodes]
             self.phase = "read"
             return {"type": "memory", "ops": [{"op": "add", "node": n} for n in self.to_read]}

@@ -37,8 +37,8 @@ from graph_planner.corpus.validate import (
     problem_statement,
     validate_mutant,
 )
-from graph_planner.env import gold_submit
 from graph_planner.graph.build import SKIP_DIRS, is_test_file
+from graph_planner.judge import gold_submit
 from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import from_record
 

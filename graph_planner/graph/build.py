@@ -32,6 +32,12 @@ def is_test_file(path: str) -> bool:
     return p.name.startswith("test_") or p.stem.endswith("_test") or "tests" in p.parts or "test" in p.parts
 
 
+def test_node(test_id: str) -> str:
+    """pytest node id -> graph node id (path::Class.method, parameters dropped)."""
+    parts = test_id.split("[")[0].split("::")
+    return parts[0] + "::" + ".".join(parts[1:])
+
+
 def module_name(path: str) -> str:
     """pkg/sub/mod.py -> pkg.sub.mod (src/ layouts drop the leading src)."""
     parts = list(Path(path).with_suffix("").parts)

@@ -1,8 +1,8 @@
 """What the planner/actor team sees of a repair task, gathered once by real PlannerEnv steps and cached.
 
 For every task the graph planner's tool calls that do not depend on the model run once in PlannerEnv
-(find on the traceback and the failing tests' names, expand from the failing tests, read the ranked
-functions: the rule agent's localisation, traceback frames innermost first). Their observations are a
+(find on the traceback and the failing tests' names, expand from the failing tests, the coverage
+spectrum's SBFL ranking, read the ranked functions: the rule agent's localisation). Their observations are a
 pure function of the task, so they are cached beside the corpus; the model's turns then choose among
 them (read which function, target which) and only the patch's test runs need the sandbox again.
 
@@ -25,7 +25,7 @@ from graph_planner.env import EnvLimits, PlannerEnv
 from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import RepairTask, load_tasks
 
-CONTEXT_VERSION = 1
+CONTEXT_VERSION = 2  # 2: the SBFL ranking (Explore coverage) first
 _ERROR = re.compile(r"^E\s+(.*)$", re.M)
 
 
@@ -77,17 +77,19 @@ def split_of(task: RepairTask, frac: float) -> str:
     return "unseen_functions" if held else "train"
 
 
-def gather(task: RepairTask, split: str, max_nodes: int, env: PlannerEnv | None = None) -> TaskContext:
+def gather(
+    task: RepairTask, split: str, max_nodes: int, env: PlannerEnv | None = None, coverage: bool = True
+) -> TaskContext:
     """Run the localisation steps of one episode in PlannerEnv and keep what they showed."""
     env = env or PlannerEnv(LocalRuntime(), EnvLimits(steps=10, test_runs=0))
     try:
         obs = env.reset(task)
-        agent = RuleAgent(memory_nodes=max_nodes)
+        agent = RuleAgent(memory_nodes=max_nodes, coverage=coverage)
         agent.begin(obs)
-        for _ in range(2):  # find, expand: the rule agent's ranking is the localisation both share
+        # find, expand (and coverage): the rule agent's ranking is the localisation every system shares
+        for _ in range(3 if coverage else 2):
             obs, *_ = env.step(agent.act(obs))
-        agent._rank(obs.get("results", []))
-        ranked = agent.ranked[:max_nodes]
+        ranked = agent.take_ranking(obs)[:max_nodes]
         obs, *_ = env.step({"type": "explore", "op": "read", "nodes": ranked}) if ranked else ({}, 0, False, {})
     finally:
         if isinstance(env.runtime, LocalRuntime):
@@ -111,8 +113,8 @@ def gather(task: RepairTask, split: str, max_nodes: int, env: PlannerEnv | None 
 
 
 def _gather_one(args) -> dict:
-    task, split, max_nodes = args
-    return asdict(gather(task, split, max_nodes))
+    task, split, max_nodes, coverage = args
+    return asdict(gather(task, split, max_nodes, coverage=coverage))
 
 
 def _from_dict(d: dict) -> TaskContext:
@@ -120,12 +122,19 @@ def _from_dict(d: dict) -> TaskContext:
 
 
 def load_contexts(
-    corpus: str | Path, frac: float, max_nodes: int, kinds: list[str], max_chars: int, workers: int = 2
+    corpus: str | Path,
+    frac: float,
+    max_nodes: int,
+    kinds: list[str],
+    max_chars: int,
+    workers: int = 2,
+    coverage: bool = True,
 ) -> tuple[dict[str, RepairTask], dict[str, TaskContext]]:
-    """Tasks of the corpus with the wanted kinds and function size, and their contexts (built once, cached)."""
+    """Tasks of the corpus with the wanted kinds and function size, and their contexts (built once, cached;
+    `coverage` adds the SBFL ranking to the localisation)."""
     corpus = Path(corpus)
     tasks = [t for t in load_tasks(corpus) if t.meta.get("mutation") in kinds]
-    settings = json.dumps([CONTEXT_VERSION, frac, max_nodes], sort_keys=True)
+    settings = json.dumps([CONTEXT_VERSION, frac, max_nodes, coverage], sort_keys=True)
     cache = corpus / f"team-context-{hashlib.sha256(settings.encode()).hexdigest()[:10]}.jsonl"
     have: dict[str, TaskContext] = {}
     if cache.is_file():
@@ -135,7 +144,7 @@ def load_contexts(
                 have[ctx.instance_id] = ctx
     todo = [t for t in tasks if t.instance_id not in have]
     if todo:
-        jobs = [(t, split_of(t, frac), max_nodes) for t in todo]
+        jobs = [(t, split_of(t, frac), max_nodes, coverage) for t in todo]
         with ProcessPoolExecutor(max_workers=workers) as pool, open(cache, "a") as fh:
             for d in pool.map(_gather_one, jobs, chunksize=4):
                 fh.write(json.dumps(d) + "\n")

@@ -31,9 +31,9 @@ SPLITS = ("train", "unseen_functions", "unseen_packages")
 
 
 @lru_cache(maxsize=4)
-def _corpus(corpus: str, frac: float, nodes: int, kinds: tuple[str, ...], max_chars: int, workers: int):
+def _corpus(corpus: str, frac: float, nodes: int, kinds: tuple[str, ...], max_chars: int, workers: int, coverage: bool):
     # One load per process: every task of a round builds the env anew.
-    return load_contexts(corpus, frac, nodes, list(kinds), max_chars, workers)
+    return load_contexts(corpus, frac, nodes, list(kinds), max_chars, workers, coverage)
 
 
 @lru_cache(maxsize=4)
@@ -65,7 +65,13 @@ class RepairTeamEnv:
                 "corpus --config configs/repair-rl-corpus.yaml --out runs/rl-corpus`"
             )
         self.tasks, self.ctx = _corpus(
-            str(self.corpus), r.unseen_function_frac, r.planner_nodes, tuple(r.kinds), r.max_function_chars, r.workers
+            str(self.corpus),
+            r.unseen_function_frac,
+            r.planner_nodes,
+            tuple(r.kinds),
+            r.max_function_chars,
+            r.workers,
+            r.localisation == "sbfl",
         )
         self.split: dict[str, list[str]] = {s: sorted(i for i, c in self.ctx.items() if c.split == s) for s in SPLITS}
         if not self.split["train"]:

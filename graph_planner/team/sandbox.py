@@ -8,7 +8,7 @@ the same isolated runs, so the verdict is the Submit's.
 
 A judgement holds PlannerEnv's rules without building an episode: the edit must apply to an existing
 non-test Python file at the base commit and pass the patch screen; every test run starts from a clean
-checkout (graph_planner.env.run_patch); outcomes are cached by (task, patched files, tests) in a file
+checkout (graph_planner.judge.run_patch); outcomes are cached by (task, patched files, tests) in a file
 shared by every run over the same corpus, so a repeated patch costs one run ever. No code graph is
 built: a PlannerEnv episode parses the whole repository at reset (0.1-0.5 s a task, serial, see below),
 which made a cached judgement cost ~0.7 s and a held-out evaluation minutes of graph building.
@@ -24,8 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 
 from graph_planner.corpus.fetch import git
-from graph_planner.env import ResultCache, passed, run_patch
 from graph_planner.graph.build import SKIP_DIRS
+from graph_planner.judge import ResultCache, passed, run_patch
 from graph_planner.patching import PatchError, apply_edits, screen
 from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import RepairTask

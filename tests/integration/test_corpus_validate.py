@@ -206,8 +206,9 @@ def test_a_package_whose_tests_inherit_from_a_base_class_yields_tasks_whose_gold
     from graph_planner.agents.rule import RuleAgent
     from graph_planner.corpus.build import build_corpus
     from graph_planner.corpus.spec import CorpusConfig, PackageSpec
-    from graph_planner.env import EnvLimits, PlannerEnv, gold_submit
+    from graph_planner.env import EnvLimits, PlannerEnv
     from graph_planner.evaluate import run_episode
+    from graph_planner.judge import gold_submit
     from graph_planner.runtime import LocalRuntime
     from graph_planner.tasks import load_tasks
 

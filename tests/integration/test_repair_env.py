@@ -4,6 +4,8 @@ malformed actions, and the patch screen. Every test run is real pytest in the re
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -11,6 +13,7 @@ from graph_planner.agents import RuleAgent, run_episode
 from graph_planner.env import EnvLimits, PlannerEnv
 from graph_planner.tasks import load_tasks
 
+from .conftest import REPO
 from .repair_fixture import build_minilib
 
 
@@ -81,6 +84,27 @@ def test_rule_agent_repairs_token_level_bugs_and_logs_every_step(corpus, env, tm
     assert len(lines) == sum(s["steps"] for s in stats)
     assert {"action", "observation", "reward", "done", "step", "instance_id"} <= set(lines[0])
     assert any(line["test"] and line["test"]["mode"] == "fail_to_pass" for line in lines)
+
+
+def test_coverage_ranks_the_buggy_function_on_its_own_budget_and_caches_the_spectrum(corpus, env):
+    """Explore(coverage) names the mutated function for every held-out task, costs no test run, and a
+    repeated call (or a later episode on the task) reads the cached spectrum instead of running again."""
+    tasks = load_tasks(corpus, split="heldout")
+    for task in tasks:
+        env.reset(task)
+        obs, *_ = env.step({"type": "explore", "op": "coverage"})
+        bug = f"{task.meta['file']}::{task.meta['function']}"
+        ranked = [r["node"] for r in obs["results"]]
+        assert bug in ranked[:2], (task.instance_id, obs)
+        assert obs["coverage_run"]["failed"] >= len(task.fail_to_pass) and obs["coverage_run"]["passed"] >= 1
+        assert env.stats.coverage_runs == 1 and env.stats.test_runs == 0 and env.stats.coverage_s > 0
+        again, *_ = env.step({"type": "explore", "op": "coverage", "formula": "dstar"})
+        assert env.stats.coverage_runs == 1 and bug in [r["node"] for r in again["results"]][:2]
+    env.limits.coverage_runs = 0
+    env.cache.entries.clear()
+    env.reset(tasks[0])
+    obs, *_ = env.step({"type": "explore", "op": "coverage"})
+    assert obs["error"] == "coverage budget spent" and env.stats.coverage_runs == 0
 
 
 def test_malformed_actions_are_observed_and_counted_never_raised(corpus, env):
@@ -195,3 +219,23 @@ def test_the_team_sandbox_refuses_edits_that_forge_or_escape_before_any_test_run
         assert box.stats["test_runs"] == 0 and box.stats["refused"] == 2 * len(attacks)
     finally:
         box.close()
+
+
+def test_localisation_benchmark_tiny_mode(corpus):
+    """benchmarks/localisation.py on the tiny package (so it cannot rot): both arms, the same test budget."""
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/localisation.py", "--corpus", str(corpus), "--splits", "unseen_packages"]
+        + ["--limit", "3", "--workers", "1", "--test-runs", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    graph, sbfl = (
+        line.split() for line in out.splitlines() if line.startswith("unseen_packages ") and "change" not in line
+    )
+    assert graph[1] == "graph" and sbfl[1] == "sbfl" and graph[2] == sbfl[2] == "3"
+    assert float(sbfl[3]) == 1.0  # SBFL offers the buggy function for every tiny task
+    assert "tasks x 2 arms" in out and "(test budget 2)" in out

@@ -162,7 +162,7 @@ def test_candidates_of_every_token_level_mutant_hold_its_fix():
 
 def test_result_caches_over_one_file_share_what_each_other_appends(tmp_path):
     # Seeds run side by side over one corpus: a run's outcome must save the other run the same test run.
-    from graph_planner.env import ResultCache
+    from graph_planner.judge import ResultCache
 
     path = tmp_path / "results-cache.jsonl"
     a, b = ResultCache(path), ResultCache(path)
@@ -196,7 +196,7 @@ class _CountingRuntime:
 
 def test_a_reward_run_is_judged_by_cpu_time_and_an_old_wall_clock_timeout_is_judged_again(tmp_path):
     """A test run starved by a loaded machine must not become a cached reward of 0."""
-    from graph_planner.env import ResultCache, passed, run_patch
+    from graph_planner.judge import ResultCache, passed, run_patch
     from graph_planner.tasks import RepairTask
 
     task = RepairTask("t1", "", ["tests/test_a.py::test_x"], [], "abc", "pkg")

@@ -1,0 +1,63 @@
+"""Spectrum-based fault localisation: the formulas, the spectrum, the ranking and its tie-breaks."""
+
+import math
+
+import pytest
+
+from graph_planner.agents.rule import RuleAgent
+from graph_planner.sbfl import dstar, ochiai, rank, spectrum, suspiciousness
+
+
+def test_ochiai_and_dstar_match_their_definitions():
+    # A function run by both failing tests and one of three passing tests.
+    assert ochiai(2, 1, 2) == pytest.approx(2 / math.sqrt(2 * 3))
+    assert dstar(2, 1, 2) == pytest.approx(4 / 1)
+    # Run by every failing test and no passing one: Ochiai's maximum, DStar's finite top.
+    assert ochiai(2, 0, 2) == 1.0 and dstar(2, 0, 2) > dstar(2, 1, 2)
+    # Never run by a failing test: not suspicious at all, however often passing tests run it.
+    assert ochiai(0, 5, 2) == 0.0 and dstar(0, 5, 2) == 0.0
+
+
+def test_spectrum_counts_failing_and_passing_callers_and_import_time_functions():
+    calls = {
+        "t::fail1": ["m.py::bug", "m.py::helper"],
+        "t::fail2": ["m.py::bug", "m.py::bug"],  # repeated calls count once
+        "t::pass1": ["m.py::helper"],
+        "t::skip": ["m.py::bug"],  # neither failed nor passed: not counted
+    }
+    spec = spectrum(calls, failed={"t::fail1", "t::fail2"}, passed={"t::pass1"}, always=["m.py::setup"])
+    assert spec == {"m.py::bug": (2, 0), "m.py::helper": (1, 1), "m.py::setup": (2, 1)}
+
+
+def test_the_bug_ranks_first_and_ties_follow_the_traceback_then_the_graph():
+    spec = {"m.py::bug": (2, 0), "m.py::twin": (2, 0), "m.py::helper": (1, 3), "m.py::cold": (0, 4)}
+    scores = suspiciousness(spec, failed=2)
+    ranked = [fn for fn, _ in rank(scores, ({"m.py::twin": 1.0}, {"m.py::bug": 0.8}))]
+    assert ranked == ["m.py::twin", "m.py::bug", "m.py::helper"]  # the traceback breaks the tie; 'cold' is out
+    ranked = [fn for fn, _ in rank(scores, ({}, {"m.py::bug": 0.8}))]
+    assert ranked[:2] == ["m.py::bug", "m.py::twin"]  # no traceback: graph nearness decides
+    assert [fn for fn, _ in rank(suspiciousness(spec, 2, "dstar"), limit=1)] == ["m.py::bug"]
+    with pytest.raises(ValueError, match="tarantula"):
+        suspiciousness(spec, 2, "tarantula")
+
+
+def test_the_rule_agent_puts_the_sbfl_ranking_before_the_graphs():
+    agent = RuleAgent(memory_nodes=3)
+    agent.begin({"problem_statement": "", "failing_tests": ["tests/test_m.py::test_a"]})
+    fn = {"kind": "function"}
+    assert agent.act({})["op"] == "find"
+    assert agent.act({"results": [{**fn, "node": "m.py::traced"}]})["op"] == "expand"
+    assert agent.act({"results": [{**fn, "node": "m.py::callee"}]}) == {"type": "explore", "op": "coverage"}
+    memory = agent.act({"op": "coverage", "results": [{**fn, "node": "m.py::bug"}, {**fn, "node": "m.py::callee"}]})
+    assert [o["node"] for o in memory["ops"]] == ["m.py::bug", "m.py::callee", "m.py::traced"]
+
+
+def test_without_a_spectrum_the_rule_agent_keeps_the_graph_ranking():
+    agent = RuleAgent(memory_nodes=3)
+    agent.begin({"problem_statement": "", "failing_tests": ["tests/test_m.py::test_a"]})
+    fn = {"kind": "function"}
+    agent.act({})
+    agent.act({"results": [{**fn, "node": "m.py::traced"}]})
+    agent.act({"results": [{**fn, "node": "m.py::callee"}]})
+    memory = agent.act({"op": "coverage", "error": "coverage budget spent"})
+    assert [o["node"] for o in memory["ops"]] == ["m.py::traced", "m.py::callee"]
