@@ -5,8 +5,9 @@ Per task, two rule-agent episodes at the same test budget: one localising with t
 (Explore coverage: one run of the failing tests' modules on the base commit, its own budget). Prints per
 split: tasks, the share whose buggy function is in the top `--nodes` of the ranking (what the team's
 planner is offered) and in the rule agent's memory (`--rule-nodes`), the rule agent's solve rate, the
-coverage run's seconds per task, and the change graph -> SBFL. Test outcomes are shared through the
-corpus's result cache, so a rerun costs only the runs it has not seen.
+coverage run's seconds per task, and the change graph -> SBFL; then per mutation kind the share of
+tasks whose gold fix is among the candidate edits (token-level and negated conditions). Test outcomes
+are shared through the corpus's result cache, so a rerun costs only the runs it has not seen.
 
     python benchmarks/localisation.py                              # runs/rl-corpus, every held-out split
     python benchmarks/localisation.py --corpus DIR --limit 20 --formula dstar
@@ -24,15 +25,29 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from graph_planner.agents.rule import RuleAgent, run_episode  # noqa: E402
+from graph_planner.candidates import gold_reachable  # noqa: E402
+from graph_planner.corpus.fetch import git  # noqa: E402
 from graph_planner.env import EnvLimits, PlannerEnv  # noqa: E402
 from graph_planner.evaluate import shard  # noqa: E402
 from graph_planner.judge import ResultCache  # noqa: E402
+from graph_planner.patching import PatchError, apply_diff  # noqa: E402
 from graph_planner.runtime import LocalRuntime  # noqa: E402
 from graph_planner.tasks import load_tasks  # noqa: E402
 from graph_planner.team.context import split_of  # noqa: E402
 from planact.env_config import EpisodeConfig, RepairEnvConfig  # noqa: E402
 
 ARMS = ("graph", "sbfl")
+
+
+def gold_fix_reachable(task) -> bool:
+    """Whether the task's gold fix is among the candidate edits of its buggy function (structural included)."""
+    file, function = task.meta.get("file", ""), task.meta.get("function", "")
+    base = git(task.repo_dir, "show", f"{task.base_commit}:{file}", strip=False)
+    try:
+        (fixed,) = apply_diff(task.gold_patch, lambda p: base, {file}).values()
+    except (PatchError, ValueError):
+        return False
+    return gold_reachable(file, function, base, fixed)
 
 
 def episode(env: PlannerEnv, task, arm: str, rule_nodes: int) -> dict:
@@ -54,7 +69,13 @@ def run_chunk(args) -> list[dict]:
     env = PlannerEnv(LocalRuntime(), EnvLimits(test_runs=test_runs), cache=ResultCache(cache))
     try:
         return [
-            {"split": split, "kind": task.meta.get("mutation", ""), "arm": arm, **episode(env, task, arm, rule_nodes)}
+            {
+                "split": split,
+                "kind": task.meta.get("mutation", ""),
+                "arm": arm,
+                "reachable": gold_fix_reachable(task),
+                **episode(env, task, arm, rule_nodes),
+            }
             for split, task in jobs
             for arm in ARMS
         ]
@@ -105,6 +126,20 @@ def table(rows: list[dict], nodes: int, rule_nodes: int) -> list[str]:
     return lines
 
 
+def reach_table(rows: list[dict]) -> list[str]:
+    """Per split and mutation kind: the share of tasks whose gold fix is a candidate edit."""
+    lines = ["gold fix among the candidates (per kind):"]
+    for split in sorted({r["split"] for r in rows}):
+        rs = [r for r in rows if r["split"] == split and r["arm"] == ARMS[0]]
+        kinds = sorted({r["kind"] for r in rs})
+        parts = [
+            f"{k} {sum(r['reachable'] for r in rs if r['kind'] == k)}/{sum(r['kind'] == k for r in rs)}" for k in kinds
+        ]
+        share = sum(r["reachable"] for r in rs) / len(rs)
+        lines.append(f"  {split:<18} {share:.2f} of {len(rs)}  ({', '.join(parts)})")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> list[str]:
     """Parse arguments, measure, print the table; returns its lines."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -118,7 +153,7 @@ def main(argv: list[str] | None = None) -> list[str]:
     a = p.parse_args(argv)
     t0 = time.time()
     rows = measure(Path(a.corpus), tuple(a.splits), a.limit, a.test_runs, a.rule_nodes, a.workers)
-    lines = table(rows, a.nodes, a.rule_nodes)
+    lines = table(rows, a.nodes, a.rule_nodes) + reach_table(rows)
     lines.append(f"{len(rows) // 2} tasks x 2 arms in {time.time() - t0:.0f} s (test budget {a.test_runs})")
     print("\n".join(lines))
     return lines

@@ -4,8 +4,11 @@ The operators of graph_planner.corpus.mutate are their own inverses for comparis
 constants and bounds, True/False and swapped arguments; binary operators get every other member of
 their family (a `%` mutated to `//` is fixed by `//` -> `%`, which the mutation table alone does not
 hold). Each candidate is an edit script entry {file, old, new} replacing the whole function, so it
-applies to the base commit no matter what else changed. Structural bugs (a removed statement or `if`)
-have no candidate here: repairing them needs a model that writes code.
+applies to the base commit no matter what else changed.
+
+Of the structural kinds only a negated condition is enumerable (`structural=True`: every `if` / `while`
+condition negated, `not c` back to `c`). A removed statement or `if` block has no candidate here: what
+was removed is not in the code any more, so repairing it needs a model that writes the statement.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import ast
 import textwrap
 from dataclasses import dataclass
 
-from graph_planner.corpus.mutate import TOKEN_LEVEL, _op_text, _Text, mutants
+from graph_planner.corpus.mutate import TOKEN_LEVEL, _functions, _op_text, _Text, mutants
 
 _FAMILIES = [
     (ast.Add, ast.Sub),
@@ -64,8 +67,24 @@ def _negative_constants(t: _Text, tree: ast.AST) -> list[tuple[str, int, str, st
     return out
 
 
-def candidate_edits(file: str, first_line: int, source: str) -> list[Candidate]:
-    """Candidate edits of the function whose text (as in the file) starts at `first_line`."""
+def _condition_flips(t: _Text, tree: ast.AST) -> list[tuple[str, int, str, str]]:
+    # The inverse of negate_if: `not (c)` -> `c` (the operand's own text, without the parentheses the
+    # operator added) and any other condition `c` -> `not (c)`.
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.If, ast.While)):
+            cond = t.segment(node.test)
+            if isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not):
+                new = t.segment(node.test.operand)
+            else:
+                new = f"not {cond}" if isinstance(node.test, (ast.Name, ast.Attribute, ast.Call)) else f"not ({cond})"
+            out.append(("negate_if", node.lineno, f"condition {cond} -> {new}", t.replace(node.test, new)))
+    return out
+
+
+def candidate_edits(file: str, first_line: int, source: str, structural: bool = False) -> list[Candidate]:
+    """Candidate edits of the function whose text (as in the file) starts at `first_line` (token-level
+    edits first; with `structural`, then negated conditions)."""
     indent = source[: len(source) - len(source.lstrip(" \t"))]
     body = textwrap.dedent(source)
     try:
@@ -75,6 +94,8 @@ def candidate_edits(file: str, first_line: int, source: str) -> list[Candidate]:
     seen, out = {body}, []
     sites = [(m.kind, m.line, m.description, m.source) for m in mutants(file, body, kinds=TOKEN_LEVEL)]
     sites += _binop_alternatives(_Text(body), tree) + _negative_constants(_Text(body), tree)
+    if structural:
+        sites += _condition_flips(_Text(body), tree)
     for kind, line, description, text in sites:
         if text in seen:
             continue
@@ -88,6 +109,28 @@ def candidate_edits(file: str, first_line: int, source: str) -> list[Candidate]:
             )
         )
     return out
+
+
+def gold_reachable(file: str, function: str, base_text: str, fixed_text: str, structural: bool = True) -> bool:
+    """Whether a candidate edit of `function` (its qualified name) in the buggy `base_text` gives the
+    gold-fixed file, compared as Python (parentheses and spacing aside)."""
+    try:
+        tree, want = ast.parse(base_text), ast.dump(ast.parse(fixed_text))
+    except SyntaxError:
+        return False
+    fn = next((node for name, node in _functions(tree) if name == function), None)
+    if fn is None:
+        return False
+    first = fn.lineno  # as `read` shows a function: from its def line
+    lines = base_text.splitlines(True)
+    source = "".join(lines[first - 1 : fn.end_lineno])
+    for c in candidate_edits(file, first, source, structural):
+        try:
+            if ast.dump(ast.parse(base_text.replace(c.edit["old"], c.edit["new"], 1))) == want:
+                return True
+        except SyntaxError:
+            continue
+    return False
 
 
 def _reindent(source: str, body: str, text: str, indent: str) -> str:

@@ -6,7 +6,7 @@
   4. memory: add the best-ranked functions (the SBFL ranking first, then traceback frames innermost first,
      then called functions);
   5. read each remembered function and enumerate its candidate edits (graph_planner.candidates),
-     those on a traceback line first;
+     token-level ones first, those on a traceback line first, then negated conditions;
   6. Repair with one candidate at a time until the failing tests pass or the test budget is spent;
   7. Submit.
 It decides only from observations, like a model would.
@@ -97,10 +97,11 @@ class RuleAgent:
             parsed = from_read(node, text)
             if parsed:
                 file, first, src = parsed
-                for c in candidate_edits(file, first, src):
+                for c in candidate_edits(file, first, src, structural=True):
                     on_trace = (file, c.line) in self.trace_lines
-                    out.append((not on_trace, rank, len(out), c))
-        return [c for *_, c in sorted(out, key=lambda x: x[:3])]
+                    # token-level edits first: a negated condition is the rarer bug and every try costs a run
+                    out.append((c.kind == "negate_if", not on_trace, rank, len(out), c))
+        return [c for *_, c in sorted(out, key=lambda x: x[:4])]
 
 
 def run_episode(env, task, agent) -> dict:

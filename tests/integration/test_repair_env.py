@@ -239,3 +239,4 @@ def test_localisation_benchmark_tiny_mode(corpus):
     assert graph[1] == "graph" and sbfl[1] == "sbfl" and graph[2] == sbfl[2] == "3"
     assert float(sbfl[3]) == 1.0  # SBFL offers the buggy function for every tiny task
     assert "tasks x 2 arms" in out and "(test budget 2)" in out
+    assert "gold fix among the candidates" in out and "unseen_packages    1.00 of 3" in out

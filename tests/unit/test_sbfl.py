@@ -61,3 +61,26 @@ def test_without_a_spectrum_the_rule_agent_keeps_the_graph_ranking():
     agent.act({"results": [{**fn, "node": "m.py::callee"}]})
     memory = agent.act({"op": "coverage", "error": "coverage budget spent"})
     assert [o["node"] for o in memory["ops"]] == ["m.py::traced", "m.py::callee"]
+
+
+NEGATED = """def pick(xs, flag):
+    out = []
+    for x in xs:
+        if not (x > 0 and flag):
+            out.append(x)
+    return out
+"""
+
+
+def test_a_negated_condition_has_its_inverse_among_the_structural_candidates():
+    from graph_planner.candidates import candidate_edits, gold_reachable
+
+    fixed = NEGATED.replace("not (x > 0 and flag)", "x > 0 and flag")
+    assert gold_reachable("m.py", "pick", NEGATED, fixed)
+    assert not gold_reachable("m.py", "pick", NEGATED, fixed, structural=False)  # token-level only
+    token = candidate_edits("m.py", 1, NEGATED)
+    both = candidate_edits("m.py", 1, NEGATED, structural=True)
+    assert both[: len(token)] == token and {c.kind for c in both[len(token) :]} == {"negate_if"}
+    # A removed statement has no candidate: what was removed is not in the code any more.
+    removed = NEGATED.replace("            out.append(x)\n", "            pass\n")
+    assert not gold_reachable("m.py", "pick", removed, NEGATED)
