@@ -16,6 +16,7 @@ are shared through the corpus's result cache, so a rerun costs only the runs it 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -70,6 +71,7 @@ def run_chunk(args) -> list[dict]:
     try:
         return [
             {
+                "task": task.instance_id,
                 "split": split,
                 "kind": task.meta.get("mutation", ""),
                 "arm": arm,
@@ -100,8 +102,9 @@ def measure(
             count[split] += 1
             jobs.append((split, task))
     cache = str(corpus / "results-cache.jsonl")
-    chunks = [(c, cache, test_runs, rule_nodes) for c in shard(jobs, max(1, min(workers, len(jobs)))) if c]
-    with ProcessPoolExecutor(max_workers=len(chunks)) as pool:
+    # Small chunks: a slow package's tasks are spread over the workers instead of keeping one busy at the end.
+    chunks = [(c, cache, test_runs, rule_nodes) for c in shard(jobs, max(1, len(jobs) // 4)) if c]
+    with ProcessPoolExecutor(max_workers=max(1, min(workers, len(chunks)))) as pool:
         return [row for rows in pool.map(run_chunk, chunks) for row in rows]
 
 
@@ -150,9 +153,12 @@ def main(argv: list[str] | None = None) -> list[str]:
     p.add_argument("--rule-nodes", type=int, default=6, help="Functions the rule agent remembers and reads.")
     p.add_argument("--test-runs", type=int, default=EpisodeConfig().test_runs, help="Test budget of both arms.")
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--rows", default=None, help="Also write every episode's row (task, arm, rank, solved) as JSONL.")
     a = p.parse_args(argv)
     t0 = time.time()
     rows = measure(Path(a.corpus), tuple(a.splits), a.limit, a.test_runs, a.rule_nodes, a.workers)
+    if a.rows:
+        Path(a.rows).write_text("".join(json.dumps(r) + "\n" for r in rows))
     lines = table(rows, a.nodes, a.rule_nodes) + reach_table(rows)
     lines.append(f"{len(rows) // 2} tasks x 2 arms in {time.time() - t0:.0f} s (test budget {a.test_runs})")
     print("\n".join(lines))

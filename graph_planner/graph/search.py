@@ -39,7 +39,7 @@ class BM25:
         out: dict[str, float] = {}
         for d, tf in self.tf.items():
             s = 0.0
-            for w in set(query):
+            for w in sorted(set(query)):  # a fixed order: float sums, and so ties, must not vary with the hash seed
                 f = tf.get(w, 0)
                 if f:
                     s += (
