@@ -175,7 +175,9 @@ def test_file_style_round_with_lora_roles_in_process(corpus, tmp_path):
     env = make_env(cfg)
     planner, actor = RoleWorker(cfg, "planner"), RoleWorker(cfg, "actor")
     before = {k: v.clone() for k, v in actor.model.state_dict().items()}
-    batch = env.sample_tasks(1)
+    # A few tasks: an offered function without candidate edits (the localisation may rank one first) gives
+    # its request no options, and one task's two plans may both pick such a target.
+    batch = env.sample_tasks(4)
     plans = env.plan(batch, planner, seed=1)
     requests = env.actor_requests(batch, plans)
     for prompt, options in requests:  # a target without candidate edits has none (scored 0, counted)
