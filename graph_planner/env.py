@@ -9,6 +9,8 @@ info). Rules that keep the reward honest:
     imports, no process / import-system / introspection names: what forging a verdict needs);
   * a Repair replaces the previous one (patches are always against the base commit);
   * reward is 1 only when Submit's run of FAIL_TO_PASS + PASS_TO_PASS passes every one of them;
+  * Explore(coverage) runs the repository's own tests on the unpatched base commit (never an agent's
+    patch), on its own budget, so a model can neither steer the spectrum nor spend test runs on it;
   * malformed or invalid actions, patches that do not apply, budgets spent: observations, never raised.
   * a run whose own report is void (graph_planner.corpus.validate: canaries, exit status, counts) scores
     0, is counted in `EpisodeStats.tampering` and is never cached.
