@@ -68,5 +68,10 @@ def ranked(
     spec = {k: tuple(v) for k, v in result.get("spectrum", {}).items()}
     scores = suspiciousness(spec, result.get("failed", 0), formula)
     trace = dict(search.by_traceback(result.get("tail", "")))
+    if not any(scores.values()):
+        # No failing test recorded: the bug broke the modules' collection (a module-level call into it), so
+        # no test ran; the collection error's traceback, innermost frame first, is the evidence left.
+        known = function_nodes(search.repo)
+        return [(n, s) for n, s in sorted(trace.items(), key=lambda x: (-x[1], x[0])) if n in known][:limit]
     near = dict(search.expand([test_node(t) for t in failing], hops=2, limit=200))
     return rank(scores, (trace, near), limit)

@@ -84,3 +84,25 @@ def test_a_negated_condition_has_its_inverse_among_the_structural_candidates():
     # A removed statement has no candidate: what was removed is not in the code any more.
     removed = NEGATED.replace("            out.append(x)\n", "            pass\n")
     assert not gold_reachable("m.py", "pick", removed, NEGATED)
+
+
+def test_a_collection_error_is_localised_by_its_traceback(tmp_path):
+    """When the bug breaks the test module's import, no test runs and the spectrum is empty: the ranking
+    falls back to the collection error's traceback, innermost repository frame first."""
+    from graph_planner.graph import GraphSearch, RepoGraph
+    from graph_planner.localise import ranked
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "util.py").write_text("def ensure(v):\n    return isinstance(bytes, v)\n")
+    (tmp_path / "pkg" / "fields.py").write_text("from pkg.util import ensure\n\n\ndef make(v):\n    return ensure(v)\n")
+    tail = (
+        "pkg/fields.py:5: in make\n    return ensure(v)\n"
+        "pkg/util.py:2: in ensure\n    return isinstance(bytes, v)\nE   TypeError: isinstance() arg 2\n"
+        "!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!\n"
+    )
+    search = GraphSearch(RepoGraph(tmp_path))
+    result = {"status": "ok", "failed": 0, "passed": 0, "spectrum": {}, "tail": tail}
+    assert [n for n, _ in ranked(result, search, ["tests/test_f.py::test_a"], "ochiai")] == [
+        "pkg/util.py::ensure",
+        "pkg/fields.py::make",
+    ]
