@@ -41,10 +41,9 @@ def function_nodes(graph: RepoGraph) -> set[str]:
 def measure(runtime, task: RepairTask, graph: RepoGraph, timeout_s: float) -> dict:
     """Run the coverage run and return its spectrum: {status, failed, passed, spectrum: {node: [ef, ep]},
     seconds, tail}; status other than "ok" means no spectrum (timeout, nothing recorded)."""
-    work = runtime.reset(task)
+    runtime.reset(task)  # the next run's reset removes the recorder's file again
     limit = RECORDER_SLOWDOWN * min(task.suite.timeout_s, timeout_s)
     run = runtime.run_tests(coverage_tests(task), load_proof(task.suite, limit), coverage=True)
-    (work / ".planact-coverage.json").unlink(missing_ok=True)
     out = {"status": run.status, "seconds": round(run.seconds, 2), "tail": run.tail[-1500:]}
     if run.status != "ok" or not run.coverage:
         return {**out, "status": run.status if run.status != "ok" else "no coverage recorded"}
@@ -67,11 +66,12 @@ def ranked(
     the failing tests (both hops of the calls / tests edges)."""
     spec = {k: tuple(v) for k, v in result.get("spectrum", {}).items()}
     scores = suspiciousness(spec, result.get("failed", 0), formula)
-    trace = dict(search.by_traceback(result.get("tail", "")))
+    frames = search.by_traceback(result.get("tail", ""))  # innermost first
     if not any(scores.values()):
         # No failing test recorded: the bug broke the modules' collection (a module-level call into it), so
-        # no test ran; the collection error's traceback, innermost frame first, is the evidence left.
+        # no test ran; the collection error's traceback is the evidence left.
         known = function_nodes(search.repo)
-        return [(n, s) for n, s in sorted(trace.items(), key=lambda x: (-x[1], x[0])) if n in known][:limit]
+        return [(n, s) for n, s in frames if n in known][:limit]
+    trace = dict(frames)
     near = dict(search.expand([test_node(t) for t in failing], hops=2, limit=200))
     return rank(scores, (trace, near), limit)
