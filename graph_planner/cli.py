@@ -16,7 +16,7 @@ from pathlib import Path
 
 from graph_planner.corpus.build import build_corpus
 from graph_planner.corpus.fetch import DEFAULT_CACHE
-from graph_planner.corpus.spec import CorpusConfig, PackageSpec, load_corpus_config
+from graph_planner.corpus.spec import CORPUS_SPLITS, CorpusConfig, PackageSpec, load_corpus_config
 
 
 def _corpus(args) -> int:
@@ -43,9 +43,12 @@ def _corpus(args) -> int:
         print(
             f"{r['package']}: tried {r['tried']}, kept {r['kept']}, dropped {r['dropped']}, "
             f"build {r['build_s']} s, sha256 {r.get('sha256', '')}"
+            + (f"\n  UNUSABLE: {r['unusable']}" if r.get("unusable") else "")
         )
-    print(f"{summary['tasks']} tasks ({summary['train']} train, {summary['heldout']} heldout) in {args.out}")
-    return 0
+    per_split = ", ".join(f"{summary[s]} {s}" for s in CORPUS_SPLITS)
+    print(f"{summary['tasks']} tasks ({per_split}) in {args.out}")
+    # a build that yields nothing is a failure the shell should see
+    return 0 if summary["tasks"] else 1
 
 
 def _engine(args):
@@ -87,14 +90,14 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--package", help="one package NAME==VERSION instead of the config")
     c.add_argument("--sha256", help="the sdist's sha256 (without it the fetch is unpinned and the hash is printed)")
     c.add_argument("--source", help="a local source folder instead of fetching the sdist")
-    c.add_argument("--split", default="train", choices=["train", "heldout"])
+    c.add_argument("--split", default="train", choices=CORPUS_SPLITS)
     c.add_argument("--out", required=True, help="corpus folder")
     c.add_argument("--cache", default=str(DEFAULT_CACHE), help="sdist cache folder")
     c.add_argument("--max-tried", type=int, default=0, help="mutants validated per package (0 = config's)")
     e = sub.add_parser("evaluate", help="run an agent on tasks")
     e.add_argument("--agent", default="rule", choices=["rule", "model"])
     e.add_argument("--tasks", required=True, help="corpus folder or JSONL file")
-    e.add_argument("--split", choices=["train", "heldout"], help="corpus split (default: both)")
+    e.add_argument("--split", choices=CORPUS_SPLITS, help="corpus split (default: all)")
     e.add_argument("--limit", type=int, default=0, help="first N tasks only")
     e.add_argument("--budget-tests", type=int, default=6, help="test runs per episode before Submit")
     e.add_argument("--workers", type=int, default=1, help="parallel sandbox slots")

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from graph_planner.corpus.spec import CORPUS_SPLITS
 from graph_planner.corpus.validate import Suite
 
 
@@ -83,10 +84,12 @@ def from_record(row: dict, root: Path) -> RepairTask:
 
 
 def load_tasks(source: str | Path, split: str | None = None, limit: int | None = None) -> list[RepairTask]:
-    """Tasks from a JSONL file, or from a corpus folder (`split`.jsonl there, or train + heldout)."""
+    """Tasks from a JSONL file, or from a corpus folder (`split`.jsonl there, or every split's file)."""
     source = Path(source)
     if source.is_dir():
-        names = [f"{split}.jsonl"] if split else ["train.jsonl", "heldout.jsonl"]
+        # a corpus built before the unseen_2025 split has no file for it
+        names = [f"{split}.jsonl"] if split else [f"{s}.jsonl" for s in CORPUS_SPLITS]
+        names = [n for n in names if split or n != "unseen_2025.jsonl" or (source / n).is_file()]
         files, root = [source / n for n in names], source
     else:
         files, root = [source], source.parent

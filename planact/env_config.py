@@ -130,6 +130,13 @@ class RepairEnvConfig(_Strict):
         description="Held-out tasks from packages never trained on per evaluation (at most; below the split's size "
         "they are taken in turn from each package).",
     )
+    eval_unseen_2025: int = Field(
+        60,
+        ge=1,
+        description="Held-out tasks from packages first released in 2025 or later (the corpus's unseen_2025 split: "
+        "code a pretrained model cannot have memorised) per evaluation; the split is skipped when the corpus "
+        "has none.",
+    )
     eval_budget: int = Field(
         2, ge=1, le=8, description="Submits per task at evaluation; solve rates are reported at every budget up to it."
     )

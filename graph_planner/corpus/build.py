@@ -7,7 +7,7 @@ Output folder:
   src/<name>-<version>/        the clean source the builder runs tests on
   tasks/<name>-<version>.jsonl the package's tasks (SWE-bench fields + planact fields)
   reports/<name>-<version>.json tried / kept / drop reasons / build time
-  train.jsonl, heldout.jsonl   the split by package; report.json the whole build
+  train.jsonl, heldout.jsonl, unseen_2025.jsonl   the split by package; report.json the whole build
 A package whose report carries the same settings hash is not rebuilt (the build is cached).
 """
 
@@ -23,11 +23,12 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 from graph_planner.corpus.fetch import DEFAULT_CACHE, commit_change, fetch_sdist, init_repo, sha256, unpack
 from graph_planner.corpus.mutate import TOKEN_LEVEL, Mutant, mutants
-from graph_planner.corpus.spec import CorpusConfig, PackageSpec
+from graph_planner.corpus.spec import CORPUS_SPLITS, CorpusConfig, PackageSpec
 from graph_planner.corpus.validate import (
     Baseline,
     Suite,
@@ -35,6 +36,7 @@ from graph_planner.corpus.validate import (
     baseline,
     load_proof,
     problem_statement,
+    uncollectable,
     validate_mutant,
 )
 from graph_planner.graph.build import SKIP_DIRS, is_test_file
@@ -208,6 +210,12 @@ def build_package(
     src = prepare(spec, out, cache)
     suite = suite_for(spec, out, cfg.timeout_s)
     base = baseline(src, runs=2, suite=suite)
+    # Test modules that cannot even be imported here (a package this machine lacks) would stop every run:
+    # they are left out (`--ignore`, recorded in each task, so Submit runs the same suite) and reported.
+    ignored = uncollectable(base.output)
+    if ignored:
+        suite = replace(suite, pytest_args=(*suite.pytest_args, *(f"--ignore={m}" for m in sorted(ignored))))
+        base = baseline(src, runs=2, suite=suite)
     pin = out / "src" / f"{spec.key}.sha256"
     report = {
         "package": spec.key,
@@ -219,16 +227,14 @@ def build_package(
         "tests_slow": len(base.slow),
         "suite_s": round(base.seconds, 2),
         "suite_cpu_s": round(base.cpu_seconds, 2),
+        "modules_ignored": ignored,
     }
-    if not base.passing:
-        raise RuntimeError(f"{spec.key}: no test passes on the clean source; is pytest collecting it? ")
-    if base.seconds > cfg.max_suite_s:
-        raise RuntimeError(f"{spec.key}: the clean suite takes {base.seconds:.0f} s > max_suite_s {cfg.max_suite_s}")
-    if not base.covered_functions():
-        raise RuntimeError(
-            f"{spec.key}: the tests ran no function of the repository (they imported an installed "
-            f"copy?); set source_root ('.' or 'src') in its corpus entry"
-        )
+    refusal = refuse(base, cfg)
+    if refusal:
+        # one unusable package must not cost the others their build: it is reported and yields nothing
+        report.update(unusable=refusal, tried=0, kept=0, dropped={}, kinds={}, build_s=round(time.monotonic() - t0, 1))
+        log(f"{spec.key}: UNUSABLE: {refusal}")
+        return _save([], report, tasks_path, report_path)
     log(
         f"{spec.key}: {len(base.passing)} tests pass reliably ({len(base.flaky)} flaky, {len(base.slow)} slow "
         "dropped), "
@@ -293,6 +299,25 @@ def build_package(
         )
         log(f"{spec.key}: UNUSABLE: {report['unusable']}")
     log(f"{spec.key}: tried {tried}, kept {len(tasks)}, dropped {dict(dropped)} in {report['build_s']} s")
+    return _save(tasks, report, tasks_path, report_path)
+
+
+def refuse(base: Baseline, cfg: CorpusConfig) -> str:
+    """Why a package's clean suite cannot make tasks ("" when it can)."""
+    if not base.passing:
+        tail = "\n".join(base.output.strip().splitlines()[-3:])
+        return f"no test passes on the clean source (is pytest collecting it?); the run ended: {tail}"
+    if base.seconds > cfg.max_suite_s:
+        return f"the clean suite takes {base.seconds:.0f} s > max_suite_s {cfg.max_suite_s}"
+    if not base.covered_functions():
+        return (
+            "the tests ran no function of the repository (they imported an installed copy?); set source_root "
+            "('.' or 'src') in its corpus entry"
+        )
+    return ""
+
+
+def _save(tasks: list[dict], report: dict, tasks_path: Path, report_path: Path) -> tuple[list[dict], dict]:
     write_jsonl(tasks_path, tasks)
     report_path.parent.mkdir(parents=True, exist_ok=True)
     report_path.write_text(json.dumps(report, indent=1))
@@ -328,7 +353,7 @@ def build_corpus(
     """Build every package of `cfg` into `out`; writes train.jsonl / heldout.jsonl / report.json."""
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    splits: dict[str, list[dict]] = {"train": [], "heldout": []}
+    splits: dict[str, list[dict]] = {name: [] for name in CORPUS_SPLITS}
     reports = []
     for spec in cfg.packages:
         tasks, report = build_package(spec, cfg, out, cache, log)
@@ -339,8 +364,8 @@ def build_corpus(
     summary = {
         "packages": reports,
         "tasks": sum(r["kept"] for r in reports),
-        "train": len(splits["train"]),
-        "heldout": len(splits["heldout"]),
+        **{name: len(rows) for name, rows in splits.items()},
+        "unusable": {r["package"]: r["unusable"] for r in reports if r.get("unusable")},
     }
     (out / "report.json").write_text(json.dumps(summary, indent=1))
     return summary

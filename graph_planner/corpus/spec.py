@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import yaml
 from pydantic import Field, ValidationError, field_validator
@@ -12,6 +12,10 @@ from pydantic import Field, ValidationError, field_validator
 from graph_planner.corpus.mutate import KINDS
 from planact.config import ConfigError
 from planact.engine_config import _Strict
+
+# One task file per split; unseen_2025 holds packages first released in 2025 or later.
+CorpusSplit = Literal["train", "heldout", "unseen_2025"]
+CORPUS_SPLITS: tuple[str, ...] = get_args(CorpusSplit)
 
 
 class PackageRef(_Strict):
@@ -39,7 +43,12 @@ class PackageSpec(PackageRef):
 
     sha256: str = Field("", description="sha256 of the sdist; empty only with `source`.")
     source: str = Field("", description="A local source folder used instead of fetching the sdist.")
-    split: Literal["train", "heldout"] = Field("train", description="Which split its tasks go to (split by package).")
+    split: CorpusSplit = Field(
+        "train",
+        description="Which split its tasks go to (split by package): train, heldout (never trained on), or "
+        "unseen_2025 (held out and first released in 2025 or later, after the pretrained models' data was "
+        "collected: the memorisation control).",
+    )
     deps: list[PackageRef] = Field(
         default_factory=list,
         description="Pure-Python dependencies the tests import; unpacked and put on PYTHONPATH, never installed.",

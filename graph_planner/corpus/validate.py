@@ -304,6 +304,8 @@ class Baseline:
     `seconds` it does not grow with the machine's load."""
     order: list[str] = field(default_factory=list)
     """Test ids in the order the clean suite ran them."""
+    output: str = ""
+    """The tail of the first clean run's output (why nothing passed, when nothing did)."""
 
     def covering(self, file: str, function: str) -> list[str] | None:
         """Passing tests that call `function` in `file`, in the clean run's order; None when it runs at
@@ -337,8 +339,10 @@ def baseline(repo: str | Path, runs: int = 2, suite: Suite = Suite(), slow_test_
     cov: dict = {}
     seconds = cpu_seconds = 0.0
     order: list[str] = []
+    output = ""
     for i in range(runs):
         result = run_tests(repo, suite=suite, coverage=(i == 0))
+        output = output or result.output
         cov = cov or result.coverage
         order = order or result.order
         seen |= result.passed()
@@ -348,7 +352,23 @@ def baseline(repo: str | Path, runs: int = 2, suite: Suite = Suite(), slow_test_
         cpu_seconds = max(cpu_seconds, result.cpu_s or 0.0)
         passing = result.passed() if passing is None else passing & result.passed()
     passing = (passing or set()) - slow
-    return Baseline(passing, cov, seen - passing - slow, seconds, slow, cpu_seconds, order)
+    return Baseline(passing, cov, seen - passing - slow, seconds, slow, cpu_seconds, order, output)
+
+
+_COLLECT_ERROR = re.compile(r"^_+ ERROR collecting (\S+) _+$", re.M)
+_MISSING = re.compile(r"^E\s+(\w*Error: .+)$", re.M)
+
+
+def uncollectable(output: str) -> dict[str, str]:
+    """Test modules pytest could not import on the clean source (module -> the error line): a module that
+    imports a package this machine does not have (numpy, pydantic) would otherwise stop the whole run."""
+    found: dict[str, str] = {}
+    marks = list(_COLLECT_ERROR.finditer(output))
+    for m, nxt in zip(marks, [*marks[1:], None]):
+        body = output[m.end() : nxt.start() if nxt else None]
+        err = _MISSING.search(body)
+        found[m.group(1)] = err.group(1).strip() if err else "collection error"
+    return found
 
 
 @dataclass

@@ -6,8 +6,9 @@ spectrum's SBFL ranking, read the ranked functions: the rule agent's localisatio
 pure function of the task, so they are cached beside the corpus; the model's turns then choose among
 them (read which function, target which) and only the patch's test runs need the sandbox again.
 
-Splits: the corpus's held-out packages are "unseen_packages"; a fixed fraction of the training packages'
-functions (chosen by a hash of file::function) is "unseen_functions"; the rest is "train".
+Splits: the corpus's held-out packages are "unseen_packages", and those first released in 2025 or later
+"unseen_2025"; a fixed fraction of the training packages' functions (chosen by a hash of file::function)
+is "unseen_functions"; the rest is "train".
 """
 
 from __future__ import annotations
@@ -70,9 +71,11 @@ def unseen_function(package: str, file: str, function: str, frac: float) -> bool
 
 
 def split_of(task: RepairTask, frac: float) -> str:
-    """train | unseen_functions | unseen_packages."""
+    """train | unseen_functions | unseen_packages | unseen_2025."""
     if task.meta.get("split") == "heldout":
         return "unseen_packages"
+    if task.meta.get("split") == "unseen_2025":
+        return "unseen_2025"
     held = unseen_function(task.repo, task.meta.get("file", ""), task.meta.get("function", ""), frac)
     return "unseen_functions" if held else "train"
 

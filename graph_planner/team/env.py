@@ -27,7 +27,7 @@ from planact.rl.gigpo import gigpo_advantages
 from planact.rl.grpo import group_advantages
 from planact.rollout import RoundResult, sample_record
 
-SPLITS = ("train", "unseen_functions", "unseen_packages")
+SPLITS = ("train", "unseen_functions", "unseen_packages", "unseen_2025")
 
 
 @lru_cache(maxsize=4)

@@ -78,7 +78,11 @@ def evaluate_team(env, planner, actor) -> dict[str, float]:
     r = env.r
     out: dict[str, float] = {}
     before = dict(env.sandbox.stats)
-    for split, limit in (("unseen_functions", r.eval_unseen_functions), ("unseen_packages", r.eval_unseen_packages)):
+    for split, limit in (
+        ("unseen_functions", r.eval_unseen_functions),
+        ("unseen_packages", r.eval_unseen_packages),
+        ("unseen_2025", r.eval_unseen_2025),
+    ):
         ids = spread(env.split[split], limit)
         if not ids:
             continue

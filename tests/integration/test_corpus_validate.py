@@ -287,3 +287,57 @@ def test_unittest_subtests_are_one_test_each_and_never_read_as_a_forged_report(t
     assert not run.tampered and run.outcomes == {t: "passed" for t in ids}
     broken = run_tests(repo, tests=ids, overrides={"sub/core.py": "def sign(x):\n    return (x > 0) - (x <= 0)\n"})
     assert not broken.tampered and broken.outcomes == {ids[0]: "failed", ids[1]: "passed"}
+
+
+def test_test_modules_that_need_a_missing_package_are_ignored_and_a_broken_package_does_not_stop_the_build(
+    tmp_path,
+):
+    """A test module importing a package this machine lacks is left out (reported, and the tasks' Submit
+    leaves it out too); a package where no test passes is reported unusable with pytest's last words while
+    the next package still builds, into the split its entry names (unseen_2025 here)."""
+    from graph_planner.corpus.build import build_corpus
+    from graph_planner.corpus.spec import CorpusConfig, PackageSpec
+    from graph_planner.judge import gold_submit
+    from graph_planner.runtime import LocalRuntime
+    from graph_planner.tasks import load_tasks
+
+    broken = write_files(
+        tmp_path / "broken-src",
+        {"brk/__init__.py": "", "tests/test_brk.py": "import brk\n\n\ndef test_no():\n    assert False\n"},
+    )
+    mixed = write_files(
+        tmp_path / "mixed-src",
+        {
+            **{k.replace("mini", "mixed"): v.replace("mini.", "mixed.") for k, v in FILES.items()},
+            "mixed/more.py": "def double(x):\n    return x * 2\n",
+            "tests/test_more.py": "from mixed.more import double\n\n\ndef test_double():\n    assert double(3) == 6\n",
+            "tests/test_needs_numpy.py": "import numpy_is_not_here\n\n\ndef test_arr():\n    assert True\n",
+        },
+    )
+    cfg = CorpusConfig(
+        packages=[
+            PackageSpec(name="brk", version="0.1", source=str(broken), split="heldout"),
+            PackageSpec(name="mixed", version="0.1", source=str(mixed), split="unseen_2025"),
+        ],
+        per_function=4,
+        max_tried=8,
+        max_kept=8,
+        timeout_s=30,
+        kinds=["binop"],
+    )
+    summary = build_corpus(cfg, tmp_path / "corpus", log=lambda _: None)
+    brk, mix = summary["packages"]
+    assert "no test passes" in brk["unusable"] and "1 failed" in brk["unusable"]
+    assert summary["unusable"] == {"brk-0.1": brk["unusable"]}
+    assert mix["modules_ignored"] == {
+        "tests/test_needs_numpy.py": "ModuleNotFoundError: No module named 'numpy_is_not_here'"
+    }
+    assert mix["kept"] > 0 and summary["unseen_2025"] == mix["kept"] and summary["heldout"] == 0
+    tasks = load_tasks(tmp_path / "corpus", split="unseen_2025")
+    assert len(tasks) == mix["kept"] and all(t.meta["split"] == "unseen_2025" for t in tasks)
+    assert len(load_tasks(tmp_path / "corpus")) == mix["kept"]
+    runtime = LocalRuntime()
+    try:
+        assert [gold_submit(runtime, t) for t in tasks] == [""] * len(tasks)
+    finally:
+        runtime.close()
