@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> list[str]:
     """Parse arguments, measure, print the table; returns its lines."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--corpus", default="runs/rl-corpus", help="A corpus folder (train.jsonl, heldout.jsonl).")
-    p.add_argument("--splits", nargs="+", default=["unseen_functions", "unseen_packages"])
+    p.add_argument("--splits", nargs="+", default=["unseen_functions", "unseen_packages", "unseen_2025"])
     p.add_argument("--limit", type=int, default=None, help="Tasks per split (default: all).")
     p.add_argument("--nodes", type=int, default=RepairEnvConfig().planner_nodes, help="The team's offered functions.")
     p.add_argument("--rule-nodes", type=int, default=6, help="Functions the rule agent remembers and reads.")

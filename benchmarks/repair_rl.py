@@ -38,10 +38,10 @@ from planact.envs.base import make_env  # noqa: E402
 from planact.rl.trainer import sft_continuation  # noqa: E402
 from planact.workers import RoleWorker  # noqa: E402
 
-SPLITS = ("unseen_functions", "unseen_packages")
+SPLITS = ("unseen_functions", "unseen_packages", "unseen_2025")
 # A measurement evaluates every held-out task (the demo config caps its evaluations to fit its time budget);
 # a --set on the command line still overrides this and PLATEAU.
-WHOLE_SPLITS = ["env.repair.eval_unseen_functions=100000", "env.repair.eval_unseen_packages=100000"]
+WHOLE_SPLITS = [f"env.repair.eval_{s}=100000" for s in SPLITS]
 # The actor's warm start trains to its plateau (until the held-out demonstration loss has not improved for
 # 3 evaluations 250 steps apart; the best weights are kept): RL must beat a warm start that imitation alone
 # cannot improve. On 2 cores that is ~3,000-4,000 steps, ~90 min a seed; the demo's 450 steps stop far

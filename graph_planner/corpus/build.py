@@ -52,7 +52,9 @@ VALIDITY = 2
 def settings_hash(spec: PackageSpec, cfg: CorpusConfig) -> str:
     """What decides a package's tasks: its pin, the mutation budget and the validity rules."""
     budget = cfg.model_dump(include={"seed", "kinds", "per_function", "max_tried", "max_kept", "timeout_s"})
-    blob = json.dumps([spec.model_dump(), budget, VALIDITY], sort_keys=True)
+    # a field added to PackageSpec later counts only when set, so corpora built before keep their cache
+    unset = {k for k in ("max_tried",) if getattr(spec, k) is None}
+    blob = json.dumps([spec.model_dump(exclude=unset), budget, VALIDITY], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -202,6 +204,8 @@ def build_package(
     """Tasks and the build report of one package (reused when already built with the same settings)."""
     out = out.resolve()
     report_path, tasks_path = out / "reports" / f"{spec.key}.json", out / "tasks" / f"{spec.key}.jsonl"
+    if spec.max_tried:
+        cfg = cfg.model_copy(update={"max_tried": spec.max_tried})
     key = settings_hash(spec, cfg)
     if report_path.is_file() and tasks_path.is_file() and json.loads(report_path.read_text()).get("settings") == key:
         log(f"{spec.key}: cached")

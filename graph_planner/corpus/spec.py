@@ -57,6 +57,11 @@ class PackageSpec(PackageRef):
     unpinned: bool = Field(
         False, description="Fetch without a sha256 (trying a new package); the report prints the hash to pin."
     )
+    max_tried: int | None = Field(
+        None,
+        ge=1,
+        description="This package's own max_tried (None: the corpus's): a small budget for a held-out package.",
+    )
     source_root: str = Field(
         "auto",
         description="Folder holding the importable package: '.', 'src', or 'auto' (src when the source has a src/ "
