@@ -46,7 +46,9 @@ from graph_planner.tasks import from_record
 
 # What a task's validity means; a package built under an older meaning is rebuilt. 2: test ids as pytest
 # runs them, the clean suite's order, outcomes over the host's channel, the gold patch through Submit.
-VALIDITY = 2
+# 3: mutants only inside function bodies (never annotations, decorators or computed defaults, whose fix
+# no patch may make): the candidate lists of packages with such sites changed, so every package rebuilds.
+VALIDITY = 3
 
 
 def settings_hash(spec: PackageSpec, cfg: CorpusConfig) -> str:

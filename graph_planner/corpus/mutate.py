@@ -124,9 +124,12 @@ def _new_int(v: int, delta: int) -> str:
 
 
 def _site_mutants(t: _Text, fn: ast.AST) -> list[tuple[str, int, str, str]]:
-    """(kind, line, description, new file text) for every mutation site inside `fn`."""
+    """(kind, line, description, new file text) for every mutation site inside `fn`'s body."""
     out = []
-    for node in ast.walk(fn):
+    # Only the body: a mutant of an annotation (`str | None` -> `str & None`), a decorator's arguments or
+    # a computed default changes the signature, which no patch may touch, so its gold fix could never pass
+    # the patch check (literal defaults are mutated by _default_changes, and a fix may change those).
+    for node in (n for stmt in fn.body for n in ast.walk(stmt)):
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMP:
             new = ast.Compare(left=node.left, ops=[_CMP[type(node.ops[0])]()], comparators=node.comparators)
             text = f"{t.segment(node.left)} {_op_text(new.ops[0])} {t.segment(node.comparators[0])}"

@@ -73,3 +73,21 @@ def test_the_fix_patch_applies_with_git(tmp_path):
     (tmp_path / "fix.diff").write_text(m.patch(SOURCE))
     subprocess.run(["git", "apply", "fix.diff"], cwd=tmp_path, check=True)
     assert (tmp_path / "pkg" / "sample.py").read_text() == SOURCE
+
+
+def test_no_mutant_touches_a_signature_or_decorator_whose_fix_the_patch_check_would_refuse():
+    """Annotations (`str | None`), decorator arguments and computed defaults are outside the body a
+    patch may change: a mutant there would be a task whose own gold fix can never be submitted."""
+    from graph_planner.patch_check import screen
+
+    source = textwrap.dedent('''
+        import functools
+
+
+        @functools.lru_cache(maxsize=2 * 64)
+        def pad(text: str | None, width: int = 1 + 3) -> str | bytes:
+            return (text or "") + " " * (width - 1)
+        ''').lstrip()
+    found = mutants("m.py", source)
+    assert found and {m.line for m in found} == {6}
+    assert all(screen(source, m.source) == [] for m in found)
