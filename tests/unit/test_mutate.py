@@ -80,14 +80,14 @@ def test_no_mutant_touches_a_signature_or_decorator_whose_fix_the_patch_check_wo
     patch may change: a mutant there would be a task whose own gold fix can never be submitted."""
     from graph_planner.patch_check import screen
 
-    source = textwrap.dedent('''
+    source = textwrap.dedent("""
         import functools
 
 
         @functools.lru_cache(maxsize=2 * 64)
         def pad(text: str | None, width: int = 1 + 3) -> str | bytes:
             return (text or "") + " " * (width - 1)
-        ''').lstrip()
+        """).lstrip()
     found = mutants("m.py", source)
     assert found and {m.line for m in found} == {6}
     assert all(screen(source, m.source) == [] for m in found)
