@@ -6,9 +6,11 @@ their family (a `%` mutated to `//` is fixed by `//` -> `%`, which the mutation 
 hold). Each candidate is an edit script entry {file, old, new} replacing the whole function, so it
 applies to the base commit no matter what else changed.
 
-Of the structural kinds only a negated condition is enumerable (`structural=True`: every `if` / `while`
-condition negated, `not c` back to `c`). A removed statement or `if` block has no candidate here: what
-was removed is not in the code any more, so repairing it needs a model that writes the statement.
+Of the structural kinds a negated condition and a changed literal default are enumerable
+(`structural=True`: every `if` / `while` condition negated, `not c` back to `c`; bool defaults flipped,
+int defaults +-1). A removed statement or `if` block is not in the code any more:
+given the module's text, `structural=True` also proposes statements found elsewhere in the module
+(graph_planner.proposals); a model can propose more (proposals.model_proposals).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import textwrap
 from dataclasses import dataclass
 
 from graph_planner.corpus.mutate import TOKEN_LEVEL, _functions, _op_text, _Text, mutants
+from graph_planner.proposals import repository_proposals
 
 _FAMILIES = [
     (ast.Add, ast.Sub),
@@ -82,20 +85,46 @@ def _condition_flips(t: _Text, tree: ast.AST) -> list[tuple[str, int, str, str]]
     return out
 
 
-def candidate_edits(file: str, first_line: int, source: str, structural: bool = False) -> list[Candidate]:
+def _default_inverses(t: _Text, tree: ast.AST) -> list[tuple[str, int, str, str]]:
+    # The inverse of the `default` operator on literals: a bool default flipped, an int default +-1 (a
+    # default mutated to None needs its old value, which only the repository can propose).
+    fn = tree.body[0] if tree.body and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    out = []
+    for d in [] if fn is None else fn.args.defaults + [x for x in fn.args.kw_defaults if x is not None]:
+        if isinstance(d, ast.Constant) and type(d.value) in (bool, int):
+            news = [repr(not d.value)] if type(d.value) is bool else [repr(d.value + 1), repr(d.value - 1)]
+            out += [("default", d.lineno, f"default {t.segment(d)} -> {new}", t.replace(d, new)) for new in news]
+    return out
+
+
+def candidate_edits(
+    file: str, first_line: int, source: str, structural: bool = False, module: str | None = None
+) -> list[Candidate]:
     """Candidate edits of the function whose text (as in the file) starts at `first_line` (token-level
-    edits first; with `structural`, then negated conditions)."""
-    indent = source[: len(source) - len(source.lstrip(" \t"))]
+    edits first; with `structural`, then negated conditions, then, given the file's text `module`,
+    statements of the module inserted where a statement or an `if` may have been removed)."""
     body = textwrap.dedent(source)
     try:
         tree = ast.parse(body)
     except SyntaxError:
         return []
-    seen, out = {body}, []
     sites = [(m.kind, m.line, m.description, m.source) for m in mutants(file, body, kinds=TOKEN_LEVEL)]
     sites += _binop_alternatives(_Text(body), tree) + _negative_constants(_Text(body), tree)
     if structural:
-        sites += _condition_flips(_Text(body), tree)
+        sites += _condition_flips(_Text(body), tree) + _default_inverses(_Text(body), tree)
+        if module is not None:
+            sites += repository_proposals(body, module, first_line)
+    return edits_from_sites(file, first_line, source, sites)
+
+
+def edits_from_sites(
+    file: str, first_line: int, source: str, sites: list[tuple[str, int, str, str]]
+) -> list[Candidate]:
+    """Candidates from (kind, line in the function, description, new dedented function text), duplicates and
+    no-op edits dropped, each re-indented as the function is in the file."""
+    indent = source[: len(source) - len(source.lstrip(" \t"))]
+    body = textwrap.dedent(source)
+    seen, out = {body}, []
     for kind, line, description, text in sites:
         if text in seen:
             continue
@@ -111,26 +140,53 @@ def candidate_edits(file: str, first_line: int, source: str, structural: bool = 
     return out
 
 
-def gold_reachable(file: str, function: str, base_text: str, fixed_text: str, structural: bool = True) -> bool:
-    """Whether a candidate edit of `function` (its qualified name) in the buggy `base_text` gives the
-    gold-fixed file, compared as Python (parentheses and spacing aside)."""
+def function_text(text: str, function: str) -> tuple[int, str] | None:
+    """(def line, source) of `function` (its qualified name) in a module's text, as `read` shows it."""
     try:
-        tree, want = ast.parse(base_text), ast.dump(ast.parse(fixed_text))
+        tree = ast.parse(text)
     except SyntaxError:
-        return False
+        return None
     fn = next((node for name, node in _functions(tree) if name == function), None)
     if fn is None:
-        return False
-    first = fn.lineno  # as `read` shows a function: from its def line
-    lines = base_text.splitlines(True)
-    source = "".join(lines[first - 1 : fn.end_lineno])
-    for c in candidate_edits(file, first, source, structural):
-        try:
-            if ast.dump(ast.parse(base_text.replace(c.edit["old"], c.edit["new"], 1))) == want:
-                return True
-        except SyntaxError:
-            continue
-    return False
+        return None
+    return fn.lineno, "".join(text.splitlines(True)[fn.lineno - 1 : fn.end_lineno])
+
+
+def _dump(text: str) -> str | None:
+    try:
+        return ast.dump(ast.parse(textwrap.dedent(text)))
+    except SyntaxError:
+        return None
+
+
+def same_function(a: str, b: str) -> bool:
+    """Two function texts (any indentation) are the same Python, parentheses and spacing aside."""
+    return _dump(a) is not None and _dump(a) == _dump(b)
+
+
+def gold_source(file: str, function: str, base_text: str, fixed_text: str) -> str:
+    """Which candidates hold the gold fix of `function` (its qualified name) in the buggy `base_text`:
+    "token" (token-level edits), "inverse" (a negated condition or literal default changed back),
+    "repository" (a statement, `if` block or default found elsewhere in the module) or "" (none)."""
+    found, want = function_text(base_text, function), function_text(fixed_text, function)
+    if found is None or want is None:
+        return ""
+    (first, source), target = found, _dump(want[1])
+    for c in candidate_edits(file, first, source, structural=True):
+        if _dump(c.edit["new"]) == target:
+            return "token" if c.kind in TOKEN_LEVEL else "inverse"
+    proposed = repository_proposals(textwrap.dedent(source), base_text, first)
+    return "repository" if any(_dump(new) == target for *_, new in proposed) else ""
+
+
+def gold_reachable(
+    file: str, function: str, base_text: str, fixed_text: str, structural: bool = True, proposals: bool = True
+) -> bool:
+    """Whether a candidate edit of `function` (its qualified name) in the buggy `base_text` gives the
+    gold-fixed function of `fixed_text` (structural: inverses of structural operators; proposals: the
+    module's statements and defaults)."""
+    allowed = {"token"} | ({"inverse"} | ({"repository"} if proposals else set()) if structural else set())
+    return gold_source(file, function, base_text, fixed_text) in allowed
 
 
 def _reindent(source: str, body: str, text: str, indent: str) -> str:

@@ -126,18 +126,28 @@ def gold_submit(runtime, task: RepairTask, timeout_s: float = DEFAULT_TIMEOUT_S)
     applied to the base commit, through the patch check, then Submit's run of FAIL_TO_PASS + PASS_TO_PASS
     in the task's order, on a clean checkout in the sandbox."""
     files = set(git(task.repo_dir, "ls-tree", "-r", "--name-only", task.base_commit).splitlines())
-
-    def base(path: str) -> str:
-        return git(task.repo_dir, "show", f"{task.base_commit}:{path}", strip=False)
-
     try:
-        texts = apply_diff(task.gold_patch, base, {f for f in files if f.endswith(".py")})
+        texts = apply_diff(task.gold_patch, lambda p: base_text(task, p), {f for f in files if f.endswith(".py")})
     except PatchError as e:
         return f"gold patch does not apply: {e}"
-    refused = {p: r for p, t in texts.items() if (r := screen(base(p), t))}
+    why = submit_texts(runtime, ResultCache(), task, texts, timeout_s)
+    return why and f"gold patch {why}"
+
+
+def base_text(task: RepairTask, path: str) -> str:
+    """A file of the task's base commit (the buggy code)."""
+    return git(task.repo_dir, "show", f"{task.base_commit}:{path}", strip=False)
+
+
+def submit_texts(
+    runtime, cache: ResultCache, task: RepairTask, texts: dict[str, str], timeout_s: float = DEFAULT_TIMEOUT_S
+) -> str:
+    """Why new file texts (path -> text) fail Submit ("" when they resolve the task): the patch check against
+    the base commit, then FAIL_TO_PASS + PASS_TO_PASS in the task's order on a clean checkout."""
+    refused = {p: r for p, t in texts.items() if (r := screen(base_text(task, p), t))}
     if refused:
-        return f"gold patch refused by the patch check: {refused}"
-    result = run_patch(runtime, ResultCache(), task, texts, task.submit_tests(), "submit", timeout_s)
+        return f"refused by the patch check: {refused}"
+    result = run_patch(runtime, cache, task, texts, task.submit_tests(), "submit", timeout_s)
     if passed(result):
         return ""
     what = (
@@ -145,4 +155,4 @@ def gold_submit(runtime, task: RepairTask, timeout_s: float = DEFAULT_TIMEOUT_S)
         if result["status"] in ("ok", "tampered")
         else result["status"]
     )
-    return f"gold patch fails Submit ({what})"
+    return f"fails Submit ({what})"

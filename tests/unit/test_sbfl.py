@@ -81,7 +81,7 @@ def test_a_negated_condition_has_its_inverse_among_the_structural_candidates():
     token = candidate_edits("m.py", 1, NEGATED)
     both = candidate_edits("m.py", 1, NEGATED, structural=True)
     assert both[: len(token)] == token and {c.kind for c in both[len(token) :]} == {"negate_if"}
-    # A removed statement has no candidate: what was removed is not in the code any more.
+    # A removed statement found nowhere else in the module has no candidate.
     removed = NEGATED.replace("            out.append(x)\n", "            pass\n")
     assert not gold_reachable("m.py", "pick", removed, NEGATED)
 

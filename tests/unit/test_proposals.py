@@ -1,0 +1,115 @@
+"""Proposed statements for removed statements and removed `if` blocks (graph_planner.proposals)."""
+
+from graph_planner.candidates import candidate_edits, function_text, gold_reachable, gold_source, same_function
+from graph_planner.proposals import free_names, model_proposals, repository_proposals
+
+MODULE = """import os
+
+LIMIT = 10
+
+
+class Counter:
+    def __init__(self, start):
+        self.count = start
+        self.seen = []
+
+    def add(self, item):
+        if item is None:
+            return self.count
+        self.seen.append(item)
+        self.count += 1
+        return self.count
+
+    def extend(self, items):
+        for item in items:
+            self.seen.append(item)
+            self.count += 1
+        if self.count > LIMIT:
+            self.count = LIMIT
+        return self.count
+
+
+def other(path):
+    value = os.path.basename(path)
+    return value
+"""
+
+
+def _broken(old: str, new: str) -> str:
+    assert old in MODULE
+    return MODULE.replace(old, new, 1)
+
+
+def test_a_removed_statement_repeated_elsewhere_in_the_module_is_proposed_and_reaches_the_gold_fix():
+    # `extend` lost `self.count += 1`; `add` holds the same statement, so the module proposes it back.
+    buggy = _broken(
+        "            self.seen.append(item)\n            self.count += 1\n", "            self.seen.append(item)\n"
+    )
+    assert gold_reachable("m.py", "Counter.extend", buggy, MODULE)
+    assert not gold_reachable("m.py", "Counter.extend", buggy, MODULE, proposals=False)
+    first, source = function_text(buggy, "Counter.extend")
+    cands = candidate_edits("m.py", first, source, structural=True, module=buggy)
+    fix = [
+        c
+        for c in cands
+        if c.kind == "remove_stmt" and same_function(c.edit["new"], function_text(MODULE, "Counter.extend")[1])
+    ]
+    assert len(fix) == 1 and "self.count += 1" in fix[0].description
+    # The edit is an ordinary {file, old, new} replacement of the whole function in the file.
+    assert buggy.replace(fix[0].edit["old"], fix[0].edit["new"], 1) == MODULE
+
+
+def test_a_removed_if_block_and_an_early_return_are_proposed_only_where_they_may_have_been():
+    # `discard` lost the guard `add` has; the block comes back whole, as a `remove_if` candidate.
+    fixed = (
+        MODULE
+        + "\n\ndef discard(self, item):\n    if item is None:\n        return self.count\n    self.seen.remove(item)\n"
+    )
+    buggy = fixed.replace(
+        "    if item is None:\n        return self.count\n    self.seen.remove", "    self.seen.remove"
+    )
+    assert gold_reachable("m.py", "discard", buggy, fixed)
+    first, source = function_text(buggy, "discard")
+    kinds = {c.kind for c in candidate_edits("m.py", first, source, structural=True, module=buggy)}
+    assert {"remove_if", "remove_stmt"} <= kinds
+    # A `return` is proposed only inside a nested block, never among the function's own statements.
+    for _, _, _, new in repository_proposals(source, buggy, first):
+        assert sum(ln.startswith("    return") for ln in new.splitlines()) <= 1
+
+
+def test_proposals_read_only_names_bound_where_they_are_inserted():
+    # `value` and `path` are bound only in `other`: its statements are never proposed inside Counter.add.
+    body = "def add(self, item):\n    self.seen.append(item)\n    return self.count\n"
+    props = repository_proposals(body, MODULE, 11)
+    assert props and not any("basename" in d or "value" in d for _, _, d, _ in props)
+    assert free_names(__import__("ast").parse("x = [y for y in z]")) == {"z"}
+
+
+def test_model_proposals_take_the_first_complete_statement_and_drop_what_is_already_there():
+    body = "def f(xs):\n    total = 0\n    for x in xs:\n        pass\n    return total\n"
+    seen = []
+
+    def generate(prompt: str) -> str:
+        seen.append(prompt)
+        if prompt.endswith("for x in xs:\n        "):
+            return "total += x\n    return total\n"  # replaces the lone `pass`
+        if prompt.endswith("total = 0\n    "):
+            return "for x in xs:\n        pass\n"  # what is already there: no proposal
+        return "this is not python (\n"
+
+    props = model_proposals(body, "import os\n", generate)
+    assert all(p.startswith("import os\n") for p in seen)
+    assert [(k, line) for k, line, _, _ in props] == [("remove_stmt", 4)]
+    assert "        total += x\n" in props[0][3] and "pass" not in props[0][3]
+
+
+def test_a_changed_default_is_changed_back_from_its_literal_or_from_a_same_named_parameter():
+    module = (
+        'def to_str(s, errors="ignore", strict=False, depth=2):\n    return s\n\n\n'
+        "def clean(s, errors=None, strict=True, depth=3):\n    return to_str(s, errors)\n"
+    )
+    fixed = module.replace("errors=None", 'errors="ignore"')
+    assert gold_source("m.py", "clean", module, fixed) == "repository"  # None had lost its value
+    assert gold_source("m.py", "clean", module, module.replace("strict=True", "strict=False")) == "inverse"
+    assert gold_source("m.py", "clean", module, module.replace("depth=3", "depth=2")) == "inverse"
+    assert gold_source("m.py", "clean", module, module.replace("depth=3", "depth=7")) == ""
