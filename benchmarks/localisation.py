@@ -5,9 +5,9 @@ Per task, two rule-agent episodes at the same test budget: one localising with t
 (Explore coverage: one run of the failing tests' modules on the base commit, its own budget). Prints per
 split: tasks, the share whose buggy function is in the top `--nodes` of the ranking (what the team's
 planner is offered) and in the rule agent's memory (`--rule-nodes`), the rule agent's solve rate, the
-coverage run's seconds per task, and the change graph -> SBFL; then per mutation kind the share of
-tasks whose gold fix is among the candidate edits (token-level and negated conditions). Test outcomes
-are shared through the corpus's result cache, so a rerun costs only the runs it has not seen.
+coverage run's seconds per task, and the change graph -> SBFL (whether the gold fix is among the
+candidate edits is benchmarks/reachable.py's). Test outcomes are shared through the corpus's result
+cache, so a rerun costs only the runs it has not seen.
 
     python benchmarks/localisation.py                              # runs/rl-corpus, every held-out split
     python benchmarks/localisation.py --corpus DIR --limit 20 --formula dstar
@@ -26,29 +26,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from graph_planner.agents.rule import RuleAgent, run_episode  # noqa: E402
-from graph_planner.candidates import gold_reachable  # noqa: E402
-from graph_planner.corpus.fetch import git  # noqa: E402
 from graph_planner.env import EnvLimits, PlannerEnv  # noqa: E402
 from graph_planner.evaluate import shard  # noqa: E402
 from graph_planner.judge import ResultCache  # noqa: E402
-from graph_planner.patching import PatchError, apply_diff  # noqa: E402
 from graph_planner.runtime import LocalRuntime  # noqa: E402
 from graph_planner.tasks import load_tasks  # noqa: E402
 from graph_planner.team.context import split_of  # noqa: E402
 from planact.env_config import EpisodeConfig, RepairEnvConfig  # noqa: E402
 
 ARMS = ("graph", "sbfl")
-
-
-def gold_fix_reachable(task) -> bool:
-    """Whether the task's gold fix is among the candidate edits of its buggy function (structural included)."""
-    file, function = task.meta.get("file", ""), task.meta.get("function", "")
-    base = git(task.repo_dir, "show", f"{task.base_commit}:{file}", strip=False)
-    try:
-        (fixed,) = apply_diff(task.gold_patch, lambda p: base, {file}).values()
-    except (PatchError, ValueError):
-        return False
-    return gold_reachable(file, function, base, fixed)
 
 
 def episode(env: PlannerEnv, task, arm: str, rule_nodes: int) -> dict:
@@ -75,7 +61,6 @@ def run_chunk(args) -> list[dict]:
                 "split": split,
                 "kind": task.meta.get("mutation", ""),
                 "arm": arm,
-                "reachable": gold_fix_reachable(task),
                 **episode(env, task, arm, rule_nodes),
             }
             for split, task in jobs
@@ -129,20 +114,6 @@ def table(rows: list[dict], nodes: int, rule_nodes: int) -> list[str]:
     return lines
 
 
-def reach_table(rows: list[dict]) -> list[str]:
-    """Per split and mutation kind: the share of tasks whose gold fix is a candidate edit."""
-    lines = ["gold fix among the candidates (per kind):"]
-    for split in sorted({r["split"] for r in rows}):
-        rs = [r for r in rows if r["split"] == split and r["arm"] == ARMS[0]]
-        kinds = sorted({r["kind"] for r in rs})
-        parts = [
-            f"{k} {sum(r['reachable'] for r in rs if r['kind'] == k)}/{sum(r['kind'] == k for r in rs)}" for k in kinds
-        ]
-        share = sum(r["reachable"] for r in rs) / len(rs)
-        lines.append(f"  {split:<18} {share:.2f} of {len(rs)}  ({', '.join(parts)})")
-    return lines
-
-
 def main(argv: list[str] | None = None) -> list[str]:
     """Parse arguments, measure, print the table; returns its lines."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -159,7 +130,7 @@ def main(argv: list[str] | None = None) -> list[str]:
     rows = measure(Path(a.corpus), tuple(a.splits), a.limit, a.test_runs, a.rule_nodes, a.workers)
     if a.rows:
         Path(a.rows).write_text("".join(json.dumps(r) + "\n" for r in rows))
-    lines = table(rows, a.nodes, a.rule_nodes) + reach_table(rows)
+    lines = table(rows, a.nodes, a.rule_nodes)
     lines.append(f"{len(rows) // 2} tasks x 2 arms in {time.time() - t0:.0f} s (test budget {a.test_runs})")
     print("\n".join(lines))
     return lines

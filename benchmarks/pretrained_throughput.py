@@ -31,11 +31,11 @@ import torch  # noqa: E402
 
 from graph_planner.candidates import candidate_edits  # noqa: E402
 from graph_planner.team.file_prompts import file_context  # noqa: E402
-from planact.config import LoRAConfig, RLConfig, TinyModelSpec  # noqa: E402
+from planact.config import LoRAConfig, RLConfig  # noqa: E402
 from planact.engines.base import SamplingParams  # noqa: E402
 from planact.engines.hf import HFEngine  # noqa: E402
 from planact.lora import apply_lora  # noqa: E402
-from planact.models import load_model, materialize_tiny, param_count  # noqa: E402
+from planact.models import load_model, param_count, tiny_code_model  # noqa: E402
 from planact.registry import resolve_model  # noqa: E402
 from planact.rl.trainer import RoleTrainer  # noqa: E402
 
@@ -142,12 +142,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     if args.tiny:
-        path = materialize_tiny(
-            TinyModelSpec(tokenizer="bpe", vocab_size=400, max_positions=512),
-            Path(tempfile.mkdtemp()) / "tiny",
-            seed=0,
-            texts=lambda: [Path(inspect.getsourcefile(textwrap)).read_text()],
-        )
+        path = tiny_code_model(Path(tempfile.mkdtemp()) / "tiny")
         args.candidates, args.context_chars, args.prompts, args.max_new_tokens, args.samples = 4, 400, 4, 8, 4
     else:
         path = resolve_model(args.model)

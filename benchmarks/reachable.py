@@ -13,7 +13,8 @@ Prints per split the share reachable by each source added in turn, per kind the 
 proposals per task, and for the model its proposals, passing proposals and seconds per gap.
 
     python benchmarks/reachable.py --corpus runs/corpus
-    python benchmarks/reachable.py --corpus runs/corpus --model planact:smollm2-135m-instruct --limit 30
+    python benchmarks/reachable.py --corpus runs/corpus --model planact:smollm2-135m-instruct --kinds remove_stmt
+    python benchmarks/reachable.py --corpus DIR --model tiny       # a tiny untrained model: the path only (tests)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -35,6 +37,7 @@ from graph_planner.runtime import LocalRuntime  # noqa: E402
 from graph_planner.tasks import load_tasks  # noqa: E402
 from graph_planner.team.context import split_of  # noqa: E402
 from planact.env_config import RepairEnvConfig  # noqa: E402
+from planact.models import tiny_code_model  # noqa: E402
 
 SOURCES = ("token", "inverse", "repository", "model")
 STRUCTURAL = ("remove_stmt", "remove_if")
@@ -135,12 +138,13 @@ def main(argv: list[str] | None = None) -> list[str]:
     p.add_argument("--splits", nargs="+", default=["unseen_functions", "unseen_packages", "unseen_2025"])
     p.add_argument("--limit", type=int, default=None, help="Tasks per split (default: all).")
     p.add_argument("--kinds", nargs="+", default=None, help="Only tasks of these mutation kinds (default: all).")
-    p.add_argument("--model", default=None, help="A causal LM folder or planact: alias proposing statements.")
+    p.add_argument("--model", default=None, help="A causal LM folder, planact: alias, or `tiny`, proposing statements.")
     p.add_argument("--context-tokens", type=int, default=1024, help="Module text before the gap the model sees.")
     p.add_argument("--max-gaps", type=int, default=24, help="Gaps per function the model writes a statement at.")
     a = p.parse_args(argv)
     t0 = time.time()
-    generate = causal_lm(a.model, a.context_tokens) if a.model else None
+    model = str(tiny_code_model(Path(tempfile.mkdtemp()) / "tiny")) if a.model == "tiny" else a.model
+    generate = causal_lm(model, a.context_tokens) if model else None
     frac, count, jobs = RepairEnvConfig().unseen_function_frac, dict.fromkeys(a.splits, 0), []
     for task in load_tasks(Path(a.corpus)):
         split = split_of(task, frac)

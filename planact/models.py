@@ -137,3 +137,13 @@ def load_model(
 def param_count(model: torch.nn.Module, trainable_only: bool = False) -> int:
     """Number of parameters (tied weights counted once); with `trainable_only`, those an optimizer updates."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
+
+
+def tiny_code_model(out_dir: str | Path) -> Path:
+    """A tiny untrained Llama with a BPE tokenizer fitted to a standard-library module: what a benchmark's
+    tiny mode runs its model path on (its outputs are noise; only the path is exercised)."""
+    import inspect
+    import textwrap
+
+    spec = TinyModelSpec(tokenizer="bpe", vocab_size=400, max_positions=512)
+    return materialize_tiny(spec, out_dir, seed=0, texts=lambda: [Path(inspect.getsourcefile(textwrap)).read_text()])

@@ -239,5 +239,22 @@ def test_localisation_benchmark_tiny_mode(corpus):
     assert graph[1] == "graph" and sbfl[1] == "sbfl" and graph[2] == sbfl[2] == "3"
     assert float(sbfl[3]) == 1.0  # SBFL offers the buggy function for every tiny task
     assert "tasks x 2 arms" in out and "(test budget 2)" in out
-    # per kind: a token-level bug's fix is a candidate, a removed statement's is not
-    assert "gold fix among the candidates" in out and "constant 1/1" in out and "remove_stmt 0/1" in out
+
+
+def test_reachable_benchmark_tiny_mode(corpus):
+    """benchmarks/reachable.py on the tiny package with a tiny untrained proposer (so it cannot rot): per kind
+    which candidates hold the gold fix; the model's statements go through Submit."""
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/reachable.py", "--corpus", str(corpus), "--splits", "unseen_packages"]
+        + ["--model", "tiny", "--max-gaps", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "+token" in out and "+repository" in out and "+model" in out
+    # a token-level bug's fix is a token edit; the removed `total = total + v` is nowhere else in the module
+    assert "constant" in out and "(token 1, inverse 0, repository 0)" in out
+    assert "remove_stmt    0/1" in out and "model:" in out and "pass Submit" in out
