@@ -15,6 +15,7 @@ It decides only from observations, like a model would.
 from __future__ import annotations
 
 from graph_planner.candidates import Candidate, candidate_edits, from_read
+from graph_planner.corpus.mutate import TOKEN_LEVEL
 from graph_planner.graph.build import is_test_file, test_node
 from graph_planner.graph.search import PYTEST_FRAME
 
@@ -99,8 +100,8 @@ class RuleAgent:
                 file, first, src = parsed
                 for c in candidate_edits(file, first, src, structural=True):
                     on_trace = (file, c.line) in self.trace_lines
-                    # token-level edits first: a negated condition is the rarer bug and every try costs a run
-                    out.append((c.kind == "negate_if", not on_trace, rank, len(out), c))
+                    # token-level edits first: a structural inverse is the rarer bug and every try costs a run
+                    out.append((c.kind not in TOKEN_LEVEL, not on_trace, rank, len(out), c))
         return [c for *_, c in sorted(out, key=lambda x: x[:4])]
 
 
