@@ -278,7 +278,11 @@ def print_summary(run_name: str, summary: dict, seconds: float) -> None:
             a, b = summary[f"warm_start/{key}"], summary[f"final/{key}"]
             table.add_row(key, f"{a:.3f}", f"{b:.3f}", f"{100 * (b - a):+.1f}")
     Console().print(table)
-    for split, words in (("unseen_packages", "unseen packages"), ("unseen_functions", "unseen functions")):
+    for split, words in (
+        ("unseen_packages", "unseen packages"),
+        ("unseen_functions", "unseen functions"),
+        ("unseen_2025", "packages first released in 2025+"),
+    ):
         if f"final/{split}/team/solve_at_1" in summary:
             print(
                 f"held-out solve rate ({words}, budget 1): warm start "

@@ -13,6 +13,7 @@ A package whose report carries the same settings hash is not rebuilt (the build 
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
@@ -51,12 +52,21 @@ from graph_planner.tasks import from_record
 VALIDITY = 3
 
 
+def _mutator_version() -> str:
+    """A hash of the mutation operators' code (comments and formatting aside): a package built by other
+    operators is rebuilt even when nobody remembered to bump VALIDITY."""
+    return hashlib.sha256(ast.dump(ast.parse(Path(mutants.__code__.co_filename).read_text())).encode()).hexdigest()[:12]
+
+
+MUTATOR = _mutator_version()
+
+
 def settings_hash(spec: PackageSpec, cfg: CorpusConfig) -> str:
-    """What decides a package's tasks: its pin, the mutation budget and the validity rules."""
+    """What decides a package's tasks: its pin, the mutation budget, the validity rules and the operators."""
     budget = cfg.model_dump(include={"seed", "kinds", "per_function", "max_tried", "max_kept", "timeout_s"})
     # a field added to PackageSpec later counts only when set, so corpora built before keep their cache
     unset = {k for k in ("max_tried",) if getattr(spec, k) is None}
-    blob = json.dumps([spec.model_dump(exclude=unset), budget, VALIDITY], sort_keys=True)
+    blob = json.dumps([spec.model_dump(exclude=unset), budget, VALIDITY, MUTATOR], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

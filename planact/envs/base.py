@@ -73,6 +73,8 @@ HEADLINE_KEYS = (
     "unseen_functions/team/solve_at_1",
     "unseen_packages/team/solve_at_2",
     "unseen_functions/team/solve_at_2",
+    "unseen_2025/team/solve_at_1",
+    "unseen_2025/team/solve_at_2",
 )
 
 

@@ -91,3 +91,21 @@ def test_no_mutant_touches_a_signature_or_decorator_whose_fix_the_patch_check_wo
     found = mutants("m.py", source)
     assert found and {m.line for m in found} == {6}
     assert all(screen(source, m.source) == [] for m in found)
+
+
+def test_a_package_built_by_other_mutation_operators_is_rebuilt(monkeypatch):
+    """The corpus cache key holds a hash of the operators' code: changing them rebuilds every package,
+    even when nobody bumps the validity version; comments and formatting do not count."""
+    import ast
+    from pathlib import Path
+
+    from graph_planner.corpus import build
+    from graph_planner.corpus.spec import CorpusConfig, PackageSpec
+
+    spec, cfg = PackageSpec(name="parse", version="1.22.4", sha256="0" * 64), CorpusConfig(packages=[])
+    before = build.settings_hash(spec, cfg)
+    source = Path(build.mutants.__code__.co_filename).read_text()
+    assert build.MUTATOR == build._mutator_version()
+    assert ast.dump(ast.parse(source + "\n# a comment\n")) == ast.dump(ast.parse(source))
+    monkeypatch.setattr(build, "MUTATOR", "another")
+    assert build.settings_hash(spec, cfg) != before
