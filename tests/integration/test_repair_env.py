@@ -221,18 +221,22 @@ def test_the_team_sandbox_refuses_edits_that_forge_or_escape_before_any_test_run
         box.close()
 
 
-def test_localisation_benchmark_tiny_mode(corpus):
-    """benchmarks/localisation.py on the tiny package (so it cannot rot): both arms, the same test budget."""
+def run_benchmark(script: str, corpus, *args: str) -> str:
+    """A benchmark's tiny mode on the tiny package's unseen-package split; its stdout."""
     proc = subprocess.run(
-        [sys.executable, "benchmarks/localisation.py", "--corpus", str(corpus), "--splits", "unseen_packages"]
-        + ["--limit", "3", "--workers", "1", "--test-runs", "2"],
+        [sys.executable, f"benchmarks/{script}", "--corpus", str(corpus), "--splits", "unseen_packages", *args],
         capture_output=True,
         text=True,
         timeout=300,
         cwd=REPO,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    out = proc.stdout
+    return proc.stdout
+
+
+def test_localisation_benchmark_tiny_mode(corpus):
+    """benchmarks/localisation.py on the tiny package (so it cannot rot): both arms, the same test budget."""
+    out = run_benchmark("localisation.py", corpus, "--limit", "3", "--workers", "1", "--test-runs", "2")
     graph, sbfl = (
         line.split() for line in out.splitlines() if line.startswith("unseen_packages ") and "change" not in line
     )
@@ -244,16 +248,7 @@ def test_localisation_benchmark_tiny_mode(corpus):
 def test_reachable_benchmark_tiny_mode(corpus):
     """benchmarks/reachable.py on the tiny package with a tiny untrained proposer (so it cannot rot): per kind
     which candidates hold the gold fix; the model's statements go through Submit."""
-    proc = subprocess.run(
-        [sys.executable, "benchmarks/reachable.py", "--corpus", str(corpus), "--splits", "unseen_packages"]
-        + ["--model", "tiny", "--max-gaps", "2"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=REPO,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = proc.stdout
+    out = run_benchmark("reachable.py", corpus, "--model", "tiny", "--max-gaps", "2")
     assert "+token" in out and "+repository" in out and "+model" in out
     # a token-level bug's fix is a token edit; the removed `total = total + v` is nowhere else in the module
     assert "constant" in out and "(token 1, inverse 0, repository 0)" in out
