@@ -185,7 +185,7 @@ def gold_reachable(
     """Whether a candidate edit of `function` (its qualified name) in the buggy `base_text` gives the
     gold-fixed function of `fixed_text` (structural: inverses of structural operators; proposals: the
     module's statements and defaults)."""
-    allowed = {"token"} | ({"inverse"} | ({"repository"} if proposals else set()) if structural else set())
+    allowed = ("token", "inverse", "repository")[: 1 + structural + (structural and proposals)]
     return gold_source(file, function, base_text, fixed_text) in allowed
 
 

@@ -114,7 +114,7 @@ def _insert(lines: list[str], at: int, indent: str, text: str, replace: ast.stmt
 
 
 def _segment(lines: list[str], stmt: ast.stmt) -> str:
-    """A whole-line statement's text, dedented (None-safe for statements sharing a line)."""
+    """A statement's whole lines, dedented (donors sharing a line with another statement are skipped)."""
     return textwrap.dedent("".join(lines[stmt.lineno - 1 : stmt.end_lineno]))
 
 
@@ -144,22 +144,35 @@ def _donors(mod: ast.Module, mod_lines: list[str], fn: ast.AST, fn_line: int, sc
     return [(stmt, text) for *_, stmt, text in found]
 
 
+def _defaults(args: ast.arguments) -> list[tuple[ast.arg, ast.expr]]:
+    """(parameter, default) for every parameter that has one."""
+    positional = list(zip((args.posonlyargs + args.args)[::-1], args.defaults[::-1]))
+    return positional + [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+
+
 def _default_proposals(fn: ast.AST, body: str, mod: ast.Module) -> list[tuple[str, int, str, str]]:
     """A parameter's default replaced by a default the same-named parameter has elsewhere in the module
     (a default mutated to None loses its value; its siblings often still hold it)."""
-    elsewhere: dict[str, set[str]] = {}
+    known, elsewhere = _module_names(mod) | _BUILTINS, {}
     for f in (n for n in ast.walk(mod) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
-        a = f.args
-        pairs = list(zip((a.posonlyargs + a.args)[::-1], a.defaults[::-1])) + list(zip(a.kwonlyargs, a.kw_defaults))
-        for arg, d in pairs:
-            if d is not None and not free_names(d) - _module_names(mod) - _BUILTINS:
+        for arg, d in _defaults(f.args):
+            if free_names(d) <= known:
                 elsewhere.setdefault(arg.arg, set()).add(ast.unparse(d))
-    a, t, out = fn.args, _Text(body), []
-    pairs = list(zip((a.posonlyargs + a.args)[::-1], a.defaults[::-1])) + list(zip(a.kwonlyargs, a.kw_defaults))
-    for arg, d in pairs:
-        for new in sorted(elsewhere.get(arg.arg, set()) - {ast.unparse(d)} if d is not None else set()):
+    t, out = _Text(body), []
+    for arg, d in _defaults(fn.args):
+        for new in sorted(elsewhere.get(arg.arg, set()) - {ast.unparse(d)}):
             out.append(("default", d.lineno, f"default {arg.arg}={t.segment(d)} -> {new}", t.replace(d, new)))
     return out
+
+
+def _function(body: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The function a dedented function text defines, or None."""
+    try:
+        tree = ast.parse(body)
+    except SyntaxError:
+        return None
+    fn = tree.body[0] if tree.body else None
+    return fn if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 
 def repository_proposals(body: str, module: str, fn_line: int, limit: int = 2000) -> list[tuple[str, int, str, str]]:
@@ -167,10 +180,10 @@ def repository_proposals(body: str, module: str, fn_line: int, limit: int = 2000
     `module`, then statements of `module` inserted into the dedented function text `body` (which starts at
     line `fn_line` of `module`), nearest donors first."""
     try:
-        tree, mod = ast.parse(body), ast.parse(module)
+        mod = ast.parse(module)
     except SyntaxError:
         return []
-    fn = tree.body[0] if tree.body and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    fn = _function(body)
     if fn is None:
         return []
     lines = body.splitlines(True)
@@ -203,8 +216,8 @@ def _first_statement(indent: str, completion: str) -> str | None:
         text = textwrap.dedent("\n".join(lines[:k])) + "\n"
         try:
             tree = ast.parse(text)
-        except SyntaxError:
-            continue
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue  # not Python yet, a null byte, or nesting deep enough to exhaust the parser
         if len(tree.body) == 1 and _donor(tree.body[0]):
             # A block header parses only with its body; stop at the first line back at the gap's indent.
             rest = lines[k:]
@@ -221,11 +234,7 @@ def model_proposals(
     """(kind, line in `body`, description, new body text): at each gap of the dedented function `body`,
     the statement `generate` writes next after `prefix` (the module text before the function) and the
     function's lines up to the gap; a proposal equal to the statement already there is dropped."""
-    try:
-        tree = ast.parse(body)
-    except SyntaxError:
-        return []
-    fn = tree.body[0] if tree.body and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    fn = _function(body)
     if fn is None:
         return []
     lines, out, seen = body.splitlines(True), [], {body}
@@ -234,7 +243,8 @@ def model_proposals(
         if text is None:
             continue
         new = _insert(lines, at, indent, text, lone)
-        if new in seen or lone is None and "".join(lines[at : at + len(text.splitlines())]).strip() == text.strip():
+        already = textwrap.dedent("".join(lines[at : at + len(text.splitlines())]))
+        if new in seen or lone is None and already == text:
             continue
         seen.add(new)
         kind = "remove_if" if text.startswith("if ") else "remove_stmt"

@@ -113,3 +113,28 @@ def test_a_changed_default_is_changed_back_from_its_literal_or_from_a_same_named
     assert gold_source("m.py", "clean", module, module.replace("strict=True", "strict=False")) == "inverse"
     assert gold_source("m.py", "clean", module, module.replace("depth=3", "depth=2")) == "inverse"
     assert gold_source("m.py", "clean", module, module.replace("depth=3", "depth=7")) == ""
+
+
+def test_hostile_model_text_is_dropped_or_becomes_an_edit_the_patch_check_refuses():
+    """What a model writes is parsed, never run here: text that breaks the parser (a null byte, nesting
+    deep enough to exhaust it, a megabyte of junk) gives no proposal and no crash; a statement that
+    reaches for the system or the verdict is only an edit, and the patch check refuses it."""
+    from graph_planner.patch_check import screen
+
+    body = "def f(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n"
+    for junk in (
+        "total = 1\x00\n",
+        "x = " + "(" * 200 + "1" + ")" * 200 + "\n",
+        "-" * 100_000 + "1\n",
+        "a" * 1_000_000,
+    ):
+        assert all(new != body for *_, new in model_proposals(body, "", lambda prompt, j=junk: j))
+    attacks = [
+        "__import__('os').system('touch /tmp/pwned')\n",
+        "open('/proc/self/fd/3', 'w').write('passed')\n",
+        "import sys; sys.exit(0)\n",
+    ]
+    made = [model_proposals(body, "", lambda prompt, a=attack: a) for attack in attacks]
+    assert [len(m) for m in made] == [5, 5, 0]  # one proposal per gap; two statements on a line are not one
+    for *_, new in made[0] + made[1]:
+        assert screen(body, new), new  # refused: never reaches a test run
