@@ -7,6 +7,9 @@ samples names from the simple index with a fixed seed and asks the JSON API abou
 
   python tools/find_new_packages.py --sample 3000 --seed 1 > candidates.yaml
 
+With --names it asks about the named projects instead of a sample (any first-release date unless --since
+is given): the same facts and YAML for training packages, e.g. `--names cachetools wcwidth --split train`.
+
 A candidate has every release uploaded on or after --since, a pure-Python wheel and an sdist, at most
 --max-deps runtime requirements, and at least --min-tests `def test_` functions in the sdist. The output
 is corpus YAML (name, version, sha256, split: unseen_2025) with the facts as comments; `planact-repair
@@ -24,6 +27,7 @@ import random
 import re
 import sys
 import tarfile
+import urllib.parse
 import urllib.request
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -45,8 +49,9 @@ def index_names() -> list[str]:
 
 def release_facts(name: str, since: str) -> dict | None:
     """The newest release's sdist and facts, when the project is first released on/after `since` and pure."""
+    api = f"https://pypi.org/pypi/{name}/json"
     try:
-        d = json.loads(_get(f"https://pypi.org/pypi/{name}/json", 20))
+        d = json.loads(_get(api, 20))
     except Exception:  # a vanished or renamed project is not a candidate
         return None
     uploads = [u["upload_time_iso_8601"] for files in d["releases"].values() for u in files]
@@ -59,7 +64,8 @@ def release_facts(name: str, since: str) -> dict | None:
         "name": name,
         "version": d["info"]["version"],
         "first_release": min(uploads)[:10],
-        "sdist": sdists[0]["url"],
+        # a registry mirror may answer with file addresses relative to the API's
+        "sdist": urllib.parse.urljoin(api, sdists[0]["url"]),
         "size": sdists[0]["size"],
         "sha256": sdists[0]["digests"]["sha256"],
         "requires": reqs,
@@ -88,22 +94,26 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sample", type=int, default=3000, help="project names to ask the JSON API about")
     ap.add_argument("--seed", type=int, default=1, help="seed of the name sample")
-    ap.add_argument("--since", default="2025-01-01", help="earliest allowed first upload (ISO date)")
+    ap.add_argument("--names", nargs="+", help="ask about these projects instead of a sample")
+    ap.add_argument("--split", default="unseen_2025", help="the split written into the YAML entries")
+    ap.add_argument("--since", help="earliest allowed first upload (default 2025-01-01; none with --names)")
     ap.add_argument("--max-deps", type=int, default=0, help="runtime requirements allowed")
     ap.add_argument("--min-tests", type=int, default=20, help="test functions the sdist must hold")
     ap.add_argument("--max-sdist-mb", type=float, default=3.0, help="largest sdist considered")
     ap.add_argument("--threads", type=int, default=32)
     a = ap.parse_args(argv)
-    names = random.Random(a.seed).sample(index_names(), a.sample)
+    since = a.since or ("" if a.names else "2025-01-01")
+    names = a.names or random.Random(a.seed).sample(index_names(), a.sample)
     with ThreadPoolExecutor(a.threads) as pool:
-        found = [f for f in pool.map(lambda n: release_facts(n, a.since), names) if f]
+        found = [f for f in pool.map(lambda n: release_facts(n, since), names) if f]
         found = [f for f in found if len(f["requires"]) <= a.max_deps and f["size"] <= a.max_sdist_mb * 2**20]
         tests = list(pool.map(count_tests, found))
     picked = sorted(((n, f) for n, f in zip(tests, found) if n >= a.min_tests), key=lambda nf: (-nf[0], nf[1]["name"]))
-    print(f"# {len(picked)} candidates of {a.sample} names (seed {a.seed}), first released on/after {a.since}")
+    asked = f"{len(names)} named projects" if a.names else f"{a.sample} names (seed {a.seed})"
+    print(f"# {len(picked)} candidates of {asked}, first released on/after {since or 'any date'}")
     for n, f in picked:
         print(f"  # first release {f['first_release']}, {n} test functions: {f['summary']}")
-        print(f'  - {{name: {f["name"]}, version: "{f["version"]}", sha256: {f["sha256"]}, split: unseen_2025}}')
+        print(f'  - {{name: {f["name"]}, version: "{f["version"]}", sha256: {f["sha256"]}, split: {a.split}}}')
     return 0
 
 
