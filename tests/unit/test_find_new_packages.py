@@ -63,3 +63,12 @@ def test_test_functions_are_counted_in_the_sdists_test_files_only(monkeypatch):
             t.addfile(info, io.BytesIO(data))
     monkeypatch.setattr(tool, "_get", lambda url, timeout=30.0: buf.getvalue())
     assert tool.count_tests({"sdist": "https://x/p-1.0.tar.gz"}) == 2
+
+
+def test_a_mirrors_relative_sdist_address_is_joined_to_the_api_address(monkeypatch):
+    # a registry mirror answered "../../packages/..." here; read as-is, every sdist counted 0 tests
+    tool = _tool()
+    doc = json.loads(_project(["2025-03-01T00:00:00Z", "2026-01-02T00:00:00Z"]))
+    doc["urls"][0]["url"] = "../../packages/ab/cd/p-1.0.tar.gz"
+    monkeypatch.setattr(tool, "_get", lambda url, timeout=30.0: json.dumps(doc).encode())
+    assert tool.release_facts("p", "")["sdist"] == "https://pypi.org/packages/ab/cd/p-1.0.tar.gz"
