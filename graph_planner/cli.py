@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from graph_planner.corpus.build import build_corpus
-from graph_planner.corpus.fetch import DEFAULT_CACHE
+from graph_planner.corpus.fetch import DEFAULT_CACHE, FetchError
 from graph_planner.corpus.spec import CORPUS_SPLITS, CorpusConfig, PackageSpec, load_corpus_config
 
 
@@ -38,7 +38,11 @@ def _corpus(args) -> int:
         cfg = load_corpus_config(args.config)
     if args.max_tried:
         cfg = cfg.model_copy(update={"max_tried": args.max_tried})
-    summary = build_corpus(cfg, args.out, Path(args.cache))
+    try:
+        summary = build_corpus(cfg, args.out, Path(args.cache))
+    except FetchError as e:  # a bad pin or an unbuildable sdist: said before any work, without a traceback
+        print(e, file=sys.stderr)
+        return 2
     for r in summary["packages"]:
         print(
             f"{r['package']}: tried {r['tried']}, kept {r['kept']}, dropped {r['dropped']}, "

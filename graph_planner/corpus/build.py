@@ -27,7 +27,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from graph_planner.corpus.fetch import DEFAULT_CACHE, commit_change, fetch_sdist, init_repo, sha256, unpack
+from graph_planner.corpus.fetch import (
+    DEFAULT_CACHE,
+    FetchError,
+    commit_change,
+    fetch_sdist,
+    init_repo,
+    sha256,
+    unpack,
+)
 from graph_planner.corpus.mutate import TOKEN_LEVEL, Mutant, mutants
 from graph_planner.corpus.spec import CORPUS_SPLITS, CorpusConfig, PackageSpec
 from graph_planner.corpus.validate import (
@@ -363,10 +371,23 @@ class _Slots:
             rt.close()
 
 
+def prefetch(cfg: CorpusConfig, cache: Path = DEFAULT_CACHE) -> None:
+    """Every sdist the build needs, into `cache`, before any work: one error names every package that failed."""
+    failed = []
+    for ref in [d for spec in cfg.packages if not spec.source for d in (spec, *spec.deps)]:
+        try:
+            fetch_sdist(ref.name, ref.version, ref.sha256, cache)
+        except FetchError as e:
+            failed.append(f"{ref.name}=={ref.version}: {str(e).strip().splitlines()[-1]}")
+    if failed:
+        raise FetchError("cannot fetch (fix or drop these packages; nothing was built):\n  " + "\n  ".join(failed))
+
+
 def build_corpus(
     cfg: CorpusConfig, out: str | Path, cache: Path = DEFAULT_CACHE, log: Callable[[str], None] = print
 ) -> dict:
     """Build every package of `cfg` into `out`; writes train.jsonl / heldout.jsonl / report.json."""
+    prefetch(cfg, cache)
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     splits: dict[str, list[dict]] = {name: [] for name in CORPUS_SPLITS}

@@ -109,3 +109,23 @@ def test_a_package_built_by_other_mutation_operators_is_rebuilt(monkeypatch):
     assert ast.dump(ast.parse(source + "\n# a comment\n")) == ast.dump(ast.parse(source))
     monkeypatch.setattr(build, "MUTATOR", "another")
     assert build.settings_hash(spec, cfg) != before
+
+
+def test_a_package_that_cannot_be_fetched_fails_the_build_before_any_work_naming_it(monkeypatch, tmp_path):
+    import pytest
+
+    from graph_planner.corpus import build
+    from graph_planner.corpus.fetch import FetchError
+    from graph_planner.corpus.spec import CorpusConfig
+
+    def fetch(name, version, digest, cache):
+        if name == "broken":
+            raise FetchError("pip download broken==1.0 failed:\nERROR: Failed to build 'broken'")
+        return tmp_path / f"{name}.tar.gz"
+
+    monkeypatch.setattr(build, "fetch_sdist", fetch)
+    monkeypatch.setattr(build, "build_package", lambda *a, **k: pytest.fail("a package was built"))
+    pkgs = [{"name": n, "version": "1.0", "sha256": "ab" * 32, "split": "train"} for n in ("fine", "broken")]
+    with pytest.raises(FetchError, match=r"broken==1.0: ERROR: Failed to build 'broken'") as err:
+        build.build_corpus(CorpusConfig(packages=pkgs), tmp_path / "out", tmp_path)
+    assert "fine" not in str(err.value) and not (tmp_path / "out").exists()
