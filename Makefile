@@ -5,7 +5,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo aflow aflow-train repair repair-train repair-smollm lint docs test test-fast bench clean
+.PHONY: install demo aflow aflow-train repair repair-corpus-large repair-train repair-smollm lint docs test test-fast bench clean
 
 # torch 2.13.0 first: it resolves to the local CPU build; any other spec would pull GBs of CUDA wheels.
 # bubblewrap is the sandbox for model-written code (docs/sandbox.md); chromium renders the Prefect and MLflow UI
@@ -39,6 +39,10 @@ aflow-train: install
 repair: install
 	$(PY) -m graph_planner.cli corpus --config configs/repair-corpus.yaml --out runs/corpus
 	$(PY) -m flows.repair --config configs/repair-eval.yaml
+
+# The large training corpus: 28 training packages, 1,122 validated training tasks (~52 min on 2 cores, once).
+repair-corpus-large: install
+	$(PY) -m graph_planner.cli corpus --config configs/repair-corpus-large.yaml --out runs/corpus-large
 
 # Plan/Act RL on code repair: build the token-level corpus (cached), then train the graph planner and the
 # patch model together; prints the held-out solve rate at a test budget of 1 before and after RL.
