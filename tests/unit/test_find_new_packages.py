@@ -3,20 +3,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import tarfile
-from pathlib import Path
 
-TOOL = Path(__file__).resolve().parents[2] / "tools" / "find_new_packages.py"
+from tests.unit.tool_module import load_tool
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("find_new_packages", TOOL)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("find_new_packages")
 
 
 def _project(uploads: list[str], wheel: str = "p-1.0-py3-none-any.whl", reqs=None) -> bytes:

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
-TOOL = Path(__file__).resolve().parents[2] / "tools" / "same_corpus.py"
+from tests.unit.tool_module import load_tool
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("same_corpus", TOOL)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("same_corpus")
 
 
 def _write(folder: Path, rows: list[dict]) -> Path:
