@@ -384,7 +384,7 @@ def prefetch(cfg: CorpusConfig, cache: Path = DEFAULT_CACHE) -> None:
         try:
             fetch_sdist(ref.name, ref.version, ref.sha256, cache)
         except FetchError as e:
-            failed.append(f"{ref.name}=={ref.version}: {str(e).strip().splitlines()[-1]}")
+            failed.append(f"{ref.name}=={ref.version}: " + str(e).strip().replace("\n", "\n    "))
     if failed:
         raise FetchError("cannot fetch (fix or drop these packages; nothing was built):\n  " + "\n  ".join(failed))
 

@@ -126,6 +126,8 @@ def test_a_package_that_cannot_be_fetched_fails_the_build_before_any_work_naming
     monkeypatch.setattr(build, "fetch_sdist", fetch)
     monkeypatch.setattr(build, "build_package", lambda *a, **k: pytest.fail("a package was built"))
     pkgs = [{"name": n, "version": "1.0", "sha256": "ab" * 32, "split": "train"} for n in ("fine", "broken")]
-    with pytest.raises(FetchError, match=r"broken==1.0: ERROR: Failed to build 'broken'") as err:
+    with pytest.raises(
+        FetchError, match=r"broken==1.0: pip download broken==1.0 failed:\n    ERROR: Failed to build .broken."
+    ) as err:
         build.build_corpus(CorpusConfig(packages=pkgs), tmp_path / "out", tmp_path)
     assert "fine" not in str(err.value) and not (tmp_path / "out").exists()
