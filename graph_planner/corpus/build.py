@@ -59,7 +59,8 @@ from graph_planner.tasks import from_record
 # no patch may make): the candidate lists of packages with such sites changed, so every package rebuilds.
 # 4: a mutant's CPU limit is at least 20 s (was 10): two builds of the large corpus disagreed on 2 of 1,283
 # mutants, each a fast suite's mutant whose dozens of failing tests' tracebacks cost ~10 s of CPU.
-VALIDITY = 4
+# 5: max_kept applies after the gold-patch check, so the kept set no longer depends on the core count.
+VALIDITY = 5
 # The floor sits in the gap between work and hangs: a mutant that completes costs a few times the clean
 # suite (tracebacks of many failing tests), a hang grows without bound; at 10 s, CPU time's own spread
 # (~10-20% run to run on 2 shared cores) kept such a mutant in one build and dropped it in the next.
@@ -297,8 +298,6 @@ def build_package(
                 reason = v.reason
                 if v.kept and (m.function, tuple(v.fail_to_pass)) in seen:
                     reason = "same failing tests as a kept mutant of the function"
-                elif v.kept and len(tasks) + len(fresh) >= cfg.max_kept:
-                    reason = "max_kept reached"
                 if reason:
                     dropped[reason] += 1
                     continue
@@ -306,10 +305,15 @@ def build_package(
                 original = originals.setdefault(m.file, (src / m.file).read_text())
                 fresh.append(task_record(spec, m, v, original, out, repo, clean, suite, base))
             # A task counts only if its own gold patch resolves it through the very path an agent's takes.
+            # max_kept is applied after the gold check, in candidate order: decided before it, a gold failure
+            # in a chunk let the next chunk refill the slot, so the kept set followed the chunk size (the
+            # machine's core count)
             for row, why in zip(fresh, pool.map(lambda r: slots.gold_submit(from_record(r, out)), fresh)):
                 if why:
                     dropped[why.split(" (")[0].split(":")[0]] += 1
                     gold_failures.append({"instance_id": row["instance_id"], "reason": why[:500]})
+                elif len(tasks) >= cfg.max_kept:
+                    dropped["max_kept reached"] += 1
                 else:
                     tasks.append(row)
     report.update(

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from graph_planner.agents import RuleAgent, run_episode
+from graph_planner.corpus.build import MUTANT_CPU_FLOOR_S
 from graph_planner.env import EnvLimits, PlannerEnv
 from graph_planner.tasks import load_tasks
 
@@ -33,7 +34,10 @@ def test_corpus_tasks_are_swe_bench_instances_with_reasons_for_drops(corpus):
     report = json.loads((corpus / "report.json").read_text())["packages"][0]
     assert report["kept"] >= 5 and report["tried"] == report["kept"] + sum(report["dropped"].values())
     # a mutant's limit comes from the clean suite's CPU seconds (not its wall seconds, which follow the load)
-    assert 0 < report["suite_cpu_s"] and abs(report["mutant_cpu_limit_s"] - max(10.0, 4 * report["suite_cpu_s"])) < 0.05
+    assert (
+        0 < report["suite_cpu_s"]
+        and abs(report["mutant_cpu_limit_s"] - max(MUTANT_CPU_FLOOR_S, 4 * report["suite_cpu_s"])) < 0.05
+    )
     rows = [json.loads(line) for line in (corpus / "heldout.jsonl").read_text().splitlines()]
     for row in rows:
         assert {
