@@ -60,11 +60,16 @@ from graph_planner.tasks import from_record
 # 4: a mutant's CPU limit is at least 20 s (was 10): two builds of the large corpus disagreed on 2 of 1,283
 # mutants, each a fast suite's mutant whose dozens of failing tests' tracebacks cost ~10 s of CPU.
 # 5: max_kept applies after the gold-patch check, so the kept set no longer depends on the core count.
-VALIDITY = 5
+# 6: a mutant's CPU limit grows by MUTANT_CPU_PER_TEST_S per test it runs: two builds disagreed on an
+# rfc3986 mutant failing 1,966 tests, whose tracebacks cost ~40 s of CPU against a limit of 36-40 s.
+VALIDITY = 6
 # The floor sits in the gap between work and hangs: a mutant that completes costs a few times the clean
 # suite (tracebacks of many failing tests), a hang grows without bound; at 10 s, CPU time's own spread
 # (~10-20% run to run on 2 shared cores) kept such a mutant in one build and dropped it in the next.
 MUTANT_CPU_FLOOR_S = 20.0
+# A failing test's --tb=short traceback costs ~15 ms of CPU (rfc3986: 1,966 failing tests, ~30 s above its
+# clean run); 50 ms per test run keeps a 3x margin over that, and a hang still ends at a finite limit.
+MUTANT_CPU_PER_TEST_S = 0.05
 
 
 def _mutator_version() -> str:
@@ -273,9 +278,12 @@ def build_package(
     )
     # a mutant runs only the tests that call its function: 4x the CPU seconds of the clean suite (at least
     # MUTANT_CPU_FLOOR_S) tells a hang (a mutated loop condition) from work long before the suite-wide limit
-    # would, and, being CPU time on both sides, keeps the same mutants however loaded the machine is
+    # would, and, being CPU time on both sides, keeps the same mutants however loaded the machine is; plus
+    # MUTANT_CPU_PER_TEST_S per test run (validate_mutant), for the tracebacks of the tests a mutant fails
     check = load_proof(suite, min(cfg.timeout_s, max(MUTANT_CPU_FLOOR_S, 4 * base.cpu_seconds)))
+    check = replace(check, cpu_per_test_s=MUTANT_CPU_PER_TEST_S)
     report["mutant_cpu_limit_s"] = round(check.cpu_s, 2)
+    report["mutant_cpu_per_test_s"] = MUTANT_CPU_PER_TEST_S
     cands = candidates(src, base, cfg)
     workers = cfg.workers or os.cpu_count() or 1
     repo = out / "repos" / f"{spec.key}.git"

@@ -89,8 +89,8 @@ class CorpusConfig(_Strict):
         60.0,
         gt=0,
         description="Limit of one test run: wall-clock seconds for the clean suite; CPU seconds for a mutant's tests, "
-        "where the limit is 4x the clean suite's CPU seconds (at least 10, at most this), so the same "
-        "mutants are kept on a loaded machine and an idle one.",
+        "where the limit is 4x the clean suite's CPU seconds (at least 20, at most this) plus 0.05 s per test "
+        "the mutant runs, so the same mutants are kept on a loaded machine and an idle one.",
     )
     max_suite_s: float = Field(
         60.0, gt=0, description="A package whose clean suite takes longer is refused (slow suites make slow episodes)."

@@ -54,6 +54,10 @@ class Suite:
     """CPU-seconds limit of the test process; None = the wall-clock limit alone decides (see load_proof)."""
     memory_mb: int = 2048
     """Address-space limit per process."""
+    cpu_per_test_s: float = 0.0
+    """With `cpu_s`, CPU seconds a mutant's run gets on top of it per test it runs: a failing test's
+    traceback costs CPU (~15 ms each, ~30 s for a mutant that fails 2,000 tests), and that cost must stay
+    far below the limit for the verdict not to follow CPU time's run-to-run noise (see validate_mutant)."""
 
 
 # Wall-clock backstop of a CPU-limited run, in multiples of its CPU limit: wide enough that a run slowed
@@ -389,6 +393,11 @@ def validate_mutant(repo: str | Path, mutant: Mutant, base: Baseline | set[str],
     tests = base.covering(mutant.file, mutant.function) if isinstance(base, Baseline) else None
     if tests == []:
         return Verdict(False, "no passing test calls the function")
+    if suite.cpu_s is not None and suite.cpu_per_test_s:
+        # What a completing mutant may cost grows with the tests it can fail; a hang exceeds any such
+        # bound. Scaled by the count of tests run (known before the run, the same in every build), the
+        # limit stays far above the dearest completing mutant, so no build keeps a mutant another drops.
+        suite = load_proof(suite, suite.cpu_s + suite.cpu_per_test_s * len(tests if tests is not None else passing))
     run = run_tests(repo, tests=tests, suite=suite, overrides={mutant.file: mutant.source})
     if run.status != "ok":
         return Verdict(False, f"test run {run.status}", seconds=run.seconds, output=run.tail)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from graph_planner.corpus.mutate import mutants
@@ -341,3 +343,33 @@ def test_test_modules_that_need_a_missing_package_are_ignored_and_a_broken_packa
         assert [gold_submit(runtime, t) for t in tasks] == [""] * len(tasks)
     finally:
         runtime.close()
+
+
+def test_a_mutant_failing_many_tests_is_kept_and_a_hang_still_stops(tmp_path):
+    """Tracebacks cost CPU: a mutant that fails every test of a big suite can cost several times the clean
+    suite. Judged against a limit that grows per test run, it is kept (the same in every build, however
+    noisy CPU time is), while a hang still ends at that finite limit."""
+    from graph_planner.corpus.mutate import Mutant
+
+    body = "\n".join(f"def test_{i}():\n    assert deep({i % 7 + 20}) == 0\n" for i in range(300))
+    repo = write_files(
+        tmp_path,
+        {
+            "big/__init__.py": "",
+            "big/core.py": "def deep(n):\n    return 0 if n == 0 else deep(n - 1)\n",
+            "tests/test_big.py": "from big.core import deep\n\n\n" + body,
+        },
+    )
+    base = baseline(repo, runs=1)
+    assert len(base.passing) == 300
+    broken = Mutant(
+        "big/core.py", "deep", "constant", 2, "0 -> 1", "def deep(n):\n    return 1 if n == 0 else deep(n - 1)\n"
+    )
+    tight = load_proof(Suite(), base.cpu_seconds)
+    assert validate_mutant(repo, broken, base, tight).reason == "test run timeout"  # tracebacks cost more
+    allowed = replace(tight, cpu_per_test_s=0.02)  # ~7 ms per failing test here
+    kept = validate_mutant(repo, broken, base, allowed)
+    assert kept.kept and len(kept.fail_to_pass) == 300
+    hang = Mutant("big/core.py", "deep", "bound", 2, "loop", "def deep(n):\n    while True:\n        n += 1\n")
+    stopped = validate_mutant(repo, hang, base, allowed)
+    assert stopped.reason == "test run timeout"
