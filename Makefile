@@ -59,7 +59,8 @@ repair-smollm: install
 
 # Two phases: everything that tolerates a neighbour on 2 pytest-xdist workers (one file per worker at a time:
 # much of a test is waiting on services and single-threaded start-up), then the `serial` tests alone.
-# Both phases always run; the target fails if either did.
+# Both phases always run; the target fails if either did. Each writes a JUnit report under runs/, and
+# tools/suite_times.py prints the seconds per file from them (what tests/conftest.py SLOW_FILES holds).
 # Style first (seconds): ruff's linter and formatter, configured in pyproject.toml.
 lint: install
 	$(VENV)/bin/ruff check .
@@ -72,8 +73,10 @@ docs: install
 
 test: install lint
 	@rc=0; \
-	$(PY) -m pytest tests -n 2 --dist loadfile --no-loadscope-reorder -m "not serial" -v -rA --durations=20 || rc=1; \
-	$(PY) -m pytest tests -m serial -v -rA --durations=5 || rc=1; \
+	$(PY) -m pytest tests -n 2 --dist loadfile --no-loadscope-reorder -m "not serial" -v -rA --durations=20 \
+		--junitxml=runs/tests-phase1.xml || rc=1; \
+	$(PY) -m pytest tests -m serial -v -rA --durations=5 --junitxml=runs/tests-phase2.xml || rc=1; \
+	$(PY) tools/suite_times.py --top 10 runs/tests-phase1.xml runs/tests-phase2.xml || true; \
 	exit $$rc
 
 test-fast: install
