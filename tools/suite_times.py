@@ -4,7 +4,7 @@
 
 Each test's time is its setup + call + teardown (pytest's JUnit default), so a module fixture counts
 against its file's first test. Phase 1 runs on 2 workers, so its wall time is about half its test
-seconds; a file's total is what `tests/conftest.py` SLOW_FILES wants (the suite collects the longest
+seconds; a file's total is what `tests/conftest.py` SLOW_FILES holds, by file name (the suite collects the longest
 files first so no worker runs a long one alone at the end).
 """
 
@@ -18,14 +18,15 @@ from pathlib import Path
 
 
 def test_seconds(report: Path) -> dict[str, float]:
-    """Test id (file::name) -> seconds, from one JUnit XML report."""
+    """Test id (path/to/test_file.py[::Class]::name) -> seconds, from one JUnit XML report."""
     out = {}
     for case in ET.parse(report).iter("testcase"):
-        module = case.get("classname", "").split(".")
-        # classname is the dotted module path (plus a class for class-based tests)
-        parts = [p for p in module if p.startswith("test_")]
-        file = (parts[0] + ".py") if parts else ".".join(module)
-        out[f"{file}::{case.get('name')}"] = float(case.get("time") or 0.0)
+        # classname is the dotted module path, then a class for class-based tests; the path is kept whole
+        # because tests/unit and tests/integration hold files of the same name
+        parts = case.get("classname", "").split(".")
+        k = next((i for i, p in enumerate(parts) if p.startswith("test_")), len(parts) - 1)
+        test_id = "::".join(["/".join(parts[: k + 1]) + ".py", *parts[k + 1 :], case.get("name", "")])
+        out[test_id] = float(case.get("time") or 0.0)
     return out
 
 
