@@ -14,6 +14,7 @@ top function. Prints each seed, then mean and spread, and the differences in poi
     python benchmarks/repair_rl.py --tiny --set env.repair.corpus=...   # the smoke mode the tests run
     python benchmarks/repair_rl.py --config configs/repair-smollm.yaml --seeds 0 1 2
                                                           # SmolLM2 + LoRA: "warm" is its zero-shot start
+    python benchmarks/repair_rl.py --merge s0.json s1.json s2.json   # seeds run side by side (--seeds N --json sN.json)
 """
 
 from __future__ import annotations
@@ -190,7 +191,18 @@ def main() -> None:
     ap.add_argument("--tiny", action="store_true", help="smoke mode: the smoke config, one seed, one round")
     ap.add_argument("--json", default=None, help="also write every figure to this file")
     ap.add_argument("--set", dest="overrides", action="append", default=[])
+    ap.add_argument(
+        "--merge",
+        nargs="+",
+        default=None,
+        metavar="JSON",
+        help="run nothing: print the comparison over the seeds of these --json files (seeds run as separate processes)",
+    )
     args = ap.parse_args()
+    if args.merge:
+        runs = [r for f in args.merge for r in json.loads(Path(f).read_text())]
+        report(runs, max(int(k.rsplit("_", 1)[1]) for k in runs[0]["warm"] if "/solve_at_" in k))
+        return
     if args.tiny:
         args.config, args.seeds, args.rounds = "configs/repair-smoke.yaml", args.seeds[:1], 1
     torch.set_num_threads(1)

@@ -370,14 +370,27 @@ def demo_loss(model: torch.nn.Module, pad_id: int, demos: list[tuple[list[int], 
 def sft_continuation(workers, demos: dict[str, list], cfg, seconds: float, seed: int, chunk: int = 20) -> int:
     """The equal-time control of an RL run: continue each role's SFT on its demonstrations for `seconds`.
 
-    Roles alternate in chunks at the annealed warm start's final learning rate, held constant (a
-    continuation, not a restart). `workers` have role, model and tokenizer; returns the steps taken.
+    Roles alternate in chunks of at most `chunk` steps at the annealed warm start's final learning rate,
+    held constant (a continuation, not a restart). `workers` have role, model and tokenizer; returns the
+    steps taken.
     """
     steps, t0 = 0, time.perf_counter()
+    step_s: dict[str, float] = {}
     while time.perf_counter() - t0 < seconds:
         for w in workers:
+            if time.perf_counter() - t0 >= seconds:
+                break
+            # A pretrained role's step can take seconds: its first chunk is one step, timed, and later chunks
+            # last at most a twentieth of the budget, so the control overshoots its time by little.
+            n = 1 if w.role not in step_s else max(1, min(chunk, int(seconds / 20 / step_s[w.role])))
             ws = getattr(cfg, w.role).warm_start
-            cont = ws.model_copy(update={"lr": ws.lr * ws.final_lr_ratio, "final_lr_ratio": 1.0, "warmup_steps": 0})
-            sft(w.model, w.tokenizer.pad_token_id, demos[w.role], cont, seed=seed + steps, steps=chunk, log_every=chunk)
-            steps += chunk
+            # patience 0: a continuation trains for its time; a held-out check at each chunk's end would spend
+            # the control's budget on evaluation (and keep 256 demonstrations out of its training)
+            cont = ws.model_copy(
+                update={"lr": ws.lr * ws.final_lr_ratio, "final_lr_ratio": 1.0, "warmup_steps": 0, "patience": 0}
+            )
+            t = time.perf_counter()
+            sft(w.model, w.tokenizer.pad_token_id, demos[w.role], cont, seed=seed + steps, steps=n, log_every=n)
+            step_s[w.role] = (time.perf_counter() - t) / n
+            steps += n
     return steps

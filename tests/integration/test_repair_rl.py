@@ -147,6 +147,17 @@ def test_repair_rl_benchmark_tiny_mode_compares_rl_sft_rule_and_random(corpus, t
     assert re.search(r"unseen_functions +warm [\d.]+ \+- [\d.]+ +RL .* rule .* random", out.stdout)
     assert re.search(r"RL - warm [+-]\d+\.\d points, RL - SFT [+-]\d+\.\d, RL - rule [+-]\d+\.\d", out.stdout)
     assert "SFT continuation" in out.stdout and "steps in the same time" in out.stdout
+    # seeds run as separate processes are compared from their --json files
+    figures = str(tmp_path / "figures.json")
+    merged = subprocess.run(
+        [str(BIN / "python"), "benchmarks/repair_rl.py", "--merge", figures, figures],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert merged.returncode == 0, merged.stderr[-3000:]
+    assert "mean +- std over 2 seed(s), budget 1:" in merged.stdout and "RL - SFT" in merged.stdout
 
 
 def test_file_style_round_with_lora_roles_in_process(corpus, tmp_path):

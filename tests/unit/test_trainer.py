@@ -136,3 +136,37 @@ def test_stale_samples_are_corrected_against_the_current_policy(tiny_model_dir):
     ).train_step(old)
     assert m_old["stale_weight_capped"] == 1.0 and abs(m_old["stale_weight_mean"] - 2.0) < 1e-5
     assert m_old["clip_frac"] == 0.0  # the clip is around the current policy, not the stale one
+
+
+def test_sft_continuation_keeps_to_its_time_and_spends_it_on_training(tiny_model_dir, monkeypatch):
+    """The equal-time SFT control: it stops within about one chunk of its budget, even when a step is slow
+    (a pretrained role's step takes seconds), and it never spends its time on held-out checks, even when
+    the role's warm start had patience (the benchmark's plateau settings)."""
+    import time
+    from types import SimpleNamespace
+
+    import planact.rl.trainer as trainer_mod
+    from planact.rl.trainer import sft_continuation
+
+    model, tok = load_model(tiny_model_dir)
+    demos = [([tok.bos_token_id, 5, 6], [7, tok.eos_token_id])] * 600
+    ws = WarmStartConfig(steps=100, batch_size=4, patience=3, eval_every=1, heldout=16)
+    cfg = SimpleNamespace(actor=SimpleNamespace(warm_start=ws))
+    worker = SimpleNamespace(role="actor", model=model, tokenizer=tok)
+    calls, real_sft = [], trainer_mod.sft
+
+    def slow_sft(m, pad, d, c, seed=0, steps=None, log_every=50):
+        t = time.perf_counter()
+        time.sleep(0.05 * steps)  # a 50 ms step
+        out = real_sft(m, pad, d, c, seed=seed, steps=steps, log_every=log_every)
+        calls.append((steps, c.patience, time.perf_counter() - t))
+        return out
+
+    monkeypatch.setattr(trainer_mod, "sft", slow_sft)
+    t0 = time.perf_counter()
+    steps = sft_continuation([worker], {"actor": demos}, cfg, seconds=1.0, seed=0, chunk=20)
+    took = time.perf_counter() - t0
+    assert steps == sum(n for n, _, _ in calls) and steps >= 2
+    assert calls[0][0] == 1 and max(n for n, _, _ in calls) < 20  # a chunk lasts ~1/20 of the budget, not 20 steps
+    assert took < 1.0 + max(s for _, _, s in calls) + 0.2  # overshoots by at most one chunk
+    assert all(p == 0 for _, p, _ in calls)  # no plateau checks inside the control
