@@ -152,3 +152,4 @@ def test_async_rounds_benchmark_quick_runs_the_pipelined_flow(prefect_api):
     assert re.search(r"^speedup [0-9.]+x; held-out pass@1 sync [0-9.]+, staleness-1 [0-9.]+$", out.stdout, re.M)
     bound = re.search(r"^overlap bound ([0-9.]+)x .* reached (\d+)% of it$", out.stdout, re.M)
     assert bound and 1.0 <= float(bound.group(1)) <= 2.0, out.stdout  # overlap can at most halve a round
+    assert re.search(r"^share of the possible gain reached: (-?\d+|nan)% ", out.stdout, re.M), out.stdout
