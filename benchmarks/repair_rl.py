@@ -187,6 +187,11 @@ def report(runs: list[dict], budget: int) -> None:
         )
 
 
+def budget_of(runs: list[dict]) -> int:
+    """The largest test budget the runs were evaluated at (from their own figures, not a config re-read)."""
+    return max(int(k.rsplit("_", 1)[1]) for k in runs[0]["warm"] if "/solve_at_" in k)
+
+
 def main() -> None:
     """Run every seed and print the comparison."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -206,21 +211,22 @@ def main() -> None:
     args = ap.parse_args()
     if args.merge:
         runs = [r for f in args.merge for r in json.loads(Path(f).read_text())]
-        report(runs, max(int(k.rsplit("_", 1)[1]) for k in runs[0]["warm"] if "/solve_at_" in k))
+        report(runs, budget_of(runs))
         return
     if args.tiny:
         args.config, args.seeds, args.rounds = "configs/repair-smoke.yaml", args.seeds[:1], 1
     torch.set_num_threads(1)
     t0 = time.perf_counter()
-    runs = [one_seed(args, s) for s in args.seeds]
-    budget = load_config(args.config, args.overrides).env.repair.eval_budget
-    report(runs, budget)
+    runs = []
+    for s in args.seeds:
+        runs.append(one_seed(args, s))
+        if args.json:  # written after every seed, before anything else can fail: an hour of figures is not lost
+            Path(args.json).write_text(json.dumps(runs, indent=1, default=str))
+    report(runs, budget_of(runs))
     print(
         f"\n(total {time.perf_counter() - t0:.0f} s; test budget = Submits per task, each running FAIL_TO_PASS + "
         "PASS_TO_PASS; differences in percentage points)"
     )
-    if args.json:
-        Path(args.json).write_text(json.dumps(runs, indent=1, default=str))
 
 
 if __name__ == "__main__":

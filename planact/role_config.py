@@ -137,6 +137,12 @@ class WarmStartConfig(_Strict):
         lt=1.0,
         description="Relative improvement of the held-out loss that counts as progress (0.01 = 1%).",
     )
+    micro_batch_size: int = Field(
+        0,
+        ge=0,
+        description="Demonstrations per forward/backward pass, gradients accumulated over the step (0 = the whole "
+        "batch at once): the same step with less peak memory, for a pretrained model's long prompts.",
+    )
 
 
 class LoRAConfig(_Strict):

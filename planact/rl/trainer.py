@@ -324,11 +324,19 @@ def sft(
     device = next(model.parameters()).device
     for step in range(steps):
         batch_demos = [demos[rng.randrange(len(demos))] for _ in range(cfg.batch_size)]
-        batch = pad_batch([d[0] for d in batch_demos], [d[1] for d in batch_demos], pad_id, device)
-        logp, _ = token_logprobs(model, batch)
-        loss = -(logp * batch["resp_mask"]).sum() / batch["resp_mask"].sum()
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        # Mean over every target token of the batch, accumulated micro-batch by micro-batch: the same gradient
+        # as one pass, with the activations of only `micro_batch_size` demonstrations alive at a time.
+        tokens = sum(len(d[1]) for d in batch_demos)
+        size = cfg.micro_batch_size or cfg.batch_size
+        loss = 0.0
+        for i in range(0, cfg.batch_size, size):
+            part = batch_demos[i : i + size]
+            batch = pad_batch([d[0] for d in part], [d[1] for d in part], pad_id, device)
+            logp, _ = token_logprobs(model, batch)
+            part_loss = -(logp * batch["resp_mask"]).sum() / tokens
+            part_loss.backward()
+            loss += part_loss.detach()
         torch.nn.utils.clip_grad_norm_(lora.trainable(model), 1.0)
         opt.step()
         sched.step()
