@@ -10,6 +10,7 @@ import random
 import signal
 import time
 
+import psutil
 import pytest
 import ray
 
@@ -37,6 +38,11 @@ def _samples(n: int, seed: int, longest: int) -> list[dict]:
             }
         )
     return out
+
+
+def _cpu_seconds(pid: int) -> float:
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
 
 
 def _max_diff(a: dict, b: dict) -> float:
@@ -90,11 +96,16 @@ def test_two_ranks_match_one_process_and_survive_a_killed_rank(local_ray, tmp_pa
     assert version == 2 and _max_diff(weights, model.state_dict()) < 1e-5
 
     # SIGKILL rank 1 in the middle of a long step (several minibatch updates): the step fails cleanly ...
-    big = _samples(3000, 2, 60)
+    big = _samples(1200, 2, 60)
     rank = group.handle(group.ranks[0])
     pid = ray.get(rank.sm_ready.remote())["pid"]
+    busy = _cpu_seconds(pid)
     pending = group.handle(group.trainer).train.remote(big, "step-2")
-    time.sleep(2.0)
+    # Killed once it has spent 0.3 s of CPU on this step (an idle rank spends none): mid-step on a quiet
+    # machine and a loaded one alike, where a fixed sleep needed a step long enough for the slowest case.
+    deadline = time.time() + 60
+    while _cpu_seconds(pid) - busy < 0.3 and time.time() < deadline:
+        time.sleep(0.02)
     os.kill(pid, signal.SIGKILL)
     with pytest.raises(ray.exceptions.RayTaskError, match="the step failed on a rank"):
         ray.get(pending, timeout=120)
