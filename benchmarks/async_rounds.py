@@ -12,7 +12,11 @@ pipelined trainers saw, the overlap bound for the synchronous arm's round shape,
 The bound: a synchronous round of T seconds of which Tr train can at best become max(T - Tr, Tr) when
 training overlaps everything else, so staleness 1 can gain at most T / max(T - Tr, Tr); the benchmark
 prints that bound, the share of it the pipelined arm reached (speedup / bound) and the share of the
-possible gain ((speedup - 1) / (bound - 1), which a round with little training cannot flatter).
+possible gain ((speedup - 1) / (bound - 1), which a round with little training cannot flatter). Overlap
+needs idle cores too: a round that kept the machine's cores busy for C CPU-seconds cannot take less than
+C / cores, so the benchmark also prints that CPU bound (cores x round / C, from the rounds'
+`time/host_cpu_s`, every process of the machine: run it on a quiet one) and the share of the tighter
+of the two bounds reached.
 
     python benchmarks/async_rounds.py --from runs/demo/checkpoints/warm_start     # the demo's 60 rounds
     python benchmarks/async_rounds.py                                              # warm-starts first (~8 min)
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -68,7 +73,7 @@ def arm_figures(run_dir: Path, tracking_uri: str) -> dict:
         [client.get_experiment_by_name("async-rounds").experiment_id], f"tags.mlflow.runName = '{run_dir.name}'"
     )[0]
     stages = {}
-    for key in ("time/round_s", "time/train_s"):
+    for key in ("time/round_s", "time/train_s", "time/host_cpu_s"):
         hist = client.get_metric_history(run.info.run_id, key)
         stages[key] = sum(m.value for m in hist) / max(1, len(hist))
     seen = {}
@@ -85,12 +90,19 @@ def arm_figures(run_dir: Path, tracking_uri: str) -> dict:
         "staleness_max": seen,
         "round_s": stages["time/round_s"],
         "train_s": stages["time/train_s"],
+        "host_cpu_s": stages["time/host_cpu_s"],
     }
 
 
 def overlap_bound(round_s: float, train_s: float) -> float:
     """The most staleness 1 can speed up a round of `round_s` seconds whose training takes `train_s`."""
     return round_s / max(round_s - train_s, train_s, 1e-9)
+
+
+def cpu_bound(round_s: float, host_cpu_s: float, cores: int) -> float:
+    """The most any overlap can speed up a round that kept the machine busy for `host_cpu_s` CPU-seconds in
+    `round_s` seconds: it cannot take less than host_cpu_s / cores."""
+    return cores * round_s / max(host_cpu_s, 1e-9)
 
 
 def main() -> None:
@@ -154,6 +166,14 @@ def main() -> None:
     print(
         f"overlap bound {bound:.2f}x for the synchronous round shape (training {sync['train_s']:.2f} of "
         f"{sync['round_s']:.2f} s/round); the pipelined arm reached {100 * speedup / bound:.0f}% of it"
+    )
+    cores = os.cpu_count() or 1
+    cpu = cpu_bound(sync["round_s"], sync["host_cpu_s"], cores)
+    tight = min(bound, cpu)
+    print(
+        f"CPU bound {cpu:.2f}x: the synchronous round kept {sync['host_cpu_s'] / (cores * sync['round_s']):.0%} "
+        f"of {cores} cores busy ({sync['host_cpu_s']:.2f} CPU-s per {sync['round_s']:.2f} s round, every process "
+        f"of the machine); the tighter bound {tight:.2f}x, reached {100 * speedup / tight:.0f}%"
     )
     # speedup / bound flatters a round whose training is a small share (a bound of 1.1 gives 91% for no gain
     # at all); the share of the possible gain says what overlapping actually bought

@@ -29,7 +29,7 @@ from planact import agents
 from planact.config import RunConfig
 from planact.envs.base import make_env
 from planact.experience import PoolRef, experience_items
-from planact.timing import Stopwatch
+from planact.timing import Stopwatch, host_cpu_seconds
 from tasks.experience import record_experience
 from tasks.plan_act import Payload, actor_execute, barrier, planner_generate, score_rewards, sync_role, train_role
 
@@ -241,6 +241,7 @@ class Rounds:
         self.cfg, self.planner, self.actor, self.pool, self.incarnation = cfg, planner, actor, pool, incarnation
         self.training: tuple[Round, dict] | None = None  # the round whose training is in flight, its futures
         self._last_done = time.perf_counter()
+        self._last_cpu = host_cpu_seconds()
 
     def play(self, round_idx: int) -> Iterator[dict]:
         """Generate round `round_idx`; yield every round this finishes (the one in training, or this one)."""
@@ -266,8 +267,11 @@ class Rounds:
         out = rnd.result()
         # Pipelined, a round's own stages overlap the next one's: its wall time is the time between two
         # finished rounds (what rounds/hour counts).
-        now = time.perf_counter()
+        now, cpu = time.perf_counter(), host_cpu_seconds()
         out["metrics"]["time/round_s"] = now - self._last_done
+        # How much of the machine the round kept busy (all its processes, all cores): a synchronous round
+        # that already fills the cores has nothing for pipelining to overlap (benchmarks/async_rounds.py).
+        out["metrics"]["time/host_cpu_s"] = cpu - self._last_cpu
         out["round"] = rnd.idx
-        self._last_done = now
+        self._last_done, self._last_cpu = now, cpu
         return out

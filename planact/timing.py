@@ -6,6 +6,8 @@ import gc
 import time
 from contextlib import contextmanager
 
+import psutil
+
 
 class Stopwatch:
     """Accumulates wall time per named stage into a dict."""
@@ -36,3 +38,10 @@ def freeze_heap() -> None:
 def thaw_heap() -> None:
     """Hand the frozen objects back to the collector (a notebook's session ends; its run's cycles may go)."""
     gc.unfreeze()
+
+
+def host_cpu_seconds() -> float:
+    """CPU seconds every process of this machine has spent since boot, summed over its cores (idle and
+    I/O wait excluded): the difference over a span, divided by span x cores, is how busy the machine was."""
+    t = psutil.cpu_times()
+    return sum(t) - t.idle - getattr(t, "iowait", 0.0) - getattr(t, "guest", 0.0) - getattr(t, "guest_nice", 0.0)

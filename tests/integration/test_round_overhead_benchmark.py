@@ -150,6 +150,10 @@ def test_async_rounds_benchmark_quick_runs_the_pipelined_flow(prefect_api):
     assert sync and stale, out.stdout
     assert sync.group(3, 4) == ("0", "0") and stale.group(3, 4) == ("1", "1"), out.stdout
     assert re.search(r"^speedup [0-9.]+x; held-out pass@1 sync [0-9.]+, staleness-1 [0-9.]+$", out.stdout, re.M)
+    cpu = re.search(
+        r"^CPU bound ([0-9.]+)x: the synchronous round kept \d+% of \d+ cores busy .* reached \d+%$", out.stdout, re.M
+    )
+    assert cpu and float(cpu.group(1)) > 0, out.stdout  # the bound the cores set, from the rounds' host CPU
     bound = re.search(r"^overlap bound ([0-9.]+)x .* reached (\d+)% of it$", out.stdout, re.M)
     assert bound and 1.0 <= float(bound.group(1)) <= 2.0, out.stdout  # overlap can at most halve a round
     assert re.search(r"^share of the possible gain reached: (-?\d+|nan)% ", out.stdout, re.M), out.stdout

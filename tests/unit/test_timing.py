@@ -1,0 +1,37 @@
+"""The host CPU clock the rounds log (`time/host_cpu_s`) and the async benchmark's CPU bound read."""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+
+from planact.timing import host_cpu_seconds
+
+
+def _load_async_rounds():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "async_rounds.py"
+    spec = importlib.util.spec_from_file_location("async_rounds", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_host_cpu_seconds_counts_a_busy_loop_and_not_a_sleep():
+    t0 = host_cpu_seconds()
+    end = time.process_time() + 0.3
+    while time.process_time() < end:  # 0.3 s of this process's CPU
+        pass
+    busy = host_cpu_seconds() - t0
+    assert busy >= 0.25  # the loop is on the machine's clock (plus whatever else ran meanwhile)
+    t1 = host_cpu_seconds()
+    time.sleep(0.3)
+    assert host_cpu_seconds() - t1 < busy  # sleeping is not busy time (other processes may still run)
+
+
+def test_cpu_bound_is_cores_over_utilisation():
+    bench = _load_async_rounds()
+    assert bench.cpu_bound(round_s=10.0, host_cpu_s=20.0, cores=2) == 1.0  # both cores full: nothing to overlap
+    assert bench.cpu_bound(round_s=10.0, host_cpu_s=10.0, cores=2) == 2.0  # half idle: at most twice as fast
+    assert bench.overlap_bound(10.0, 3.0) == 10.0 / 7.0
