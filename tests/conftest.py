@@ -10,30 +10,32 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-# Seconds each slow file's tests took in a fresh-clone CI run (2 cores, 2026-11-27, `make test`'s JUnit report
+# Seconds each slow file's tests took in a fresh-clone CI run (2 cores, 2026-11-28, `make test`'s JUnit report
 # summed by tools/suite_times.py). `make test` runs pytest-xdist with --dist loadfile --no-loadscope-reorder:
 # files go to the two workers in collection order as each frees up, so collecting the longest first
 # (longest-processing-time first) keeps one worker from running a long file alone at the end. xdist's own
 # reorder sorts by number of tests, which put these one-test files last.
 SLOW_FILES = {
-    "test_deployments.py": 406,
-    "test_repair_rl.py": 355,
-    "test_trainer_group.py": 337,
-    "test_round_overhead_benchmark.py": 180,
-    "test_flow_end_to_end.py": 150,
-    "test_resume.py": 131,
-    "test_workflow_env.py": 120,
-    "test_notebooks.py": 97,
-    "test_two_job.py": 81,
-    "test_determinism.py": 75,
-    "test_repair_cli.py": 73,
-    "test_search_offline.py": 72,
-    "test_schedulemesh.py": 70,
-    "test_console_output.py": 64,
-    "test_openai_role.py": 55,
-    "test_agent_recovery.py": 51,
-    "test_aflow_llm_optimizer.py": 44,
-    "test_ray_cluster.py": 40,
+    "test_repair_rl.py": 367,
+    "test_deployments.py": 344,
+    "test_trainer_group.py": 225,
+    "test_round_overhead_benchmark.py": 195,
+    "test_flow_end_to_end.py": 153,
+    "test_notebooks.py": 120,
+    "test_workflow_env.py": 99,
+    "test_resume.py": 94,
+    "test_search_offline.py": 81,
+    "test_determinism.py": 73,
+    "test_schedulemesh.py": 73,
+    "test_console_output.py": 68,
+    "test_repair_cli.py": 65,
+    "test_agent_recovery.py": 64,
+    "test_openai_role.py": 60,
+    "test_two_job.py": 60,
+    "test_aflow_llm_optimizer.py": 56,
+    "test_ray_cluster.py": 44,
+    "test_repair_env.py": 41,
+    "test_corpus_validate.py": 40,
 }
 
 
