@@ -49,6 +49,19 @@ PIPELINED = [
 ]
 
 
+# The held-out figures each arm is judged by: the synthetic task's pass@1 and greedy success, or code
+# repair's team solve rate at budget 1 on unseen packages and unseen functions.
+QUALITY = (("pass@1", "greedy/success"), ("unseen_packages/team/solve_at_1", "unseen_functions/team/solve_at_1"))
+
+
+def quality_keys(summary: dict) -> tuple[str, str]:
+    """The pair of QUALITY the run's summary holds."""
+    for pair in QUALITY:
+        if f"final/{pair[0]}" in summary:
+            return pair
+    raise SystemExit(f"no held-out figure of {QUALITY} in the run's summary: {sorted(summary)}")
+
+
 def run_flow(config: str, overrides: list[str], log: Path) -> float:
     """One training-flow CLI run; returns its wall seconds (its console goes to `log`)."""
     args = [sys.executable, "-m", "flows.plan_act", "--config", config]
@@ -88,27 +101,14 @@ def arm_figures(run_dir: Path, tracking_uri: str) -> dict:
         "seconds": seconds,
         "rounds_per_hour": 3600.0 * rounds / seconds,
         "quality": (first, second),
-        "pass@1": summary.get(f"final/{first}"),
-        "greedy": summary.get(f"final/{second}"),
-        "warm_pass@1": summary.get(f"warm_start/{first}"),
+        "held_a": summary.get(f"final/{first}"),
+        "held_b": summary.get(f"final/{second}"),
+        "warm_held_a": summary.get(f"warm_start/{first}"),
         "staleness_max": seen,
         "round_s": stages["time/round_s"],
         "train_s": stages["time/train_s"],
         "host_cpu_s": stages["time/host_cpu_s"],
     }
-
-
-# The held-out figures each arm is judged by: the synthetic task's pass@1 and greedy success, or code
-# repair's team solve rate at budget 1 on unseen packages and unseen functions.
-QUALITY = (("pass@1", "greedy/success"), ("unseen_packages/team/solve_at_1", "unseen_functions/team/solve_at_1"))
-
-
-def quality_keys(summary: dict) -> tuple[str, str]:
-    """The pair of QUALITY the run's summary holds."""
-    for pair in QUALITY:
-        if f"final/{pair[0]}" in summary:
-            return pair
-    raise SystemExit(f"no held-out figure of {QUALITY} in the run's summary: {sorted(summary)}")
 
 
 def overlap_bound(round_s: float, train_s: float) -> float:
@@ -184,11 +184,11 @@ def main() -> None:
     print(f"{'arm':<12} {'rounds/h':>9} {'s/round':>8} {a:>7} {b:>7}  staleness seen (max)")
     for name, f in figures.items():
         print(
-            f"{name:<12} {f['rounds_per_hour']:>9.0f} {f['seconds'] / f['rounds']:>8.2f} {f['pass@1']:>7.3f} "
-            f"{f['greedy']:>7.3f}  planner {f['staleness_max']['planner']:.0f}, actor {f['staleness_max']['actor']:.0f}"
+            f"{name:<12} {f['rounds_per_hour']:>9.0f} {f['seconds'] / f['rounds']:>8.2f} {f['held_a']:>7.3f} "
+            f"{f['held_b']:>7.3f}  planner {f['staleness_max']['planner']:.0f}, actor {f['staleness_max']['actor']:.0f}"
         )
     sync, stale = figures["sync"], figures["staleness-1"]
-    print(f"warm start held-out {first} (both arms): {sync['warm_pass@1']:.3f}")
+    print(f"warm start held-out {first} (both arms): {sync['warm_held_a']:.3f}")
     speedup, bound = stale["rounds_per_hour"] / sync["rounds_per_hour"], overlap_bound(sync["round_s"], sync["train_s"])
     print(
         f"overlap bound {bound:.2f}x for the synchronous round shape (training {sync['train_s']:.2f} of "
@@ -206,7 +206,7 @@ def main() -> None:
     # at all); the share of the possible gain says what overlapping actually bought
     gain = (speedup - 1.0) / (bound - 1.0) if bound > 1.0 + 1e-9 else float("nan")
     print(f"share of the possible gain reached: {100 * gain:.0f}% ((speedup - 1) / (bound - 1))")
-    print(f"speedup {speedup:.2f}x; held-out {first} sync {sync['pass@1']:.3f}, staleness-1 {stale['pass@1']:.3f}")
+    print(f"speedup {speedup:.2f}x; held-out {first} sync {sync['held_a']:.3f}, staleness-1 {stale['held_a']:.3f}")
     print(f"runs, logs and MLflow db under {root}")
 
 
