@@ -60,11 +60,21 @@ class SupervisionMixin:
             if probe is None and name in self.handles:
                 # One outstanding probe per agent: a busy agent queues it instead of piling up pings.
                 self.probes[name] = asyncio.ensure_future(self._probe(self.handles[name]))
-            silent = now - rec.last_heartbeat > self.stale_after_s
+            silent = now - rec.last_heartbeat > self._silence_limit(rec)
             if dead or silent:
                 why = "actor died" if dead else f"no heartbeat for {now - rec.last_heartbeat:.1f}s"
                 self.recovering.add(name)
                 asyncio.ensure_future(self._recover(rec, why))
+
+    def _silence_limit(self, rec: AgentRecord) -> float:
+        """Seconds without a heartbeat before an agent counts as lost."""
+        # An agent with Ray's own max_restarts goes silent while Ray brings it back in a new process; that is
+        # an agent start, so it gets the time any start gets. Recreating it sooner kills the restart Ray is
+        # doing (seen on a loaded 2-core machine, where a restart outlasted a short stale_after_s). When Ray
+        # has spent its restarts, the probe reports the actor dead and recovery starts without this wait.
+        if rec.ray_options.get("max_restarts", 0):
+            return max(self.stale_after_s, self.ready_timeout_s)
+        return self.stale_after_s
 
     @staticmethod
     async def _probe(handle) -> object:

@@ -1,4 +1,4 @@
-"""schedulemesh's pure parts: resource requests, the pool ledger, option checks and dispatch choices."""
+"""schedulemesh's pure parts: resource requests, the pool ledger, option checks dispatch choices and how long supervision waits on a silent agent."""
 
 from __future__ import annotations
 
@@ -107,3 +107,20 @@ def test_dispatch_strategies():
     assert sorted(inferred) == ["a", "b", "c", "c"]
     with pytest.raises(InvalidOptions, match="unknown strategy"):
         d.pick(cands, "fastest")
+
+
+def test_an_agent_ray_restarts_itself_gets_a_start_s_worth_of_silence_before_recreation():
+    from schedulemesh.records import AgentRecord
+    from schedulemesh.supervision import SupervisionMixin
+
+    host = SupervisionMixin()
+    host.stale_after_s, host.ready_timeout_s = 3.0, 90.0
+
+    def rec(ray_options: dict) -> AgentRecord:
+        return AgentRecord("a", "p", object, (), {}, {"cpu": 1.0}, ray_options, {}, "ns")
+
+    # Recreating a silent agent while Ray restarts it would kill the restart in progress.
+    assert host._silence_limit(rec({"max_restarts": 1})) == 90.0
+    assert host._silence_limit(rec({"max_restarts": -1})) == 90.0
+    assert host._silence_limit(rec({"max_restarts": 0})) == 3.0
+    assert host._silence_limit(rec({})) == 3.0
