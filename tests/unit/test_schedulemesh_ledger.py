@@ -1,4 +1,4 @@
-"""schedulemesh's pure parts: resource requests, the pool ledger, option checks dispatch choices and how long supervision waits on a silent agent."""
+"""schedulemesh's pure parts: resource requests, the pool ledger, option checks, dispatch choices and how long supervision waits on a silent agent."""
 
 from __future__ import annotations
 
