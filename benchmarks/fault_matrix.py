@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -68,13 +69,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def ray_processes() -> set[int]:
-    """PIDs of Ray's daemons and workers on this machine."""
+def ray_processes(ray_tmp: Path) -> set[int]:
+    """PIDs of the Ray daemons and workers of the sessions under `ray_tmp` (one cell's RAY_TMPDIR)."""
+    # Each Ray process keeps its session's log files open, and a cell's sessions live under its own
+    # RAY_TMPDIR: matching on that, not on "started during the cell", leaves alone the Ray processes of
+    # anything else running on the machine (the test suite runs this beside other tests).
+    prefix = f"{ray_tmp}/"
     out = set()
     for p in psutil.process_iter(["pid", "cmdline"]):
         cmd = " ".join(p.info["cmdline"] or [])
-        if "raylet" in cmd or "gcs_server" in cmd or cmd.startswith("ray::"):
-            out.add(p.info["pid"])
+        if not ("raylet" in cmd or "gcs_server" in cmd or cmd.startswith("ray::")):
+            continue
+        try:
+            if prefix in cmd or any(f.path.startswith(prefix) for f in p.open_files()):
+                out.add(p.info["pid"])
+        except psutil.Error:  # gone, or not ours to read
+            pass
     return out
 
 
@@ -268,6 +278,8 @@ def cell(point: str, nth: int, rounds: int, work: Path, prefect: dict, base: tup
         **os.environ,
         "PREFECT_API_URL": prefect["url"],
         "PLANACT_FAULT_DIR": str(root),
+        # short (Ray's socket paths must fit 107 bytes) and the cell's own: what ray_processes looks for
+        "RAY_TMPDIR": tempfile.mkdtemp(prefix="fm-ray-", dir="/tmp"),
         "TOKENIZERS_PARALLELISM": "false",
         "RAY_USAGE_STATS_ENABLED": "0",
     }
@@ -289,7 +301,6 @@ def cell(point: str, nth: int, rounds: int, work: Path, prefect: dict, base: tup
         )
     else:
         env["PLANACT_FAULT"] = f"{point}:{nth}" + (f"@{victim}" if victim else "")
-    before = ray_processes()
     log = root / "cli.log"
     if outage:
         outage.start()
@@ -306,7 +317,7 @@ def cell(point: str, nth: int, rounds: int, work: Path, prefect: dict, base: tup
         if mlflow:
             stop(mlflow["proc"])
     deadline = time.time() + 20  # Ray's daemons notice a dead driver within seconds (its reaper process)
-    while (orphans := ray_processes() - before) and time.time() < deadline:
+    while (orphans := ray_processes(Path(env["RAY_TMPDIR"]))) and time.time() < deadline:
         time.sleep(0.5)
     names = sorted({_name(pid) for pid in orphans})
     for pid in orphans:
@@ -314,6 +325,7 @@ def cell(point: str, nth: int, rounds: int, work: Path, prefect: dict, base: tup
             psutil.Process(pid).kill()
         except psutil.NoSuchProcess:
             pass
+    shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
     if not fired:
         return "fault never fired (point not reached)"
     if rc != 0:

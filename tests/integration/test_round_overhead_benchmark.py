@@ -62,7 +62,6 @@ def test_rl_vs_sft_benchmark_over_seeds_tiny():
 
 
 @pytest.mark.slow
-@pytest.mark.serial  # kills every Ray process started during a cell, machine-wide
 def test_fault_matrix_tiny_mode():
     """benchmarks/fault_matrix.py with one cell: a trainer actor SIGKILLs itself mid-train; the run completes
     with every round, metric step, update and experience item once, and no Ray process left behind.
