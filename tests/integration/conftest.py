@@ -274,7 +274,7 @@ def shared_tmp(tmp_path_factory, name: str) -> Path:
 
 @pytest.fixture(scope="session")
 def aflow_executor(tmp_path_factory) -> str:
-    """A planner+actor checkpoint for the offline AFlow benchmark, warm-started once per test session (~65 s).
+    """A planner+actor checkpoint for the offline AFlow benchmark, warm-started once per test session (~80 s).
 
     Fewer steps than the demo's executor (300/1500): weaker models, but workflows with and without a
     plan still score apart, which is what the AFlow tests need. (Building it in the background while
@@ -289,4 +289,5 @@ def aflow_executor(tmp_path_factory) -> str:
     # lock, so the second worker reuses the first one's build instead of spending another minute of CPU.
     root = shared_tmp(tmp_path_factory, "aflow-executor")
     with FileLock(str(root / ".lock")):
-        return str(ensure_planact_checkpoint(LLMConfig(planner_steps=200, actor_steps=1000), root))
+        # One torch thread: the other xdist worker has the second core (79 CPU-s instead of 108 with two).
+        return str(ensure_planact_checkpoint(LLMConfig(planner_steps=200, actor_steps=1000), root, threads=1))
