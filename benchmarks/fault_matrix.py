@@ -88,6 +88,22 @@ def ray_processes(ray_tmp: Path) -> set[int]:
     return out
 
 
+def _reap_cell(ray_tmp: Path) -> dict[int, str]:
+    """Wait up to 20 s for a cell's Ray processes to exit, kill what is left, remove its Ray folder; returns
+    the leftovers (pid -> command line)."""
+    deadline = time.time() + 20  # Ray's daemons notice a dead driver within seconds (its reaper process)
+    while (orphans := ray_processes(ray_tmp)) and time.time() < deadline:
+        time.sleep(0.5)
+    left = {pid: _name(pid) for pid in orphans}
+    for pid in orphans:
+        try:
+            psutil.Process(pid).kill()
+        except psutil.NoSuchProcess:
+            pass
+    shutil.rmtree(ray_tmp, ignore_errors=True)
+    return left
+
+
 def _name(pid: int) -> str:
     try:
         return " ".join(psutil.Process(pid).cmdline())[:60]
@@ -316,16 +332,8 @@ def cell(point: str, nth: int, rounds: int, work: Path, prefect: dict, base: tup
     finally:
         if mlflow:
             stop(mlflow["proc"])
-    deadline = time.time() + 20  # Ray's daemons notice a dead driver within seconds (its reaper process)
-    while (orphans := ray_processes(Path(env["RAY_TMPDIR"]))) and time.time() < deadline:
-        time.sleep(0.5)
-    names = sorted({_name(pid) for pid in orphans})
-    for pid in orphans:
-        try:
-            psutil.Process(pid).kill()
-        except psutil.NoSuchProcess:
-            pass
-    shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
+        orphans = _reap_cell(Path(env["RAY_TMPDIR"]))
+    names = sorted(set(orphans.values()))
     if not fired:
         return "fault never fired (point not reached)"
     if rc != 0:

@@ -81,8 +81,7 @@ def _agent_count(cfg: RunConfig, role: str) -> int:
 
 def scheduler_for(cfg: RunConfig) -> Scheduler:
     """The schedulemesh scheduler of the run's namespace (state persisted beside the runs on a real cluster)."""
-    local = cfg.ray.address in (None, "", "local")
-    if local:
+    if cfg.ray.private:
         # A private local Ray dies with the driver, so its state file lives in that Ray session's own folder:
         # it lets a crashed supervisor recreate the run's agents, and can never resurrect a finished run's.
         ctx = ray.get_runtime_context()

@@ -131,6 +131,11 @@ class RayConfig(_Strict):
         "Ray task workers, like every other task of the flow.",
     )
 
+    @property
+    def private(self) -> bool:
+        """True when the run starts its own local Ray (no cluster address given)."""
+        return self.address in (None, "", "local")
+
 
 class AFlowHookConfig(_Strict):
     """Optimise the workflow around the current models every N rounds (an aflow-optimize sub-flow)."""

@@ -52,7 +52,7 @@ def worker_runtime_env(cfg, env_vars: dict[str, str] | None = None) -> dict | No
     """The runtime_env for the run's Ray workers: the configured one plus `env_vars` they must share."""
     runtime_env = dict(cfg.ray.runtime_env)
     merged_env = {**(env_vars or {}), **expand_references(runtime_env.pop("env_vars", {}))}
-    if cfg.ray.address in (None, "", "local"):
+    if cfg.ray.private:
         # A private Ray's workers inherit this process's environment already. A runtime_env with env_vars
         # makes Ray start every worker through an extra interpreter (setup_worker.py): ~2-3 CPU-s a run.
         merged_env = {k: v for k, v in merged_env.items() if os.environ.get(k) != v}
@@ -65,13 +65,12 @@ def connect_ray(cfg, env_vars: dict[str, str] | None = None, namespace: str | No
     """Connect to the configured Ray (or start a local one); returns True when this call started it."""
     if ray.is_initialized():
         return False
-    local = cfg.ray.address in (None, "", "local")
     kwargs = {
         "namespace": namespace or cfg.barrier.namespace,
         "runtime_env": worker_runtime_env(cfg, env_vars),
         "log_to_driver": True,
     }
-    if local:
+    if cfg.ray.private:
         # A private single-machine Ray: keep all its traffic on loopback (Ray otherwise binds the primary
         # interface's address even for a one-node cluster).
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")

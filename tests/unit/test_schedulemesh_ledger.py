@@ -1,4 +1,4 @@
-"""schedulemesh's pure parts: resource requests, the pool ledger, option checks, dispatch choices and how long supervision waits on a silent agent."""
+"""schedulemesh's pure parts: requests, the pool ledger, option checks, dispatch, supervision's silence limit."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from schedulemesh import resources as R
 from schedulemesh.dispatch import Dispatcher
 from schedulemesh.errors import InsufficientCapacity, InvalidOptions
 from schedulemesh.pool import Pool
+from schedulemesh.records import AgentRecord
+from schedulemesh.supervision import SupervisionMixin
 
 
 def test_target_pool_capacity_is_spec_times_target_and_ledger_moves_reserved_to_used():
@@ -110,9 +112,6 @@ def test_dispatch_strategies():
 
 
 def test_an_agent_ray_restarts_itself_gets_a_start_s_worth_of_silence_before_recreation():
-    from schedulemesh.records import AgentRecord
-    from schedulemesh.supervision import SupervisionMixin
-
     host = SupervisionMixin()
     host.stale_after_s, host.ready_timeout_s = 3.0, 90.0
 
