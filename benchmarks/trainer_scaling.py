@@ -12,10 +12,12 @@ speed-up: the ranks compete for the same cores; the figure that matters there is
     python benchmarks/trainer_scaling.py --tiny              # seconds; what the test runs
     python benchmarks/trainer_scaling.py --device cuda --ranks 1   # ~0.5B Llama built locally, bf16 autocast, MFU
     python benchmarks/trainer_scaling.py --device cuda --sweep     # each trainer switch on/off at N = 1, in one run
+    python benchmarks/trainer_scaling.py --ranks 1 --switch packed=true --switch attention=varlen
 
-`--sweep` measures the trainer's speed switches (RLConfig: precision bf16, fused_adamw, micro_batch_tokens,
-compile) added one at a time at N = 1: tokens/s, ratio to the plain fp32 step, max |dW| from it, peak
-memory (GPU: torch's peak allocation; CPU: the rank process's peak RSS), and on a GPU TFLOP/s and MFU.
+`--sweep` measures the speed switches (the model's SDPA attention; RLConfig: precision bf16, fused_adamw,
+micro_batch_tokens, packed with varlen attention, compile) added one at a time at N = 1: tokens/s, ratio to
+the plain fp32 step, max |dW| from it, peak memory (GPU: torch's peak allocation; CPU: the rank process's
+peak RSS), and on a GPU TFLOP/s and MFU.
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
+import yaml  # noqa: E402
 
 from planact.config import RLConfig, TinyModelSpec  # noqa: E402
-from planact.rl import data_parallel, fsdp  # noqa: E402
+from planact.rl import data_parallel, fsdp, varlen  # noqa: E402,F401  (varlen: registers the attention)
 from planact.rl.data_parallel import DataParallel, backend_for  # noqa: E402
 from planact.rl.trainer import RoleTrainer  # noqa: E402
 
@@ -98,7 +101,10 @@ def run_rank(rank: int, world: int, port: int, args, out, sharded: bool = False)
     params = sum(p.numel() for p in model.parameters())
     if sharded:
         model = fsdp.shard(model, device)
-    rl = RLConfig(lr=1e-4, num_minibatches=args.minibatches, **args.switches)
+    switches = dict(args.switches)
+    # The attention kernel is the model's (resources.attention in a run), not the trainer's.
+    model.config._attn_implementation = switches.pop("attention", "eager")
+    rl = RLConfig(lr=1e-4, num_minibatches=args.minibatches, **switches)
     trainer = RoleTrainer(model, 0, rl, temperature=1.0)
     samples = make_round(args, model.config.vocab_size)
     trainer.train_step(samples, dp)  # warm-up round (allocations, kernels, a compile), not timed
@@ -171,8 +177,20 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tiny", action="store_true", help="seconds-long budget (tests)")
     ap.add_argument("--sweep", action="store_true", help="measure each trainer switch at N = 1 (see the docstring)")
     ap.add_argument("--micro-tokens", type=int, default=0, help="--sweep: micro_batch_tokens (0 = samples x length)")
+    ap.add_argument(
+        "--switch",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an RLConfig field (or attention=sdpa|varlen) for every N, e.g. --switch packed=true "
+        "--switch attention=varlen --switch micro_batch_tokens=1024",
+    )
     args = ap.parse_args(argv)
     args.switches = {"precision": "bf16"} if args.device.startswith("cuda") else {}
+    for item in args.switch:
+        key, _, value = item.partition("=")
+        args.switches[key] = yaml.safe_load(value)  # true, 1024, sdpa: YAML's scalars, as in a config file
+    RLConfig(**{k: v for k, v in args.switches.items() if k != "attention"})  # a bad switch fails here, named
     args.spec = dict(hidden_size=128, num_layers=4, num_heads=4, intermediate_size=384)
     if args.tiny:
         args.samples, args.length, args.steps = 16, 16, 1
@@ -187,7 +205,8 @@ def main(argv: list[str] | None = None) -> None:
     base = rows[0]
     print(
         f"trainer scaling on {args.device}: {base['params']:,} parameters, {args.samples} samples of up to "
-        f"{2 * args.length} tokens, {args.minibatches} minibatches, {args.steps} timed rounds"
+        f"{2 * args.length} tokens, {args.minibatches} minibatches, {args.steps} timed rounds; switches "
+        f"{args.switches or 'none'}"
     )
     print(
         f"{'N':>3} {'mode':>5} {'tokens/s':>12} {'ratio to N=' + str(base['world']):>14} "
@@ -221,13 +240,19 @@ def print_mfu(args, labelled: list[tuple[str, dict]]) -> None:
 def sweep(args) -> None:
     """Each speed switch added in turn, N = 1; one table with the plain fp32 step as the baseline."""
     micro = args.micro_tokens or max(64, args.samples * 2 * args.length // 4)  # about a quarter of a step
-    steps = [
+    added = [
         ("fp32", {}),
+        ("+sdpa", {"attention": "sdpa"}),
         ("+bf16", {"precision": "bf16"}),
-        ("+fused_adamw", {"precision": "bf16", "fused_adamw": True}),
-        ("+micro_batches", {"precision": "bf16", "fused_adamw": True, "micro_batch_tokens": micro}),
-        ("+compile", {"precision": "bf16", "fused_adamw": True, "micro_batch_tokens": micro, "compile": True}),
+        ("+fused_adamw", {"fused_adamw": True}),
+        ("+micro_batches", {"micro_batch_tokens": micro}),
+        ("+packed", {"packed": True, "attention": "varlen"}),
+        ("+compile", {"compile": True}),
     ]
+    steps, on = [], {}
+    for name, switch in added:  # each row keeps the switches of the rows above it
+        on = {**on, **switch}
+        steps.append((name, on))
     if args.tiny:  # the test: no compile (tens of seconds of C++ builds on a CPU)
         steps = steps[:-1]
     rows = []

@@ -113,7 +113,7 @@ def load_model(
 ) -> tuple[torch.nn.Module, PreTrainedTokenizerFast]:
     """Load a causal LM and tokenizer by path: the same call for tiny and real checkpoints.
 
-    `attention` ('eager' | 'sdpa') must be the same wherever a role's model is loaded: its engine's
+    `attention` ('eager' | 'sdpa' | 'varlen') must be the same wherever a role's model is loaded: its engine's
     sampling log-probabilities and its trainer's must come from the same kernel. A LoRA checkpoint's
     folder (adapter only) loads its base and applies the adapter.
     """
@@ -130,6 +130,8 @@ def load_model(
     tokenizer = AutoTokenizer.from_pretrained(str(path))
     if tokenizer.pad_token_id is None or tokenizer.pad_token_id == tokenizer.eos_token_id:
         raise ValueError(f"{path}: the tokenizer needs a pad token distinct from EOS (logprob alignment depends on it)")
+    if attention == "varlen":
+        import planact.rl.varlen  # noqa: F401  (registers the attention with transformers)
     model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32, attn_implementation=attention)
     return model.to(device), tokenizer
 

@@ -92,6 +92,13 @@ class RLConfig(_Strict):
         "micro-batch's share of response tokens: the same update with bounded activation memory. 0 = one forward "
         "over the whole step. A row longer than the budget is a micro-batch of its own.",
     )
+    packed: bool = Field(
+        False,
+        description="Padding-free micro-batches: each micro-batch's samples end to end in one row, position ids "
+        "restarting per sample, a block-diagonal causal mask (no sample sees another), the LM head on response "
+        "tokens only; with it micro_batch_tokens counts real tokens, not padded ones. The same update. Pays when "
+        "lengths vary a lot; the attention mask is dense, so keep micro_batch_tokens to a few thousand.",
+    )
     precision: Literal["fp32", "bf16"] = Field(
         "fp32",
         description="'bf16': the loss's forward passes under torch.autocast(bfloat16) on the model's device (weights, "
@@ -188,11 +195,13 @@ class ResourceConfig(_Strict):
         True, description="Run the trainer inside engine replica 0 (weight sync is then in-process)."
     )
     device: str = Field("cpu", description="torch device for the model, e.g. 'cpu' or 'cuda'.")
-    attention: Literal["eager", "sdpa"] = Field(
+    attention: Literal["eager", "sdpa", "varlen"] = Field(
         "eager",
         description="Attention kernel of the role's hf model, the same in its engine and its trainer (their "
-        "log-probabilities must agree): 'eager' (the reference path, what the CPU runs and tests use) or "
-        "'sdpa' (PyTorch's fused attention: on a GPU faster and lighter for real models).",
+        "log-probabilities must agree): 'eager' (the reference path, what the CPU runs and tests use), "
+        "'sdpa' (PyTorch's fused attention: on a GPU faster and lighter for real models) or 'varlen' (SDPA, "
+        "and each sample of a packed row attended on its own: flash-attention varlen on a GPU in bf16; what "
+        "rl.packed needs).",
     )
     trainer_workers: int = Field(
         1,
@@ -267,6 +276,11 @@ class RoleConfig(_Strict):
         if self.lora.enabled and self.resources.trainer_workers > 1:
             raise ValueError(
                 "lora.enabled: data-parallel adapter training (resources.trainer_workers > 1) is not built yet"
+            )
+        if self.rl.packed and self.resources.attention != "varlen":
+            raise ValueError(
+                "rl.packed needs resources.attention: varlen: under eager or sdpa attention a packed row gets a "
+                "dense block-diagonal mask whose cost grows with the square of the row (measured slower than padding)"
             )
         if self.resources.fsdp and self.rl.kl_coef > 0:
             raise ValueError("resources.fsdp: the KL reference model is not sharded; set rl.kl_coef: 0 or fsdp: false")

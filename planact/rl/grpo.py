@@ -54,13 +54,14 @@ def grpo_loss(
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Token-level clipped surrogate, averaged over every unmasked token in the batch.
 
-    Shapes: logp/old_logp/mask/ref_logp/entropy/behav_weight [B, T]; advantages [B] (one per sequence).
+    Shapes: logp/old_logp/mask/ref_logp/entropy/behav_weight [B, T]; advantages [B] (one per sequence) or
+    [B, T] (one per token: a packed row holds several sequences).
     With `behav_weight` (decoupled PPO, for samples drawn by an older policy): `old_logp` is the proximal
     policy (the trainer's weights before this update), the clip is taken around it, and each token's
     term is multiplied by pi_prox / pi_behav (capped by the caller), which corrects for the stale sampler.
     """
     eps_high = eps_clip if eps_clip_high is None else eps_clip_high
-    adv = advantages.unsqueeze(-1)
+    adv = advantages.unsqueeze(-1) if advantages.dim() == 1 else advantages
     ratio = (logp - old_logp).exp()
     surr1 = ratio * adv
     surr2 = ratio.clamp(1.0 - eps_clip, 1.0 + eps_high) * adv

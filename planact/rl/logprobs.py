@@ -31,37 +31,82 @@ def pad_batch(
     return {k: v.to(device) for k, v in batch.items()}
 
 
+def pack_batch(
+    prompts: list[list[int]], responses: list[list[int]], device: torch.device | str = "cpu"
+) -> dict[str, torch.Tensor]:
+    """Every prompt+response end to end in one row of shape [1, sum of lengths]: no padding token at all.
+
+    Position ids restart at 0 for each sample and there is no attention mask: from that, transformers
+    builds a block-diagonal causal mask, so no sample attends to another (its packed-sequence format).
+    """
+    seqs = [p + r for p, r in zip(prompts, responses)]
+    input_ids = torch.tensor([t for s in seqs for t in s], dtype=torch.long).unsqueeze(0)
+    positions = torch.cat([torch.arange(len(s)) for s in seqs]).unsqueeze(0)
+    resp_mask = torch.cat([torch.tensor([0.0] * len(p) + [1.0] * len(r)) for p, r in zip(prompts, responses)])
+    batch = {"input_ids": input_ids, "position_ids": positions, "resp_mask": resp_mask.unsqueeze(0)}
+    return {k: v.to(device) for k, v in batch.items()}
+
+
+def make_batch(
+    prompts: list[list[int]],
+    responses: list[list[int]],
+    pad_id: int,
+    device: torch.device | str = "cpu",
+    packed: bool = False,
+) -> tuple[dict[str, torch.Tensor], list[tuple[int, int]]]:
+    """A padded or packed batch and, per sample, the (row, column) of its first response token."""
+    if not packed:
+        return pad_batch(prompts, responses, pad_id, device), [(i, len(p)) for i, p in enumerate(prompts)]
+    starts, offset = [], 0
+    for p, r in zip(prompts, responses):
+        starts.append((0, offset + len(p)))
+        offset += len(p) + len(r)
+    return pack_batch(prompts, responses, device), starts
+
+
 def token_logprobs(
     model: torch.nn.Module, batch: dict[str, torch.Tensor], temperature: float = 1.0, with_entropy: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Logprob of every next token (aligned to the token it predicts) and optionally the entropy.
 
     Returned tensors have shape [B, T] where column t scores input_ids[:, t];
-    column 0 is zero (nothing predicts the first token).
+    column 0 is zero (nothing predicts the first token). A packed batch (no attention mask) is
+    scored on its response tokens only; its other columns are zero.
     """
     device = next(model.parameters()).device
-    T = batch["input_ids"].shape[1]
-    # Only columns from the earliest response token on are ever used: the LM head (a pretrained model's
-    # 49k-word vocabulary costs more than its blocks) runs on those positions alone, not on the prompt's.
-    start = _first_response_column(batch.get("resp_mask"))
+    B, T = batch["input_ids"].shape
+    packed = "attention_mask" not in batch
+    if packed:
+        # Columns whose token is a response token predicted within its own sample (position > 0); the LM
+        # head runs on the positions before them alone, not on the prompts packed between responses.
+        want = batch["resp_mask"][0].bool() & (batch["position_ids"][0] > 0)
+        cols = want.nonzero().squeeze(-1).to(device)
+        keep: int | torch.Tensor = cols - 1
+    else:
+        # Only columns from the earliest response token on are ever used: the LM head (a pretrained model's
+        # 49k-word vocabulary costs more than its blocks) runs on those positions alone, not on the prompt's.
+        start = _first_response_column(batch.get("resp_mask"))
+        cols = torch.arange(start, T, device=device)
+        keep = T - start + 1
     out = model(
         input_ids=batch["input_ids"].to(device),
-        attention_mask=batch["attention_mask"].to(device),
+        attention_mask=batch["attention_mask"].to(device) if not packed else None,
         position_ids=batch["position_ids"].to(device),
         use_cache=False,
-        logits_to_keep=T - start + 1,
+        logits_to_keep=keep,
     )
-    logits = out.logits[:, :-1, :].float()
+    logits = (out.logits if packed else out.logits[:, :-1, :]).float()
     if temperature > 0:
         logits = logits / temperature
     logp_all = F.log_softmax(logits, dim=-1)
-    target = batch["input_ids"][:, start:].to(device)
+    target = batch["input_ids"].to(device)[:, cols]
     lp = logp_all.gather(-1, target.unsqueeze(-1)).squeeze(-1)
-    lp = F.pad(lp, (start, 0))
+    # Out of place, so autograd flows from the [B, T] result back to the kept columns.
+    lp = lp.new_zeros(B, T).index_copy(1, cols, lp)
     ent = None
     if with_entropy:
         ent = -(logp_all.exp() * logp_all).sum(-1)
-        ent = F.pad(ent, (start, 0))
+        ent = ent.new_zeros(B, T).index_copy(1, cols, ent)
     return lp, ent
 
 

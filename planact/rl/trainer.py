@@ -14,7 +14,7 @@ from planact import lora
 from planact.config import RLConfig, WarmStartConfig
 from planact.rl.data_parallel import DataParallel
 from planact.rl.grpo import grpo_loss
-from planact.rl.logprobs import pad_batch, token_logprobs
+from planact.rl.logprobs import make_batch, pad_batch, token_logprobs
 
 # What grpo_loss reports per step (kl only with a reference model; entropy always here).
 STEP_STATS = ("clip_frac", "entropy", "kl", "loss", "pg_loss")
@@ -167,12 +167,11 @@ class RoleTrainer:
         for k in range(0, len(stale), 64):  # bounded forward batches
             idx = stale[k : k + 64]
             rows = [samples[i] for i in idx]
-            batch = pad_batch([s["prompt_ids"] for s in rows], [s["token_ids"] for s in rows], self.pad_id)
+            batch, starts = self._batch(rows, "cpu")
             lp, _ = token_logprobs(self.model, batch, self.temperature)
             lp = lp.cpu()  # compared with the engine's logprobs, which are CPU floats
-            for j, (i, s) in enumerate(zip(idx, rows)):
-                n = len(s["prompt_ids"])
-                prox = lp[j, n : n + len(s["token_ids"])]
+            for (row, col), i, s in zip(starts, idx, rows):
+                prox = lp[row, col : col + len(s["token_ids"])]
                 out[i] = {**s, "prox_logprobs": prox.tolist()}
                 weights.append((prox - torch.tensor(s["logprobs"])).exp())
         self.model.train(was_training)
@@ -183,19 +182,29 @@ class RoleTrainer:
         }
 
     def micro_batches(self, rows: list[dict]) -> list[list[dict]]:
-        """`rows` in micro-batches of at most rl.micro_batch_tokens padded tokens (all in one when 0)."""
+        """`rows` in micro-batches of at most rl.micro_batch_tokens tokens (all in one when 0).
+
+        Padded, a micro-batch costs rows x its longest row; packed, the sum of its rows' lengths."""
         budget = self.rl.micro_batch_tokens
         if budget <= 0:
             return [rows]
         parts: list[list[dict]] = []
         part: list[dict] = []
+        used = 0
         for row in sorted(rows, key=lambda r: len(r["prompt_ids"]) + len(r["token_ids"])):
             width = len(row["prompt_ids"]) + len(row["token_ids"])  # sorted: the longest row so far
-            if part and (len(part) + 1) * width > budget:
+            cost = used + width if self.rl.packed else (len(part) + 1) * width
+            if part and cost > budget:
                 parts.append(part)
-                part = []
+                part, cost = [], width
             part.append(row)
+            used = cost
         return [*parts, part] if part else parts
+
+    def _batch(self, rows: list[dict], device) -> tuple[dict[str, torch.Tensor], list[tuple[int, int]]]:
+        """The rows as one padded or packed (rl.packed) batch, and each row's first response (row, column)."""
+        prompts, responses = [s["prompt_ids"] for s in rows], [s["token_ids"] for s in rows]
+        return make_batch(prompts, responses, self.pad_id, device, packed=self.rl.packed)
 
     def _autocast(self):
         if self.rl.precision != "bf16":
@@ -223,23 +232,24 @@ class RoleTrainer:
         """GRPO loss (token mean) of a list of samples, its statistics, and its response-token count."""
         rl = self.rl
         device = next(self.model.parameters()).device
-        batch = pad_batch([s["prompt_ids"] for s in chunk], [s["token_ids"] for s in chunk], self.pad_id, device)
+        batch, starts = self._batch(chunk, device)
         mask = batch["resp_mask"]
         old = torch.zeros(mask.shape)
+        # One advantage per token: a packed row holds several samples.
+        adv = torch.zeros(mask.shape)
         behav_w = None
-        for i, s in enumerate(chunk):
-            start = len(s["prompt_ids"])
+        for (row, start), s in zip(starts, chunk):
             span = slice(start, start + len(s["logprobs"]))
-            old[i, span] = torch.tensor(s.get("prox_logprobs", s["logprobs"]))
+            old[row, span] = torch.tensor(s.get("prox_logprobs", s["logprobs"]))
+            adv[row, span] = s["advantage"]
             if "prox_logprobs" in s:
                 if behav_w is None:
                     behav_w = torch.ones(mask.shape)
                 w = (torch.tensor(s["prox_logprobs"]) - torch.tensor(s["logprobs"])).exp()
-                behav_w[i, span] = w.clamp(max=rl.stale_weight_cap)
-        # Filled row by row on the CPU (cheap indexing), then moved once beside the model's logprobs.
-        old = old.to(device)
+                behav_w[row, span] = w.clamp(max=rl.stale_weight_cap)
+        # Filled sample by sample on the CPU (cheap indexing), then moved once beside the model's logprobs.
+        old, adv = old.to(device), adv.to(device)
         behav_w = behav_w.to(device) if behav_w is not None else None
-        adv = torch.tensor([s["advantage"] for s in chunk], dtype=torch.float32, device=device)
         logp, ent = token_logprobs(self.forward_model, batch, self.temperature, with_entropy=True)
         ref_lp = None
         if self.ref_model is not None:

@@ -90,6 +90,10 @@ def test_cross_field_rules():
             None, ["planner.resources.fsdp=true", "planner.resources.trainer_workers=2", "planner.rl.kl_coef=0.1"]
         )
     assert load_config(None, ["actor.resources.fsdp=true", "actor.resources.trainer_workers=2"]).actor.resources.fsdp
+    # A packed row under a dense mask costs the square of its length: packing asks for varlen attention.
+    with pytest.raises(ConfigError, match=r"actor.*rl.packed needs resources.attention: varlen"):
+        load_config(None, ["actor.rl.packed=true"])
+    assert load_config(None, ["actor.rl.packed=true", "actor.resources.attention=varlen"]).actor.rl.packed
     # Pipelined rounds train while the engines generate: a trainer sharing an engine's weights is refused.
     with pytest.raises(ConfigError, match=r"planner.resources.colocate_trainer must be false"):
         load_config(None, ["pipeline.max_staleness=1"])

@@ -9,7 +9,7 @@ from planact.config import RLConfig, WarmStartConfig
 from planact.engines.base import SamplingParams
 from planact.engines.hf import HFEngine
 from planact.models import load_model
-from planact.rl.logprobs import pad_batch, token_logprobs
+from planact.rl.logprobs import make_batch, pad_batch, token_logprobs
 from planact.rl.trainer import RoleTrainer, sft
 
 
@@ -193,3 +193,18 @@ def test_sft_micro_batches_take_the_same_step_as_one_pass(tiny_model_dir):
     diff = [(v - w).abs() for v, w in zip(model.state_dict().values(), twin.state_dict().values())]
     assert max(float(d.max()) for d in diff) <= 3 * cfg.lr
     assert sum(int((d > 1e-6).sum()) for d in diff) <= 1e-3 * sum(d.numel() for d in diff)
+
+
+def test_a_varlen_model_samples_what_its_packed_trainer_scores(tiny_model_dir):
+    """attention: varlen serves generation (padded prompts, SDPA) and packed training (each sample on its own):
+    the engine's sampling logprobs are the ones the packed trainer computes, as on-policy GRPO needs."""
+    model, tok = load_model(tiny_model_dir, attention="varlen")
+    engine = HFEngine(model, tok)
+    prompts = ["sort the digits =", "reverse 12345 ="]  # different lengths: the engine pads one of them
+    comps = engine.generate(prompts, SamplingParams(temperature=1.0, max_new_tokens=6, n=2, seed=5))
+    rows = [c for group in comps for c in group]
+    batch, starts = make_batch([c.prompt_ids for c in rows], [c.token_ids for c in rows], tok.pad_token_id, packed=True)
+    with torch.no_grad():
+        lp, _ = token_logprobs(model, batch)
+    for (row, col), c in zip(starts, rows):
+        assert torch.allclose(lp[row, col : col + len(c.token_ids)], torch.tensor(c.logprobs), atol=1e-4)
