@@ -1,4 +1,4 @@
-"""Trainer-group scaling: the same GRPO round trained by N = 1, 2 (...) ranks, data-parallel and FSDP2-sharded.
+r"""Trainer-group scaling: the same GRPO round trained by N = 1, 2 (...) ranks, data-parallel and FSDP2-sharded.
 
 Each N runs in fresh processes (torch.multiprocessing, one per rank, a gloo or NCCL group on
 loopback) on the same model and the same round of samples; it prints tokens/s per N, the ratio to
@@ -13,6 +13,8 @@ speed-up: the ranks compete for the same cores; the figure that matters there is
     python benchmarks/trainer_scaling.py --device cuda --ranks 1   # ~0.5B Llama built locally, bf16 autocast, MFU
     python benchmarks/trainer_scaling.py --device cuda --sweep     # each trainer switch on/off at N = 1, in one run
     python benchmarks/trainer_scaling.py --ranks 1 --switch packed=true --switch attention=varlen
+    python benchmarks/trainer_scaling.py --ranks 1 --model planact:smollm2-135m-instruct --length 384 \
+        --response-length 24                                     # a pretrained model, repair-like samples
 
 `--sweep` measures the speed switches (the model's SDPA attention; RLConfig: precision bf16, fused_adamw,
 micro_batch_tokens, packed with varlen attention, compile) added one at a time at N = 1: tokens/s, ratio to
@@ -48,8 +50,14 @@ PEAK_BF16_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0}  # dense, per G
 
 
 def build_model(args) -> torch.nn.Module:
-    """The benchmark's model: a locally built Llama of the requested shape (same seed in every rank)."""
+    """`--model` loaded, or a Llama of the requested shape built locally (the same seed in every rank)."""
     from transformers import LlamaConfig, LlamaForCausalLM
+
+    if args.model:
+        from planact.lora import resolve_base
+        from planact.models import load_model
+
+        return load_model(resolve_base(args.model), args.device)[0]
 
     s = GPU_SPEC if args.device.startswith("cuda") else vars(TinyModelSpec(**args.spec))
     vocab = s.get("vocab", 64)
@@ -70,12 +78,18 @@ def build_model(args) -> torch.nn.Module:
     return LlamaForCausalLM(cfg).to(args.device)
 
 
+def longest(args) -> int:
+    """The longest prompt + response a round's sample can have."""
+    return args.length + (args.response_length or args.length)
+
+
 def make_round(args, vocab: int) -> list[dict]:
     """One round of GRPO samples with uneven lengths (fixed seed)."""
     rng = random.Random(1)
     out = []
+    longest_response = args.response_length or args.length
     for i in range(args.samples):
-        p, t = rng.randint(args.length // 4, args.length), rng.randint(args.length // 4, args.length)
+        p, t = rng.randint(args.length // 4, args.length), rng.randint(longest_response // 4, longest_response)
         out.append(
             {
                 "prompt_ids": [rng.randint(3, vocab - 1) for _ in range(p)],
@@ -163,7 +177,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--ranks", type=int, nargs="+", default=[1, 2], help="N values to measure")
     ap.add_argument("--device", default="cpu", help="cpu (gloo) or cuda (NCCL, one GPU per rank, the 0.5B shape)")
     ap.add_argument("--samples", type=int, default=64, help="samples per round")
-    ap.add_argument("--length", type=int, default=48, help="longest prompt / response in tokens")
+    ap.add_argument("--length", type=int, default=48, help="longest prompt (and response) in tokens")
+    ap.add_argument("--response-length", type=int, default=0, help="longest response (0 = --length)")
+    ap.add_argument(
+        "--model", default="", help="a checkpoint folder or planact:<name> (e.g. planact:smollm2-135m-instruct)"
+    )
     ap.add_argument("--steps", type=int, default=3, help="timed rounds per N (after one warm-up round)")
     ap.add_argument("--minibatches", type=int, default=2, help="optimizer steps per round")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per rank")
@@ -205,7 +223,7 @@ def main(argv: list[str] | None = None) -> None:
     base = rows[0]
     print(
         f"trainer scaling on {args.device}: {base['params']:,} parameters, {args.samples} samples of up to "
-        f"{2 * args.length} tokens, {args.minibatches} minibatches, {args.steps} timed rounds; switches "
+        f"{longest(args)} tokens, {args.minibatches} minibatches, {args.steps} timed rounds; switches "
         f"{args.switches or 'none'}"
     )
     print(
@@ -239,7 +257,7 @@ def print_mfu(args, labelled: list[tuple[str, dict]]) -> None:
 
 def sweep(args) -> None:
     """Each speed switch added in turn, N = 1; one table with the plain fp32 step as the baseline."""
-    micro = args.micro_tokens or max(64, args.samples * 2 * args.length // 4)  # about a quarter of a step
+    micro = args.micro_tokens or max(64, args.samples * longest(args) // 4)  # about a quarter of a step
     added = [
         ("fp32", {}),
         ("+sdpa", {"attention": "sdpa"}),
@@ -262,7 +280,7 @@ def sweep(args) -> None:
     base = rows[0][1]
     print(
         f"trainer switches on {args.device}: {base['params']:,} parameters, {args.samples} samples of up to "
-        f"{2 * args.length} tokens, {args.minibatches} minibatches, {args.steps} timed rounds; micro-batches of "
+        f"{longest(args)} tokens, {args.minibatches} minibatches, {args.steps} timed rounds; micro-batches of "
         f"{micro} tokens"
     )
     print(f"{'switches':<16} {'tokens/s':>10} {'ratio to fp32':>14} {'max |dW| vs fp32':>17} {'peak GiB':>9}")

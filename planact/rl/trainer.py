@@ -14,7 +14,7 @@ from planact import lora
 from planact.config import RLConfig, WarmStartConfig
 from planact.rl.data_parallel import DataParallel
 from planact.rl.grpo import grpo_loss
-from planact.rl.logprobs import make_batch, pad_batch, token_logprobs
+from planact.rl.logprobs import make_batch, token_logprobs
 
 # What grpo_loss reports per step (kl only with a reference model; entropy always here).
 STEP_STATS = ("clip_frac", "entropy", "kl", "loss", "pg_loss")
@@ -342,7 +342,7 @@ def sft(
         loss = 0.0
         for i in range(0, cfg.batch_size, size):
             part = batch_demos[i : i + size]
-            batch = pad_batch([d[0] for d in part], [d[1] for d in part], pad_id, device)
+            batch, _ = make_batch([d[0] for d in part], [d[1] for d in part], pad_id, device, cfg.packed)
             logp, _ = token_logprobs(model, batch)
             part_loss = -(logp * batch["resp_mask"]).sum() / tokens
             part_loss.backward()
@@ -356,7 +356,7 @@ def sft(
             curve.append({"step": step + 1, "loss": running / n, "lr": sched.get_last_lr()[0]})
             running = 0.0
         if heldout and ((step + 1) % cfg.eval_every == 0 or step + 1 == steps):
-            held = demo_loss(model, pad_id, heldout, cfg.batch_size)
+            held = demo_loss(model, pad_id, heldout, cfg.batch_size, cfg.packed)
             curve.append({"step": step + 1, "heldout_loss": held})
             if held < best * (1.0 - cfg.min_delta):
                 best, bad = held, 0
@@ -372,13 +372,19 @@ def sft(
 
 
 @torch.no_grad()
-def demo_loss(model: torch.nn.Module, pad_id: int, demos: list[tuple[list[int], list[int]]], batch_size: int) -> float:
-    """Mean per-token cross-entropy of the model on demonstrations (no gradient)."""
+def demo_loss(
+    model: torch.nn.Module,
+    pad_id: int,
+    demos: list[tuple[list[int], list[int]]],
+    batch_size: int,
+    packed: bool = False,
+) -> float:
+    """Mean per-token cross-entropy of the model on demonstrations (no gradient), padded or packed."""
     total, tokens = 0.0, 0.0
     device = next(model.parameters()).device
     for i in range(0, len(demos), batch_size):
         chunk = demos[i : i + batch_size]
-        batch = pad_batch([d[0] for d in chunk], [d[1] for d in chunk], pad_id, device)
+        batch, _ = make_batch([d[0] for d in chunk], [d[1] for d in chunk], pad_id, device, packed)
         logp, _ = token_logprobs(model, batch)
         total += float(-(logp * batch["resp_mask"]).sum())
         tokens += float(batch["resp_mask"].sum())

@@ -64,7 +64,7 @@ def varlen_attention_forward(
     if query.is_cuda and query.dtype in (torch.bfloat16, torch.float16):
         from torch.nn.attention.varlen import varlen_attn
 
-        q, k, v = (t[0].transpose(0, 1) for t in (query, key, value))  # [L, heads, dim]
+        q, k, v = (t[0].transpose(0, 1).contiguous() for t in (query, key, value))  # [L, heads, dim]
         longest = max(lengths)
         out = varlen_attn(q, k, v, cu, cu, longest, longest, scale=scaling, window_size=(-1, 0))
         return out.unsqueeze(0), None

@@ -93,6 +93,8 @@ def test_cross_field_rules():
     # A packed row under a dense mask costs the square of its length: packing asks for varlen attention.
     with pytest.raises(ConfigError, match=r"actor.*rl.packed needs resources.attention: varlen"):
         load_config(None, ["actor.rl.packed=true"])
+    with pytest.raises(ConfigError, match=r"planner.*warm_start.packed needs resources.attention: varlen"):
+        load_config(None, ["planner.warm_start.packed=true"])
     assert load_config(None, ["actor.rl.packed=true", "actor.resources.attention=varlen"]).actor.rl.packed
     # Pipelined rounds train while the engines generate: a trainer sharing an engine's weights is refused.
     with pytest.raises(ConfigError, match=r"planner.resources.colocate_trainer must be false"):

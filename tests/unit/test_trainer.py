@@ -10,7 +10,7 @@ from planact.engines.base import SamplingParams
 from planact.engines.hf import HFEngine
 from planact.models import load_model
 from planact.rl.logprobs import make_batch, pad_batch, token_logprobs
-from planact.rl.trainer import RoleTrainer, sft
+from planact.rl.trainer import RoleTrainer, demo_loss, sft
 
 
 def _seq_logprob(model, s, pad):
@@ -64,7 +64,6 @@ def test_warm_start_learns_demonstrations(tiny_model_dir):
 def test_warm_start_stops_at_its_plateau_and_keeps_the_best_weights(tiny_model_dir):
     """With patience, the warm start measures held-out demonstrations, stops once they stop improving (well
     before `steps`), and the weights it returns are the best it measured, not the last."""
-    from planact.rl.trainer import demo_loss
 
     model, tok = load_model(tiny_model_dir)
     demos = [
@@ -184,15 +183,23 @@ def test_sft_micro_batches_take_the_same_step_as_one_pass(tiny_model_dir):
         )
         for d in range(12)
     ]
+    packed_twin = load_model(tiny_model_dir, attention="varlen")[0]
     cfg = WarmStartConfig(steps=3, batch_size=6, warmup_steps=0, lr=1e-3)
     a = sft(model, tok.pad_token_id, demos, cfg, seed=4, log_every=1)
     b = sft(twin, tok.pad_token_id, demos, cfg.model_copy(update={"micro_batch_size": 4}), seed=4, log_every=1)
-    assert [p["loss"] for p in a] == pytest.approx([p["loss"] for p in b], rel=1e-5)
-    # Adam divides by the gradient's own scale, so where a gradient is ~0 float rounding moves a weight by up
-    # to lr; everywhere else the two agree to rounding
-    diff = [(v - w).abs() for v, w in zip(model.state_dict().values(), twin.state_dict().values())]
-    assert max(float(d.max()) for d in diff) <= 3 * cfg.lr
-    assert sum(int((d > 1e-6).sum()) for d in diff) <= 1e-3 * sum(d.numel() for d in diff)
+    # warm_start.packed: the same micro-batches, each one row without padding
+    packed = cfg.model_copy(update={"micro_batch_size": 4, "packed": True})
+    c = sft(packed_twin, tok.pad_token_id, demos, packed, seed=4, log_every=1)
+    for other, curve in ((twin, b), (packed_twin, c)):
+        assert [p["loss"] for p in a] == pytest.approx([p["loss"] for p in curve], rel=1e-5)
+        # Adam divides by the gradient's own scale, so where a gradient is ~0 float rounding moves a weight by up
+        # to lr; everywhere else the two agree to rounding
+        diff = [(v - w).abs() for v, w in zip(model.state_dict().values(), other.state_dict().values())]
+        assert max(float(d.max()) for d in diff) <= 3 * cfg.lr
+        assert sum(int((d > 1e-6).sum()) for d in diff) <= 1e-3 * sum(d.numel() for d in diff)
+    assert demo_loss(model, tok.pad_token_id, demos, 5) == pytest.approx(
+        demo_loss(model, tok.pad_token_id, demos, 5, packed=True), rel=1e-5
+    )
 
 
 def test_a_varlen_model_samples_what_its_packed_trainer_scores(tiny_model_dir):
