@@ -96,8 +96,8 @@ class RLConfig(_Strict):
         False,
         description="Padding-free micro-batches: each micro-batch's samples end to end in one row, position ids "
         "restarting per sample, the LM head on response tokens only; micro_batch_tokens then counts real tokens, "
-        "not padded ones. The same update. Needs resources.attention: varlen (each packed sample attended on its "
-        "own). Pays when lengths vary: measured 1.12x over sorted padded micro-batches on the CPU.",
+        "not padded ones. The same update. Needs resources.attention varlen (auto picks it: each packed sample "
+        "attended on its own). Pays when lengths vary: measured 1.12x over sorted padded micro-batches on the CPU.",
     )
     precision: Literal["fp32", "bf16"] = Field(
         "fp32",
@@ -153,7 +153,7 @@ class WarmStartConfig(_Strict):
     packed: bool = Field(
         False,
         description="Each forward's demonstrations end to end in one row, no padding, the LM head on target tokens "
-        "only (as rl.packed): the same step. Needs resources.attention: varlen.",
+        "only (as rl.packed): the same step. Needs resources.attention varlen (auto picks it).",
     )
 
 
@@ -200,13 +200,13 @@ class ResourceConfig(_Strict):
         True, description="Run the trainer inside engine replica 0 (weight sync is then in-process)."
     )
     device: str = Field("cpu", description="torch device for the model, e.g. 'cpu' or 'cuda'.")
-    attention: Literal["eager", "sdpa", "varlen"] = Field(
-        "eager",
+    attention: Literal["auto", "eager", "sdpa", "varlen"] = Field(
+        "auto",
         description="Attention kernel of the role's hf model, the same in its engine and its trainer (their "
-        "log-probabilities must agree): 'eager' (the reference path, what the CPU runs and tests use), "
-        "'sdpa' (PyTorch's fused attention: on a GPU faster and lighter for real models) or 'varlen' (SDPA, "
-        "and each sample of a packed row attended on its own: flash-attention varlen on a GPU in bf16; what "
-        "rl.packed needs).",
+        "log-probabilities must agree): 'eager' (the reference path), 'sdpa' (PyTorch's fused attention: on a GPU "
+        "faster and lighter for real models, equal to eager within 1e-5), 'varlen' (SDPA, and each sample of a "
+        "packed row attended on its own: flash-attention varlen on a GPU in bf16; what packing needs) or 'auto': "
+        "varlen when rl.packed or warm_start.packed is on, else sdpa on a GPU device and eager on the CPU.",
     )
     trainer_workers: int = Field(
         1,
@@ -261,6 +261,15 @@ class RoleConfig(_Strict):
     lora: LoRAConfig = Field(default_factory=LoRAConfig, description="LoRA adapters (off: full fine-tuning).")
     resources: ResourceConfig = Field(default_factory=ResourceConfig, description="Ray resources and replicas.")
 
+    @property
+    def attention_kernel(self) -> str:
+        """The attention the role's model loads with: resources.attention with 'auto' resolved."""
+        if self.resources.attention != "auto":
+            return self.resources.attention
+        if self.rl.packed or self.warm_start.packed:
+            return "varlen"
+        return "sdpa" if self.resources.device.startswith("cuda") else "eager"
+
     @model_validator(mode="after")
     def _api_models_are_frozen(self) -> RoleConfig:
         if self.engine in API_ENGINES and self.train:
@@ -283,7 +292,7 @@ class RoleConfig(_Strict):
                 "lora.enabled: data-parallel adapter training (resources.trainer_workers > 1) is not built yet"
             )
         packed = [name for name, on in (("rl", self.rl.packed), ("warm_start", self.warm_start.packed)) if on]
-        if packed and self.resources.attention != "varlen":
+        if packed and self.resources.attention in ("eager", "sdpa"):
             raise ValueError(
                 f"{packed[0]}.packed needs resources.attention: varlen: under eager or sdpa attention a packed row "
                 "gets a dense block-diagonal mask whose cost grows with the square of the row (slower than padding)"

@@ -60,9 +60,7 @@ class TrainerRank(AgentActor):
         rc: RoleConfig = getattr(cfg, role)
         torch.set_num_threads(rc.resources.torch_threads)
         self.cfg, self.role, self.rank, self.rc = cfg, role, rank, rc
-        self.model, self.tokenizer = load_model(
-            initial_model_path(cfg, role), rc.resources.device, rc.resources.attention
-        )
+        self.model, self.tokenizer = load_model(initial_model_path(cfg, role), rc.resources.device, rc.attention_kernel)
         self.trainer = RoleTrainer(self.model, self.tokenizer.pad_token_id, rc.rl, rc.sampling.temperature)
         self.tag = "fresh"  # never rank 0's tag: a new or recreated rank first receives rank 0's state
         self.dp: DataParallel | None = None
@@ -95,7 +93,7 @@ class TrainerRank(AgentActor):
                 from planact.models import load_model
 
                 model, _ = load_model(
-                    initial_model_path(self.cfg, self.role), self.rc.resources.device, self.rc.resources.attention
+                    initial_model_path(self.cfg, self.role), self.rc.resources.device, self.rc.attention_kernel
                 )
             self.replica = fsdp.Replica(model, self.trainer, self.rc.resources.device)
             # Sharded in place: the full copy is gone, this rank holds 1/N of the parameters.

@@ -53,7 +53,7 @@ class RoleWorker(AgentActor):
         self.model = self.tokenizer = None
         path = "" if rc.engine in API_ENGINES else (model_path or str(initial_model_path(cfg, role)))
         if needs_local_model(rc, with_trainer):
-            self.model, self.tokenizer = load_model(path, rc.resources.device, rc.resources.attention)
+            self.model, self.tokenizer = load_model(path, rc.resources.device, rc.attention_kernel)
             if rc.lora.enabled and not lora.is_lora(self.model):  # every replica: adapters ride the same base
                 self.model = lora.apply_lora(self.model, rc.lora, seed=cfg.seed)
         elif rc.engine == "sglang":
@@ -283,7 +283,7 @@ class RoleWorker(AgentActor):
         if lora.is_adapter_folder(src):
             lora.load_adapter_state(self.model, lora.read_adapter(src))
         else:
-            model, _ = load_model(src, self.rc.resources.device, self.rc.resources.attention)
+            model, _ = load_model(src, self.rc.resources.device, self.rc.attention_kernel)
             self.model.load_state_dict(model.state_dict())
         state = torch.load(src / "trainer_state.pt", weights_only=False)
         torch.set_rng_state(state["torch_rng"])

@@ -92,10 +92,10 @@ def test_cross_field_rules():
     assert load_config(None, ["actor.resources.fsdp=true", "actor.resources.trainer_workers=2"]).actor.resources.fsdp
     # A packed row under a dense mask costs the square of its length: packing asks for varlen attention.
     with pytest.raises(ConfigError, match=r"actor.*rl.packed needs resources.attention: varlen"):
-        load_config(None, ["actor.rl.packed=true"])
+        load_config(None, ["actor.rl.packed=true", "actor.resources.attention=eager"])
     with pytest.raises(ConfigError, match=r"planner.*warm_start.packed needs resources.attention: varlen"):
-        load_config(None, ["planner.warm_start.packed=true"])
-    assert load_config(None, ["actor.rl.packed=true", "actor.resources.attention=varlen"]).actor.rl.packed
+        load_config(None, ["planner.warm_start.packed=true", "planner.resources.attention=sdpa"])
+    assert load_config(None, ["actor.rl.packed=true"]).actor.attention_kernel == "varlen"  # auto picks it
     # Pipelined rounds train while the engines generate: a trainer sharing an engine's weights is refused.
     with pytest.raises(ConfigError, match=r"planner.resources.colocate_trainer must be false"):
         load_config(None, ["pipeline.max_staleness=1"])

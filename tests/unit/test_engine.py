@@ -107,7 +107,12 @@ def test_attention_kernels_benchmark_tiny_mode():
 def test_attention_is_a_validated_role_setting():
     from planact.config import ConfigError, validate_config
 
-    assert RunConfig().actor.resources.attention == "eager"
+    # auto: eager on the CPU, sdpa on a GPU, varlen for packed micro-batches
+    assert RunConfig().actor.resources.attention == "auto" and RunConfig().actor.attention_kernel == "eager"
+    assert validate_config({"actor": {"resources": {"device": "cuda"}}}).actor.attention_kernel == "sdpa"
+    assert validate_config({"actor": {"rl": {"packed": True}}}).actor.attention_kernel == "varlen"
+    explicit = {"device": "cuda", "attention": "eager"}
+    assert validate_config({"actor": {"resources": explicit}}).actor.attention_kernel == "eager"
     with pytest.raises(ConfigError, match="actor.resources.attention"):
         validate_config({"actor": {"resources": {"attention": "flash"}}})
 
