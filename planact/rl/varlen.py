@@ -84,8 +84,10 @@ def varlen_attention_forward(
 
 
 def varlen_mask(*args, attention_mask: torch.Tensor | None = None, **kwargs) -> torch.Tensor | None:
-    """No mask for a packed row (the attention reads the samples off the position ids); SDPA's otherwise."""
-    if attention_mask is None:
+    """No mask for a whole packed row (the attention reads the samples off the position ids); SDPA's mask for
+    anything else: a padded batch, or queries after a cached prefix (candidate scoring, decoding)."""
+    whole_row = kwargs.get("q_length") == kwargs.get("kv_length") and not kwargs.get("kv_offset")
+    if attention_mask is None and whole_row:
         return None
     return sdpa_mask(*args, attention_mask=attention_mask, **kwargs)
 

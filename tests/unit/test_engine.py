@@ -32,7 +32,7 @@ def test_planner_is_larger_than_actor(tmp_path):
     assert sizes["planner"] > sizes["actor"]
 
 
-@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+@pytest.mark.parametrize("attention", ["eager", "sdpa", "varlen"])
 def test_sampled_logprobs_equal_fresh_forward(tiny_model_dir, attention):
     """The engine's sampling logprobs equal the trainer's fresh forward pass, with either attention kernel."""
     torch.manual_seed(0)
@@ -158,7 +158,7 @@ def test_choice_with_row_seeds_does_not_depend_on_the_batch():
     assert len(set(same_seed)) == 1
 
 
-@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+@pytest.mark.parametrize("attention", ["eager", "sdpa", "varlen"])
 def test_candidate_scoring_with_a_shared_prefix_equals_scoring_each_candidate(tiny_model_dir, attention):
     """The prompt is computed once and its cache shared; every candidate's token logprobs equal a full
     forward pass of prompt + candidate within 1e-4 (uneven lengths, batches split by max_batch)."""
