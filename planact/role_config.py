@@ -97,7 +97,8 @@ class RLConfig(_Strict):
         description="Padding-free micro-batches: each micro-batch's samples end to end in one row, position ids "
         "restarting per sample, the LM head on response tokens only; micro_batch_tokens then counts real tokens, "
         "not padded ones. The same update. Needs resources.attention varlen (auto picks it: each packed sample "
-        "attended on its own). Pays when lengths vary: measured 1.12x over sorted padded micro-batches on the CPU.",
+        "attended on its own). Pays when lengths vary: over sorted padded micro-batches, measured 1.12x for a tiny "
+        "model and 1.53x for SmolLM2-135M with uneven long prompts, on the CPU.",
     )
     precision: Literal["fp32", "bf16"] = Field(
         "fp32",

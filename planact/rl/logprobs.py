@@ -36,8 +36,9 @@ def pack_batch(
 ) -> dict[str, torch.Tensor]:
     """Every prompt+response end to end in one row of shape [1, sum of lengths]: no padding token at all.
 
-    Position ids restart at 0 for each sample and there is no attention mask: from that, transformers
-    builds a block-diagonal causal mask, so no sample attends to another (its packed-sequence format).
+    Position ids restart at 0 for each sample and there is no attention mask (transformers' packed-sequence
+    format): the `varlen` attention attends each sample on its own; eager and sdpa get a dense
+    block-diagonal causal mask instead. Either way no sample attends to another.
     """
     seqs = [p + r for p, r in zip(prompts, responses)]
     input_ids = torch.tensor([t for s in seqs for t in s], dtype=torch.long).unsqueeze(0)
