@@ -69,7 +69,8 @@ def test_n_ranks_update_the_weights_like_one_process(world):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    ctx = mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")  # ranks forked from one server that imported torch once
+    ctx.set_forkserver_preload(["torch", "transformers", "planact.rl.trainer"])
     out = ctx.Queue()
     procs = [ctx.Process(target=_rank, args=(r, port, world, out)) for r in range(world)]
     for p in procs:
