@@ -78,18 +78,23 @@ def build_model(args) -> torch.nn.Module:
     return LlamaForCausalLM(cfg).to(args.device)
 
 
+def longest_response(args) -> int:
+    """The longest response a round's sample can have (--response-length, else --length)."""
+    return args.response_length or args.length
+
+
 def longest(args) -> int:
     """The longest prompt + response a round's sample can have."""
-    return args.length + (args.response_length or args.length)
+    return args.length + longest_response(args)
 
 
 def make_round(args, vocab: int) -> list[dict]:
     """One round of GRPO samples with uneven lengths (fixed seed)."""
     rng = random.Random(1)
     out = []
-    longest_response = args.response_length or args.length
+    most = longest_response(args)
     for i in range(args.samples):
-        p, t = rng.randint(args.length // 4, args.length), rng.randint(longest_response // 4, longest_response)
+        p, t = rng.randint(args.length // 4, args.length), rng.randint(most // 4, most)
         out.append(
             {
                 "prompt_ids": [rng.randint(3, vocab - 1) for _ in range(p)],

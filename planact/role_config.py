@@ -262,12 +262,16 @@ class RoleConfig(_Strict):
     lora: LoRAConfig = Field(default_factory=LoRAConfig, description="LoRA adapters (off: full fine-tuning).")
     resources: ResourceConfig = Field(default_factory=ResourceConfig, description="Ray resources and replicas.")
 
+    def _packed_sections(self) -> list[str]:
+        """The sections of this role that train on packed rows ('rl', 'warm_start')."""
+        return [name for name, on in (("rl", self.rl.packed), ("warm_start", self.warm_start.packed)) if on]
+
     @property
     def attention_kernel(self) -> str:
         """The attention the role's model loads with: resources.attention with 'auto' resolved."""
         if self.resources.attention != "auto":
             return self.resources.attention
-        if self.rl.packed or self.warm_start.packed:
+        if self._packed_sections():
             return "varlen"
         return "sdpa" if self.resources.device.startswith("cuda") else "eager"
 
@@ -292,7 +296,7 @@ class RoleConfig(_Strict):
             raise ValueError(
                 "lora.enabled: data-parallel adapter training (resources.trainer_workers > 1) is not built yet"
             )
-        packed = [name for name, on in (("rl", self.rl.packed), ("warm_start", self.warm_start.packed)) if on]
+        packed = self._packed_sections()
         if packed and self.resources.attention in ("eager", "sdpa"):
             raise ValueError(
                 f"{packed[0]}.packed needs resources.attention: varlen: under eager or sdpa attention a packed row "

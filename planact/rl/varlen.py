@@ -20,7 +20,7 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 NAME = "varlen"
 log = logging.getLogger(__name__)
-_flash_ok = [True]  # set False once the kernel refuses this GPU; the per-sample path then serves
+_flash_ok = True  # False once the kernel refuses this GPU; the per-sample path then serves
 
 # The segments of the row being attended: every layer of a forward sees the same position-ids tensor.
 _last: tuple[torch.Tensor, list[int], torch.Tensor] | None = None
@@ -65,7 +65,8 @@ def varlen_attention_forward(
     groups = getattr(module, "num_key_value_groups", 1)
     key, value = repeat_kv(key, groups), repeat_kv(value, groups)
     lengths, cu = segments(position_ids)
-    if _flash_ok[0] and query.is_cuda and query.dtype in (torch.bfloat16, torch.float16):
+    global _flash_ok
+    if _flash_ok and query.is_cuda and query.dtype in (torch.bfloat16, torch.float16):
         from torch.nn.attention.varlen import varlen_attn
 
         q, k, v = (t[0].transpose(0, 1).contiguous() for t in (query, key, value))  # [L, heads, dim]
@@ -74,7 +75,7 @@ def varlen_attention_forward(
             out = varlen_attn(q, k, v, cu, cu, longest, longest, scale=scaling, window_size=(-1, 0))
             return out.unsqueeze(0), None
         except (RuntimeError, NotImplementedError) as e:  # a GPU or head size the kernel does not support
-            _flash_ok[0] = False
+            _flash_ok = False
             log.warning("flash-attention varlen unavailable (%s); attending packed samples one SDPA at a time", e)
     parts = [
         F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scaling, dropout_p=dropout)
