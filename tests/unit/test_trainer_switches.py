@@ -150,3 +150,25 @@ def test_a_compiled_forward_takes_the_same_step(plain, monkeypatch):
     weights, metrics = _train(compile=True)
     assert _max_diff(weights, plain[0]) < 1e-4
     assert metrics["loss"] == pytest.approx(plain[1]["loss"], abs=1e-4)
+
+
+def test_packed_steps_survive_degenerate_samples_like_padded_ones():
+    """Model output is what it is: an empty response, a one-token prompt and a row longer than the budget
+    train to the same loss packed as padded, and a round of only empty responses is a zero-loss step."""
+    odd = [
+        {"prompt_ids": [5, 6, 7], "token_ids": [], "logprobs": [], "advantage": 1.0},
+        {"prompt_ids": [5, 6], "token_ids": [8, 9], "logprobs": [-1.0, -2.0], "advantage": -1.0},
+        {"prompt_ids": [9], "token_ids": [4], "logprobs": [-1.0], "advantage": 1.0},
+        {"prompt_ids": [4] * 30, "token_ids": [7] * 20, "logprobs": [-2.0] * 20, "advantage": 0.5},
+    ]
+    tok = build_tokenizer()
+    spec = TinyModelSpec(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64)
+    losses = []
+    for attention, packed in (("eager", False), ("varlen", True)):
+        model = build_tiny_model(spec, len(tok), seed=3, tokenizer=tok)
+        model.config._attn_implementation = attention
+        rl = RLConfig(packed=packed, micro_batch_tokens=16, warmup_steps=0, num_minibatches=1)
+        trainer = RoleTrainer(model, tok.pad_token_id, rl, temperature=1.0)
+        losses.append(trainer.train_step(odd)["loss"])
+        assert trainer.train_step(odd[:1])["loss"] == 0.0
+    assert losses[1] == pytest.approx(losses[0], abs=1e-5)
