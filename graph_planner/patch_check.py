@@ -349,3 +349,35 @@ def screen(before: str, after: str) -> list[str]:
         if ast.dump(_body(old)) != ast.dump(_body(new)):
             reasons += _check_function(old, new, defined, imported)
     return reasons
+
+
+def _span(fn: ast.AST) -> tuple[int, int]:
+    """(first line, last line) of a function: its first decorator's line, or its `def` line, to its end."""
+    return min([fn.lineno, *(d.lineno for d in fn.decorator_list)]), fn.end_lineno
+
+
+def _qualnames(tree: ast.Module) -> dict[int, str]:
+    """id(function node) -> dotted name (`Class.method`) of every outermost function (methods included)."""
+    names, todo = {}, [(tree, "")]
+    while todo:
+        node, prefix = todo.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, _FUNCTIONS):
+                names[id(child)] = prefix + child.name
+            elif isinstance(child, ast.ClassDef):
+                todo.append((child, f"{prefix}{child.name}."))
+            else:
+                todo.append((child, prefix))
+    return names
+
+
+def changed_functions(before: str, after: str) -> list[tuple[str, tuple[int, int], tuple[int, int]]]:
+    """(dotted name, lines in `before`, lines in `after`) of every outermost function whose body changed;
+    meaningful for a patch `screen` accepted (same functions, in the same order)."""
+    old_tree, new_tree = ast.parse(before.encode("utf-8")), ast.parse(after.encode("utf-8"))
+    names = _qualnames(new_tree)
+    return [
+        (names.get(id(new), new.name), _span(old), _span(new))
+        for old, new in zip(_outer_functions(old_tree), _outer_functions(new_tree))
+        if ast.dump(_body(old)) != ast.dump(_body(new))
+    ]
