@@ -9,7 +9,10 @@ else the defaults below:
         - {name: most_free_gpu, import: "mypkg.dispatch:MostFreeGpu", enabled: true}
 
 Each enabled entry's `import` (a SchedulingStrategy subclass or a factory of labels) is registered
-under its name, so `create_strategy(name)`, ScheduleMesh proxies and RayScheduler queues can use it.
+under its name, so `create_strategy(name)`, ScheduleMesh proxies and RayScheduler queues can use it; an
+entry with `enabled: false` removes that name from the registry (a built-in too), so it is neither listed
+nor choosable. The registry reads the configuration before it answers (`available_strategies`,
+`create_strategy`), so the file applies even when nobody asked for the configuration first.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from schedulemesh.core.scheduling import available_strategies, register_strategy
+from schedulemesh.core.scheduling.strategy import disable_strategy, register_strategy, registered
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,9 @@ def _load(path: Path) -> SchedulingConfig:
         entries.append(StrategyEntry(str(item["name"]), str(item.get("import") or ""), bool(item.get("enabled", True))))
     config = SchedulingConfig(str(section.get("default_strategy") or "least_busy"), tuple(entries), str(path))
     for entry in config.strategies:
-        if entry.enabled and entry.import_path:
+        if not entry.enabled:
+            disable_strategy(entry.name)
+        elif entry.import_path:
             module, _, attr = entry.import_path.partition(":")
             try:
                 factory = getattr(importlib.import_module(module), attr)
@@ -64,21 +69,35 @@ def _load(path: Path) -> SchedulingConfig:
                     f"{path}: strategy {entry.name!r}: cannot import {entry.import_path!r} ({exc})"
                 ) from None
             register_strategy(entry.name, factory, replace=True)
-    if config.default_strategy not in available_strategies():
+    if config.default_strategy not in registered():
         raise ValueError(
-            f"{path}: default_strategy {config.default_strategy!r} is not one of {', '.join(available_strategies())}"
+            f"{path}: default_strategy {config.default_strategy!r} is not one of {', '.join(registered())}"
         )
     return config
+
+
+_reading = False  # set while the file is read: the registry must not ask for the configuration then
 
 
 @lru_cache(maxsize=1)
 def get_scheduling_config() -> SchedulingConfig:
     """The configuration (read once; `reset_scheduling_config()` makes the next call read again)."""
-    env = os.environ.get("SCHEDULEMESH_CONFIG")
-    for candidate in ([Path(env)] if env else []) + [Path.cwd() / "schedulemesh.yaml"]:
-        if candidate.is_file():
-            return _load(candidate)
-    return SchedulingConfig(strategies=tuple(StrategyEntry(n) for n in available_strategies()))
+    global _reading
+    _reading = True
+    try:
+        env = os.environ.get("SCHEDULEMESH_CONFIG")
+        for candidate in ([Path(env)] if env else []) + [Path.cwd() / "schedulemesh.yaml"]:
+            if candidate.is_file():
+                return _load(candidate)
+        return SchedulingConfig(strategies=tuple(StrategyEntry(n) for n in registered()))
+    finally:
+        _reading = False
+
+
+def apply_scheduling_config() -> None:
+    """Read the configuration unless it is being read now (what the strategy registry calls before answering)."""
+    if not _reading:
+        get_scheduling_config()
 
 
 def reset_scheduling_config() -> None:

@@ -191,3 +191,13 @@ class OriginalStyle(AgentActor):
         sent = self.report_metrics(metrics, force=force)
         self.flush_metrics()
         return sent
+
+
+class NamedEcho(AgentActor):
+    """The original's echoing `invoke`, plus which agent answered (to see a strategy's picks)."""
+
+    def __init__(self, name, labels, supervisor=None):
+        super().__init__(name, labels, supervisor)
+
+    def invoke(self, method: str, *args, **kwargs) -> dict:
+        return {**super().invoke(method, *args, **kwargs), "agent": self.name}

@@ -16,10 +16,11 @@ import pytest
 import ray
 
 from schedulemesh import RayScheduler, ScheduleMesh, SimpleScheduler, SimpleTaskSpec
+from schedulemesh.core.agent_actor import AgentActor
 from schedulemesh.core.actors.head import ScheduleMeshHead
 
 from .conftest import LOOPBACK_RAY
-from .sm_agents import OriginalStyle
+from .sm_agents import NamedEcho, OriginalStyle
 
 AGENT_KEYS = {
     "name",
@@ -108,7 +109,7 @@ def test_pools_agents_and_their_result_shapes(rs):
     assert ray.get(agent["handle"].greet.remote()) == "hi from infer-0"
     assert rs.get_pool("infer")["pool"]["used_resources"]["cpu"] == 1.0
     custom = rs.create_agent("flat-0", "flat", OriginalStyle, resources={"cpu": 0.5, "fpga": 1.0})
-    assert custom["success"] and custom["agent"]["resources"]["fpga"] == 1.0
+    assert custom["success"] and custom["agent"]["resources"]["custom"] == {"fpga": 1.0}
     assert not rs.create_agent("flat-1", "flat", OriginalStyle, resources={"cpu": 0.1, "fpga": 1.0})["success"]
     assert not rs.create_agent("infer-0", "infer", OriginalStyle)["success"]  # duplicate
     assert not rs.create_agent("x", "nowhere", OriginalStyle)["success"]
@@ -291,21 +292,40 @@ def test_placement_group_pools_reserve_reuse_and_preempt(rs):
     _cleanup(rs, "pg")
 
 
-def test_schedule_mesh_proxies_call_invoke_on_matching_agents(rs):
+def test_schedule_mesh_is_synchronous_over_every_selection(rs):
     rs.create_pool("mesh", {"team": "m"}, {"cpu": 1.0})
     for i, zone in enumerate(["x", "y"]):
-        rs._spawn(f"mesh-{i}", "mesh", OriginalStyle, {"cpu": 0.25}, None, (), {}, {"zone": zone})
+        rs._spawn(f"mesh-{i}", "mesh", NamedEcho, {"cpu": 0.25}, None, (), {}, {"zone": zone})
     mesh = ScheduleMesh(rs, default_pool="mesh")
-    one = ray.get(mesh.choose().generate("p", n=1))
-    assert one == {"method": "generate", "args": ["p"], "kwargs": {"n": 1}}
-    assert len(ray.get(mesh.all(labels={"team": "m"}).ping())) == 2  # pool labels count as the agents'
-    assert len(ray.get(mesh.all(labels={"zone": "y"}).ping())) == 1
-    parts = ray.get(mesh.shard().run(["a", "b"], 3))
-    assert [p["args"] for p in parts] == [["a", 3], ["b", 3]]
-    routed = ray.get(mesh.shard(dispatch_fn=lambda agents, a, kw: [(1, ("only",), {})]).run())
-    assert routed == [{"method": "run", "args": ["only"], "kwargs": {}}]
+    one = mesh.choose().generate("p", n=1)  # the configured default strategy (least_busy)
+    assert one == {"method": "generate", "args": ["p"], "kwargs": {"n": 1}, "agent": "mesh-0"}
+    assert mesh.choose(pool="mesh").invoke("generate", "q")["args"] == ["q"]
+    every = mesh.all(labels={"team": "m"}).ping()  # pool labels count as the agents'
+    assert sorted(r["agent"] for r in every) == ["mesh-0", "mesh-1"]
+    assert [r["agent"] for r in mesh.all(labels={"pool": "mesh", "zone": "y"}).ping()] == ["mesh-1"]
+    rr = mesh.choose(strategy="round_robin")
+    assert sorted(rr.ping()["agent"] for _ in range(2)) == ["mesh-0", "mesh-1"]  # picked per call
+    for strategy in ("least_busy", "random", "power_of_two", "label_round_robin"):
+        assert mesh.choose(labels={"zone": "x"}, strategy=strategy).ping()["agent"] == "mesh-0"
+    with pytest.raises(ValueError, match="unknown strategy"):
+        mesh.choose(strategy="telepathy")
     with pytest.raises(RuntimeError, match="no agent"):
         mesh.all(labels={"zone": "z"})
+
+    shard = mesh.shard()
+    assert [(r["agent"], r["args"]) for r in shard.run(["a", "b"], 3)] == [("mesh-0", ["a", 3]), ("mesh-1", ["b", 3])]
+    assert [r["args"] for r in shard.run(shards=[1, 2], k=0)] == [[1], [2]]
+    with pytest.raises(ValueError, match="one shard per agent"):
+        shard.run(["only-one"])
+    by_record = mesh.shard(dispatch_fn=lambda agents, a, kw: [(agents[1], ("r",), {}), (0, ("i",), {"x": 1})])
+    assert [(r["agent"], r["args"], r["kwargs"]) for r in by_record.run()] == [
+        ("mesh-1", ["r"], {}),
+        ("mesh-0", ["i"], {"x": 1}),
+    ]
+    with pytest.raises(ValueError, match="index 5"):
+        mesh.shard(dispatch_fn=lambda agents, a, kw: [(5, (), {})]).run()
+    with pytest.raises(ValueError, match="no call"):
+        mesh.shard(dispatch_fn=lambda agents, a, kw: []).run()
     _cleanup(rs, "mesh")
 
 
@@ -365,3 +385,84 @@ def test_head_and_shutdown_end_what_they_own():
         sched.get_pool("h")
     with pytest.raises(RuntimeError):
         sched.shutdown()
+
+
+def _until(check, timeout: float = 20.0):
+    """check()'s first truthy answer, polled until a deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got or time.monotonic() > deadline:
+            return got
+        time.sleep(0.05)
+
+
+def test_agent_actor_is_a_ray_actor_class_and_an_actor_class_argument(rs):
+    solo = AgentActor.options(name="solo-agent", num_cpus=0).remote("solo-agent", {"pool": "none"})
+    assert ray.get(solo.invoke.remote("m", 1, k=2)) == {"method": "m", "args": [1], "kwargs": {"k": 2}}
+    assert ray.get(solo.get_running_tasks.remote()) == {"agent_name": "solo-agent", "running_tasks": [], "count": 0}
+    bare = AgentActor.remote("bare", {})
+    assert ray.get(bare.process.remote("p")) == {"method": "process", "kwargs": {"payload": "p"}}
+    ray.kill(solo)
+    ray.kill(bare)
+    rs.create_pool("aa", {"role": "aa"}, {"cpu": 0.5})
+    made = rs.create_agent("aa-0", "aa", AgentActor, resources={"cpu": 0.5})
+    assert made["success"] and made["agent"]["actor_class_path"] == "schedulemesh.core.agent_actor.AgentActor"
+    assert ray.get(made["agent"]["handle"].invoke.remote("x"))["method"] == "x"
+    _cleanup(rs, "aa")
+
+
+def test_custom_resources_nested_or_top_level_through_pools_and_agent_options(rs):
+    nested = {"cpu": 0.5, "memory": 128, "gpu": 0, "custom": {"fpga": 0.5}}
+    made = rs.create_pool("acc", {"hw": "fpga"}, nested, target_agents=2)
+    assert made["success"], made
+    pool = made["pool"]
+    assert pool["capacity"]["custom"] == {"fpga": 1.0} and pool["capacity"]["cpu"] == 1.0
+    assert pool["default_agent_resources"]["custom"] == {"fpga": 0.5}
+    a = rs.create_agent("acc-0", "acc", OriginalStyle, resources=nested)["agent"]
+    b = rs.create_agent("acc-1", "acc", OriginalStyle, resources={"cpu": 0.5, "memory": 128, "fpga": 0.5})["agent"]
+    for agent in (a, b):
+        assert agent["options"]["resources"] == {"fpga": 0.5} and agent["resources"]["custom"] == {"fpga": 0.5}
+    held = ray.get(a["handle"].__ray_call__.remote(lambda self: ray.get_runtime_context().get_assigned_resources()))
+    assert held["fpga"] == 0.5
+    after = rs.get_pool("acc")["pool"]
+    assert after["used_resources"]["custom"] == {"fpga": 1.0} and after["available_resources"]["custom"] == {}
+    refused = rs.create_pool("neg", {}, {"cpu": 0.1, "custom": {"fpga": -1}})
+    assert not refused["success"] and ">= 0" in refused["error"]
+    _cleanup(rs, "acc")
+
+
+def test_state_path_restore_brings_back_pools_queued_tasks_and_agents(rs, tmp_path):
+    state = str(tmp_path / "sm.state")
+    first = RayScheduler("sm-restore", state_path=state)
+    assert first.create_pool("keep", {"role": "keep"}, {"cpu": 0.5}, target_agents=1, placement_strategy="PACK")[
+        "success"
+    ]
+    old = first.create_agent("keep-0", "keep", OriginalStyle, actor_args=["hey"])["agent"]
+    old_pid = ray.get(old["handle"].__ray_call__.remote(lambda self: os.getpid()))
+    first.submit_task("keep", {"job": 1}, priority=2.0, strategy="round_robin", task_id="queued-1")
+    first.shutdown()
+
+    again = RayScheduler("sm-restore", state_path=state)
+    pool = again.get_pool("keep")
+    assert pool["success"] and pool["pool"]["placement_strategy"] == "PACK"
+    assert pool["pool"]["used_resources"]["cpu"] == 0.5  # the ledger came back with the agent's share
+    health = again.ensure_agent_health()
+    assert "keep-0" in health["stale"] and health["recreated"] == ["keep-0"]
+    agent = _until(lambda: [a for a in again.list_agents("keep", include_handle=True)["agents"] if a["handle"]])[0]
+    assert agent["status"] == "running" and agent["actor_init_args"] == ["hey"]
+    assert ray.get(agent["handle"].greet.remote()) == "hey from keep-0"
+    assert ray.get(agent["handle"].__ray_call__.remote(lambda self: os.getpid())) != old_pid
+    got = again.choose_task("keep")
+    assert got["success"] and got["task_id"] == "queued-1" and got["task"] == {"job": 1}
+    assert got["strategy"] == "round_robin" and got["agent"]["name"] == "keep-0"
+    assert again.ensure_agent_health()["recreated"] == []  # reported once
+    again.shutdown()
+
+
+def test_head_keeps_its_supervisor_handle_in_actor_between_start_and_stop():
+    head = ScheduleMeshHead("sm-original-head2", namespace="sm-original")
+    assert head._actor is None
+    assert head.start() is True and head._actor is not None
+    assert ray.get(head._actor.list_pools.remote()) == []
+    assert head.stop() is True and head._actor is None

@@ -14,7 +14,7 @@ from typing import Any
 import ray
 
 from schedulemesh import resources as R
-from schedulemesh.core.controllers.views import per_agent
+from schedulemesh.core.controllers.views import flat, per_agent
 from schedulemesh.errors import InsufficientCapacity
 from schedulemesh.rules import RunningTask, candidates
 
@@ -29,7 +29,7 @@ class PreemptionCalls:
 
     def _default_resources(self, pool: str) -> dict[str, float] | None:
         try:
-            return per_agent(self.scheduler.get_pool(pool))
+            return flat(per_agent(self.scheduler.get_pool(pool)))
         except Exception:  # unknown pool: no default, as the original
             return None
 
@@ -56,7 +56,7 @@ class PreemptionCalls:
             dict(labels or {}),
             estimated_duration=float(estimated_duration),
             payload=payload,
-            resources=R.normalize(resources) if resources is not None else None,
+            resources=flat(resources),
         )
         self.running[task_id] = task
         return {"success": True, "task_state": task.info()}
@@ -97,7 +97,7 @@ class PreemptionCalls:
             float(incoming_task_priority),
             incoming_task_pool,
             incoming_task_labels,
-            R.normalize(need) if need is not None else None,
+            flat(need),
             self._victim_resources,
         )
         reason = (
@@ -309,9 +309,10 @@ class PreemptionCalls:
         self._live()
         try:
             spec = self._submission(kw, {**OPTIONAL, "auto_register": True, "estimated_duration": 0.0})
-        except ValueError as err:
+            need = flat(spec["resources"])
+        except ValueError as err:  # InvalidOptions (a bad resource) is a ValueError too
             return {"success": False, "error": str(err), "reason": "invalid_request"}
-        name, pool, need = spec["task_id"], spec["pool_name"], R.normalize(spec["resources"])
+        name, pool = spec["task_id"], spec["pool_name"]
         try:
             free = self.scheduler.get_pool(pool)["free"]
         except Exception as err:

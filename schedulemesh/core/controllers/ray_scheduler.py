@@ -7,6 +7,9 @@ queues and dispatch are the same core. A queue `label` names a pool (each pool h
 queue); the agent for a chosen task is picked among the pool's agents matching the task's labels with
 the strategy given at submission. The preemption registry and placement-group pools are in
 `preemption_calls` (kept by this object, see docs/schedulemesh.md, "Coming from ScheduleMesh").
+Resources come in either of the original's forms (custom amounts nested under `custom` or top-level) and
+go out nested (`views`). With `state_path`, `shutdown()` keeps the state file and a new RayScheduler of
+the same name restores pools, queues and agents from it (`restore`).
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ import ray
 from schedulemesh import dispatch
 from schedulemesh import resources as R
 from schedulemesh.core.config import get_scheduling_config
+from schedulemesh.core.controllers.facade_state import FacadeState
 from schedulemesh.core.controllers.preemption_calls import PreemptionCalls
-from schedulemesh.core.controllers.views import CORE, agent_view, pool_view, shaped
-from schedulemesh.errors import InvalidOptions, SchedulemeshError
+from schedulemesh.core.controllers.restore import end_supervisor, health_answer
+from schedulemesh.core.controllers.views import CORE, agent_view, flat, pool_view, shaped
+from schedulemesh.core.scheduling import available_strategies
+from schedulemesh.errors import SchedulemeshError
 from schedulemesh.pg_pools import PGPools
 from schedulemesh.rules import PreemptionPolicy
 from schedulemesh.scheduler import Scheduler
@@ -76,11 +82,15 @@ class RayScheduler(PreemptionCalls):
             ray.init()
         self.name = name
         self.options = {"detached": detached, "max_restarts": max_restarts, "max_task_retries": max_task_retries}
+        self.state_path = state_path
         self.scheduler = Scheduler(namespace or ray.get_runtime_context().namespace, name=name, state_path=state_path)
         self._owned, self._closed = _owned, False
-        self._strategies: dict[str, str] = {}  # task id -> strategy given at submission
-        self._placement: dict[str, str] = {}  # pool -> placement_strategy given at creation
-        self._created: dict[str, dict] = {}  # agent -> class path, init args/kwargs, options
+        self.facade = FacadeState.load(state_path)
+        self._strategies = self.facade.strategies  # task id -> strategy given at submission
+        self._placement = self.facade.placement  # pool -> placement_strategy given at creation
+        self._created = self.facade.created  # agent -> class path, init args/kwargs, options
+        # Agents the head recreated from the state file as it started: ensure_agent_health reports them once.
+        self._restored: list[str] = list(self.scheduler.status.get("recreated", [])) if state_path else []
         self.policy = PreemptionPolicy()
         self.running: dict = {}  # task id -> rules.RunningTask
         self.history: list[dict] = []
@@ -104,22 +114,29 @@ class RayScheduler(PreemptionCalls):
         return self.scheduler.supervisor
 
     def shutdown(self) -> None:
-        """Stop the supervisor with its pools, agents and placement groups if this object created it."""
+        """Stop the supervisor with its agents and placement groups if this object created it.
+
+        Without state_path its pools go too; with one they stay in the state file for a later restore."""
         self._live()
         self._closed = True
         if not self._owned:
             return
+        if self.state_path:
+            # PG-pool groups are this object's and end here: their agents could not be restored into them.
+            for agent in list(self.pg_pools.by_agent):
+                self.scheduler.delete_agent(agent, graceful=False)
         for pool in list(self.pg_pools.configs):
             self.pg_pools.destroy_pool(pool)
-        for pool in self.scheduler.list_pools():
-            self.scheduler.delete_pool(pool["name"], force=True)
-        ray.kill(self.scheduler.supervisor, no_restart=True)
+        if not self.state_path:
+            for pool in self.scheduler.list_pools():
+                self.scheduler.delete_pool(pool["name"], force=True)
+        end_supervisor(self.scheduler, self.name)
 
     # --- pools ---
 
     def _check_cluster(self, capacity: dict[str, float]) -> dict:
-        total = shaped(R.from_ray(ray.cluster_resources()))
-        committed = shaped({})
+        total = R.from_ray(ray.cluster_resources())
+        committed: dict[str, float] = {}
         for pool in self.scheduler.list_pools():
             committed = R.add(committed, {k: v for k, v in pool["capacity"].items() if k in CORE})
         available = {k: total.get(k, 0.0) - committed.get(k, 0.0) for k in CORE}
@@ -129,7 +146,7 @@ class RayScheduler(PreemptionCalls):
                 "Insufficient cluster capacity: "
                 + "; ".join(f"{k} requested {v:g}, available {max(available[k], 0.0):g}" for k, v in short.items())
             )
-        return {"total": total, "committed": shaped(committed), "available": available}
+        return {"total": shaped(total), "committed": shaped(committed), "available": available}
 
     @dict_result
     def create_pool(
@@ -143,7 +160,7 @@ class RayScheduler(PreemptionCalls):
         pg_pool_config: dict | None = None,
     ) -> dict:
         """{success, pool, cluster[, pg_pool_config_result]}; `resources` is per agent when target_agents > 0."""
-        spec = R.normalize(resources)
+        spec = flat(resources) or {}
         pg = dict(pg_pool_config or {})
         for hp in pg.get("high_priority_pg_specs") or []:
             short = R.shortfall(R.normalize({k: v for k, v in hp.items() if k != "custom_resources"}), spec)
@@ -156,8 +173,9 @@ class RayScheduler(PreemptionCalls):
         if any(p["name"] == name for p in self.scheduler.list_pools()):
             raise ValueError(f"pool {name!r} exists already")
         cluster = self._check_cluster(R.scale(spec, target_agents) if target_agents else spec)
-        pool = self.scheduler.create_pool(name, labels, resources, target_agents=target_agents)
+        pool = self.scheduler.create_pool(name, labels, spec, target_agents=target_agents)
         self._placement[name] = placement_strategy
+        self.facade.save()
         out = {"pool": pool_view(pool, placement_strategy), "cluster": cluster}
         if pg and pg.get("enable", True):
             pg.pop("enable", None)
@@ -196,7 +214,7 @@ class RayScheduler(PreemptionCalls):
             name,
             pool,
             actor_class,
-            resources=resources,
+            resources=flat(resources),
             ray_options=ray_options,
             actor_args=tuple(actor_args or ()),
             actor_kwargs=dict(actor_kwargs or {}),
@@ -209,6 +227,7 @@ class RayScheduler(PreemptionCalls):
             "actor_init_kwargs": dict(actor_kwargs or {}),
             "options": {**R.to_ray_options(info["resources"]), **(ray_options or {})},
         }
+        self.facade.save()
         return agent_view(info, self._created[name], self.scheduler.get_agent(name).handle)
 
     @dict_result
@@ -235,7 +254,8 @@ class RayScheduler(PreemptionCalls):
             if not force:
                 return {"success": False, "error": str(err)}
         self.pg_pools.release(name, destroy=destroy_pg)
-        self._created.pop(name, None)
+        if self._created.pop(name, None) is not None:
+            self.facade.save()
         return {"success": True, "agent": name}
 
     @dict_result
@@ -255,15 +275,11 @@ class RayScheduler(PreemptionCalls):
     def ensure_agent_health(self, timeout: float = 120.0, recreate: bool = True) -> dict:
         """{stale, recovered, recreated, timestamp}: agents silent for `timeout` s (or dead) recreated now.
 
-        `stale` lists every agent examined, as the original's does; `recovered` the ones found stale."""
+        `stale` lists every agent examined, as the original's does; `recovered` the ones found stale. The
+        first answer after a restore from state_path also names the agents the head recreated as it started."""
         self._live()
-        result = self.scheduler.reconcile(timeout, recreate)
-        return {
-            "stale": list(result["checked"]),
-            "recovered": list(result["stale"]),
-            "recreated": list(result["recreated"]),
-            "timestamp": time.time(),
-        }
+        restored, self._restored = self._restored, []
+        return health_answer(self.scheduler.reconcile(timeout, recreate), restored)
 
     # --- queues ---
 
@@ -285,6 +301,7 @@ class RayScheduler(PreemptionCalls):
             label, payload, priority=priority, labels=labels, task_id=task_id or f"task-{uuid.uuid4().hex[:8]}"
         )
         self._strategies[task_id] = strategy
+        self.facade.save()
         return {
             "task_id": task_id,
             "queue_length": len(self.scheduler.pending_tasks(label)),
@@ -308,7 +325,8 @@ class RayScheduler(PreemptionCalls):
             task = self.scheduler.choose_task(label, agent.name)
         except FAILURES as err:
             return {"success": False, "queue_length": len(self.scheduler.pending_tasks(label)), "error": str(err)}
-        self._strategies.pop(task["task_id"], None)
+        if self._strategies.pop(task["task_id"], None) is not None:
+            self.facade.save()
         info = self.scheduler.agent_info(agent.name)
         return {
             "success": True,
@@ -336,10 +354,11 @@ class RayScheduler(PreemptionCalls):
 def check_strategy(strategy: str | None) -> str:
     """The strategy name to use (the configured default for None); raises ValueError for an unknown one."""
     name = (strategy or get_scheduling_config().default_strategy).strip().lower()
-    try:
-        dispatch.check_strategy(name)
-    except InvalidOptions as err:
-        raise Refused(str(err)) from None
+    # The original's registry (where the configuration may have disabled a built-in), or one registered with
+    # planact's dispatch.register_strategy.
+    if name not in available_strategies() and name not in dispatch.CUSTOM:
+        known = ", ".join(sorted({*available_strategies(), *dispatch.CUSTOM}))
+        raise Refused(f"unknown strategy {name!r}; choose one of {known}")
     return name
 
 

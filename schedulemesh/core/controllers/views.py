@@ -1,19 +1,42 @@
-"""Translate schedulemesh's pool and agent records into the original ScheduleMesh's dict shapes."""
+"""Translate between schedulemesh's resource dicts and records and the original ScheduleMesh's shapes.
+
+The core keeps one flat resource dict ({cpu, gpu, memory, <custom>: amount}); the original writes custom
+amounts nested, `{cpu, memory, gpu, custom: {name: amount}}`, and also accepts them as top-level keys.
+`flat` takes either form in; `shaped` gives the nested form out.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from schedulemesh import resources as R
+from schedulemesh.errors import InvalidOptions
 
 CORE = ("cpu", "memory", "gpu")
 
 
-def shaped(res: dict[str, float] | None) -> dict[str, float]:
-    """A resource dict with cpu, memory and gpu always present (custom keys kept)."""
-    res = dict(res or {})
-    return {**{k: float(res.pop(k, 0.0)) for k in CORE}, **res}
+def flat(res: Mapping | None) -> dict[str, float] | None:
+    """The core's flat dict from the original's resource dict (nested `custom` and top-level custom keys)."""
+    if res is None:
+        return None
+    out = {k: v for k, v in res.items() if k != "custom"}
+    nested = res.get("custom") or {}
+    if not isinstance(nested, Mapping):
+        raise InvalidOptions(f"resources['custom'] must be a dict of custom resources, got {nested!r}")
+    for key, value in nested.items():
+        if key in out and out[key] != value:  # both spellings of one resource must agree
+            raise InvalidOptions(f"custom resource {key!r} given twice: {out[key]!r} and custom[{key!r}]={value!r}")
+        out[key] = value
+    return R.normalize(out)
 
 
-def per_agent(pool: dict) -> dict[str, float] | None:
+def shaped(res: Mapping | None) -> dict:
+    """The original's resource dict: cpu, memory and gpu always present, custom amounts under `custom`."""
+    res = flat(res) or {}
+    return {**{k: float(res.get(k, 0.0)) for k in CORE}, "custom": {k: v for k, v in res.items() if k not in CORE}}
+
+
+def per_agent(pool: dict) -> dict | None:
     """A pool's per-agent default (capacity / target_agents), None when target_agents is 0."""
     n = pool["target_agents"]
     return shaped(R.scale(pool["capacity"], 1.0 / n)) if n else None

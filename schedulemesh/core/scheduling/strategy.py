@@ -96,9 +96,22 @@ BUILTIN: dict[str, type[SchedulingStrategy]] = {
 _registry: dict[str, Factory] = dict(BUILTIN)
 
 
-def available_strategies() -> list[str]:
-    """Names create_strategy accepts."""
+def _configured() -> None:
+    # The configuration file may add or disable strategies: apply it (read once, cached) before answering.
+    from schedulemesh.core.config import apply_scheduling_config
+
+    apply_scheduling_config()
+
+
+def registered() -> list[str]:
+    """Names registered now, without reading the configuration (what the configuration loader checks against)."""
     return sorted(_registry)
+
+
+def available_strategies() -> list[str]:
+    """Names create_strategy accepts (after the configuration's additions and removals)."""
+    _configured()
+    return registered()
 
 
 def _dispatch_adapter(factory: Factory) -> Callable:
@@ -127,14 +140,21 @@ def unregister_strategy(name: str) -> None:
         _registry[name] = BUILTIN[name]
 
 
+def disable_strategy(name: str) -> None:
+    """Remove a strategy from the registry, a built-in too (the configuration's `enabled: false`)."""
+    _registry.pop(name, None)
+    dispatch.CUSTOM.pop(name, None)
+
+
 def create_strategy(spec: Any, *, labels: dict[str, str] | None = None) -> SchedulingStrategy:
     """A strategy from an instance, a registered name, a SchedulingStrategy subclass or a factory."""
     if isinstance(spec, SchedulingStrategy):
         return spec
     if isinstance(spec, str):
+        _configured()
         key = spec.strip().lower()
         if key not in _registry:
-            raise ValueError(f"unknown strategy {spec!r}; available: {', '.join(available_strategies())}")
+            raise ValueError(f"unknown strategy {spec!r}; available: {', '.join(registered())}")
         return _registry[key](labels)
     if isinstance(spec, type) and issubclass(spec, SchedulingStrategy):
         return spec(labels)
