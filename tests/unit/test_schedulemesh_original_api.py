@@ -217,3 +217,66 @@ def test_simple_task_spec_gives_submit_keywords():
     spec = SimpleTaskSpec("t1", "train", object, {"cpu": 1.0})
     kw = spec.to_submission_kwargs()
     assert kw["task_id"] == "t1" and kw["pool"] == "train" and kw["priority"] == 5.0 and kw["auto_register"] is True
+
+
+def test_a_strategy_disabled_in_the_config_is_neither_listed_nor_choosable(tmp_path, monkeypatch):
+    from schedulemesh.core.controllers.ray_scheduler import check_strategy
+    from schedulemesh.core.controllers.schedule_mesh import ScheduleMesh
+    from schedulemesh.core.scheduling import RandomStrategy
+
+    cfg = tmp_path / "sm.yaml"
+    cfg.write_text(
+        "scheduling:\n  strategies:\n"
+        "    - {name: random, enabled: false}\n"
+        f"    - {{name: kept_last, import: '{__name__}:Last', enabled: true}}\n"
+    )
+    monkeypatch.setenv("SCHEDULEMESH_CONFIG", str(cfg))
+    reset_scheduling_config()
+    try:
+        # Nobody asked for the configuration: the registry reads it before it answers.
+        assert "random" not in available_strategies() and "kept_last" in available_strategies()
+        with pytest.raises(ValueError, match="unknown strategy"):
+            create_strategy("random")
+        with pytest.raises(ValueError, match="unknown strategy"):
+            check_strategy("random")  # RayScheduler.submit_task's check
+        with pytest.raises(ValueError, match="unknown strategy"):
+            ScheduleMesh(scheduler=None).choose(strategy="random")
+        assert check_strategy("round_robin") == "round_robin"
+    finally:
+        monkeypatch.delenv("SCHEDULEMESH_CONFIG")
+        reset_scheduling_config()
+        register_strategy("random", RandomStrategy)  # reset clears the cache only, as in the original
+        unregister_strategy("kept_last")
+    assert "random" in available_strategies()
+
+
+def test_resource_dicts_take_custom_amounts_nested_or_top_level_and_give_them_nested():
+    from schedulemesh.core.controllers.views import flat, shaped
+    from schedulemesh.errors import InvalidOptions
+
+    nested = {"cpu": 1, "memory": 1024, "gpu": 0, "custom": {"accelerator": 0.5}}
+    assert flat(nested) == {"cpu": 1.0, "memory": 1024.0, "accelerator": 0.5}
+    assert flat({"cpu": 1, "accelerator": 0.5}) == flat({"cpu": 1, "custom": {"accelerator": 0.5}})
+    assert shaped(nested) == {"cpu": 1.0, "memory": 1024.0, "gpu": 0.0, "custom": {"accelerator": 0.5}}
+    assert shaped({"cpu": 2, "fpga": 1}) == {"cpu": 2.0, "memory": 0.0, "gpu": 0.0, "custom": {"fpga": 1.0}}
+    assert flat(None) is None and shaped(None)["custom"] == {}
+    for bad in ({"cpu": -1}, {"custom": {"accelerator": -0.5}}, {"custom": 3}, {"a": 1, "custom": {"a": 2}}):
+        with pytest.raises(InvalidOptions):
+            flat(bad)
+
+
+def test_agent_actor_answers_options_and_remote_and_stays_subclassable(caplog):
+    import ray
+
+    from schedulemesh.core.agent_actor import AgentActor
+
+    assert callable(AgentActor.options) and callable(AgentActor.remote)
+
+    class Guide(AgentActor):  # the agent-configuration guide subclasses it, then decorates
+        pass
+
+    with caplog.at_level("WARNING"):
+        decorated = ray.remote(Guide)
+    assert hasattr(decorated, "options") and "overwrites attribute" not in caplog.text
+    with pytest.raises(AttributeError):
+        AgentActor.no_such_thing  # noqa: B018
