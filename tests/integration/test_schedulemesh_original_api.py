@@ -16,8 +16,8 @@ import pytest
 import ray
 
 from schedulemesh import RayScheduler, ScheduleMesh, SimpleScheduler, SimpleTaskSpec
-from schedulemesh.core.agent_actor import AgentActor
 from schedulemesh.core.actors.head import ScheduleMeshHead
+from schedulemesh.core.agent_actor import AgentActor
 
 from .conftest import LOOPBACK_RAY
 from .sm_agents import NamedEcho, OriginalStyle

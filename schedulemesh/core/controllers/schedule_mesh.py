@@ -127,7 +127,7 @@ class ScheduleMesh:
         return _Proxy(self._agents(pool, labels), _every, one=False)
 
     def choose(self, *, pool: str | None = None, labels: dict[str, str] | None = None, strategy: Any = None) -> _Proxy:
-        """A proxy calling one agent per call, picked by `strategy` (default: the configured one); returns its result."""
+        """A proxy calling one agent per call, picked by `strategy` (default: the configured one): its result."""
         config = get_scheduling_config()  # read first: it may disable strategies
         picker = create_strategy(strategy or config.default_strategy, labels=labels)  # unknown: ValueError now
         return _Proxy(self._agents(pool, labels), _picked_by(picker), one=True)
