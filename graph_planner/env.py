@@ -54,6 +54,7 @@ class EnvLimits:
     test_timeout_s: float = _EPISODE.test_timeout_s
     read_chars: int = _EPISODE.read_chars
     screen_patches: bool = _EPISODE.screen_patches
+    guard_patches: bool = _EPISODE.guard_patches
 
     @classmethod
     def from_episode(cls, episode: EpisodeConfig, **extra) -> EnvLimits:
@@ -278,7 +279,16 @@ class PlannerEnv:
         return "".join(unified_diff(p, self._read_base(p), t) for p, t in sorted(self.patch.items()))
 
     def _run(self, tests: list[str], mode: str) -> dict:
-        result = run_patch(self.runtime, self.cache, self.task, self.patch, tests, mode, self.limits.test_timeout_s)
+        result = run_patch(
+            self.runtime,
+            self.cache,
+            self.task,
+            self.patch,
+            tests,
+            mode,
+            self.limits.test_timeout_s,
+            guarded=self.limits.guard_patches,
+        )
         self.stats.tampering += int(bool(result.get("tampered")))
         if result.get("cached"):
             self.stats.cache_hits += 1

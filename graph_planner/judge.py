@@ -1,9 +1,14 @@
 """Judging a patch: test runs on a clean checkout of the base commit, their cache, and the gold patch's check.
 
 Every verdict an agent gets comes through `run_patch`: the base commit checked out afresh, the patch's
-files written, the tests run in the sandbox under a CPU-time limit. Outcomes are cached by (task, patch,
-tests) and the verdict rules' version; a void run (a forged report) is never cached. `gold_submit` sends
-a task's own reference fix down the same path, which is how the corpus builder proves a task solvable.
+files written, the tests run in the sandbox under a CPU-time limit, with the runtime guard watching
+every function the patch changed. An event the guard stops is held against the patch unless the clean
+version of the same function set off the same event in the same tests (recorded once, on demand). A
+pass is judged twice: a second run built differently (another boot file, descriptor, key, canaries at
+random places) must agree, or the verdict is void. Outcomes are cached by (task, patch, tests) and the
+verdict rules' version; only confirmed passes and believed failures are cached, never a void run.
+`gold_submit` sends a task's own reference fix down the same path, which is how the corpus builder
+proves a task solvable.
 """
 
 from __future__ import annotations
@@ -14,13 +19,14 @@ import threading
 from pathlib import Path
 
 from graph_planner.corpus.fetch import git
-from graph_planner.corpus.validate import load_proof
+from graph_planner.corpus.testrun import Guard, load_proof
+from graph_planner.patch_check import changed_functions
 from graph_planner.patching import PatchError, apply_diff, screen
 from graph_planner.tasks import RepairTask
 from planact.env_config import EpisodeConfig
 
 DEFAULT_TIMEOUT_S = EpisodeConfig().test_timeout_s
-VERDICT_RULES = 2  # 2: outcomes over the host's channel, canaries and cross-checks, the allow-list patch check
+VERDICT_RULES = 3  # 3: signed channel, runtime guard, passes confirmed by a second run, the scoped patch check
 
 
 class ResultCache:
@@ -32,6 +38,8 @@ class ResultCache:
 
     def __init__(self, path: str | Path | None = None):
         self.entries: dict[str, dict] = {}
+        self.records: dict[tuple, dict[str, list[str]]] = {}
+        """The clean code's guard records by (task, tests, watched functions): what each function sets off."""
         self.hits = 0
         self.path = Path(path) if path else None
         self._read_to = 0  # bytes of the file already read
@@ -80,39 +88,95 @@ class ResultCache:
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
+def watched(task: RepairTask, patch: dict[str, str]) -> tuple[Guard, Guard]:
+    """(the guard of the patched code, the recorder of the clean code): every function the patch changed,
+    at its lines in the patched file and in the base file, under one name."""
+    new, old = [], []
+    for path, text in sorted(patch.items()):
+        if not path.endswith(".py"):
+            continue
+        for name, old_lines, new_lines in changed_functions(base_text(task, path), text):
+            new.append((path, *new_lines, f"{path}::{name}"))
+            old.append((path, *old_lines, f"{path}::{name}"))
+    return Guard(tuple(new)), Guard(tuple(old), record=True)
+
+
+def _run(runtime, task: RepairTask, patch: dict[str, str], tests: list[str], suite, guard: Guard, confirm=False):
+    work = runtime.reset(task)  # a clean checkout: nothing a previous run wrote survives
+    for path, text in patch.items():
+        (work / path).write_text(text)
+    return runtime.run_tests(tests, suite, guard=guard, confirm=confirm)
+
+
+def _clean_record(runtime, cache: ResultCache, task: RepairTask, tests: list[str], suite, recorder: Guard) -> dict:
+    """Which audit events each watched function sets off in the clean code's run of the same tests."""
+    key = (task.instance_id, tuple(tests), recorder.watch)
+    if key not in cache.records:
+        cache.records[key] = _run(runtime, task, {}, tests, suite, recorder).record
+    return cache.records[key]
+
+
 def run_patch(
-    runtime, cache: ResultCache, task: RepairTask, patch: dict[str, str], tests: list[str], mode: str, timeout_s: float
+    runtime,
+    cache: ResultCache,
+    task: RepairTask,
+    patch: dict[str, str],
+    tests: list[str],
+    mode: str,
+    timeout_s: float,
+    guarded: bool = True,
 ) -> dict:
     """`tests` on a clean checkout of the task's base commit plus `patch` (path -> text), cached by
-    (task, patch, tests): a cached outcome carries 'cached': True."""
+    (task, patch, tests): a cached outcome carries 'cached': True. A pass carries 'confirmed': True.
+    `guarded=False` (only to test the sandbox alone) runs without the runtime guard."""
     key = ResultCache.key(task.instance_id, patch, tests)
     cached = cache.get(key)
     # A timeout cached before runs were judged by CPU time (no "cpu_s") may only have been a loaded
     # machine: judge it again rather than keep a reward of 0 that the patch may not deserve.
     if cached is not None and not (cached.get("status") == "timeout" and "cpu_s" not in cached):
         return {**cached, "cached": True}
-    work = runtime.reset(task)  # a clean checkout: nothing a previous run wrote survives
-    for path, text in patch.items():
-        (work / path).write_text(text)
     limit = min(task.suite.timeout_s, timeout_s)
-    run = runtime.run_tests(tests, load_proof(task.suite, limit))
+    suite = load_proof(task.suite, limit)
+    guard, recorder = watched(task, patch) if guarded else (Guard(), Guard())
+    run = _run(runtime, task, patch, tests, suite, guard)
+    seconds = run.seconds
+    if run.guard and guard.watch:
+        record = _clean_record(runtime, cache, task, tests, suite, recorder)
+        event, where = run.guard
+        if event in record.get(where, ()):  # the clean function did the same: not the patch's doing
+            guard = Guard(guard.watch, tuple((n, tuple(e)) for n, e in sorted(record.items())))
+            run = _run(runtime, task, patch, tests, suite, guard)
+            seconds += run.seconds
     wanted = set(tests)
     failed = sorted(t for t in wanted if run.outcomes.get(t) != "passed")
+    tampered = run.tampered
+    if not tampered and run.status == "ok" and not failed:
+        # A pass is judged twice: a forger keyed to one run's build meets another build and other canaries.
+        again = _run(runtime, task, patch, tests, suite, guard, confirm=True)
+        seconds += again.seconds
+        missing = sorted(t for t in wanted if again.outcomes.get(t) != "passed")
+        if again.tampered or again.status != "ok" or missing:
+            why = again.tampered or f"{again.status}, {len(missing)} named tests not passed"
+            tampered = f"the confirming run disagrees ({why})"
+            failed = sorted(wanted)
     result = {
         "mode": mode,
-        "status": run.status,
+        "status": "tampered" if tampered else run.status,
         "rc": run.rc,
-        "seconds": round(run.seconds, 2),
+        "seconds": round(seconds, 2),
         "passed": len(wanted) - len(failed),
         "failed": failed[:20],
         "n_failed": len(failed),
         "tail": run.tail[-1500:],
         "cpu_s": limit,
     }
-    if run.tampered:
+    if tampered:
         # a void verdict scores 0, is counted, and never enters the cache every later run and seed reads
-        return {**result, "tampered": run.tampered}
-    cache.put(key, result)
+        return {**result, "tampered": tampered}
+    if not failed:
+        result["confirmed"] = True
+    if guarded:  # an unguarded verdict never stands in for a guarded one
+        cache.put(key, result)
     return result
 
 

@@ -10,7 +10,8 @@ the task's test outcomes. Functions are ranked by the SBFL formula, ties broken 
 
 from __future__ import annotations
 
-from graph_planner.corpus.validate import IMPORT_TIME, load_proof
+from graph_planner.corpus.testrun import load_proof
+from graph_planner.corpus.validate import IMPORT_TIME
 from graph_planner.graph import GraphSearch, RepoGraph
 from graph_planner.graph.build import is_test_file, test_node
 from graph_planner.judge import ResultCache

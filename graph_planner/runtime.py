@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from graph_planner.corpus.fetch import checkout
-from graph_planner.corpus.validate import Suite, TestRun, run_in_place
+from graph_planner.corpus.testrun import Guard, Suite, TestRun, run_in_place
 from graph_planner.tasks import RepairTask
 
 
@@ -40,10 +40,18 @@ class LocalRuntime:
         self.task = task
         return self.work
 
-    def run_tests(self, tests: list[str], suite: Suite | None = None, coverage: bool = False) -> TestRun:
-        """Run `tests` on the working copy in the sandbox (with `coverage`, recording the functions each calls)."""
+    def run_tests(
+        self,
+        tests: list[str],
+        suite: Suite | None = None,
+        coverage: bool = False,
+        guard: Guard = Guard(),
+        confirm: bool = False,
+    ) -> TestRun:
+        """Run `tests` on the working copy in the sandbox (with `coverage`, recording the functions each
+        calls; `guard`: the runtime guard's watch; `confirm`: the differently built second run)."""
         assert self.task is not None, "reset() first"
-        return run_in_place(self.work, tests, suite or self.task.suite, coverage)
+        return run_in_place(self.work, tests, suite or self.task.suite, coverage, guard, confirm)
 
     def close(self) -> None:
         """Remove the slot."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graph_planner.corpus.spec import CORPUS_SPLITS
-from graph_planner.corpus.validate import Suite
+from graph_planner.corpus.testrun import Suite
 
 
 @dataclass

@@ -40,6 +40,12 @@ class EpisodeConfig(_Strict):
         description="Refuse patches that add imports or process/introspection names (turn off only to test the "
         "sandbox).",
     )
+    guard_patches: bool = Field(
+        True,
+        description="Run patched code under the runtime guard: an audit event (exec, open, import, frames, "
+        "processes, sockets...) set off by a function the patch changed, that its clean version did not set off, "
+        "voids the verdict (turn off only to test the sandbox alone).",
+    )
 
 
 # The mutation kinds a tiny model can repair from what it sees (graph_planner.corpus.mutate.TOKEN_LEVEL).

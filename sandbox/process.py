@@ -8,7 +8,8 @@ A sandboxed command runs as a separate process tree with:
   programs and libraries, the interpreter's standard library, exactly the packages the caller names
   and its working copy; never `/`, the home directory, the project, corpora, caches or the venv;
 * an optional channel: a pipe the host opens and alone reads, for results the host trusts more than
-  files in the working copy;
+  files in the working copy; its descriptor number is in no environment the program can read (the
+  host tells the program over stdin, which the program reads once);
 * an environment rebuilt from a short allow-list, so API keys and tokens never reach it;
 * the whole tree killed on timeout, including children that called `setsid`;
 * stdout/stderr read in bounded chunks and truncated, so a print flood cannot grow the caller.
@@ -43,6 +44,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from sandbox.drain import Drain
 from sandbox.uids import _UID_RANGE, _chown_tree, _claim_uid, _count_user_processes, _kill_uid, _tree_cpu_s, _uid_claim  # noqa: F401
@@ -293,7 +295,8 @@ def start(
     Without `workdir` a private temporary one is made (holding `files`) and removed on `close()`. The
     program sees `view` plus the folders in `read_only`; `argv[0]` naming this process's interpreter runs
     the real interpreter behind it (a venv is outside every view). `channel_fd`: the write end of a pipe
-    the program inherits (its number is in PLANACT_CHANNEL_FD).
+    the program inherits under the same number; the number is in no environment variable (an initial
+    environment stays readable in /proc/self/environ), so the caller tells the program some other way.
     """
     kind = backend()
     owns = workdir is None
@@ -318,8 +321,6 @@ def start(
             wrapper = _measuring_shell(write_end)
         full = _bwrap_argv(argv, work, limits, view, uid, wrapper)
     env = dict(env or {})
-    if channel_fd is not None:
-        env["PLANACT_CHANNEL_FD"] = str(channel_fd)
     passed = tuple(fd for fd in (write_end, channel_fd) if fd is not None)
     with _handing_over(read_end, write_end):
         proc = subprocess.Popen(
@@ -355,7 +356,7 @@ def _handing_over(read_end: int | None, write_end: int | None):
 def run(
     argv: list[str],
     *,
-    stdin: bytes = b"",
+    stdin: bytes | Callable[[int | None], bytes] = b"",
     workdir: str | os.PathLike | None = None,
     limits: Limits = Limits(),
     env: dict[str, str] | None = None,
@@ -367,9 +368,10 @@ def run(
 ) -> Completed:
     """Run `argv` to completion in the sandbox; never raises on what the program does.
 
-    channel=True: the program inherits the write end of a pipe (fd number in PLANACT_CHANNEL_FD) that only
-    this process reads; what arrives is `Completed.channel` (its first `channel_bytes`, default
-    limits.output_bytes).
+    channel=True: the program inherits the write end of a pipe that only this process reads; what arrives
+    is `Completed.channel` (its first `channel_bytes`, default limits.output_bytes). `stdin` may be a
+    function of the channel's descriptor number in the program (None without a channel) that returns
+    the input: how a program learns the number without it being in its environment.
     """
     ch_read = ch_write = None
     if channel:
@@ -390,7 +392,7 @@ def run(
     timed_out, cpu_s = False, None
     try:
         try:
-            box.proc.stdin.write(stdin)
+            box.proc.stdin.write(stdin(ch_write) if callable(stdin) else stdin)
             box.proc.stdin.close()
         except (BrokenPipeError, OSError):
             pass  # the program exited without reading its input

@@ -38,12 +38,11 @@ from graph_planner.corpus.fetch import (
 )
 from graph_planner.corpus.mutate import TOKEN_LEVEL, Mutant, mutants
 from graph_planner.corpus.spec import CORPUS_SPLITS, CorpusConfig, PackageSpec
+from graph_planner.corpus.testrun import Suite, load_proof
 from graph_planner.corpus.validate import (
     Baseline,
-    Suite,
     Verdict,
     baseline,
-    load_proof,
     problem_statement,
     uncollectable,
     validate_mutant,

@@ -7,7 +7,8 @@ from dataclasses import replace
 import pytest
 
 from graph_planner.corpus.mutate import mutants
-from graph_planner.corpus.validate import Suite, baseline, load_proof, run_tests, validate_mutant
+from graph_planner.corpus.testrun import Suite, load_proof
+from graph_planner.corpus.validate import baseline, run_tests, validate_mutant
 
 from .repair_fixture import CLAMP, write_files
 

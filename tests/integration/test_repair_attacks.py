@@ -1,4 +1,4 @@
-"""Hostile patches in PlannerEnv with the patch screen OFF, so the sandbox alone has to hold: each attack
+"""Hostile patches in PlannerEnv with the patch screen and the runtime guard OFF, so the sandbox alone has to hold: each attack
 is contained and reported, nothing is left running, and the next reset restores the working copy."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def corpus(tmp_path_factory):
 
 @pytest.fixture
 def env():
-    e = PlannerEnv(limits=EnvLimits(test_timeout_s=5, screen_patches=False))
+    e = PlannerEnv(limits=EnvLimits(test_timeout_s=5, screen_patches=False, guard_patches=False))
     yield e
     e.runtime.close()
 

@@ -1,0 +1,340 @@
+"""One test run in the sandbox, and whether its report can be believed.
+
+pytest runs in planact's sandbox (no network, a view holding only the interpreter, pytest, the package's
+dependencies and the copy; CPU and wall-clock limits), started by `plugin/planact_boot.py`, which reads
+its configuration from stdin before any repository code is imported. Per-test outcomes come over a pipe
+only the host reads, each line signed with a key the host made for this run (the descriptor number and
+the key are in no environment, argv or file). With `Guard.watch` set, an audit hook ends the run the
+moment a function the patch changed sets off an interpreter capability (exec, compile, open, import,
+frames, gc walks, ctypes, processes, sockets...) that its clean version did not set off in the same tests.
+
+A run of named tests is believed when its signed report, pytest's exit status and its failure count
+agree: status 0 exactly when every phase passed. A confirming run (`confirm=True`) is built differently
+(another file name, descriptor and key) and carries two canary tests the host writes with values only it
+knows, at random places among the tests (one must fail, one must pass) and a must-fail one last. A
+report that disagrees is void ("tampered", every test failed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import random
+import secrets
+import shutil
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import sandbox
+from sandbox.view import SITE, pytest_view
+
+_PLUGIN_DIR = Path(__file__).parent / "plugin"
+_BOOT = _PLUGIN_DIR / "planact_boot.py"
+GUARD_EXIT = 86  # the boot script's exit status when its guard stopped the run (kept equal to it)
+COVERAGE = ".planact-coverage.json"
+
+
+@dataclass(frozen=True)
+class Suite:
+    """How one repository's tests run: import paths, pytest arguments, limits."""
+
+    source_root: str = "."
+    """Folder (relative to the repository) that goes first on PYTHONPATH: "." or "src"."""
+    pythonpath: tuple[str, ...] = ()
+    """Further absolute folders on PYTHONPATH (unpacked pure-Python dependencies); mounted read-only."""
+    pytest_args: tuple[str, ...] = ("-o", "addopts=")
+    """Extra pytest arguments; the default drops the project's addopts (coverage plugins, doctest flags
+    that need packages the sandbox does not have)."""
+    timeout_s: float = 120.0
+    """Wall-clock limit of one whole test run (SWE-smith uses 120 s)."""
+    cpu_s: float | None = None
+    """CPU-seconds limit of the test process; None = the wall-clock limit alone decides (see load_proof)."""
+    memory_mb: int = 2048
+    """Address-space limit per process."""
+    cpu_per_test_s: float = 0.0
+    """With `cpu_s`, CPU seconds a mutant's run gets on top of it per test it runs: a failing test's
+    traceback costs CPU (~15 ms each, ~30 s for a mutant that fails 2,000 tests), and that cost must stay
+    far below the limit for the verdict not to follow CPU time's run-to-run noise (see validate_mutant)."""
+
+
+# Wall-clock backstop of a CPU-limited run, in multiples of its CPU limit: wide enough that a run slowed
+# down by everything else on a loaded 2-core machine (three benchmark processes, two test slots each)
+# still finishes, while a run that computes forever is stopped by its CPU limit alone.
+WALL_BACKSTOP = 4.0
+
+
+def load_proof(suite: Suite, seconds: float) -> Suite:
+    """`suite` judged by `seconds` of CPU time instead of wall-clock time, so that a verdict (kept or
+    dropped mutant, reward 1 or 0) does not depend on how busy the machine was; a run that blocks without
+    computing is still stopped, at WALL_BACKSTOP x `seconds`."""
+    return replace(suite, timeout_s=WALL_BACKSTOP * seconds, cpu_s=seconds)
+
+
+@dataclass
+class TestRun:
+    """Outcome of one test run: per test id passed / failed / skipped, how the process ended, its output."""
+
+    outcomes: dict[str, str] = field(default_factory=dict)
+    status: str = "ok"
+    seconds: float = 0.0
+    output: str = ""
+    rc: int | None = None
+    coverage: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    durations: dict[str, float] = field(default_factory=dict)
+    cpu_s: float | None = None
+    order: list[str] = field(default_factory=list)
+    """Test ids in the order the run executed them."""
+    tampered: str = ""
+    """Why the run's own report was not believed ("" when it was): its outcomes are then all failures."""
+    guard: tuple[str, str] | None = None
+    """(event, function) when the guard stopped the run: a changed function set off that event."""
+    record: dict[str, list[str]] = field(default_factory=dict)
+    """In record mode: function -> the audit events it set off in this run."""
+
+    def passed(self) -> set[str]:
+        """Ids of the tests that passed."""
+        return {t for t, o in self.outcomes.items() if o == "passed"}
+
+    @property
+    def tail(self) -> str:
+        """The last 2000 characters of the run's output."""
+        return self.output[-2000:]
+
+
+
+
+@dataclass(frozen=True)
+class Guard:
+    """What the runtime guard watches in one run."""
+
+    watch: tuple[tuple[str, int, int, str], ...] = ()
+    """(path relative to the copy, first line, last line, function name) of every function the patch changed."""
+    allowed: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """(function name, events) the clean version of that function set off in the same tests."""
+    record: bool = False
+    """Record which watched function sets off which event instead of stopping the run (the clean code)."""
+
+
+CHANNEL_BYTES = 32 << 20  # outcome lines of the largest suites (~100 bytes per test phase)
+
+
+@dataclass
+class Report:
+    """What the signed channel said: per-test outcomes and seconds, their order, the end line, problems."""
+
+    outcomes: dict[str, str] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    end: dict | None = None
+    problem: str = ""
+    failed_phases: int = 0
+    guard: tuple[str, str] | None = None
+    record: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _signed(text: str, key: bytes):
+    """The rows of the lines signed with `key` in sequence, and the first problem (an unsigned line)."""
+    rows, problem, seq = [], "", 0
+    for line in text.splitlines():
+        mac, _, body = line.partition(" ")
+        want = hmac.new(key, f"{seq}:{body}".encode(), hashlib.sha256).hexdigest()[:32]
+        if not hmac.compare_digest(mac, want):
+            problem = problem or "a report line the host's plugin did not sign"
+            continue
+        seq += 1
+        try:
+            row = json.loads(body)
+        except ValueError:
+            row = None
+        if not isinstance(row, dict):
+            problem = problem or "an unreadable report line"
+            continue
+        rows.append(row)
+    return rows, problem
+
+
+def read_channel(text: str, key: bytes) -> Report:
+    """The report in the boot script's signed lines. A test passed when its call phase passed and no
+    phase failed; skipped when a phase was skipped. pytest counts a failure per failed phase (a test may
+    fail its call and its teardown), and the cross-check compares like with like."""
+    rows, problem = _signed(text, key)
+    out = Report(problem=problem)
+    phases: dict[str, dict[str, str]] = {}
+    for row in rows:
+        if out.end is not None:
+            out.problem = out.problem or "report lines after the end of the session"
+        elif "end" in row:
+            out.end = row
+        elif "guard" in row:
+            out.guard = (str(row["guard"]), str(row.get("in")))
+        elif "record" in row:
+            out.record = {str(k): list(v) for k, v in dict(row["record"]).items()}
+        elif "id" in row and row.get("sub"):
+            # a subTest: several per test under its id; a failed one fails the test (and counts, as pytest does)
+            seen = phases.setdefault(str(row["id"]), {})
+            if row.get("outcome") == "failed":
+                seen["sub"] = "failed"
+                out.failed_phases += 1
+        elif "id" in row:
+            seen = phases.setdefault(str(row["id"]), {})
+            if row.get("when") in seen:
+                out.problem = out.problem or f"{row['id']} reported twice"
+            seen[str(row.get("when"))] = str(row.get("outcome"))
+            out.seconds[str(row["id"])] = out.seconds.get(str(row["id"]), 0.0) + float(row.get("s") or 0.0)
+    out.failed_phases += sum(sum(o == "failed" for w, o in seen.items() if w != "sub") for seen in phases.values())
+    for test, seen in phases.items():
+        if "failed" in seen.values():
+            out.outcomes[test] = "failed"
+        elif "skipped" in seen.values():
+            out.outcomes[test] = "skipped"
+        else:
+            out.outcomes[test] = "passed" if seen.get("call") == "passed" else "failed"
+    out.order = list(phases)
+    return out
+
+
+def _canaries(folder: Path, tests: list[str]) -> tuple[list[str], dict[str, str]]:
+    """`tests` with canary test files (outside the working copy, bound read-only) the host writes with values
+    only it knows: one that must fail and one that must pass at random places, and one that must fail last
+    (a forger that starts partway through the run is still active then); (the argument list, id suffix ->
+    the outcome it must have)."""
+    named, expect = list(tests), {}
+    for i, want in enumerate(("failed", "passed", "failed")):
+        name, a = f"test_{secrets.token_hex(6)}", secrets.token_hex(12)
+        b = a if want == "passed" else secrets.token_hex(12)
+        path = folder / f"{name}.py"
+        path.write_text(f"def {name}():\n    assert {a!r} == {b!r}\n")
+        named.insert(len(named) if i == 2 else random.randint(0, len(named)), str(path))
+        expect[f"::{name}"] = want
+    return named, expect
+
+
+def tampering(report: Report, rc: int | None, canaries: dict[str, str]) -> str:
+    """Why a run's report of a passed test cannot be believed ("" when everything agrees): a problem of the
+    signed lines, a canary (test id -> the outcome it must have) reported otherwise, or pytest's exit status
+    other than 0 exactly when no phase failed."""
+    if report.problem:
+        return report.problem
+    for test, want in canaries.items():
+        seen = report.outcomes.get(test, "missing")
+        if seen != want:
+            return f"the host's must-{'pass' if want == 'passed' else 'fail'} test was reported {seen}"
+    if report.end is None:
+        return "the session's end was never reported"
+    expected = 0 if report.failed_phases == 0 else 1
+    if report.end.get("end") != rc or rc != expected:
+        return f"pytest's exit status disagrees (reported {report.end.get('end')}, process {rc}, expected {expected})"
+    if report.end.get("failed") != report.failed_phases:
+        return "pytest's failure count disagrees with the reported outcomes"
+    return ""
+
+
+def run_in_place(
+    workdir: str | Path,
+    tests: list[str] | None = None,
+    suite: Suite = Suite(),
+    coverage: bool = False,
+    guard: Guard = Guard(),
+    confirm: bool = False,
+) -> TestRun:
+    """Run pytest (all tests or `tests`, in that order) in the sandbox with `workdir` as the only writable
+    place, under `guard`; named tests are judged as the module docstring says (`confirm`: the second,
+    differently built run with canaries)."""
+    workdir = Path(workdir).resolve()
+    (workdir / COVERAGE).unlink(missing_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="planact-run-"))
+    folder.chmod(0o755)
+    boot = folder / f"{secrets.token_hex(6)}.py"  # a per-run name: nothing can be keyed to it
+    shutil.copyfile(_BOOT, boot)
+    boot.chmod(0o644)
+    # --rootdir: test ids stay relative to the copy whatever else is collected (the canaries live outside)
+    args = ["-q", "-rf", "--tb=short", "-p", "no:cacheprovider", f"--rootdir={workdir}", *suite.pytest_args]
+    if coverage:
+        args += ["-p", "planact_coverage"]
+    named, canary = list(tests or []), {}
+    if confirm and named:
+        named, canary = _canaries(folder, named)
+    args += named
+    key = secrets.token_bytes(16)
+
+    def config(channel: int | None) -> bytes:
+        watch = [[str(workdir / p), first, last, name] for p, first, last, name in guard.watch]
+        cfg = {
+            "channel": channel,
+            "move_to": random.randrange(64, 250),  # under the sandbox's 256 open files
+            "key": key.hex(),
+            "watch": watch,
+            "allowed": {name: list(events) for name, events in guard.allowed},
+            "record": guard.record,
+            "args": args,
+        }
+        return json.dumps(cfg).encode()
+
+    limits = sandbox.Limits(
+        timeout_s=suite.timeout_s,
+        cpu_s=suite.cpu_s,
+        memory_mb=suite.memory_mb,
+        processes=64,
+        open_files=256,
+        output_bytes=32 * 1024,
+        file_mb=64,
+    )
+    # Only the plugins named here: the entry-point plugins installed beside planact (xdist, anyio,
+    # hypothesis, timeout, ...) cost ~0.8 s of every ~1.1 s run's startup and no corpus suite uses them.
+    pythonpath = [str(workdir / suite.source_root), SITE, *suite.pythonpath, str(_PLUGIN_DIR)]
+    env = {"PYTHONPATH": ":".join(pythonpath), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    shown = [*suite.pythonpath, str(_PLUGIN_DIR), str(folder)]
+    view = pytest_view(tuple(p for p in shown if Path(p).exists()))
+    argv = [sandbox.python(), "-s", str(boot)]
+    try:
+        done = sandbox.run(
+            argv,
+            stdin=config,
+            workdir=workdir,
+            limits=limits,
+            env=env,
+            view=view,
+            channel=True,
+            channel_bytes=CHANNEL_BYTES,
+        )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    report = read_channel(done.channel, key)
+    outcomes, order = report.outcomes, report.order
+    ids = {next((t for t in outcomes if t.endswith(suffix)), suffix): want for suffix, want in canary.items()}
+    tampered = ""
+    # Only a run that ended on its own has a report to judge: one the host stopped (CPU or wall limit,
+    # memory) is that failure, whatever it had reported so far.
+    ended_itself = done.status in ("ok", "error")
+    if done.returncode == GUARD_EXIT or report.guard:
+        event, where = report.guard or ("an event it did not report", "a changed function")
+        tampered = f"the guard stopped the run: {where} set off {event}"
+    elif tests and ended_itself and any(o == "passed" for t, o in outcomes.items() if t not in ids):
+        tampered = tampering(report, done.returncode, ids)
+    outcomes = {t: o for t, o in outcomes.items() if t not in ids}
+    order = [t for t in order if t not in ids]
+    cov = {}
+    if coverage and (workdir / COVERAGE).is_file():
+        cov = {k: [tuple(x) for x in v] for k, v in json.loads((workdir / COVERAGE).read_text()).items()}
+    # A session that ended normally is a verdict even with no outcome (a module that no longer imports
+    # stops pytest at collection): its named tests are missing, so they failed.
+    finished = bool(outcomes) or report.end is not None
+    status = done.status if done.status in ("timeout", "memory") or not finished else "ok"
+    if tampered:
+        outcomes, status = {t: "failed" for t in outcomes}, "tampered"
+    return TestRun(
+        outcomes,
+        status,
+        done.seconds,
+        done.stdout + done.stderr,
+        done.returncode,
+        cov,
+        report.seconds,
+        done.cpu_s,
+        order,
+        tampered,
+        report.guard,
+        report.record,
+    )
