@@ -117,6 +117,7 @@ class Guard:
     """Record which watched function sets off which event instead of stopping the run (the clean code)."""
 
 
+UNSIGNED = "a report line the host's plugin did not sign"
 CHANNEL_BYTES = 32 << 20  # outcome lines of the largest suites (~100 bytes per test phase)
 
 
@@ -141,7 +142,7 @@ def _signed(text: str, key: bytes):
         mac, _, body = line.partition(" ")
         want = hmac.new(key, f"{seq}:{body}".encode(), hashlib.sha256).hexdigest()[:32]
         if not hmac.compare_digest(mac, want):
-            problem = problem or "a report line the host's plugin did not sign"
+            problem = problem or UNSIGNED
             continue
         seq += 1
         try:
@@ -311,6 +312,8 @@ def run_in_place(
     if done.returncode == GUARD_EXIT or report.guard:
         event, where = report.guard or ("an event it did not report", "a changed function")
         tampered = f"the guard stopped the run: {where} set off {event}"
+    elif tests and report.problem == UNSIGNED:
+        tampered = report.problem  # no honest run writes a line the plugin did not sign, passes or not
     elif tests and ended_itself and any(o == "passed" for t, o in outcomes.items() if t not in ids):
         tampered = tampering(report, done.returncode, ids)
     outcomes = {t: o for t, o in outcomes.items() if t not in ids}
