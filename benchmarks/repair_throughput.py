@@ -5,6 +5,11 @@ sandbox), so its cost is the environment's own (git reset, sandbox start, pytest
 Prints tasks/s for 1 slot and for K slots, and the scaling efficiency (K-slot rate / (K x 1-slot rate));
 the target is >= 0.8 on K otherwise idle CPUs. The result cache is off (every episode runs its tests).
 
+Then what a verdict's defences cost per task, on one slot, the same gold patches: one Submit run without
+the runtime guard, the same run under the guard (watching the functions the gold patch changed; target
+<= 1.15x), and the confirming second run a pass needs (canaries, another build), in CPU seconds of the
+sandboxed tree (load-proof) and wall seconds, runs alternated.
+
     python benchmarks/repair_throughput.py                        # the shipped corpus in runs/corpus (built if missing)
     python benchmarks/repair_throughput.py --tasks DIR --slots 4 --n 40
     python benchmarks/repair_throughput.py --tiny                 # a few tasks of a built-in package (the test runs
@@ -28,6 +33,9 @@ from graph_planner.corpus.build import build_corpus  # noqa: E402
 from graph_planner.corpus.spec import CorpusConfig, PackageSpec, load_corpus_config  # noqa: E402
 from graph_planner.env import EnvLimits, PlannerEnv  # noqa: E402
 from graph_planner.evaluate import shard  # noqa: E402
+from graph_planner.corpus.testrun import Guard, load_proof  # noqa: E402
+from graph_planner.judge import gold_texts, watched  # noqa: E402
+from graph_planner.runtime import LocalRuntime  # noqa: E402
 from graph_planner.tasks import load_tasks  # noqa: E402
 
 TINY = {
@@ -77,6 +85,28 @@ def episodes(tasks, slot_count: int) -> float:
     return time.perf_counter() - t0
 
 
+def verdict_cost(tasks, repeats: int = 2) -> dict[str, tuple[float, float]]:
+    """Mean (CPU s, wall s) per Submit run of the gold patches: 'plain' (no guard), 'guarded', 'confirming'."""
+    runtime = LocalRuntime()
+    seen: dict[str, list[tuple[float, float]]] = {"plain": [], "guarded": [], "confirming": []}
+    try:
+        for task in tasks:
+            texts = gold_texts(task)
+            guard = watched(task, texts)[0]
+            suite = load_proof(task.suite, task.suite.timeout_s)
+            for _ in range(repeats):
+                for name, g, confirm in (("plain", Guard(), False), ("guarded", guard, False), ("confirming", guard, True)):
+                    work = runtime.reset(task)
+                    for path, text in texts.items():
+                        (work / path).write_text(text)
+                    run = runtime.run_tests(task.submit_tests(), suite, guard=g, confirm=confirm)
+                    assert run.status == "ok" and not run.tampered, (task.instance_id, name, run.tampered, run.tail)
+                    seen[name].append((run.cpu_s or 0.0, run.seconds))
+    finally:
+        runtime.close()
+    return {k: (sum(c for c, _ in v) / len(v), sum(w for _, w in v) / len(v)) for k, v in seen.items()}
+
+
 def tiny_corpus(root: Path) -> Path:
     """A built-in two-function package built into a corpus under `root`."""
     for rel, text in TINY.items():
@@ -113,6 +143,11 @@ def main() -> None:
     print(f"1 slot:  {one:.3f} tasks/s")
     print(f"{k} slots: {many:.3f} tasks/s")
     print(f"speed-up {many / one:.2f}x on {k} slots; scaling efficiency {many / (k * one):.2f} (target >= 0.80)")
+    cost = verdict_cost(list({t.instance_id: t for t in tasks}.values()), repeats=1 if args.tiny else 2)
+    (pc, pw), (gc, gw), (cc, cw) = cost["plain"], cost["guarded"], cost["confirming"]
+    print(f"per Submit run: plain {pc:.3f} CPU-s / {pw:.3f} s; guarded {gc:.3f} / {gw:.3f}; confirming {cc:.3f} / {cw:.3f}")
+    print(f"guard: {gc / pc:.2f}x CPU, {gw / pw:.2f}x wall (target <= 1.15x)")
+    print(f"a pass judged twice: {(gc + cc) / pc:.2f}x CPU, {(gw + cw) / pw:.2f}x wall of one unguarded run")
 
 
 if __name__ == "__main__":

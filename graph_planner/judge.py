@@ -189,13 +189,18 @@ def gold_submit(runtime, task: RepairTask, timeout_s: float = DEFAULT_TIMEOUT_S)
     """Why the task's own gold patch fails the path an agent's patch takes ("" when it resolves the task):
     applied to the base commit, through the patch check, then Submit's run of FAIL_TO_PASS + PASS_TO_PASS
     in the task's order, on a clean checkout in the sandbox."""
-    files = set(git(task.repo_dir, "ls-tree", "-r", "--name-only", task.base_commit).splitlines())
     try:
-        texts = apply_diff(task.gold_patch, lambda p: base_text(task, p), {f for f in files if f.endswith(".py")})
+        texts = gold_texts(task)
     except PatchError as e:
         return f"gold patch does not apply: {e}"
     why = submit_texts(runtime, ResultCache(), task, texts, timeout_s)
     return why and f"gold patch {why}"
+
+
+def gold_texts(task: RepairTask) -> dict[str, str]:
+    """The files the task's gold patch changes, with the patch applied to the base commit (raises PatchError)."""
+    files = set(git(task.repo_dir, "ls-tree", "-r", "--name-only", task.base_commit).splitlines())
+    return apply_diff(task.gold_patch, lambda p: base_text(task, p), {f for f in files if f.endswith(".py")})
 
 
 def base_text(task: RepairTask, path: str) -> str:

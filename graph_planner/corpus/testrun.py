@@ -110,7 +110,8 @@ class Guard:
     """What the runtime guard watches in one run."""
 
     watch: tuple[tuple[str, int, int, str], ...] = ()
-    """(path relative to the copy, first line, last line, function name) of every function the patch changed."""
+    """(path relative to the copy, first line, last line, function name) of every function the patch changed
+    (matched by the absolute path Python compiled the file under, in the copy)."""
     allowed: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """(function name, events) the clean version of that function set off in the same tests."""
     record: bool = False

@@ -50,26 +50,25 @@ def _signer(fd, key):
 def _guard(watch, allowed, record, send):
     """Add the audit hook; returns the record (function -> events) it fills in record mode."""
     spans = {}
-    for suffix, first, last, name in watch:
-        spans.setdefault(suffix, []).append((first, last, name))
-    suffixes = tuple(spans)
+    for path, first, last, name in watch:
+        spans.setdefault(path, []).append((first, last, name))
     allowed = {name: frozenset(events) for name, events in allowed.items()}
     seen = {}
     busy = set()
+    armed = []  # set once a watched file's module code runs: before that no watched function exists
     getframe = sys._getframe
+    code_type = type(_guard.__code__)
     import _thread
 
     ident = _thread.get_ident
 
-    def owner(code):
-        for suffix in suffixes:
-            if code.co_filename.endswith(suffix):
-                for first, last, name in spans[suffix]:
-                    if first <= code.co_firstlineno <= last:
-                        return name
-        return None
-
     def hook(event, args):
+        if not armed:
+            # A module's code is exec'd when it is imported; until a watched file's is, no frame can be
+            # a watched function's, and the stack walks would only cost (pytest's own start-up).
+            if event == "exec" and args and type(args[0]) is code_type and args[0].co_filename in spans:
+                armed.append(True)
+            return
         if event in BENIGN:
             return
         me = ident()
@@ -80,8 +79,9 @@ def _guard(watch, allowed, record, send):
             frame = getframe(1)
             while frame is not None:
                 code = frame.f_code
-                if code.co_name != "<module>" and code.co_filename.endswith(suffixes):
-                    name = owner(code)
+                lines = spans.get(code.co_filename)
+                if lines is not None and code.co_name != "<module>":
+                    name = next((n for first, last, n in lines if first <= code.co_firstlineno <= last), None)
                     if name is not None:
                         if record:
                             seen.setdefault(name, set()).add(event)
