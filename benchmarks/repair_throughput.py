@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from graph_planner.corpus.build import build_corpus  # noqa: E402
 from graph_planner.corpus.spec import CorpusConfig, PackageSpec, load_corpus_config  # noqa: E402
+from graph_planner.corpus.testrun import Guard, load_proof  # noqa: E402
 from graph_planner.env import EnvLimits, PlannerEnv  # noqa: E402
 from graph_planner.evaluate import shard  # noqa: E402
-from graph_planner.corpus.testrun import Guard, load_proof  # noqa: E402
 from graph_planner.judge import gold_texts, watched  # noqa: E402
 from graph_planner.runtime import LocalRuntime  # noqa: E402
 from graph_planner.tasks import load_tasks  # noqa: E402
@@ -95,7 +95,11 @@ def verdict_cost(tasks, repeats: int = 2) -> dict[str, tuple[float, float]]:
             guard = watched(task, texts)[0]
             suite = load_proof(task.suite, task.suite.timeout_s)
             for _ in range(repeats):
-                for name, g, confirm in (("plain", Guard(), False), ("guarded", guard, False), ("confirming", guard, True)):
+                for name, g, confirm in (
+                    ("plain", Guard(), False),
+                    ("guarded", guard, False),
+                    ("confirming", guard, True),
+                ):
                     work = runtime.reset(task)
                     for path, text in texts.items():
                         (work / path).write_text(text)
@@ -145,7 +149,8 @@ def main() -> None:
     print(f"speed-up {many / one:.2f}x on {k} slots; scaling efficiency {many / (k * one):.2f} (target >= 0.80)")
     cost = verdict_cost(list({t.instance_id: t for t in tasks}.values()), repeats=1 if args.tiny else 2)
     (pc, pw), (gc, gw), (cc, cw) = cost["plain"], cost["guarded"], cost["confirming"]
-    print(f"per Submit run: plain {pc:.3f} CPU-s / {pw:.3f} s; guarded {gc:.3f} / {gw:.3f}; confirming {cc:.3f} / {cw:.3f}")
+    print(f"per Submit run (CPU-s / s): plain {pc:.3f} / {pw:.3f}; guarded {gc:.3f} / {gw:.3f}; ", end="")
+    print(f"confirming {cc:.3f} / {cw:.3f}")
     print(f"guard: {gc / pc:.2f}x CPU, {gw / pw:.2f}x wall (target <= 1.15x)")
     print(f"a pass judged twice: {(gc + cc) / pc:.2f}x CPU, {(gw + cw) / pw:.2f}x wall of one unguarded run")
 

@@ -41,10 +41,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from sandbox.drain import Drain
 from sandbox.uids import _UID_RANGE, _chown_tree, _claim_uid, _count_user_processes, _kill_uid, _tree_cpu_s, _uid_claim  # noqa: F401

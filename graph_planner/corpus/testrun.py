@@ -103,8 +103,6 @@ class TestRun:
         return self.output[-2000:]
 
 
-
-
 @dataclass(frozen=True)
 class Guard:
     """What the runtime guard watches in one run."""

@@ -104,8 +104,14 @@ class _Plugin:
 
 def _plugin(send, record):
     """The verdict plugin: one signed line per test phase, collection error, the record, the session's end."""
+
     def pytest_runtest_logreport(report):
-        row = {"id": report.nodeid, "when": report.when, "outcome": report.outcome, "s": round(float(report.duration), 4)}
+        row = {
+            "id": report.nodeid,
+            "when": report.when,
+            "outcome": report.outcome,
+            "s": round(float(report.duration), 4),
+        }
         if type(report).__name__ == "SubtestReport":
             row["sub"] = 1  # a unittest subTest: pytest reports each under its test's id
         send(row)

@@ -1,0 +1,105 @@
+"""The verdict's host side without a sandbox: signed report lines, the rules a believed report meets, and
+the boot script's guard run directly (a plain subprocess) on a two-function package."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from graph_planner.corpus.testrun import _BOOT, GUARD_EXIT, UNSIGNED, read_channel, tampering
+
+KEY = b"k" * 16
+
+
+def _lines(rows: list[dict], key: bytes = KEY, start: int = 0) -> str:
+    out = []
+    for i, row in enumerate(rows, start):
+        text = json.dumps(row, separators=(",", ":"))
+        out.append(hmac.new(key, f"{i}:{text}".encode(), hashlib.sha256).hexdigest()[:32] + " " + text)
+    return "\n".join(out) + "\n"
+
+
+PASS = [{"id": "t::a", "when": w, "outcome": "passed", "s": 0.1} for w in ("setup", "call", "teardown")]
+END_OK = {"end": 0, "failed": 0, "collected": 1}
+
+
+def test_signed_lines_are_read_and_anything_else_is_a_forgery():
+    report = read_channel(_lines([*PASS, END_OK]), KEY)
+    assert report.outcomes == {"t::a": "passed"} and not report.problem and tampering(report, 0, {}) == ""
+    # a line signed with another key, a replayed line, a line out of sequence: the report is not the plugin's
+    forged = _lines([*PASS, END_OK], key=b"x" * 16)
+    assert read_channel(forged, KEY).problem == UNSIGNED and read_channel(forged, KEY).outcomes == {}
+    replayed = _lines(PASS) + _lines(PASS[1:2])
+    assert read_channel(replayed, KEY).problem == UNSIGNED
+    plain = _lines(PASS) + json.dumps(END_OK) + "\n"
+    assert read_channel(plain, KEY).problem == UNSIGNED and read_channel(plain, KEY).end is None
+
+
+def test_exit_status_must_be_zero_exactly_when_every_phase_passed():
+    report = read_channel(_lines([*PASS, END_OK]), KEY)
+    assert "exit status" in tampering(report, 1, {})  # the process said failure, the lines say pass
+    failing = read_channel(_lines([*PASS[:1], {**PASS[1], "outcome": "failed"}, END_OK]), KEY)
+    assert "exit status" in tampering(failing, 0, {})  # pytest reported 0 with a failure in its lines
+    no_end = read_channel(_lines(PASS), KEY)
+    assert "end" in tampering(no_end, 0, {})
+    wrong_count = read_channel(_lines([*PASS[:1], {**PASS[1], "outcome": "failed"}, {**END_OK, "end": 1}]), KEY)
+    assert "failure count" in tampering(wrong_count, 1, {})
+
+
+def test_a_canary_reported_otherwise_voids_the_confirming_run():
+    rows = [*PASS, {"id": "c::test_f", "when": "call", "outcome": "passed", "s": 0}, {**END_OK, "collected": 2}]
+    assert "must-fail" in tampering(read_channel(_lines(rows), KEY), 0, {"c::test_f": "failed"})
+
+
+PKG = "def add(a, b):\n    return a + b\n\n\ndef peek(a, b):\n    OPEN\n    return a + b\n"
+TESTS = "from pkg import add, peek\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\ndef test_peek():\n    assert peek(1, 2) == 3\n"
+
+
+def _boot(tmp_path: Path, body: str, watch_line: int, allowed: dict | None = None, record: bool = False):
+    """Run the boot script on a package whose `peek` has `body`, watching the function at `watch_line`."""
+    (tmp_path / "pkg").mkdir(exist_ok=True)
+    (tmp_path / "pkg" / "__init__.py").write_text(PKG.replace("OPEN", body))
+    (tmp_path / "tests").mkdir(exist_ok=True)
+    (tmp_path / "tests" / "test_pkg.py").write_text(TESTS)
+    read, write = os.pipe()
+    path = str(tmp_path / "pkg" / "__init__.py")
+    cfg = {
+        "channel": write,
+        "move_to": 200,
+        "key": KEY.hex(),
+        "watch": [[path, watch_line, watch_line + 2, "peek"]],
+        "allowed": allowed or {},
+        "record": record,
+        "args": ["-q", "-p", "no:cacheprovider", f"--rootdir={tmp_path}", "tests/test_pkg.py"],
+    }
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-s", str(_BOOT)], cwd=tmp_path, env=env, stdin=subprocess.PIPE, pass_fds=(write,)
+    )
+    os.close(write)
+    proc.communicate(json.dumps(cfg).encode(), timeout=60)
+    with os.fdopen(read) as fh:
+        return proc.returncode, read_channel(fh.read(), KEY)
+
+
+def test_the_guard_stops_only_what_the_changed_function_sets_off(tmp_path):
+    opener = "open(__file__).close()"
+    rc, report = _boot(tmp_path, opener, watch_line=5)  # peek (lines 5-7) opens a file: stopped
+    assert (
+        rc == GUARD_EXIT
+        and report.guard == ("open", "peek")
+        and report.outcomes.get("tests/test_pkg.py::test_add") == "passed"
+    )
+    rc, report = _boot(tmp_path, opener, watch_line=1)  # only add is watched: peek's open is not the patch's
+    assert rc == 0 and report.guard is None and set(report.outcomes.values()) == {"passed"}
+    rc, report = _boot(tmp_path, opener, watch_line=5, record=True)  # the clean run records instead
+    assert rc == 0 and report.record == {"peek": ["open"]}
+    rc, report = _boot(tmp_path, opener, watch_line=5, allowed={"peek": ["open"]})  # what the clean code did
+    assert rc == 0 and report.guard is None
+    rc, report = _boot(tmp_path, "pass", watch_line=5)  # honest control
+    assert rc == 0 and report.guard is None and not report.problem
