@@ -101,5 +101,8 @@ def test_the_guard_stops_only_what_the_changed_function_sets_off(tmp_path):
     assert rc == 0 and report.record == {"peek": ["open"]}
     rc, report = _boot(tmp_path, opener, watch_line=5, allowed={"peek": ["open"]})  # what the clean code did
     assert rc == 0 and report.guard is None
+    # a library's lazy import (and the imported module's own start-up) is not the patch's doing
+    rc, report = _boot(tmp_path, "__import__('colorsys')", watch_line=5)
+    assert rc == 0 and report.guard is None
     rc, report = _boot(tmp_path, "pass", watch_line=5)  # honest control
     assert rc == 0 and report.guard is None and not report.problem

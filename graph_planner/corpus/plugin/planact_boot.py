@@ -27,7 +27,11 @@ import sys
 
 GUARD_EXIT = 86
 # Events that carry no capability and that ordinary code sets off.
-BENIGN = frozenset({"builtins.id", "time.sleep"})
+# An import a changed function sets off (a library's lazy `import _strptime`) is not held against it: the
+# patch check forbids new imports and every dynamic-import gadget, and the imported module's code is not
+# the patch's; what that code does while it is imported is not either (frames of the import system).
+BENIGN = frozenset({"builtins.id", "time.sleep", "import"})
+_IMPORT_SYSTEM = frozenset({"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"})
 
 
 def _signer(fd, key):
@@ -79,6 +83,8 @@ def _guard(watch, allowed, record, send):
             frame = getframe(1)
             while frame is not None:
                 code = frame.f_code
+                if code.co_filename in _IMPORT_SYSTEM:
+                    return  # an import in progress: the module's own code, not the patch's, set this off
                 lines = spans.get(code.co_filename)
                 if lines is not None and code.co_name != "<module>":
                     name = next((n for first, last, n in lines if first <= code.co_firstlineno <= last), None)
