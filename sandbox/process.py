@@ -100,6 +100,8 @@ class Completed:
     """CPU seconds of the program and every descendant it reaped (None when it was killed)."""
     channel: str = ""
     """What the program wrote to the host's channel (run(..., channel=True)), bounded like stdout."""
+    channel_truncated: bool = False
+    """The program wrote more to the channel than was kept: its last lines are missing."""
 
 
 def backend() -> str:
@@ -405,7 +407,8 @@ def run(
     if chan is not None:
         chan.join(5)
         done.channel = chan.text()
-        done.truncated = done.truncated or chan.total > chan.cap
+        done.channel_truncated = chan.total > chan.cap
+        done.truncated = done.truncated or done.channel_truncated
         chan.stream.close()
     return done
 

@@ -311,6 +311,8 @@ def run_in_place(
     if done.returncode == GUARD_EXIT or report.guard:
         event, where = report.guard or ("an event it did not report", "a changed function")
         tampered = f"the guard stopped the run: {where} set off {event}"
+    elif tests and done.channel_truncated:
+        tampered = "the report passed the channel's size limit (its last lines would be lost)"
     elif tests and report.problem == UNSIGNED:
         tampered = report.problem  # no honest run writes a line the plugin did not sign, passes or not
     elif tests and ended_itself and any(o == "passed" for t, o in outcomes.items() if t not in ids):
