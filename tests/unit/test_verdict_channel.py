@@ -104,5 +104,10 @@ def test_the_guard_stops_only_what_the_changed_function_sets_off(tmp_path):
     # a library's lazy import (and the imported module's own start-up) is not the patch's doing
     rc, report = _boot(tmp_path, "__import__('colorsys')", watch_line=5)
     assert rc == 0 and report.guard is None
+    # reading a code object itself is stopped; a library that reads it for its own purposes is not
+    rc, report = _boot(tmp_path, "add.__code__", watch_line=5)
+    assert rc == GUARD_EXIT and report.guard == ("object.__getattr__", "peek")
+    rc, report = _boot(tmp_path, "__import__('inspect').signature(add)", watch_line=5)
+    assert rc == 0 and report.guard is None
     rc, report = _boot(tmp_path, "pass", watch_line=5)  # honest control
     assert rc == 0 and report.guard is None and not report.problem

@@ -31,6 +31,11 @@ GUARD_EXIT = 86
 # patch check forbids new imports and every dynamic-import gadget, and the imported module's code is not
 # the patch's; what that code does while it is imported is not either (frames of the import system).
 BENIGN = frozenset({"builtins.id", "time.sleep", "import"})
+# Events held against a changed function only when its own code sets them off (the innermost frame):
+# reading `fn.__code__` or `gen.gi_frame` itself, calling `compile` itself. Libraries do both on a
+# function's behalf for their own purposes (`inspect.signature`, code generation) and hand out no frame
+# or code for it; gold fixes that call them were voided when these were held against the caller.
+DIRECT = frozenset({"object.__getattr__", "compile"})
 _IMPORT_SYSTEM = frozenset({"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"})
 
 
@@ -95,6 +100,8 @@ def _guard(watch, allowed, record, send):
                             send({"guard": event, "in": name})
                             os._exit(GUARD_EXIT)
                         return
+                if event in DIRECT:
+                    return
                 frame = frame.f_back
         finally:
             busy.discard(me)
