@@ -3,7 +3,8 @@
 Every verdict an agent gets comes through `run_patch`: the base commit checked out afresh, the patch's
 files written, the tests run in the sandbox under a CPU-time limit, with the runtime guard watching
 every function the patch changed. An event the guard stops is held against the patch unless the clean
-version of the same function set off the same event in the same tests (recorded once, on demand). A
+version of the same function set off the same event in the clean suite (recorded when the corpus was
+built; for older corpora, the base commit's run of the same tests, recorded once, on demand). A
 pass is judged twice: a second run built differently (another boot file, descriptor, key, canaries at
 random places) must agree, or the verdict is void. Outcomes are cached by (task, patch, tests) and the
 verdict rules' version; only confirmed passes and believed failures are cached, never a void run.
@@ -101,6 +102,12 @@ def watched(task: RepairTask, patch: dict[str, str]) -> tuple[Guard, Guard]:
     return Guard(tuple(new)), Guard(tuple(old), record=True)
 
 
+def _allowing(guard: Guard, events: dict[str, list[str]]) -> Guard:
+    """`guard` letting each watched function set off what `events` (function -> events) says it did clean."""
+    names = {name for *_, name in guard.watch}
+    return Guard(guard.watch, tuple((n, tuple(e)) for n, e in sorted(events.items()) if n in names))
+
+
 def _run(runtime, task: RepairTask, patch: dict[str, str], tests: list[str], suite, guard: Guard, confirm=False):
     work = runtime.reset(task)  # a clean checkout: nothing a previous run wrote survives
     for path, text in patch.items():
@@ -138,14 +145,15 @@ def run_patch(
     limit = min(task.suite.timeout_s, timeout_s)
     suite = load_proof(task.suite, limit)
     guard, recorder = watched(task, patch) if guarded else (Guard(), Guard())
+    guard = _allowing(guard, task.clean_events)
     run = _run(runtime, task, patch, tests, suite, guard)
     seconds = run.seconds
-    if run.guard and guard.watch:
+    if run.guard and guard.watch and not task.clean_events:
+        # a corpus without the clean suite's record: the buggy base commit's run of the same tests stands in
         record = _clean_record(runtime, cache, task, tests, suite, recorder)
         event, where = run.guard
-        if event in record.get(where, ()):  # the clean function did the same: not the patch's doing
-            guard = Guard(guard.watch, tuple((n, tuple(e)) for n, e in sorted(record.items())))
-            run = _run(runtime, task, patch, tests, suite, guard)
+        if event in record.get(where, ()):  # the function did the same before the patch: not its doing
+            run = _run(runtime, task, patch, tests, suite, _allowing(guard, record))
             seconds += run.seconds
     wanted = set(tests)
     failed = sorted(t for t in wanted if run.outcomes.get(t) != "passed")

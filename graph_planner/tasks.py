@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from graph_planner.corpus.spec import CORPUS_SPLITS
+from graph_planner.corpus.spec import TASK_SPLITS
 from graph_planner.corpus.testrun import Suite
 
 
@@ -30,6 +30,9 @@ class RepairTask:
 
     submit_order: list[int] = field(default_factory=list)
     """Positions of the FAIL_TO_PASS tests in Submit's run (planact corpora); empty: FAIL_TO_PASS first."""
+    clean_events: dict[str, list[str]] = field(default_factory=dict)
+    """"path::function" -> audit events it set off in the clean package's suite (the runtime guard's
+    baseline); empty for corpora built before it was recorded (the buggy base commit's run stands in)."""
 
     def submit_tests(self) -> list[str]:
         """The tests Submit runs, in the order the task was validated in (FAIL_TO_PASS + PASS_TO_PASS)."""
@@ -80,6 +83,7 @@ def from_record(row: dict, root: Path) -> RepairTask:
         row.get("patch", ""),
         meta,
         list((env or {}).get("fail_to_pass_at", [])),
+        dict((env or {}).get("clean_events", {})),
     )
 
 
@@ -87,10 +91,12 @@ def load_tasks(source: str | Path, split: str | None = None, limit: int | None =
     """Tasks from a JSONL file, or from a corpus folder (`split`.jsonl there, or every split's file)."""
     source = Path(source)
     if source.is_dir():
-        # a corpus built before the unseen_2025 split has no file for it
-        names = [f"{split}.jsonl"] if split else [f"{s}.jsonl" for s in CORPUS_SPLITS]
-        names = [n for n in names if split or n != "unseen_2025.jsonl" or (source / n).is_file()]
-        files, root = [source / n for n in names], source
+        # without a split: every split file the folder has (a corpus built before the unseen_2025 split has
+        # no file for it; a release-history corpus has only real.jsonl), and train's name when it has none
+        names = (
+            [f"{split}.jsonl"] if split else [f"{s}.jsonl" for s in TASK_SPLITS if (source / f"{s}.jsonl").is_file()]
+        )
+        files, root = [source / n for n in names or ["train.jsonl"]], source
     else:
         files, root = [source], source.parent
     missing = [str(f) for f in files if not f.is_file()]

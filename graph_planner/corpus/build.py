@@ -218,6 +218,8 @@ def task_record(
             # Submit runs FAIL_TO_PASS + PASS_TO_PASS in the clean suite's order (an order-dependent
             # test behaves as it did there): where in that order each FAIL_TO_PASS test sits
             "fail_to_pass_at": submit_positions(base, verdict),
+            # what each function set off in the clean suite: the runtime guard's baseline for a patch
+            "clean_events": base.events,
         },
     }
 

@@ -19,8 +19,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from graph_planner.corpus.events import package_watch
 from graph_planner.corpus.mutate import Mutant
-from graph_planner.corpus.testrun import Suite, TestRun, load_proof, run_in_place
+from graph_planner.corpus.testrun import Guard, Suite, TestRun, load_proof, run_in_place
 
 _IGNORE = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".pytest_cache")
 IMPORT_TIME = "<import>"
@@ -32,16 +33,17 @@ def run_tests(
     suite: Suite = Suite(),
     overrides: dict[str, str] | None = None,
     coverage: bool = False,
+    guard: Guard = Guard(),
 ) -> TestRun:
     """Run the repository's suite (or `tests`) on a private copy, with files replaced by `overrides`
-    (relative path -> text)."""
+    (relative path -> text), under `guard`."""
     work = Path(tempfile.mkdtemp(prefix="planact-tests-"))
     try:
         copy = work / "repo"
         shutil.copytree(repo, copy, ignore=_IGNORE, symlinks=True)
         for rel, text in (overrides or {}).items():
             (copy / rel).write_text(text)
-        return run_in_place(copy, tests, suite, coverage)
+        return run_in_place(copy, tests, suite, coverage, guard)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -62,6 +64,9 @@ class Baseline:
     """Test ids in the order the clean suite ran them."""
     output: str = ""
     """The tail of the first clean run's output (why nothing passed, when nothing did)."""
+    events: dict[str, list[str]] = field(default_factory=dict)
+    """"path::function" -> the audit events it (with what it calls) set off in the clean suite (the
+    runtime guard's baseline; functions that set off none are left out)."""
 
     def covering(self, file: str, function: str) -> list[str] | None:
         """Passing tests that call `function` in `file`, in the clean run's order; None when it runs at
@@ -108,7 +113,9 @@ def baseline(repo: str | Path, runs: int = 2, suite: Suite = Suite(), slow_test_
         cpu_seconds = max(cpu_seconds, result.cpu_s or 0.0)
         passing = result.passed() if passing is None else passing & result.passed()
     passing = (passing or set()) - slow
-    return Baseline(passing, cov, seen - passing - slow, seconds, slow, cpu_seconds, order, output)
+    # One more run, apart from the timed ones, records what each function sets off for the runtime guard.
+    events = run_tests(repo, suite=suite, guard=Guard(package_watch(repo), record=True)).record
+    return Baseline(passing, cov, seen - passing - slow, seconds, slow, cpu_seconds, order, output, events)
 
 
 _COLLECT_ERROR = re.compile(r"^_+ ERROR collecting (\S+) _+$", re.M)

@@ -11,7 +11,7 @@ the environment (both stay readable in /proc/self). Then, before pytest imports 
   while code of a function the patch changed is on the stack (matched by file and line range), and that
   function did not set off the same event in the clean code's run (`allowed`), the event is reported on
   the channel and the process ends at once with GUARD_EXIT, before the operation happens. In record
-  mode (the clean code's run) it only collects which watched function set off which event.
+  mode (the clean code's run) it only collects which event each watched function on the stack set off.
 
 The plugin's hooks are closures handed to `pytest.main(plugins=...)`: no importable module holds them.
 Limits: Python raises no audit event for os.write, os.dup2, reading a function's __globals__,
@@ -94,12 +94,14 @@ def _guard(watch, allowed, record, send):
                 if lines is not None and code.co_name != "<module>":
                     name = next((n for first, last, n in lines if first <= code.co_firstlineno <= last), None)
                     if name is not None:
-                        if record:
-                            seen.setdefault(name, set()).add(event)
-                        elif event not in allowed.get(name, ()):
-                            send({"guard": event, "in": name})
-                            os._exit(GUARD_EXIT)
-                        return
+                        if not record:
+                            if event not in allowed.get(name, ()):
+                                send({"guard": event, "in": name})
+                                os._exit(GUARD_EXIT)
+                            return
+                        # the clean run credits every watched function on the stack: a function is
+                        # answerable for what it calls, as a changed one is when it is judged
+                        seen.setdefault(name, set()).add(event)
                 if event in DIRECT:
                     return
                 frame = frame.f_back
