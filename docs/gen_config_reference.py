@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from aflow_rl.config import AFlowConfig  # noqa: E402
 from graph_planner.config import RepairEvalConfig  # noqa: E402
+from graph_planner.corpus.history_spec import HistoryConfig  # noqa: E402
 from graph_planner.corpus.spec import CorpusConfig  # noqa: E402
 from planact.config import RunConfig  # noqa: E402
 
@@ -26,6 +27,7 @@ ROOTS = [
     (AFlowConfig, "AFlow with RL", "`configs/aflow-*.yaml`; `python -m flows.aflow`, `python -m flows.aflow_train`"),
     (RepairEvalConfig, "Code-repair evaluation", "`configs/repair-eval.yaml`; `planact repair evaluate`"),
     (CorpusConfig, "Code-repair corpus", "`configs/repair-corpus.yaml`; `planact repair corpus`"),
+    (HistoryConfig, "Release-history tasks", "`configs/repair-history.yaml`; `planact repair corpus --history`"),
 ]
 
 

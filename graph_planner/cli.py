@@ -2,6 +2,8 @@
 
   planact-repair corpus --config configs/repair-corpus.yaml --out corpus/
   planact-repair corpus --package NAME==VERSION [--sha256 HEX] --out DIR
+  planact-repair corpus --history NAME OLD NEW --out DIR     one release pair of configs/repair-history.yaml
+  planact-repair corpus --history --out DIR                  every pair of configs/repair-history.yaml
   planact-repair evaluate --agent rule --tasks corpus/ --split heldout [--budget-tests 6]
 `evaluate` prints the solve rate, mean test runs and seconds per task as its last line.
 """
@@ -16,10 +18,45 @@ from pathlib import Path
 
 from graph_planner.corpus.build import build_corpus
 from graph_planner.corpus.fetch import DEFAULT_CACHE, FetchError
-from graph_planner.corpus.spec import CORPUS_SPLITS, CorpusConfig, PackageSpec, load_corpus_config
+from graph_planner.corpus.spec import CORPUS_SPLITS, TASK_SPLITS, CorpusConfig, PackageSpec, load_corpus_config
+
+CORPUS_CONFIG, HISTORY_CONFIG = "configs/repair-corpus.yaml", "configs/repair-history.yaml"
+
+
+def _history(args) -> int:
+    """Release-history tasks: one pair (pins from the config, else fetched unpinned) or every pair."""
+    from graph_planner.corpus.history import build_history
+    from graph_planner.corpus.history_spec import HistoryPair, Release, load_history_config
+
+    cfg = load_history_config(args.config or HISTORY_CONFIG)
+    if len(args.history) == 3:
+        name, old, new = args.history
+        pair = cfg.pair(name, old, new) or HistoryPair(
+            name=name, old=Release(version=old), new=Release(version=new), unpinned=True
+        )
+        cfg = cfg.model_copy(update={"pairs": [pair]})
+    elif args.history:
+        print("--history takes NAME OLD NEW, or nothing for every pair of the config", file=sys.stderr)
+        return 2
+    try:
+        summary = build_history(cfg, args.out, Path(args.cache))
+    except FetchError as e:
+        print(e, file=sys.stderr)
+        return 2
+    for r in summary["pairs"]:
+        print(
+            f"{r['pair']}: {len(r['changes'])} changes, tried {r['tried']}, kept {r['kept']}, "
+            f"skipped as API {r['skipped_api']}, dropped {r['dropped']}, build {r['build_s']} s, "
+            f"sha256 old {r['sha256']['old']} new {r['sha256']['new']}"
+            + (f"\n  UNUSABLE: {r['unusable']}" if r.get("unusable") else "")
+        )
+    print(f"{summary['tasks']} tasks ({summary['real']} real) in {args.out}")
+    return 0 if summary["tasks"] else 1
 
 
 def _corpus(args) -> int:
+    if args.history is not None:
+        return _history(args)
     if args.package:
         name, _, version = args.package.partition("==")
         if not version:
@@ -35,7 +72,7 @@ def _corpus(args) -> int:
         )
         cfg = CorpusConfig(packages=[spec])
     else:
-        cfg = load_corpus_config(args.config)
+        cfg = load_corpus_config(args.config or CORPUS_CONFIG)
     if args.max_tried:
         cfg = cfg.model_copy(update={"max_tried": args.max_tried})
     try:
@@ -90,7 +127,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="planact-repair", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("corpus", help="build tasks from pinned packages")
-    c.add_argument("--config", default="configs/repair-corpus.yaml", help="corpus YAML (ignored with --package)")
+    c.add_argument(
+        "--config",
+        help=f"corpus YAML (ignored with --package; default {CORPUS_CONFIG}, or {HISTORY_CONFIG} with --history)",
+    )
+    c.add_argument(
+        "--history",
+        nargs="*",
+        metavar="NAME OLD NEW",
+        help="release-history tasks (split real) from the pair NAME OLD -> NEW, or every pair of the config",
+    )
     c.add_argument("--package", help="one package NAME==VERSION instead of the config")
     c.add_argument("--sha256", help="the sdist's sha256 (without it the fetch is unpinned and the hash is printed)")
     c.add_argument("--source", help="a local source folder instead of fetching the sdist")
@@ -101,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     e = sub.add_parser("evaluate", help="run an agent on tasks")
     e.add_argument("--agent", default="rule", choices=["rule", "model"])
     e.add_argument("--tasks", required=True, help="corpus folder or JSONL file")
-    e.add_argument("--split", choices=CORPUS_SPLITS, help="corpus split (default: all)")
+    e.add_argument("--split", choices=TASK_SPLITS, help="corpus split (default: all)")
     e.add_argument("--limit", type=int, default=0, help="first N tasks only")
     e.add_argument("--budget-tests", type=int, default=6, help="test runs per episode before Submit")
     e.add_argument("--workers", type=int, default=1, help="parallel sandbox slots")

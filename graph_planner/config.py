@@ -21,7 +21,11 @@ class RepairEvalConfig(_Strict):
     corpus_config: str = Field(
         "configs/repair-corpus.yaml", description="Corpus YAML used to build corpus_dir if it has no task files."
     )
-    split: Literal["train", "heldout", "all"] = Field("heldout", description="Which split to evaluate on.")
+    split: Literal["train", "heldout", "real", "all"] = Field(
+        "heldout",
+        description="Which split to evaluate on (real: release-history tasks, built by `planact-repair corpus "
+        "--history` into corpus_dir beforehand).",
+    )
     limit: int = Field(0, ge=0, description="First N tasks only (0 = all).")
     agent: Literal["rule", "model"] = Field(
         "rule", description="rule = the baseline state machine; model = an OpenAI-compatible endpoint."

@@ -22,7 +22,9 @@ from graph_planner.tasks import RepairTask, load_tasks
 def load_corpus(cfg: RepairEvalConfig) -> list[RepairTask]:
     """The split's tasks; the corpus is built first when its folder has no task files (cached per package)."""
     folder = Path(cfg.corpus_dir)
-    if not (folder / "train.jsonl").is_file():
+    if cfg.split == "real" and not (folder / "real.jsonl").is_file():
+        raise ValueError(f"corpus_dir {folder} has no real.jsonl: build it with `planact-repair corpus --history`")
+    if cfg.split != "real" and not (folder / "train.jsonl").is_file():
         summary = build_corpus(load_corpus_config(cfg.corpus_config), folder)
         print(f"built corpus {folder}: {summary['tasks']} tasks")
     tasks = load_tasks(folder, split=None if cfg.split == "all" else cfg.split, limit=cfg.limit or None)

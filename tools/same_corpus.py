@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-SPLITS = ("train", "heldout", "unseen_2025")
+SPLITS = ("train", "heldout", "unseen_2025", "real")
 KEYS = ("base_commit", "patch", "FAIL_TO_PASS", "PASS_TO_PASS")
 
 

@@ -16,6 +16,11 @@ from planact.engine_config import _Strict
 # One task file per split; unseen_2025 holds packages first released in 2025 or later.
 CorpusSplit = Literal["train", "heldout", "unseen_2025"]
 CORPUS_SPLITS: tuple[str, ...] = get_args(CorpusSplit)
+# Release-history tasks (graph_planner.corpus.history): real fixes from consecutive releases, built by pair
+# rather than by package, so never a mutation package's split.
+HISTORY_SPLIT = "real"
+# Every split a corpus folder may hold a task file for (what load_tasks and `evaluate --split` accept).
+TASK_SPLITS: tuple[str, ...] = (*CORPUS_SPLITS, HISTORY_SPLIT)
 
 
 class PackageRef(_Strict):
