@@ -1,0 +1,445 @@
+"""What a piece of code reaches, as the patch check judges it (graph_planner/patch_check.py).
+
+`Facts` of a function body (or a class body, or module code) record, per statement ("unit"):
+
+* every read of a name that resolves to a global or builtin, with the form of the read: a call
+  `name(...)`, a dotted chain `name.a.b`, a value `f(name)`, or a harmless `type(x)` (compared, or asked
+  for its `__name__`);
+* dunder and introspection words (names, attributes, keyword names, parameters, format fields), string
+  constants that contain `__`, all string constants;
+* attribute names and every name a statement mentions (for the data-flow slices of gadget calls);
+* counted statement kinds, import statements, `global` / `nonlocal` names.
+
+`Unit`s carry the compound statements around them, so a slice can take in a whole loop or `try`.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+# Statement and expression kinds a body may not gain.
+COUNTED = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.Global,
+    ast.Nonlocal,
+    ast.ClassDef,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.Lambda,
+    ast.Match,
+    ast.Yield,
+    ast.YieldFrom,
+    ast.Await,
+)
+DUNDER = re.compile(r"^__\w+__$")
+# Frame, generator, coroutine, traceback and code attributes, and the other routes to them.
+INTROSPECTION = re.compile(r"^((f|gi|cr|ag|tb|co)_[a-z]\w*|mro|cell_contents|func_\w+|im_(func|self|class))$")
+# Dunders that give a string or the object's own constructor, nothing else.
+BENIGN_DUNDERS = frozenset({"__init__", "__name__", "__qualname__", "__doc__"})
+NAME_ATTRS = frozenset({"__name__", "__qualname__"})
+# Compound statements whose body may run more than once or be cut short (a loop, a handler, a context
+# manager that swallows an exception, a nested function): a slice that reaches inside takes all of it.
+WHOLE = (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith, *COUNTED[4:7])
+if hasattr(ast, "TryStar"):
+    WHOLE = (*WHOLE, ast.TryStar)
+
+
+def dunder_word(name: str) -> bool:
+    """A dunder or introspection name that is not one of the benign few."""
+    return (bool(DUNDER.match(name)) and name not in BENIGN_DUNDERS) or bool(INTROSPECTION.match(name))
+
+
+def string_words(text: str) -> set[str]:
+    """Dunder / introspection words a string carries: any `\\w+` run with `__` in it (a benign dunder
+    aside), and attribute names in `{0.attr}` format fields."""
+    words = {t for t in re.findall(r"\w+", text) if "__" in t and t not in BENIGN_DUNDERS}
+    for fld in re.findall(r"\{([^{}!:]*)", text):
+        words |= {a for a in re.findall(r"\.(\w+)", fld) if dunder_word(a)}
+    return words
+
+
+@dataclass
+class Unit:
+    """One statement, or the header of a compound statement (its test, target, items, handler type)."""
+
+    key: str  # the statement's syntax tree as text: equal keys are the same statement
+    enclosing: tuple[int, ...]  # ids of the compound statements around it, outermost first
+    names: set[str] = field(default_factory=set)
+    attrs: set[str] = field(default_factory=set)
+    parts: list[ast.AST] = field(default_factory=list)
+
+
+@dataclass
+class Facts:
+    """What one function body (or other stretch of code) reads and uses; see the module docstring."""
+
+    reads: dict[str, set[str]] = field(default_factory=dict)  # global name -> forms
+    name_refs: list[tuple[str, str, ast.AST, int]] = field(default_factory=list)  # (name, form, node, unit)
+    attr_refs: list[tuple[str, ast.Attribute, int]] = field(default_factory=list)  # (attr, node, unit)
+    words: set[str] = field(default_factory=set)
+    dstrings: set[str] = field(default_factory=set)  # string constants with a dunder word
+    strings: set[str] = field(default_factory=set)
+    kinds: Counter = field(default_factory=Counter)
+    imports: Counter = field(default_factory=Counter)
+    declared: set[str] = field(default_factory=set)
+    aliases: dict[str, list[tuple[str, str, bool]]] = field(default_factory=dict)  # local import aliases
+    smuggled: dict[str, str] = field(default_factory=dict)  # parameters with an impure default
+    params: set[str] = field(default_factory=set)  # the function's own parameters
+    locals: set[str] = field(default_factory=set)
+    units: list[Unit] = field(default_factory=list)
+    headers: dict[int, int] = field(default_factory=dict)  # compound statement id -> its header unit
+    wholes: set[int] = field(default_factory=set)
+    parents: dict[int, ast.AST] = field(default_factory=dict)
+
+    @functools.cached_property
+    def constants(self) -> dict[str, list[ast.Constant]]:
+        """{local name: its values} of names whose every binding is `name = <constant>`: no parameter,
+        loop, with, except, import, walrus, augmented or `global` binding of that name anywhere."""
+        values: dict[str, list[ast.Constant]] = {}
+        other: set[str] = set(self.declared) | self.params
+        for u in self.units:
+            if u.key.split(":")[0] in ("except", "FunctionDef", "AsyncFunctionDef", "ClassDef", "default"):
+                other |= u.names  # a handler's name, a nested def or class, a parameter
+            for part in u.parts:
+                for node in ast.walk(part):
+                    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                        if isinstance(node.value, ast.Constant):
+                            values.setdefault(node.targets[0].id, []).append(node.value)
+                            continue
+                    for target in getattr(node, "targets", []) if isinstance(node, ast.Assign) else []:
+                        other |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+                    if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                        if not (isinstance(self.parent(node), ast.Assign) and node in self.parent(node).targets
+                                and isinstance(self.parent(node).value, ast.Constant) and len(self.parent(node).targets) == 1):
+                            other.add(node.id)
+                    elif isinstance(node, ast.arg):
+                        other.add(node.arg)
+                    elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+                        other.add(node.name)
+                    elif isinstance(node, ast.MatchMapping) and node.rest:
+                        other.add(node.rest)
+                    elif isinstance(node, ast.alias):
+                        other.add((node.asname or node.name).split(".")[0])
+        return {n: v for n, v in values.items() if n not in other}
+
+    @property
+    def mentions(self) -> set[str]:
+        """Every name and attribute name the code mentions."""
+        return {n for u in self.units for n in u.names | u.attrs}
+
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        return self.parents.get(id(node))
+
+    def chain_top(self, node: ast.AST) -> ast.AST:
+        """The outermost attribute of the dotted chain `node` heads (`os` in `os.path.join` -> the join)."""
+        while isinstance(self.parent(node), ast.Attribute) and self.parent(node).value is node:
+            node = self.parent(node)
+        return node
+
+    def call_of(self, node: ast.AST) -> ast.Call | None:
+        """The call whose callee is `node`, if it is one."""
+        p = self.parent(node)
+        return p if isinstance(p, ast.Call) and p.func is node else None
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else ""
+
+
+def _type_safe(facts: Facts, node: ast.Name) -> bool:
+    """`type` used only to ask: `type(x)` compared, a lookup key, asked for its name, or `type` / `type(x)`
+    as the class argument of isinstance / issubclass. (`type(cls)` called again, or kept, can build a class.)"""
+    target: ast.AST = node
+    call = facts.call_of(node)
+    if call is not None:
+        if len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
+            return False
+        target = call
+        p = facts.parent(call)
+        if isinstance(p, ast.Compare):
+            return True
+        if isinstance(p, ast.Attribute) and p.attr in NAME_ATTRS:
+            return True
+        if isinstance(p, ast.Subscript) and p.slice is call:
+            return True  # a lookup key: `handlers[type(x)]` hashes and compares it, nothing else
+    p = facts.parent(target)
+    if isinstance(p, ast.Tuple):
+        target, p = p, facts.parent(p)
+    return (
+        isinstance(p, ast.Call)
+        and isinstance(p.func, ast.Name)
+        and p.func.id in ("isinstance", "issubclass")
+        and len(p.args) == 2
+        and p.args[1] is target
+    )
+
+
+def _literal_name(facts: Facts, node: ast.Name) -> bool:
+    """`getattr(x, "name")`, `getattr(x, "name", d)`, `hasattr` / `setattr` / `delattr` alike with a plain
+    attribute name: the same as writing `x.name`, which a body may."""
+    call = facts.call_of(node)
+    if call is None or node.id not in ("getattr", "hasattr", "setattr", "delattr") or call.keywords:
+        return False
+    if not 2 <= len(call.args) <= 3 or any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    name = call.args[1]
+    return (
+        isinstance(name, ast.Constant)
+        and isinstance(name.value, str)
+        and name.value.isidentifier()
+        and not dunder_word(name.value)
+        and not name.value.startswith("__")
+    )
+
+
+def _form(facts: Facts, node: ast.Name) -> str:
+    p = facts.parent(node)
+    if isinstance(p, ast.Attribute) and p.value is node:
+        return "chain:" + _dotted(facts.chain_top(node))
+    if node.id == "type" and _type_safe(facts, node):
+        return "type-safe"
+    if _literal_name(facts, node):
+        return "literal-name"
+    if isinstance(p, ast.Call) and p.func is node:
+        return "call"
+    return "value"
+
+
+def _header(s: ast.stmt) -> tuple[list[ast.AST], list[list[ast.stmt]], str]:
+    """(header parts, bodies, extra key text) of a compound statement; ([s], [], "") of a simple one."""
+    if isinstance(s, (ast.If, ast.While)):
+        return [s.test], [s.body, s.orelse], ""
+    if isinstance(s, (ast.For, ast.AsyncFor)):
+        return [s.target, s.iter], [s.body, s.orelse], ""
+    if isinstance(s, (ast.With, ast.AsyncWith)):
+        return list(s.items), [s.body], ""
+    if isinstance(s, ast.Try) or s.__class__.__name__ == "TryStar":
+        return [], [s.body, s.orelse, s.finalbody], ""
+    if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [*s.decorator_list, s.args, *([s.returns] if s.returns else [])], [s.body], s.name
+    if isinstance(s, ast.ClassDef):
+        return [*s.decorator_list, *s.bases, *s.keywords], [s.body], s.name
+    if isinstance(s, ast.Match):
+        return [s.subject], [], ""
+    return [s], [], ""
+
+
+class _Builder:
+    """Builds Facts; `judged` are the names read as globals or builtins somewhere in the code."""
+
+    def __init__(self, judged: set[str], local: set[str], class_body: bool):
+        self.f = Facts(locals=set(local))
+        self.judged = judged
+        self.class_body = class_body  # dunder names assigned in a class body define its own attributes
+        self.base_ids: set[int] = set()  # a class's bases and keyword values: read as "base"
+
+    def unit(self, key: str, parts: list[ast.AST], enclosing: tuple[int, ...], names: set[str]) -> int:
+        f = self.f
+        f.units.append(Unit(key, enclosing, set(names), parts=list(parts)))
+        i = len(f.units) - 1
+        for part in parts:
+            for node in ast.walk(part):
+                for child in ast.iter_child_nodes(node):
+                    f.parents[id(child)] = node
+        for part in parts:
+            for node in ast.walk(part):
+                self.visit(node, i)
+        return i
+
+    def statements(self, stmts: list[ast.stmt], enclosing: tuple[int, ...], skip_defs: bool = False) -> None:
+        for s in stmts:
+            parts, bodies, extra = _header(s)
+            if not bodies and not isinstance(s, (ast.Match, ast.Try)) and s.__class__.__name__ != "TryStar":
+                self.unit(ast.dump(s), parts, enclosing, set())
+                continue
+            key = type(s).__name__ + ":" + extra + "|".join(ast.dump(p) for p in parts)
+            self.f.kinds[type(s).__name__] += isinstance(s, COUNTED)
+            h = self.unit(key, parts, enclosing, {extra} if extra else set())
+            self.f.headers[id(s)] = h
+            if isinstance(s, WHOLE):
+                self.f.wholes.add(id(s))
+            inner = (*enclosing, id(s))
+            if skip_defs and isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for body in bodies:
+                self.statements(body, inner, skip_defs)
+            for handler in getattr(s, "handlers", []):
+                hk = "except:" + (handler.name or "") + (ast.dump(handler.type) if handler.type else "")
+                hh = self.unit(hk, [handler.type] if handler.type else [], inner, {handler.name} - {None})
+                self.f.headers[id(handler)] = hh
+                self.statements(handler.body, (*inner, id(handler)), skip_defs)
+            for case in getattr(s, "cases", []):
+                ck = "case:" + ast.dump(case.pattern) + (ast.dump(case.guard) if case.guard else "")
+                self.f.headers[id(case)] = self.unit(ck, [case.pattern, *([case.guard] if case.guard else [])], inner, set())
+                self.statements(case.body, (*inner, id(case)), skip_defs)
+
+    def visit(self, node: ast.AST, i: int) -> None:
+        f, u = self.f, self.f.units[i]
+        if isinstance(node, COUNTED) and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            f.kinds[type(node).__name__] += 1
+        if isinstance(node, ast.Name):
+            u.names.add(node.id)
+            p = f.parent(node)
+            # a class body's own dunders (`__slots__ = ...`, `next = __next__`) are its own attributes
+            own = self.class_body and (node.id in self.f.locals or isinstance(node.ctx, ast.Store))
+            if dunder_word(node.id) and not own:
+                f.words.add(node.id)
+            if isinstance(node.ctx, ast.Load) and (node.id in self.judged or node.id in f.aliases or node.id in f.smuggled):
+                form = "base" if id(node) in self.base_ids else _form(f, node)
+                f.reads.setdefault(node.id, set()).add(form)
+                f.name_refs.append((node.id, form, node, i))
+        elif isinstance(node, ast.Attribute):
+            u.attrs.add(node.attr)
+            p = f.parent(node)
+            if dunder_word(node.attr) and not (node.attr == "__class__" and isinstance(p, ast.Attribute) and p.attr in NAME_ATTRS):
+                f.words.add(node.attr)
+            if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, (str, bytes))):
+                f.attr_refs.append((node.attr, node, i))
+        elif isinstance(node, ast.keyword) and node.arg and dunder_word(node.arg):
+            f.words.add(node.arg)
+        elif isinstance(node, ast.arg):
+            u.names.add(node.arg)
+            if dunder_word(node.arg):
+                f.words.add(node.arg)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+            text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
+            f.strings.add(text)
+            words = string_words(text)
+            if any("__" in w for w in words):
+                f.dstrings.add(text)
+            f.words |= {w for w in words if "__" not in w}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            f.imports[ast.dump(node)] += 1
+            u.names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            f.declared |= set(node.names)
+            u.names |= set(node.names)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            u.names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            u.names.add(node.rest)
+
+
+def free_names(expr: ast.AST) -> set[str]:
+    """Names an expression reads from its enclosing scope: those bound by its own comprehensions and
+    lambdas are local to them (a comprehension's first iterable and a lambda's defaults are not)."""
+    if isinstance(expr, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        gens, inner, bound = expr.generators, [], set()
+        out = free_names(gens[0].iter)
+        for k, g in enumerate(gens):
+            bound |= {n.id for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+            inner += ([g.iter] if k else []) + g.ifs
+        elts = [expr.key, expr.value] if isinstance(expr, ast.DictComp) else [expr.elt]
+        return out | {n for e in inner + elts for n in free_names(e)} - bound
+    if isinstance(expr, ast.Lambda):
+        a = expr.args
+        params = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x}
+        defaults = [d for d in [*a.defaults, *a.kw_defaults] if d is not None]
+        return {n for d in defaults for n in free_names(d)} | (free_names(expr.body) - params)
+    if isinstance(expr, ast.Name):
+        return {expr.id}
+    return {n for c in ast.iter_child_nodes(expr) for n in free_names(c)}
+
+
+def local_aliases(nodes: list[ast.AST]) -> dict[str, list[tuple[str, str, bool]]]:
+    """Names bound by import statements inside the code: judged as imports wherever they are read."""
+    from graph_planner.patch_scope import _import_bindings
+
+    out: dict[str, list[tuple[str, str, bool]]] = {}
+    for part in nodes:
+        for node in ast.walk(part):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for name, b in _import_bindings(node):
+                    out.setdefault(name, []).append(b.origin)
+    return out
+
+
+def function_facts(
+    fn: ast.AST,
+    judged: set[str],
+    local: set[str],
+    helper: bool = False,
+    skip: set[str] = frozenset(),
+    smuggled: dict[str, str] | None = None,
+) -> Facts:
+    """Facts of a function's body and defaults; a `helper`'s also judge the names its decorators and
+    defaults read in the enclosing scope (but `skip`: a class's own names, safe decorators). `smuggled`:
+    parameters whose default is not pure ({name: "capability" or "gadget"}), judged where read."""
+    b = _Builder(set(judged), local, class_body=False)
+    b.f.smuggled = dict(smuggled or {})
+    b.f.params = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs, fn.args.vararg, fn.args.kwarg] if a}
+    b.f.aliases = local_aliases(fn.body)
+    args = fn.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    if helper:
+        outer = [*fn.decorator_list, *(d for _, d in pairs)]
+        b.judged |= {n.id for d in outer for n in ast.walk(d) if isinstance(n, ast.Name)} - set(skip)
+        if fn.decorator_list:
+            b.unit("decorators:" + "|".join(map(ast.dump, fn.decorator_list)), fn.decorator_list, (), set())
+    for a, d in pairs:  # a parameter's default flows into the body like an assignment at its top
+        b.unit(f"default:{a.arg}={ast.dump(d)}", [d], (), {a.arg})
+    b.statements(fn.body, ())
+    return b.f
+
+
+def class_facts(cls: ast.ClassDef, judged: set[str], local: set[str]) -> Facts:
+    """Facts of a class's header (decorators, bases, keywords: module scope) and body, methods left out;
+    `local`: the names the class body binds."""
+    b = _Builder(set(judged), local, class_body=True)
+    b.judged |= {n.id for p in [*cls.decorator_list, *cls.bases, *cls.keywords] for n in ast.walk(p) if isinstance(n, ast.Name)}
+    b.f.aliases = local_aliases([s for s in cls.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))])
+    b.base_ids = {id(x) for x in [*cls.bases, *(k.value for k in cls.keywords)]}
+    b.unit("class:" + cls.name, [*cls.decorator_list, *cls.bases, *cls.keywords], (), {cls.name})
+    b.statements(cls.body, (), skip_defs=True)
+    return b.f
+
+
+def module_facts(tree: ast.Module, judged: set[str]) -> Facts:
+    """Facts of the module's own statements (class bodies included, function bodies left out)."""
+    b = _Builder(set(judged), set(), class_body=False)
+    b.statements(tree.body, (), skip_defs=True)
+    return b.f
+
+
+def names_outside(unit: Unit, inside: list[ast.AST]) -> set[str]:
+    """Names a unit mentions outside the given sub-expressions of it."""
+    skip, out, todo = {id(e) for e in inside}, set(), list(unit.parts)
+    while todo:
+        node = todo.pop()
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Name):
+            out.add(node.id)
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def slice_units(facts: Facts, names: set[str], exclude: set[int], keep: set[str]) -> tuple[set[int], set[str]]:
+    """(units, names) of the data-flow slice of `names`: every unit that mentions one of them, the headers
+    of the compound statements around it and the whole of any loop / try / with / def around it, and
+    again for the names those mention (only names in `keep` spread: locals and module state). Units in
+    `exclude` (the gadget's own statement) neither join nor spread."""
+    units, names = set(), set(names)
+    while True:
+        grown = set(units) | {i for i, u in enumerate(facts.units) if u.names & names}
+        for i in list(grown):
+            for c in facts.units[i].enclosing:
+                grown.add(facts.headers[c])
+                if c in facts.wholes:
+                    grown |= {j for j, u in enumerate(facts.units) if c in u.enclosing}
+        grown -= exclude
+        new_names = names | {n for i in grown for n in facts.units[i].names if n in keep}
+        if grown == units and new_names == names:
+            return units, names
+        units, names = grown, new_names

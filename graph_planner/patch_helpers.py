@@ -1,0 +1,241 @@
+"""What one file's own code hands out, for the patch check (graph_planner/patch_check.py).
+
+`FileRules` is built once per file text (patch_check caches it): how each module-level name is bound;
+which of the file's functions, classes and single top-level assignments are "helpers" a changed body
+may read, and at which level:
+
+* pure: the helper would pass the check as new code, transitively through what it reads;
+* impure: it reaches a capability name, a dunder or a capability chain: only where the old function
+  already read it;
+* gadget: it (or a helper it calls with computed arguments) calls a gadget with computed arguments,
+  so a string a caller computes may become an attribute: only where the old function read it, and
+  only with inputs that are literals or come from unchanged statements.
+
+Both levels are greatest fixpoints (a helper is impure only if something in it, or in what it reads,
+is), so recursion is fine. It also keeps, per function, the names and attributes the statements that
+feed its return values mention (what a changed function's result can reach), and the same for the
+inputs of every gadget in the file, so a screen only intersects sets.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from graph_planner.patch_facts import Facts, _Builder, class_facts, free_names, function_facts, module_facts, slice_units
+from graph_planner.patch_policy import DECORATORS, GADGET_ATTRS, Judge, file_uses, literal
+from graph_planner.patch_scope import FUNCTIONS, function_scopes, module_bindings, outer_functions
+
+# A class whose base is one of these builds classes when called (a metaclass), or is an Enum whose
+# functional API (`E("X", {...})`) builds one when it has no members of its own.
+_METACLASSES = frozenset({"type", "ABCMeta", "EnumMeta", "EnumType"})
+_ENUMS = frozenset({"Enum", "IntEnum", "Flag", "IntFlag", "StrEnum", "ReprEnum"})
+_RETURNS = (ast.Return, ast.Yield, ast.YieldFrom, ast.Raise)
+
+
+def _owners(tree: ast.AST) -> dict[int, ast.ClassDef]:
+    """{id(def or class): the class whose own body defines it (maybe inside an if / try there)}."""
+    out = {}
+    for cls in ast.walk(tree):
+        if isinstance(cls, ast.ClassDef):
+            todo = list(cls.body)
+            while todo:
+                s = todo.pop()
+                if isinstance(s, (*FUNCTIONS, ast.ClassDef)):
+                    out[id(s)] = cls
+                else:
+                    todo.extend(ast.iter_child_nodes(s))
+    return out
+
+
+def _builds_classes(cls: ast.ClassDef) -> bool:
+    """A metaclass, or an Enum with no members (its functional API takes a namespace)."""
+    bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in cls.bases}
+    if bases & _METACLASSES:
+        return True
+    members = [
+        t
+        for s in cls.body
+        if isinstance(s, (ast.Assign, ast.AnnAssign))
+        for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
+        if isinstance(t, ast.Name) and not t.id.startswith("_")
+    ]
+    return bool(bases & _ENUMS) and not members
+
+
+class FileRules:
+    """What the check knows of one file text: bindings, scopes, helpers and their levels."""
+
+    def __init__(self, tree: ast.Module, text: str):
+        self.tree = tree
+        self.bindings = module_bindings(tree)
+        self.scopes, self.class_scopes = function_scopes(text)
+        self.functions = outer_functions(tree)
+        self.owner = _owners(tree)
+        # chains and callables outside the bodies, and of each body: the unpatched file's are these with
+        # the changed bodies' own (the skeletons are equal)
+        self.body_uses = [file_uses(fn.body) for _, fn in self.functions]
+        saved = [fn.body for _, fn in self.functions]
+        try:
+            for _, fn in self.functions:
+                fn.body = []
+            self.outside_uses = file_uses([tree])
+        finally:
+            for (_, fn), body in zip(self.functions, saved):
+                fn.body = body
+        self.chains, self.callables = self.uses_with({})
+        self.impure: set[int] = set()  # ids of helpers (def, class or assigned value nodes)
+        self.gadgets: set[int] = set()
+        self.impure_names: set[str] = set()  # module-level names an impure helper is bound to
+        self.gadget_names: set[str] = set()
+        self.impure_attrs: set[str] = set()  # names of impure methods and nested classes
+        self.gadget_attrs: set[str] = set()
+        self._unknown: dict[str, bool] = {}
+        self.helpers = self._helper_facts()
+        self._fixpoints()
+        self.module = module_facts(tree, {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)})
+        self._slices()
+
+    def uses_with(self, bodies: dict[int, list[ast.stmt]]) -> tuple[set[str], set[str]]:
+        """(chains, callables) of this file with the bodies of some functions (by index) replaced."""
+        chains, callables = set(self.outside_uses[0]), set(self.outside_uses[1])
+        for k, uses in enumerate(self.body_uses):
+            c, n = file_uses(bodies[k]) if k in bodies else uses
+            chains |= c
+            callables |= n
+        return chains, callables
+
+    def kind(self, name: str, facts: Facts) -> tuple[str, object]:
+        """("alias", origins) | ("param", status) | ("builtin", None) | ("defined", node) |
+        ("literal", value) | ("unknown", None). "defined": one top-level def, class or assignment."""
+        if name in facts.aliases:
+            return "alias", facts.aliases[name]
+        if name in facts.smuggled:
+            return "param", facts.smuggled[name]
+        found = self.bindings.get(name)
+        if not found:
+            import builtins
+
+            return ("builtin", None) if hasattr(builtins, name) else ("unknown", None)
+        if all(b.kind == "import" for b in found):
+            return "alias", [b.origin for b in found]
+        if len(found) == 1 and found[0].kind == "assign" and literal(found[0].node):
+            return "literal", found[0].node
+        if len(found) == 1 and found[0].kind in ("def", "class", "assign"):
+            return "defined", found[0].node
+        return "unknown", None
+
+    def values(self, name: str) -> set[int]:
+        """Ids of the helpers a module-level name may be bound to."""
+        return {id(b.node) for b in self.bindings.get(name, []) if id(b.node) in self.helpers}
+
+    def gadget_unknown(self, name: str) -> bool:
+        """A name bound by more than one def / class / assignment that might hold a gadget: a binding with
+        no value to judge (a loop target...), a gadget helper, or a value that reaches a gadget."""
+        if name not in self._unknown:
+            self._unknown[name] = False  # while judging its own value (`x = x + 1`): its other bindings decide
+            judge = Judge(self, self.chains, self.callables, set())
+            self._unknown[name] = bool(self.values(name) & self.gadgets) or any(
+                (b.kind == "import" and b.origin[1] in GADGET_ATTRS)
+                or (b.kind == "other" and (b.node is None or judge.expr_status(b.node) == "gadget"))
+                for b in self.bindings.get(name, [])
+            )
+        return self._unknown[name]
+
+    def _helper_facts(self) -> dict[int, tuple[Facts, set[int]]]:
+        """{id(helper node): (its facts as new code, ids of its methods and nested classes)}."""
+        out: dict[int, tuple[Facts, set[int]]] = {}
+        class_locals: dict[int, set[str]] = {}
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.ClassDef):
+                scope = self.class_scopes.get((self._qual(node), node.lineno))
+                class_locals[id(node)] = scope.locals if scope else set()
+                members = {i for i, c in self.owner.items() if c is node}
+                out[id(node)] = (class_facts(node, scope.globals if scope else set(), class_locals[id(node)]), members)
+        for qual, fn in self.functions:
+            scope = self.scopes.get((qual, fn.lineno))
+            owner = self.owner.get(id(fn))
+            skip = class_locals.get(id(owner), set()) | DECORATORS if owner is not None else set()
+            facts = function_facts(fn, scope.globals if scope else set(), scope.locals if scope else set(), True, skip)
+            out[id(fn)] = (facts, set())
+        for found in self.bindings.values():
+            if len(found) == 1 and found[0].kind == "assign" and not literal(found[0].node):
+                b = _Builder(free_names(found[0].node), set(), False)
+                b.unit("value", [found[0].node], (), set())
+                out[id(found[0].node)] = (b.f, set())
+        return out
+
+    def _qual(self, node: ast.AST) -> str:
+        parts, x = [node.name], self.owner.get(id(node))
+        while x is not None:
+            parts.append(x.name)
+            x = self.owner.get(id(x))
+        return ".".join(reversed(parts))
+
+    def _sets(self) -> None:
+        """The names and attribute names of impure and gadget helpers, from the helper id sets."""
+        names = {id(n): n.name for n in ast.walk(self.tree) if isinstance(n, (*FUNCTIONS, ast.ClassDef))}
+        self.impure_names = {n for n in self.bindings if self.values(n) & self.impure}
+        self.gadget_names = {n for n in self.bindings if self.values(n) & self.gadgets}
+        self.impure_attrs = {names[i] for i in self.owner if i in self.impure}
+        self.gadget_attrs = {names[i] for i in self.owner if i in self.gadgets}
+        self._unknown = {}
+
+    def _fixpoints(self) -> None:
+        """Impure: a violation as new code, or reading an impure helper. Gadget: a gadget call with
+        computed inputs, counting gadget helpers found so far; a class is one when a member is, or when
+        it builds classes. Both only grow, so each ends."""
+        judge = Judge(self, self.chains, self.callables, set())
+        members_by_name: dict[str, set[int]] = {}
+        nodes = {id(n): n for n in ast.walk(self.tree) if isinstance(n, (*FUNCTIONS, ast.ClassDef))}
+        for i in self.owner:
+            members_by_name.setdefault(nodes[i].name, set()).add(i)
+        deps = {}
+        for h, (facts, members) in self.helpers.items():
+            by_name = set().union(*(self.values(n) for n, *_ in facts.name_refs))
+            by_attr = set().union(*(members_by_name.get(a, set()) for a, *_ in facts.attr_refs))
+            deps[h] = members | by_name | by_attr
+        impure = {h for h, (facts, _) in self.helpers.items() if judge.violations(None, facts)}
+        while (grown := impure | {h for h in self.helpers if deps[h] & impure}) != impure:
+            impure = grown
+        builders = {h for h in self.helpers if isinstance(nodes.get(h), ast.ClassDef) and _builds_classes(nodes[h])}
+        self.impure = impure | builders
+        self.gadgets = set(builders)
+        while True:
+            self._sets()
+            found = set(self.gadgets)
+            for h, (facts, members) in self.helpers.items():
+                if members & self.gadgets or any(
+                    checked and not judge.inputs_vetted(facts, None, ident, node)
+                    for ident, node, _, _, checked in judge.sites(facts)
+                ):
+                    found.add(h)
+            if found == self.gadgets:
+                break
+            self.gadgets = found
+            self.impure |= found
+        self._sets()
+
+    def _slices(self) -> None:
+        """Per outermost function: the mentions of the slice of its return / yield / raise statements
+        (`returns`, by short name), and of each gadget's inputs (`site_mentions`, by index)."""
+        judge = Judge(self, self.chains, self.callables, set())
+        unknown = {n for n in self.bindings if self.kind(n, Facts())[0] == "unknown"}
+        self.returns: dict[str, set[str]] = {}
+        self.site_mentions: dict[int, list[set[str]]] = {}
+        code = [(k, self.helpers[id(fn)][0]) for k, (_, fn) in enumerate(self.functions)] + [(-1, self.module)]
+        for k, facts in code:
+            keep = facts.locals | unknown
+            if k >= 0:
+                seeds = {i for i, u in enumerate(facts.units) if any(isinstance(n, _RETURNS) for p in u.parts for n in ast.walk(p))}
+                names = {n for i in seeds for n in facts.units[i].names}
+                units, _ = slice_units(facts, names, set(), keep)
+                short = self.functions[k][0].split(".")[-1]
+                self.returns.setdefault(short, set()).update(m for i in units | seeds for m in facts.units[i].names | facts.units[i].attrs)
+            mentions = []
+            for ident, node, i, _, checked in judge.sites(facts):
+                inputs = judge.inputs(facts, ident, node)
+                if checked and not judge.inputs_vetted(facts, None, ident, node):
+                    names = facts.units[i].names if inputs is None else {n.id for e in inputs for n in ast.walk(e) if isinstance(n, ast.Name)}
+                    units, _ = slice_units(facts, names, set(), keep)
+                    mentions.append({m for j in units | {i} for m in facts.units[j].names | facts.units[j].attrs})
+            self.site_mentions[k] = mentions

@@ -1,0 +1,286 @@
+"""The patch check's rules on names, words and gadgets (graph_planner/patch_check.py states them).
+
+The lists say which builtins are safe, which modules are capabilities, which chains through them only
+compute, and which callables are gadgets. `Judge` applies them to a function's Facts against its old
+Facts (or, for a helper judged as new code, against nothing), in one file (`FileRules`,
+graph_planner/patch_helpers.py) with the unpatched file's chains and the patch's tainted functions.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from collections import Counter
+
+from graph_planner.patch_facts import INTROSPECTION, Facts, _Builder, free_names, names_outside, slice_units, string_words
+
+# Builtins a body may read: values, containers, iteration, arithmetic, exceptions. Not type, getattr,
+# setattr, delattr, hasattr, vars, dir, globals, locals, object, eval, exec, compile, open, __import__,
+# breakpoint, input, memoryview, id: those only where the body had them. `super` stays: zero-argument
+# super() reads the method's own `__class__` cell and first argument, so it reaches only the methods
+# `self` already has, and dunders on it are judged like any other. property / staticmethod /
+# classmethod stay: they wrap a callable the body already holds and expose it only through dunders.
+# `__name__` / `__doc__` are the module's name and docstring.
+DECORATORS = frozenset({"property", "staticmethod", "classmethod"})
+SAFE_BUILTINS = (
+    frozenset(
+        "abs all any ascii bin bool bytearray bytes callable chr complex dict divmod enumerate filter float "
+        "format frozenset hash hex int isinstance issubclass iter len list map max min next oct ord pow print "
+        "range repr reversed round set slice sorted str sum super tuple zip NotImplemented Ellipsis True "
+        "False None __name__ __doc__".split()
+    )
+    | DECORATORS
+    | {n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
+)
+
+# Modules whose names give a body power over processes, files, the import system, the interpreter or the
+# test runner; a name imported from one may be read bare only where the function already read it.
+CAPABILITY_MODULES = frozenset(
+    "os sys subprocess builtins importlib ctypes signal gc inspect atexit threading _thread multiprocessing "
+    "concurrent asyncio socket select selectors pytest _pytest unittest shutil pathlib io tempfile glob "
+    "fnmatch types marshal pickle shelve code codeop runpy traceback linecache site sysconfig pkgutil "
+    "zipimport zipfile tarfile mmap resource faulthandler tracemalloc weakref fcntl pty posix nt dis ast "
+    "copyreg __main__ http urllib codecs fileinput platform getpass webbrowser pdb bdb cProfile profile "
+    "trace timeit doctest logging pydoc imp gzip bz2 lzma sqlite3 dbm configparser filecmp netrc ssl "
+    "socketserver smtplib ftplib imaplib poplib telnetlib xmlrpc wsgiref ensurepip venv distutils "
+    "setuptools pkg_resources _io _imp _frozen_importlib _frozen_importlib_external _posixsubprocess "
+    "_ctypes _pickle _socket _ssl _signal _weakref".split()
+)
+# Chains through capability modules that only compute (no files, processes, frames or modules): a body
+# may use one where the unpatched file already did.
+PURE_CHAINS = frozenset(
+    [f"os.path.{f}" for f in "join basename dirname splitext split normpath normcase isabs commonprefix sep".split()]
+    + [f"os.{c}" for c in "sep altsep pathsep linesep curdir pardir extsep name".split()]
+    + [f"sys.{c}" for c in "version_info version maxsize platform byteorder float_info maxunicode".split()]
+    + [f"logging.{f}" for f in "getLogger debug info warning error exception critical log".split()]
+    + [f"logging.{c}" for c in "DEBUG INFO WARNING ERROR CRITICAL NOTSET".split()]
+    + ["io.StringIO", "io.BytesIO", "threading.Lock", "threading.RLock", "types.MappingProxyType"]
+    + ["types.SimpleNamespace", "pathlib.PurePath", "pathlib.PurePosixPath", "pathlib.PureWindowsPath"]
+)
+# Gadgets: callables that turn a string into an attribute, code or a module, or a namespace into a class.
+# A builtin gadget is read only where the function already read it; any gadget is called only with
+# literal arguments, or with arguments whose every statement in the function is unchanged (a slice).
+GADGET_BUILTINS = frozenset("getattr setattr delattr hasattr vars type eval exec compile __import__".split())
+NAME_ARGUMENT = frozenset("getattr setattr delattr hasattr".split())  # the gadget input is the name, arg 1
+GADGET_ATTRS = frozenset(
+    "format format_map vformat get_field get_value attrgetter methodcaller update_wrapper wraps "
+    "make_dataclass Formatter import_module locate resolve_name ABCMeta EnumMeta EnumType Enum IntEnum "
+    "Flag IntFlag StrEnum Type new_class getattr_static _create_".split()
+)
+
+
+def literal(node: ast.AST | None) -> bool:
+    """A value that carries no code: a constant, a negated one, or a tuple of them."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    if isinstance(node, ast.Tuple):
+        return all(literal(e) for e in node.elts)
+    return isinstance(node, ast.Constant)
+
+
+def file_uses(nodes: list[ast.AST]) -> tuple[set[str], set[str]]:
+    """(every maximal dotted chain `a.b.c`, names called or used as a class: `f(...)`, isinstance's second
+    argument, an `except` clause) in code."""
+    chains, callables, inner = set(), set(), set()
+    for n in (x for node in nodes for x in ast.walk(node)):  # a parent before its children
+        if isinstance(n, ast.Attribute):
+            inner.add(id(n.value))
+            if id(n) in inner:
+                continue
+            parts, x = [n.attr], n.value
+            while isinstance(x, ast.Attribute):
+                parts.append(x.attr)
+                x = x.value
+            if isinstance(x, ast.Name):
+                chains.add(".".join([x.id, *reversed(parts)]))
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+            callables.add(n.func.id)
+            if n.func.id in ("isinstance", "issubclass") and len(n.args) == 2:
+                cls = n.args[1]
+                callables |= {e.id for e in [cls, *getattr(cls, "elts", [])] if isinstance(e, ast.Name)}
+        elif isinstance(n, ast.ExceptHandler) and n.type is not None:
+            callables |= {e.id for e in ast.walk(n.type) if isinstance(e, ast.Name)}
+    return chains, callables
+
+
+class Judge:
+    """Judges Facts in one file (`rules`: a patch_helpers.FileRules); `chains` / `callables` are the
+    unpatched file's, `tainted` the short names of functions whose results a changed function decides."""
+
+    def __init__(self, rules, chains: set[str], callables: set[str], tainted: set[str]):
+        self.rules, self.chains, self.callables, self.tainted = rules, chains, callables, tainted
+
+    def name_ok(self, name: str, form: str, facts: Facts, old: Facts | None) -> bool:
+        """Whether a body may read a global or builtin `name` in this form (see patch_check's docstring)."""
+        kind, info = self.rules.kind(name, facts)
+        if old is not None and (form in old.reads.get(name, ()) or (kind != "alias" and name in old.reads)):
+            return True  # the function already read it (an import alias: in this very form)
+        if kind == "builtin":
+            return (
+                name in SAFE_BUILTINS
+                or (name == "type" and form == "type-safe")
+                or (name == "object" and form == "base")
+                # getattr(x, "size") hands out no more than x.size: it does not make a helper impure (a
+                # changed body still gains no getattr it did not have: the gadget names stay where they were)
+                or (form == "literal-name" and old is None)
+            )
+        if kind in ("defined", "literal"):
+            return True  # an impure helper is a site, judged there
+        if kind == "alias":
+            cap = any(o[0] in CAPABILITY_MODULES for o in info)
+            if form in ("call", "base"):
+                return not cap
+            if form.startswith("chain:"):
+                return form[6:] in self.chains and (not cap or form[6:] in PURE_CHAINS)
+            # a bare value: never a module (`import x` binds one; `m = re` would let `m.sys` through)
+            return not cap and all(o[2] for o in info) and name in self.callables
+        return False
+
+    def sites(self, facts: Facts):
+        """(identity, node, unit, kept required, inputs checked) of every gadget or impure helper the code
+        reads: a kept-required one only where the old function read it, a checked one only with vetted
+        inputs or inputs from unchanged statements."""
+        rules = self.rules
+        for name, form, node, i in facts.name_refs:
+            if form == "base":
+                continue  # a class's bases are fixed; a class that builds classes is a gadget helper
+            kind, info = rules.kind(name, facts)
+            if kind == "builtin" and name in GADGET_BUILTINS and form not in ("type-safe", "literal-name"):
+                yield name, node, i, True, True
+            elif kind == "defined" and name in rules.impure_names:
+                yield name, node, i, True, name in rules.gadget_names
+            elif kind == "alias" and any(o[1] in GADGET_ATTRS for o in info):
+                yield name, node, i, False, True
+            elif kind == "unknown" and name in rules.bindings and rules.gadget_unknown(name):
+                yield name, node, i, True, True
+            elif kind == "param" and info == "gadget":
+                yield name, node, i, True, True
+        for attr, node, i in facts.attr_refs:
+            if attr in GADGET_ATTRS:
+                yield "." + attr, node, i, False, True
+            elif attr in rules.impure_attrs:
+                yield "." + attr, node, i, True, attr in rules.gadget_attrs
+
+    def inputs(self, facts: Facts, ident: str, node: ast.AST) -> list[ast.AST] | None:
+        """The arguments a gadget call's result depends on (None: the gadget escapes as a value)."""
+        top = node if isinstance(node, ast.Attribute) else facts.chain_top(node)
+        call = facts.call_of(top)
+        if call is None:
+            return None
+        args = [*call.args, *(k.value for k in call.keywords)]
+        if ident in NAME_ARGUMENT and not call.keywords and not any(isinstance(a, ast.Starred) for a in args):
+            return args[1:2]
+        receiver = node.value if isinstance(node, ast.Attribute) else None
+        if isinstance(receiver, ast.Name) and self.rules.kind(receiver.id, facts)[0] in ("alias", "builtin", "defined"):
+            receiver = None  # `operator.attrgetter`, `str.format`: the module or class is not data
+        return args + ([receiver] if receiver is not None else [])
+
+    def inputs_vetted(self, facts: Facts, old: Facts | None, ident: str, node: ast.AST) -> bool:
+        inputs = self.inputs(facts, ident, node)
+        return inputs is not None and all(self.vetted(e, facts, old) for e in inputs)
+
+    def vetted(self, e: ast.AST, facts: Facts, old: Facts | None) -> bool:
+        """A gadget input that cannot carry a computed name: a constant (a string without dunder or
+        introspection words, unless the old function had that string), containers of them, a literal
+        module constant, a local only ever assigned such constants."""
+        if isinstance(e, ast.Constant):
+            text = e.value.decode("latin-1") if isinstance(e.value, bytes) else e.value
+            if not isinstance(text, str):
+                return True
+            clean = "__" not in text and not any(INTROSPECTION.match(t) for t in re.findall(r"\w+", text))
+            return clean or (old is not None and text in old.strings)
+        if isinstance(e, ast.UnaryOp):
+            return self.vetted(e.operand, facts, old)
+        if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
+            return all(self.vetted(x, facts, old) for x in e.elts)
+        if isinstance(e, ast.Dict):
+            return all(x is not None and self.vetted(x, facts, old) for x in e.keys + e.values)
+        if isinstance(e, ast.Name):
+            if e.id in facts.constants:
+                return all(self.vetted(v, facts, old) for v in facts.constants[e.id])
+            kind, value = self.rules.kind(e.id, facts)
+            return kind == "literal" and self.vetted(value, facts, old)
+        return False
+
+    def site_ok(self, facts: Facts, old: Facts, node: ast.AST, ident: str, i: int) -> bool:
+        """A checked site with computed inputs in a changed function: the old function made a call of the
+        same gadget with the same computed inputs; the rest of its statement mentions nothing of the
+        inputs' data-flow slice; the slice is the same statements as in the old function; and it
+        mentions no tainted function."""
+        inputs = self.inputs(facts, ident, node)
+        unit = facts.units[i]
+        computed = list(unit.parts) if inputs is None else [e for e in inputs if not self.vetted(e, facts, old)]
+        key = sorted(ast.dump(e) for e in computed)
+        seeds_old = set()
+        for ident2, node2, j, _, checked in self.sites(old):
+            inputs2 = self.inputs(old, ident2, node2)
+            computed2 = list(old.units[j].parts) if inputs2 is None else [e for e in inputs2 if not self.vetted(e, old, facts)]
+            if ident2 == ident and checked and sorted(ast.dump(e) for e in computed2) == key:
+                seeds_old.add(j)
+        if not seeds_old:
+            return False  # not a call the old function made with these inputs
+        names = {n.id for e in computed for n in ast.walk(e) if isinstance(n, ast.Name)}
+        unknown = {n for n in self.rules.bindings if self.rules.kind(n, facts)[0] == "unknown"}
+        keep = facts.locals | old.locals | unknown  # data flows through locals and module state
+        while True:
+            new_units, new_names = slice_units(facts, names, {i}, keep)
+            old_units, old_names = slice_units(old, names, seeds_old, keep)
+            if new_names | old_names == names:
+                break
+            names = new_names | old_names
+        if Counter(facts.units[k].key for k in new_units) != Counter(old.units[k].key for k in old_units):
+            return False
+        if names_outside(unit, computed) & names:
+            return False  # the rest of its own statement could bind or change an input
+        return not {n for k in new_units | {i} for n in facts.units[k].names | facts.units[k].attrs} & self.tainted
+
+    def literal_words(self, facts: Facts) -> tuple[set[str], set[str]]:
+        """(words, dunder strings) of the literal module constants the code reads."""
+        words, dstrings = set(), set()
+        for name in facts.reads:
+            kind, value = self.rules.kind(name, facts)
+            for c in ast.walk(value) if kind == "literal" else ():
+                if isinstance(c, ast.Constant) and isinstance(c.value, str):
+                    w = string_words(c.value)
+                    words |= {x for x in w if "__" not in x}
+                    dstrings |= {c.value} if any("__" in x for x in w) else set()
+        return words, dstrings
+
+    def expr_status(self, expr: ast.AST) -> str:
+        """"pure" when a module-level expression would pass as new code, "gadget" when it reaches a
+        gadget, else "capability"."""
+        b = _Builder(free_names(expr), set(), class_body=False)
+        b.unit("expr", [expr], (), set())
+        if any(checked for *_, checked in self.sites(b.f)):
+            return "gadget"
+        return "capability" if self.violations(None, b.f) else "pure"
+
+    def violations(self, old: Facts | None, new: Facts) -> list[str]:
+        """Why `new` (a changed body; a helper as new code when `old` is None) is refused: names, words
+        and gadgets. (Structure is patch_check's.)"""
+        reasons = []
+        bad = sorted(
+            {f[6:] if f.startswith("chain:") else n for n, fs in new.reads.items() for f in fs if not self.name_ok(n, f, new, old)}
+        )
+        if bad:
+            reasons.append(
+                f"reads {', '.join(bad)}, which the function did not use (process, file, import-system or "
+                "introspection names, module attributes the file never used, or names the file does not define)"
+            )
+        old_words, old_d = self.literal_words(old) if old else (set(), set())
+        new_words, new_d = self.literal_words(new)
+        words = sorted((new.words | new_words) - ((old.words | old_words) if old else set()))
+        dstrings = sorted((new.dstrings | new_d) - ((old.dstrings | old_d) if old else set()))
+        if words or dstrings:
+            reasons.append(f"reaches {', '.join(words + [repr(s) for s in dstrings])} (dunder or frame/code words)")
+        kept = {ident for ident, *_ in self.sites(old)} if old else set()
+        gadgets = set()
+        for ident, node, i, need, checked in self.sites(new):
+            if need and ident not in kept:
+                gadgets.add(f"{ident} (a gadget or impure helper the function did not use)")
+            elif checked and not self.inputs_vetted(new, old, ident, node) and (old is None or not self.site_ok(new, old, node, ident, i)):
+                gadgets.add(f"{ident} with a computed argument (every statement feeding it must be unchanged)")
+        if gadgets:
+            reasons.append("uses " + "; ".join(sorted(gadgets)))
+        return reasons
