@@ -26,7 +26,8 @@ def test_paths(root: Path) -> set[str]:
     out = set()
     for p in root.rglob("*"):
         rel = p.relative_to(root)
-        if not p.is_file() or SKIP_DIRS & set(rel.parts) or any(x.endswith(".egg-info") for x in rel.parts):
+        skip = SKIP_DIRS & set(rel.parts) or any(x.endswith(".egg-info") for x in rel.parts)
+        if not p.is_file() or skip or p.suffix in (".pyc", ".pyo"):  # an sdist may ship compiled files
             continue
         if is_test_file(rel.as_posix()) or rel.name == "conftest.py":
             out.add(rel.as_posix())
