@@ -41,12 +41,12 @@ DUNDER = re.compile(r"^__\w+__$")
 INTROSPECTION = re.compile(r"^((f|gi|cr|ag|tb|co)_[a-z]\w*|mro|cell_contents|func_\w+|im_(func|self|class))$")
 # Dunders that give a string or the object's own constructor, nothing else.
 BENIGN_DUNDERS = frozenset({"__init__", "__name__", "__qualname__", "__doc__"})
-NAME_ATTRS = frozenset({"__name__", "__qualname__"})
+NAME_ATTRS = frozenset({"__name__", "__qualname__", "__doc__"})  # strings
 # Compound statements whose body may run more than once or be cut short (a loop, a handler, a context
 # manager that swallows an exception, a nested function): a slice that reaches inside takes all of it.
 WHOLE = (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith, *COUNTED[4:7])
-if hasattr(ast, "TryStar"):
-    WHOLE = (*WHOLE, ast.TryStar)
+TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
+WHOLE = (*WHOLE, *TRY_STAR)
 
 
 def dunder_word(name: str) -> bool:
@@ -72,6 +72,9 @@ class Unit:
     names: set[str] = field(default_factory=set)
     attrs: set[str] = field(default_factory=set)
     parts: list[ast.AST] = field(default_factory=list)
+    binds: set[str] = field(default_factory=set)  # names it may bind or change (see _binds)
+    reads: set[str] = field(default_factory=set)  # names it reads
+    jumps: bool = False  # holds a break, continue, return or raise
 
 
 @dataclass
@@ -94,6 +97,7 @@ class Facts:
     units: list[Unit] = field(default_factory=list)
     headers: dict[int, int] = field(default_factory=dict)  # compound statement id -> its header unit
     wholes: set[int] = field(default_factory=set)
+    loops: dict[int, bool] = field(default_factory=dict)  # loops among the wholes: only their jumps count
     parents: dict[int, ast.AST] = field(default_factory=dict)
 
     @functools.cached_property
@@ -147,6 +151,34 @@ class Facts:
         return p if isinstance(p, ast.Call) and p.func is node else None
 
 
+def _root(node: ast.AST) -> str | None:
+    """The name an attribute / subscript / call chain starts from (`x` in `x.a[1].b`)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call, ast.Starred)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _binds(parts: list[ast.AST]) -> set[str]:
+    """Names a statement may bind or change: assignment and loop targets, the base of an attribute or
+    item store, the receiver of a method call and every argument of a call (the callee may change it)."""
+    out = set()
+    for part in parts:
+        for n in ast.walk(part):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                out.add(n.id)
+            elif isinstance(n, (ast.Attribute, ast.Subscript)) and not isinstance(n.ctx, ast.Load):
+                out.add(_root(n.value))
+            elif isinstance(n, ast.Call):
+                if isinstance(n.func, ast.Attribute):
+                    out.add(_root(n.func.value))
+                out |= {_root(a) for a in [*n.args, *(k.value for k in n.keywords)]}
+            elif isinstance(n, ast.alias):
+                out.add((n.asname or n.name).split(".")[0])
+            elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                out |= set(n.names)
+    return out - {None}
+
+
 def _dotted(node: ast.AST) -> str:
     parts = []
     while isinstance(node, ast.Attribute):
@@ -155,23 +187,16 @@ def _dotted(node: ast.AST) -> str:
     return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else ""
 
 
-def _type_safe(facts: Facts, node: ast.Name) -> bool:
-    """`type` used only to ask: `type(x)` compared, a lookup key, asked for its name, or `type` / `type(x)`
-    as the class argument of isinstance / issubclass. (`type(cls)` called again, or kept, can build a class.)"""
-    target: ast.AST = node
-    call = facts.call_of(node)
-    if call is not None:
-        if len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
-            return False
-        target = call
-        p = facts.parent(call)
-        if isinstance(p, ast.Compare):
-            return True
-        if isinstance(p, ast.Attribute) and p.attr in NAME_ATTRS:
-            return True
-        if isinstance(p, ast.Subscript) and p.slice is call:
-            return True  # a lookup key: `handlers[type(x)]` hashes and compares it, nothing else
+def _asks(facts: Facts, target: ast.AST) -> bool:
+    """A type object used only to ask about it: compared, a lookup key, asked for its name, turned into
+    text, or the class argument of isinstance / issubclass."""
     p = facts.parent(target)
+    if isinstance(p, ast.Compare) or (isinstance(p, ast.Attribute) and p.attr in NAME_ATTRS):
+        return True
+    if isinstance(p, ast.Subscript) and p.slice is target:
+        return True  # a lookup key: `handlers[type(x)]` hashes and compares it, nothing else
+    if isinstance(p, ast.Call) and isinstance(p.func, ast.Name) and p.func.id in ("str", "repr") and p.args == [target]:
+        return True
     if isinstance(p, ast.Tuple):
         target, p = p, facts.parent(p)
     return (
@@ -181,6 +206,21 @@ def _type_safe(facts: Facts, node: ast.Name) -> bool:
         and len(p.args) == 2
         and p.args[1] is target
     )
+
+
+def _type_safe(facts: Facts, node: ast.Name) -> bool:
+    """`type` used only to ask (see _asks): `type(x)` or `type` itself. (`type(cls)` called, kept or passed
+    on is type itself, which builds a class.) `t = type(x)` counts when every use of t only asks: see
+    Facts.type_locals."""
+    call = facts.call_of(node)
+    if call is None:
+        return _asks(facts, node)
+    if len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
+        return False
+    p = facts.parent(call)
+    if isinstance(p, ast.Assign) and len(p.targets) == 1 and isinstance(p.targets[0], ast.Name):
+        return False  # decided once the whole function is read (type_locals)
+    return _asks(facts, call)
 
 
 def _literal_name(facts: Facts, node: ast.Name) -> bool:
@@ -241,11 +281,23 @@ class _Builder:
         self.judged = judged
         self.class_body = class_body  # dunder names assigned in a class body define its own attributes
         self.base_ids: set[int] = set()  # a class's bases and keyword values: read as "base"
+        self.compounds: dict[int, ast.AST] = {}  # id -> compound statement
 
     def unit(self, key: str, parts: list[ast.AST], enclosing: tuple[int, ...], names: set[str]) -> int:
         f = self.f
-        f.units.append(Unit(key, enclosing, set(names), parts=list(parts)))
+        f.units.append(Unit(key, enclosing, set(names), parts=list(parts), binds=set(names)))
         i = len(f.units) - 1
+        f.units[i].binds |= _binds(parts)
+        guarded = any(isinstance(self.compounds.get(c), (ast.Try, ast.With, ast.AsyncWith, *TRY_STAR)) for c in enclosing)
+        if len(parts) == 1 and isinstance(parts[0], (ast.Return, ast.Raise)) and not guarded:
+            f.units[i].binds = set()  # nothing of the function runs after it: it changes no later value
+        f.units[i].reads = {
+            n.id
+            for p in parts
+            for n in ast.walk(p)
+            if isinstance(n, ast.Name) and (isinstance(n.ctx, ast.Load) or isinstance(f.parents.get(id(n)), ast.AugAssign))
+        }
+        f.units[i].jumps = any(isinstance(n, (ast.Break, ast.Continue, ast.Return, ast.Raise)) for p in parts for n in ast.walk(p))
         for part in parts:
             for node in ast.walk(part):
                 for child in ast.iter_child_nodes(node):
@@ -267,7 +319,9 @@ class _Builder:
             self.f.headers[id(s)] = h
             if isinstance(s, WHOLE):
                 self.f.wholes.add(id(s))
+                self.f.loops[id(s)] = isinstance(s, (ast.For, ast.AsyncFor, ast.While))
             inner = (*enclosing, id(s))
+            self.compounds[id(s)] = s
             if skip_defs and isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             for body in bodies:
@@ -390,7 +444,34 @@ def function_facts(
     for a, d in pairs:  # a parameter's default flows into the body like an assignment at its top
         b.unit(f"default:{a.arg}={ast.dump(d)}", [d], (), {a.arg})
     b.statements(fn.body, ())
+    _type_locals(b.f)
     return b.f
+
+
+def _type_locals(f: Facts) -> None:
+    """`t = type(x)` where t is bound only so and every read of t only asks (see _asks): that `type` read
+    is harmless ("type-safe"), like `type(x) is int`."""
+    nodes = [n for u in f.units for p in u.parts for n in ast.walk(p) if isinstance(n, ast.Name)]
+    for k, (name, form, node, i) in enumerate(f.name_refs):
+        call = f.call_of(node)
+        p = f.parent(call) if call is not None else None
+        if name != "type" or form != "call" or not isinstance(p, ast.Assign) or len(call.args) != 1 or call.keywords:
+            continue
+        t = p.targets[0].id if len(p.targets) == 1 and isinstance(p.targets[0], ast.Name) else None
+        uses = [n for n in nodes if n.id == t]
+        stores_ok = all(
+            isinstance(f.parent(n), ast.Assign)
+            and isinstance(f.parent(n).value, ast.Call)
+            and isinstance(f.parent(n).value.func, ast.Name)
+            and f.parent(n).value.func.id == "type"
+            for n in uses
+            if not isinstance(n.ctx, ast.Load)
+        )
+        if t and t not in f.params and stores_ok and all(_asks(f, n) for n in uses if isinstance(n.ctx, ast.Load)):
+            f.name_refs[k] = (name, "type-safe", node, i)
+    f.reads = {}
+    for name, form, *_ in f.name_refs:
+        f.reads.setdefault(name, set()).add(form)
 
 
 def class_facts(cls: ast.ClassDef, judged: set[str], local: set[str]) -> Facts:
@@ -426,20 +507,37 @@ def names_outside(unit: Unit, inside: list[ast.AST]) -> set[str]:
 
 
 def slice_units(facts: Facts, names: set[str], exclude: set[int], keep: set[str]) -> tuple[set[int], set[str]]:
-    """(units, names) of the data-flow slice of `names`: every unit that mentions one of them, the headers
-    of the compound statements around it and the whole of any loop / try / with / def around it, and
-    again for the names those mention (only names in `keep` spread: locals and module state). Units in
-    `exclude` (the gadget's own statement) neither join nor spread."""
+    """(units, names) of the backward data-flow slice of `names`: every unit that may bind or change one
+    of them, with the headers of the blocks around it (and the whole of a `try`, `with` or nested def
+    around it, and the jumps inside a loop around it: they decide how far it ran), and again for every
+    name those read (only names in `keep` spread: locals and module state). Units in `exclude` (the
+    gadget's own statement) neither join nor spread."""
     units, names = set(), set(names)
     while True:
-        grown = set(units) | {i for i, u in enumerate(facts.units) if u.names & names}
+        grown = set(units) | {i for i, u in enumerate(facts.units) if u.binds & names}
         for i in list(grown):
             for c in facts.units[i].enclosing:
                 grown.add(facts.headers[c])
                 if c in facts.wholes:
-                    grown |= {j for j, u in enumerate(facts.units) if c in u.enclosing}
+                    grown |= {j for j, u in enumerate(facts.units) if c in u.enclosing and (u.jumps or not facts.loops.get(c))}
         grown -= exclude
-        new_names = names | {n for i in grown for n in facts.units[i].names if n in keep}
+        new_names = names | {n for i in grown for n in facts.units[i].reads if n in keep}
         if grown == units and new_names == names:
             return units, names
         units, names = grown, new_names
+
+
+def input_slice(facts: Facts, i: int, inputs: list[ast.AST] | None, keep: set[str]) -> tuple[set[int], set[str], set[str]]:
+    """(units, names, mentions) of the backward slice of a gadget's inputs in unit `i` (None: the whole
+    statement escapes). The gadget's own statement stays out unless the rest of it mentions a name of
+    the slice (it could bind or change an input before the call); `mentions` are the names and
+    attribute names of the slice and of the inputs themselves."""
+    exprs = list(facts.units[i].parts) if inputs is None else inputs
+    names = {n.id for e in exprs for n in ast.walk(e) if isinstance(n, ast.Name)}
+    units, names = slice_units(facts, names, {i}, keep)
+    if inputs is None or names_outside(facts.units[i], inputs) & names:
+        units, names = slice_units(facts, names | facts.units[i].reads, set(), keep)
+    mentions = {m for j in units for m in facts.units[j].names | facts.units[j].attrs}
+    for e in exprs:
+        mentions |= {getattr(n, "id", None) or getattr(n, "attr", None) for n in ast.walk(e)} - {None}
+    return units, names, mentions

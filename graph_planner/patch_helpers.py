@@ -21,7 +21,16 @@ from __future__ import annotations
 
 import ast
 
-from graph_planner.patch_facts import Facts, _Builder, class_facts, free_names, function_facts, module_facts, slice_units
+from graph_planner.patch_facts import (
+    Facts,
+    _Builder,
+    class_facts,
+    free_names,
+    function_facts,
+    input_slice,
+    module_facts,
+    slice_units,
+)
 from graph_planner.patch_policy import DECORATORS, GADGET_ATTRS, Judge, file_uses, literal
 from graph_planner.patch_scope import FUNCTIONS, function_scopes, module_bindings, outer_functions
 
@@ -45,6 +54,22 @@ def _owners(tree: ast.AST) -> dict[int, ast.ClassDef]:
                 else:
                     todo.extend(ast.iter_child_nodes(s))
     return out
+
+
+def _params(fn: ast.AST) -> tuple[list[str], str, set[str], str]:
+    """(positional parameter names, *args name, keyword-only names, **kw name) of a function."""
+    a = fn.args
+    names = [x.arg for x in [*a.posonlyargs, *a.args]]
+    return names, a.vararg.arg if a.vararg else "", {x.arg for x in a.kwonlyargs}, a.kwarg.arg if a.kwarg else ""
+
+
+def _constant(e: ast.AST) -> bool:
+    """A value no caller steers: constants, containers of them."""
+    if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
+        return all(_constant(x) for x in e.elts)
+    if isinstance(e, ast.UnaryOp):
+        return _constant(e.operand)
+    return isinstance(e, ast.Constant)
 
 
 def _builds_classes(cls: ast.ClassDef) -> bool:
@@ -136,7 +161,11 @@ class FileRules:
             judge = Judge(self, self.chains, self.callables, set())
             self._unknown[name] = bool(self.values(name) & self.gadgets) or any(
                 (b.kind == "import" and b.origin[1] in GADGET_ATTRS)
-                or (b.kind == "other" and (b.node is None or judge.expr_status(b.node) == "gadget"))
+                or (
+                    b.kind == "other"
+                    and not isinstance(b.node, (*FUNCTIONS, ast.ClassDef))  # a def / class is a helper
+                    and (b.node is None or judge.expr_status(b.node) == "gadget")
+                )
                 for b in self.bindings.get(name, [])
             )
         return self._unknown[name]
@@ -181,39 +210,90 @@ class FileRules:
         self._unknown = {}
 
     def _fixpoints(self) -> None:
-        """Impure: a violation as new code, or reading an impure helper. Gadget: a gadget call with
-        computed inputs, counting gadget helpers found so far; a class is one when a member is, or when
-        it builds classes. Both only grow, so each ends."""
+        """Impure: a violation as new code, or reading an impure helper. Gadget: a parameter that
+        steers a gadget's input (its data-flow slice reaches a gadget call, counting gadget helpers'
+        steering arguments found so far); a class steers through __init__ / __new__, or builds classes.
+        Both only grow, so each ends."""
         judge = Judge(self, self.chains, self.callables, set())
-        members_by_name: dict[str, set[int]] = {}
         nodes = {id(n): n for n in ast.walk(self.tree) if isinstance(n, (*FUNCTIONS, ast.ClassDef))}
+        self.members: dict[str, set[int]] = {}
         for i in self.owner:
-            members_by_name.setdefault(nodes[i].name, set()).add(i)
+            self.members.setdefault(nodes[i].name, set()).add(i)
         deps = {}
         for h, (facts, members) in self.helpers.items():
             by_name = set().union(*(self.values(n) for n, *_ in facts.name_refs))
-            by_attr = set().union(*(members_by_name.get(a, set()) for a, *_ in facts.attr_refs))
+            by_attr = set().union(*(self.members.get(a, set()) for a, *_ in facts.attr_refs))
             deps[h] = members | by_name | by_attr
         impure = {h for h, (facts, _) in self.helpers.items() if judge.violations(None, facts)}
         while (grown := impure | {h for h in self.helpers if deps[h] & impure}) != impure:
             impure = grown
-        builders = {h for h in self.helpers if isinstance(nodes.get(h), ast.ClassDef) and _builds_classes(nodes[h])}
-        self.impure = impure | builders
-        self.gadgets = set(builders)
+        self.impure = impure
+        # steering: helper id -> parameter names ("*" for every argument)
+        self.params = {h: _params(n) for h, n in nodes.items() if isinstance(n, FUNCTIONS)}
+        self.steer: dict[int, set[str]] = {h: {"*"} for h in self.helpers if isinstance(nodes.get(h), ast.ClassDef) and _builds_classes(nodes[h])}
+        for h in self.helpers:
+            if h not in nodes:  # an assigned value: a gadget when it reaches one
+                self._sets()
+                if judge.expr_status(self.helpers[h][0].units[0].parts[0]) == "gadget":
+                    self.steer[h] = {"*"}
+        unknown = {n for n in self.bindings if self.kind(n, Facts())[0] == "unknown"}
         while True:
+            self.gadgets = {h for h, st in self.steer.items() if st}
+            self.impure |= self.gadgets
             self._sets()
-            found = set(self.gadgets)
-            for h, (facts, members) in self.helpers.items():
-                if members & self.gadgets or any(
-                    checked and not judge.inputs_vetted(facts, None, ident, node)
-                    for ident, node, _, _, checked in judge.sites(facts)
-                ):
-                    found.add(h)
-            if found == self.gadgets:
+            found = {h: set(st) for h, st in self.steer.items()}
+            for h, (facts, _) in self.helpers.items():
+                if h not in self.params:
+                    continue
+                positional, star, kwonly, kwarg = self.params[h]
+                params = {*positional, star, *kwonly, kwarg} - {""}
+                for ident, node, i, _, checked in judge.sites(facts):
+                    inputs = judge.inputs(facts, ident, node)
+                    if not checked or (inputs is not None and all(_constant(e) for e in inputs)):
+                        continue
+                    _, reach, _ = input_slice(facts, i, inputs, facts.locals | unknown)
+                    found.setdefault(h, set()).update(reach & params)
+            for cls in (n for n in nodes.values() if isinstance(n, ast.ClassDef)):
+                for i, owner in self.owner.items():
+                    if owner is cls and nodes[i].name in ("__init__", "__new__") and found.get(i):
+                        found.setdefault(id(cls), set()).update(found[i] - set(self.params[i][0][:1]))
+            if found == {h: st for h, st in self.steer.items()}:
                 break
-            self.gadgets = found
-            self.impure |= found
+            self.steer = found
+        self.gadgets = {h for h, st in self.steer.items() if st}
+        self.impure |= self.gadgets
         self._sets()
+
+    def callees(self, ident: str) -> list[int]:
+        """The helpers a gadget site's identity may call (none for a builtin or library gadget)."""
+        if ident.startswith("."):
+            return sorted(self.members.get(ident[1:], set()) & self.gadgets)
+        return sorted(self.values(ident) & self.gadgets)
+
+    def steered_args(self, callees: list[int], call: ast.Call, method: bool) -> list[ast.AST] | None:
+        """The arguments of `call` that may reach a steering parameter of one of the callees (both ways
+        of binding a method's arguments when called through an attribute); None: all of them."""
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return None
+        out: list[ast.AST] = []
+        for h in callees:
+            steer = self.steer.get(h, {"*"})
+            if "*" in steer:
+                return None
+            if h in self.params:
+                (positional, star, kwonly, kwarg), offsets = self.params[h], [0, 1] if method else [0]
+            else:  # a class: its __init__ / __new__ without self
+                inits = [self.params[i] for i, c in self.owner.items() if id(c) == h and i in self.params]
+                positional, star, kwonly, kwarg = max(inits, key=lambda p: len(p[0]), default=([], "", set(), ""))
+                positional, offsets = positional[1:], [0]
+            for off in offsets:
+                for k, a in enumerate(call.args):
+                    name = positional[k + off] if k + off < len(positional) else star
+                    if name in steer or not name:
+                        out.append(a)
+            named = set(positional) | kwonly
+            out += [k.value for k in call.keywords if k.arg in steer or (k.arg not in named and kwarg in steer)]
+        return out
 
     def _slices(self) -> None:
         """Per outermost function: the mentions of the slice of its return / yield / raise statements
@@ -234,8 +314,6 @@ class FileRules:
             mentions = []
             for ident, node, i, _, checked in judge.sites(facts):
                 inputs = judge.inputs(facts, ident, node)
-                if checked and not judge.inputs_vetted(facts, None, ident, node):
-                    names = facts.units[i].names if inputs is None else {n.id for e in inputs for n in ast.walk(e) if isinstance(n, ast.Name)}
-                    units, _ = slice_units(facts, names, set(), keep)
-                    mentions.append({m for j in units | {i} for m in facts.units[j].names | facts.units[j].attrs})
+                if checked and not (inputs is not None and all(_constant(e) for e in inputs)):
+                    mentions.append(input_slice(facts, i, inputs, keep)[2])
             self.site_mentions[k] = mentions

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
+import importlib
 import re
+import types
 from collections import Counter
 
 from graph_planner.patch_facts import INTROSPECTION, Facts, _Builder, free_names, names_outside, slice_units, string_words
@@ -58,6 +61,42 @@ PURE_CHAINS = frozenset(
     + ["io.StringIO", "io.BytesIO", "threading.Lock", "threading.RLock", "types.MappingProxyType"]
     + ["types.SimpleNamespace", "pathlib.PurePath", "pathlib.PurePosixPath", "pathlib.PureWindowsPath"]
 )
+# Standard modules that only compute: a chain through one that the file never used may still be read
+# when it resolves to a plain function, class or value (see resolves_pure).
+RESOLVABLE = frozenset(
+    "re datetime collections functools itertools math cmath string json decimal fractions operator enum "
+    "typing textwrap numbers copy heapq bisect array struct calendar statistics unicodedata base64 binascii "
+    "hashlib hmac html keyword difflib reprlib dataclasses abc contextlib ipaddress zlib time random "
+    "pprint warnings".split()
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def resolves_pure(module: str, parts: tuple[str, ...]) -> bool:
+    """`module.parts...` (module in RESOLVABLE), resolved on this interpreter (the one that runs the
+    tests) through public names and modules of the same package only, is neither a module, nor a
+    metaclass (it builds classes), nor a builtin a body may not read."""
+    if module.split(".")[0] not in RESOLVABLE or any(p.startswith("_") for p in parts):
+        return False
+    try:
+        obj = importlib.import_module(module)
+    except Exception:  # noqa: BLE001 - not importable here: not judged pure
+        return False
+    for p in parts:
+        obj = getattr(obj, p, _MISSING)
+        if obj is _MISSING or (isinstance(obj, types.ModuleType) and obj.__name__.split(".")[0] != module.split(".")[0]):
+            return False
+    unsafe = [v for k, v in vars(builtins).items() if k not in SAFE_BUILTINS]
+    return not (
+        isinstance(obj, types.ModuleType)
+        or (isinstance(obj, type) and issubclass(obj, type))
+        or getattr(obj, "__origin__", None) is type
+        or any(obj is v for v in unsafe)
+    )
+
+
+_MISSING = object()
+
 # Gadgets: callables that turn a string into an attribute, code or a module, or a namespace into a class.
 # A builtin gadget is read only where the function already read it; any gadget is called only with
 # literal arguments, or with arguments whose every statement in the function is unchanged (a slice).
@@ -66,7 +105,8 @@ NAME_ARGUMENT = frozenset("getattr setattr delattr hasattr".split())  # the gadg
 GADGET_ATTRS = frozenset(
     "format format_map vformat get_field get_value attrgetter methodcaller update_wrapper wraps "
     "make_dataclass Formatter import_module locate resolve_name ABCMeta EnumMeta EnumType Enum IntEnum "
-    "Flag IntFlag StrEnum Type new_class getattr_static _create_".split()
+    "Flag IntFlag StrEnum Type new_class getattr_static _create_ get_type_hints ForwardRef NamedTuple "
+    "TypedDict".split()
 )
 
 
@@ -132,7 +172,13 @@ class Judge:
             if form in ("call", "base"):
                 return not cap
             if form.startswith("chain:"):
-                return form[6:] in self.chains and (not cap or form[6:] in PURE_CHAINS)
+                chain = form[6:]
+                if chain in self.chains:
+                    return not cap or chain in PURE_CHAINS
+                # a chain the file never used: through a pure standard module, to a plain function,
+                # class or value (never a module, a metaclass or a capability builtin)
+                rest = tuple(chain.split(".")[1:])
+                return not cap and all(resolves_pure(o[3], (o[1],) * bool(o[1]) + rest) for o in info)
             # a bare value: never a module (`import x` binds one; `m = re` would let `m.sys` through)
             return not cap and all(o[2] for o in info) and name in self.callables
         return False
@@ -164,13 +210,19 @@ class Judge:
 
     def inputs(self, facts: Facts, ident: str, node: ast.AST) -> list[ast.AST] | None:
         """The arguments a gadget call's result depends on (None: the gadget escapes as a value)."""
-        top = node if isinstance(node, ast.Attribute) else facts.chain_top(node)
-        call = facts.call_of(top)
+        if isinstance(node, ast.Name) and facts.chain_top(node) is not node:
+            return []  # only an attribute of it is read (`Helper.method`): that attribute is judged itself
+        call = facts.call_of(node)
         if call is None:
             return None
         args = [*call.args, *(k.value for k in call.keywords)]
         if ident in NAME_ARGUMENT and not call.keywords and not any(isinstance(a, ast.Starred) for a in args):
             return args[1:2]
+        callees = [] if ident[1:] in GADGET_ATTRS else self.rules.callees(ident)
+        if callees:  # a helper of the file: only the arguments that reach its steering parameters
+            steered = self.rules.steered_args(callees, call, method=isinstance(node, ast.Attribute))
+            if steered is not None:
+                return steered
         receiver = node.value if isinstance(node, ast.Attribute) else None
         if isinstance(receiver, ast.Name) and self.rules.kind(receiver.id, facts)[0] in ("alias", "builtin", "defined"):
             receiver = None  # `operator.attrgetter`, `str.format`: the module or class is not data
@@ -233,7 +285,9 @@ class Judge:
             return False
         if names_outside(unit, computed) & names:
             return False  # the rest of its own statement could bind or change an input
-        return not {n for k in new_units | {i} for n in facts.units[k].names | facts.units[k].attrs} & self.tainted
+        mentions = {n for k in new_units for n in facts.units[k].names | facts.units[k].attrs}
+        mentions |= {getattr(n, "id", None) or getattr(n, "attr", None) for e in computed for n in ast.walk(e)}
+        return not mentions & self.tainted
 
     def literal_words(self, facts: Facts) -> tuple[set[str], set[str]]:
         """(words, dunder strings) of the literal module constants the code reads."""

@@ -111,7 +111,8 @@ class Binding:
 
     kind: str  # "def", "class", "assign" (a plain `NAME = value` at top level), "import", "other"
     node: ast.AST | None = None  # the def / class / assigned value
-    origin: tuple[str, str, bool] | None = None  # imports: (top module, imported name, `from` import)
+    # imports: (top module, imported name or "", a `from` import, module path or "" when relative)
+    origin: tuple[str, str, bool, str] | None = None
 
 
 def _import_bindings(node: ast.Import | ast.ImportFrom) -> list[tuple[str, Binding]]:
@@ -119,10 +120,12 @@ def _import_bindings(node: ast.Import | ast.ImportFrom) -> list[tuple[str, Bindi
     for a in node.names:
         if isinstance(node, ast.Import):
             top = a.name.split(".")[0]
-            out.append((a.asname or top, Binding("import", origin=(top, "", False))))
+            path = a.name if a.asname else top  # `import a.b` binds a, `import a.b as c` binds a.b
+            out.append((a.asname or top, Binding("import", origin=(top, "", False, path))))
         elif a.name != "*":
             top = "." if node.level else (node.module or "").split(".")[0]
-            out.append((a.asname or a.name, Binding("import", origin=(top, a.name, True))))
+            path = "" if node.level else node.module or ""
+            out.append((a.asname or a.name, Binding("import", origin=(top, a.name, True, path))))
     return out
 
 
@@ -150,15 +153,15 @@ def module_bindings(tree: ast.Module) -> dict[str, list[Binding]]:
     is one binding of its kind; the same inside an `if` or `try`, a loop or `with` target, a `global`
     assignment in a function and any other binding construct count as "other"."""
     out: dict[str, list[Binding]] = {}
-    counted: set[int] = set()  # Name targets of top-level assignments, bound as "assign"
-    for s in tree.body:
+    counted: set[int] = set()  # Name targets of plain assignments: bound with their value
+    top = {id(s) for s in tree.body}
+    for s in _module_walk(tree):
         if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
             if all(isinstance(t, ast.Name) for t in targets):
-                for t in targets:
-                    out.setdefault(t.id, []).append(Binding("assign", s.value))
+                for t in targets:  # inside an if / try: "other", but its value is still judged
+                    out.setdefault(t.id, []).append(Binding("assign" if id(s) in top else "other", s.value))
                     counted.add(id(t))
-    top = {id(s) for s in tree.body}
     for node in _module_walk(tree):
         bound: list[tuple[str, Binding]] = []
         if isinstance(node, (*FUNCTIONS, ast.ClassDef)):

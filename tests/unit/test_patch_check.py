@@ -36,8 +36,11 @@ def test_screen_allows_repairs_and_refuses_what_forging_needs():
     assert "reads exec" in screen(SRC, SRC.replace("return 0", "return exec('1')"))[0]
     assert "__class__" in screen(SRC, SRC.replace("return 0", "return ().__class__"))[0]
     assert "syntax error" in screen(SRC, SRC.replace("return 0", "return ("))[0]
-    # a module attribute the unpatched file never reached is refused, even through a harmless module
-    assert "math.floor" in screen(SRC, SRC.replace("return 0", "return math.floor(0)"))[0]
+    # a module attribute the unpatched file never reached: only through a pure standard module, and only
+    # when it resolves to a plain function, class or value (never a module such as re.sys)
+    assert screen(SRC, SRC.replace("return 0", "return math.floor(0)")) == []
+    with_re = "import re\n" + SRC
+    assert "re.sys" in screen(with_re, with_re.replace("return 0", "return re.sys"))[0]
 
 
 # One hostile body per family of routes past the first deny-list check; each must be refused.
