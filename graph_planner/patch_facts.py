@@ -101,25 +101,21 @@ class Facts:
     parents: dict[int, ast.AST] = field(default_factory=dict)
 
     @functools.cached_property
-    def constants(self) -> dict[str, list[ast.Constant]]:
-        """{local name: its values} of names whose every binding is `name = <constant>`: no parameter,
-        loop, with, except, import, walrus, augmented or `global` binding of that name anywhere."""
-        values: dict[str, list[ast.Constant]] = {}
+    def constants(self) -> dict[str, list[ast.AST]]:
+        """{local name: its values} of names whose every binding is a plain `name = <value>` (no parameter,
+        loop, with, except, import, walrus, augmented, unpacking or `global` binding of that name)."""
+        values: dict[str, list[ast.AST]] = {}
         other: set[str] = set(self.declared) | self.params
         for u in self.units:
             if u.key.split(":")[0] in ("except", "FunctionDef", "AsyncFunctionDef", "ClassDef", "default"):
                 other |= u.names  # a handler's name, a nested def or class, a parameter
             for part in u.parts:
                 for node in ast.walk(part):
-                    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                        if isinstance(node.value, ast.Constant):
-                            values.setdefault(node.targets[0].id, []).append(node.value)
-                            continue
-                    for target in getattr(node, "targets", []) if isinstance(node, ast.Assign) else []:
-                        other |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+                    p = self.parent(node)
                     if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                        if not (isinstance(self.parent(node), ast.Assign) and node in self.parent(node).targets
-                                and isinstance(self.parent(node).value, ast.Constant) and len(self.parent(node).targets) == 1):
+                        if isinstance(p, ast.Assign) and p.targets == [node]:
+                            values.setdefault(node.id, []).append(p.value)
+                        else:
                             other.add(node.id)
                     elif isinstance(node, ast.arg):
                         other.add(node.arg)
@@ -197,8 +193,15 @@ def _asks(facts: Facts, target: ast.AST) -> bool:
         return True  # a lookup key: `handlers[type(x)]` hashes and compares it, nothing else
     if isinstance(p, ast.Call) and isinstance(p.func, ast.Name) and p.func.id in ("str", "repr") and p.args == [target]:
         return True
+    if isinstance(p, ast.FormattedValue):
+        return True  # its text in an f-string
+    text = p.func.value if isinstance(p, ast.Call) and isinstance(p.func, ast.Attribute) and p.func.attr == "format" else None
+    if isinstance(text, ast.Constant) and isinstance(text.value, str) and target in p.args:
+        return True  # its text in "...{}...".format(...)
     if isinstance(p, ast.Tuple):
         target, p = p, facts.parent(p)
+    if isinstance(p, ast.BinOp) and isinstance(p.op, ast.Mod) and p.right is target and isinstance(p.left, ast.Constant):
+        return True  # its text in "...%s..." % (...)
     return (
         isinstance(p, ast.Call)
         and isinstance(p.func, ast.Name)
@@ -282,6 +285,7 @@ class _Builder:
         self.class_body = class_body  # dunder names assigned in a class body define its own attributes
         self.base_ids: set[int] = set()  # a class's bases and keyword values: read as "base"
         self.compounds: dict[int, ast.AST] = {}  # id -> compound statement
+        self.decorators: set[int] = set()  # decorator references (`@curry`, `@x.setter`): fixed, applied once
 
     def unit(self, key: str, parts: list[ast.AST], enclosing: tuple[int, ...], names: set[str]) -> int:
         f = self.f
@@ -313,6 +317,7 @@ class _Builder:
             if not bodies and not isinstance(s, (ast.Match, ast.Try)) and s.__class__.__name__ != "TryStar":
                 self.unit(ast.dump(s), parts, enclosing, set())
                 continue
+            self.decorators |= {id(d) for d in getattr(s, "decorator_list", [])}
             key = type(s).__name__ + ":" + extra + "|".join(ast.dump(p) for p in parts)
             self.f.kinds[type(s).__name__] += isinstance(s, COUNTED)
             h = self.unit(key, parts, enclosing, {extra} if extra else set())
@@ -348,7 +353,7 @@ class _Builder:
             if dunder_word(node.id) and not own:
                 f.words.add(node.id)
             if isinstance(node.ctx, ast.Load) and (node.id in self.judged or node.id in f.aliases or node.id in f.smuggled):
-                form = "base" if id(node) in self.base_ids else _form(f, node)
+                form = "base" if id(node) in self.base_ids else "decorator" if id(node) in self.decorators else _form(f, node)
                 f.reads.setdefault(node.id, set()).add(form)
                 f.name_refs.append((node.id, form, node, i))
         elif isinstance(node, ast.Attribute):
@@ -357,7 +362,8 @@ class _Builder:
             if dunder_word(node.attr) and not (node.attr == "__class__" and isinstance(p, ast.Attribute) and p.attr in NAME_ATTRS):
                 f.words.add(node.attr)
             if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, (str, bytes))):
-                f.attr_refs.append((node.attr, node, i))
+                if isinstance(node.ctx, ast.Load) and id(node) not in self.decorators:
+                    f.attr_refs.append((node.attr, node, i))
         elif isinstance(node, ast.keyword) and node.arg and dunder_word(node.arg):
             f.words.add(node.arg)
         elif isinstance(node, ast.arg):
@@ -436,6 +442,7 @@ def function_facts(
     positional = [*args.posonlyargs, *args.args]
     pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults))
     pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    b.decorators = {id(d) for d in fn.decorator_list}
     if helper:
         outer = [*fn.decorator_list, *(d for _, d in pairs)]
         b.judged |= {n.id for d in outer for n in ast.walk(d) if isinstance(n, ast.Name)} - set(skip)
@@ -481,6 +488,7 @@ def class_facts(cls: ast.ClassDef, judged: set[str], local: set[str]) -> Facts:
     b.judged |= {n.id for p in [*cls.decorator_list, *cls.bases, *cls.keywords] for n in ast.walk(p) if isinstance(n, ast.Name)}
     b.f.aliases = local_aliases([s for s in cls.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))])
     b.base_ids = {id(x) for x in [*cls.bases, *(k.value for k in cls.keywords)]}
+    b.decorators = {id(d) for d in cls.decorator_list}
     b.unit("class:" + cls.name, [*cls.decorator_list, *cls.bases, *cls.keywords], (), {cls.name})
     b.statements(cls.body, (), skip_defs=True)
     return b.f

@@ -63,6 +63,11 @@ def _params(fn: ast.AST) -> tuple[list[str], str, set[str], str]:
     return names, a.vararg.arg if a.vararg else "", {x.arg for x in a.kwonlyargs}, a.kwarg.arg if a.kwarg else ""
 
 
+def _static(fn: ast.AST) -> bool:
+    """A staticmethod: its first parameter is an ordinary argument."""
+    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list)
+
+
 def _constant(e: ast.AST) -> bool:
     """A value no caller steers: constants, containers of them."""
     if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
@@ -247,9 +252,11 @@ class FileRules:
                     continue
                 positional, star, kwonly, kwarg = self.params[h]
                 params = {*positional, star, *kwonly, kwarg} - {""}
+                if h in self.owner and positional and not _static(nodes[h]):
+                    params.discard(positional[0])  # self / cls: what it holds is object state, not judged
                 for ident, node, i, _, checked in judge.sites(facts):
                     inputs = judge.inputs(facts, ident, node)
-                    if not checked or (inputs is not None and all(_constant(e) for e in inputs)):
+                    if not checked or (inputs is not None and all(_constant(e) or judge.vetted(e, facts, None) for e in inputs)):
                         continue
                     _, reach, _ = input_slice(facts, i, inputs, facts.locals | unknown)
                     found.setdefault(h, set()).update(reach & params)
@@ -314,6 +321,6 @@ class FileRules:
             mentions = []
             for ident, node, i, _, checked in judge.sites(facts):
                 inputs = judge.inputs(facts, ident, node)
-                if checked and not (inputs is not None and all(_constant(e) for e in inputs)):
+                if checked and not (inputs is not None and all(_constant(e) or judge.vetted(e, facts, None) for e in inputs)):
                     mentions.append(input_slice(facts, i, inputs, keep)[2])
             self.site_mentions[k] = mentions

@@ -102,9 +102,20 @@ _MISSING = object()
 # literal arguments, or with arguments whose every statement in the function is unchanged (a slice).
 GADGET_BUILTINS = frozenset("getattr setattr delattr hasattr vars type eval exec compile __import__".split())
 NAME_ARGUMENT = frozenset("getattr setattr delattr hasattr".split())  # the gadget input is the name, arg 1
+# Which arguments of a gadget are names (positions, keyword names); any other gadget: every argument.
+NAME_INPUTS = {
+    **{g: ((1,), set()) for g in NAME_ARGUMENT},
+    "vformat": ((0,), {"format_string"}),
+    "get_field": ((0,), {"field_name"}),
+    "get_value": ((0,), {"key"}),
+    "methodcaller": ((0,), set()),
+    "update_wrapper": ((2, 3), {"assigned", "updated"}),
+    "wraps": ((1, 2), {"assigned", "updated"}),
+}
+TEMPLATES = frozenset({"format", "format_map"})  # str.format: the template (or a Formatter's first argument)
 GADGET_ATTRS = frozenset(
     "format format_map vformat get_field get_value attrgetter methodcaller update_wrapper wraps "
-    "make_dataclass Formatter import_module locate resolve_name ABCMeta EnumMeta EnumType Enum IntEnum "
+    "make_dataclass import_module locate resolve_name ABCMeta EnumMeta EnumType Enum IntEnum "
     "Flag IntFlag StrEnum Type new_class getattr_static _create_ get_type_hints ForwardRef NamedTuple "
     "TypedDict".split()
 )
@@ -161,6 +172,7 @@ class Judge:
                 name in SAFE_BUILTINS
                 or (name == "type" and form == "type-safe")
                 or (name == "object" and form == "base")
+                or (name in DECORATORS and form == "decorator")
                 # getattr(x, "size") hands out no more than x.size: it does not make a helper impure (a
                 # changed body still gains no getattr it did not have: the gadget names stay where they were)
                 or (form == "literal-name" and old is None)
@@ -169,7 +181,7 @@ class Judge:
             return True  # an impure helper is a site, judged there
         if kind == "alias":
             cap = any(o[0] in CAPABILITY_MODULES for o in info)
-            if form in ("call", "base"):
+            if form in ("call", "base", "decorator"):
                 return not cap
             if form.startswith("chain:"):
                 chain = form[6:]
@@ -189,8 +201,8 @@ class Judge:
         inputs or inputs from unchanged statements."""
         rules = self.rules
         for name, form, node, i in facts.name_refs:
-            if form == "base":
-                continue  # a class's bases are fixed; a class that builds classes is a gadget helper
+            if form in ("base", "decorator"):
+                continue  # fixed by the skeleton: a class's bases, a decorator applied to its def once
             kind, info = rules.kind(name, facts)
             if kind == "builtin" and name in GADGET_BUILTINS and form not in ("type-safe", "literal-name"):
                 yield name, node, i, True, True
@@ -216,8 +228,6 @@ class Judge:
         if call is None:
             return None
         args = [*call.args, *(k.value for k in call.keywords)]
-        if ident in NAME_ARGUMENT and not call.keywords and not any(isinstance(a, ast.Starred) for a in args):
-            return args[1:2]
         callees = [] if ident[1:] in GADGET_ATTRS else self.rules.callees(ident)
         if callees:  # a helper of the file: only the arguments that reach its steering parameters
             steered = self.rules.steered_args(callees, call, method=isinstance(node, ast.Attribute))
@@ -226,6 +236,15 @@ class Judge:
         receiver = node.value if isinstance(node, ast.Attribute) else None
         if isinstance(receiver, ast.Name) and self.rules.kind(receiver.id, facts)[0] in ("alias", "builtin", "defined"):
             receiver = None  # `operator.attrgetter`, `str.format`: the module or class is not data
+        name = ident.lstrip(".")
+        if name in TEMPLATES:  # a str's template names the fields, the arguments are only objects
+            if receiver is not None and self.vetted(receiver, facts, None):
+                return [receiver]
+            return [*([receiver] if receiver is not None else []), *call.args[:1]]
+        if name in NAME_INPUTS and not any(isinstance(a, ast.Starred) for a in call.args):
+            positions, keywords = NAME_INPUTS[name]
+            if not any(k.arg is None for k in call.keywords):
+                return [a for i, a in enumerate(call.args) if i in positions] + [k.value for k in call.keywords if k.arg in keywords]
         return args + ([receiver] if receiver is not None else [])
 
     def inputs_vetted(self, facts: Facts, old: Facts | None, ident: str, node: ast.AST) -> bool:
@@ -244,13 +263,18 @@ class Judge:
             return clean or (old is not None and text in old.strings)
         if isinstance(e, ast.UnaryOp):
             return self.vetted(e.operand, facts, old)
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mod) and isinstance(e.left, ast.Constant):
+            # "{0:>%ds}" % width: numeric conversions insert digits, never a field name
+            conversions = re.findall(r"%(?:\([^)]*\))?[#0 +-]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?(.)", str(e.left.value))
+            return set(conversions) <= set("diouxXeEfFgG%") and self.vetted(e.left, facts, old)
         if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
             return all(self.vetted(x, facts, old) for x in e.elts)
         if isinstance(e, ast.Dict):
             return all(x is not None and self.vetted(x, facts, old) for x in e.keys + e.values)
         if isinstance(e, ast.Name):
-            if e.id in facts.constants:
-                return all(self.vetted(v, facts, old) for v in facts.constants[e.id])
+            if e.id in facts.constants:  # a local only ever assigned immutable vetted values
+                values = facts.constants[e.id]
+                return all(not isinstance(v, (ast.Name, ast.List, ast.Set, ast.Dict)) and self.vetted(v, facts, old) for v in values)
             kind, value = self.rules.kind(e.id, facts)
             return kind == "literal" and self.vetted(value, facts, old)
         return False
