@@ -72,6 +72,7 @@ class Unit:
     names: set[str] = field(default_factory=set)
     attrs: set[str] = field(default_factory=set)
     parts: list[ast.AST] = field(default_factory=list)
+    path: tuple[str, ...] = ()  # the headers of the blocks around it, outermost first
     binds: set[str] = field(default_factory=set)  # names it may bind or change (see _binds)
     reads: set[str] = field(default_factory=set)  # names it reads
     jumps: bool = False  # holds a break, continue, return or raise
@@ -98,6 +99,8 @@ class Facts:
     headers: dict[int, int] = field(default_factory=dict)  # compound statement id -> its header unit
     wholes: set[int] = field(default_factory=set)
     loops: dict[int, bool] = field(default_factory=dict)  # loops among the wholes: only their jumps count
+    ends: dict[int, int] = field(default_factory=dict)  # compound statement id -> its last unit
+    defs: set[int] = field(default_factory=set)  # nested defs: their bodies run later
     parents: dict[int, ast.AST] = field(default_factory=dict)
 
     @functools.cached_property
@@ -289,8 +292,11 @@ class _Builder:
 
     def unit(self, key: str, parts: list[ast.AST], enclosing: tuple[int, ...], names: set[str]) -> int:
         f = self.f
-        f.units.append(Unit(key, enclosing, set(names), parts=list(parts), binds=set(names)))
+        path = tuple(f.units[f.headers[c]].key for c in enclosing if c in f.headers)
+        f.units.append(Unit(key, enclosing, set(names), parts=list(parts), binds=set(names), path=path))
         i = len(f.units) - 1
+        for c in enclosing:
+            f.ends[c] = i
         f.units[i].binds |= _binds(parts)
         guarded = any(isinstance(self.compounds.get(c), (ast.Try, ast.With, ast.AsyncWith, *TRY_STAR)) for c in enclosing)
         if len(parts) == 1 and isinstance(parts[0], (ast.Return, ast.Raise)) and not guarded:
@@ -322,6 +328,8 @@ class _Builder:
             self.f.kinds[type(s).__name__] += isinstance(s, COUNTED)
             h = self.unit(key, parts, enclosing, {extra} if extra else set())
             self.f.headers[id(s)] = h
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.f.defs.add(id(s))
             if isinstance(s, WHOLE):
                 self.f.wholes.add(id(s))
                 self.f.loops[id(s)] = isinstance(s, (ast.For, ast.AsyncFor, ast.While))
@@ -514,20 +522,45 @@ def names_outside(unit: Unit, inside: list[ast.AST]) -> set[str]:
     return out
 
 
-def slice_units(facts: Facts, names: set[str], exclude: set[int], keep: set[str]) -> tuple[set[int], set[str]]:
-    """(units, names) of the backward data-flow slice of `names`: every unit that may bind or change one
-    of them, with the headers of the blocks around it (and the whole of a `try`, `with` or nested def
-    around it, and the jumps inside a loop around it: they decide how far it ran), and again for every
-    name those read (only names in `keep` spread: locals and module state). Units in `exclude` (the
-    gadget's own statement) neither join nor spread."""
+def horizon(facts: Facts, i: int, node: ast.AST | None = None) -> int:
+    """The units that may run before unit `i` (where `node` in it is evaluated) are those below the
+    returned index: the units before it, and all of any loop around it. Inside a nested def, a lambda
+    or a generator expression, which run later, any unit may."""
+    lazy = node is not None and _inside(facts, node, (ast.Lambda, ast.GeneratorExp), facts.units[i].parts)
+    if lazy or any(c in facts.defs for c in facts.units[i].enclosing):
+        return len(facts.units)
+    loops = [facts.ends[c] for c in facts.units[i].enclosing if facts.loops.get(c)]
+    return max([i, *(e + 1 for e in loops)])
+
+
+def _inside(facts: Facts, node: ast.AST, kinds: tuple, stop: list[ast.AST]) -> bool:
+    tops = {id(p) for p in stop}
+    while node is not None and id(node) not in tops:
+        if isinstance(node, kinds):
+            return True
+        node = facts.parent(node)
+    return False
+
+
+def slice_units(
+    facts: Facts, names: set[str], exclude: set[int], keep: set[str], limit: int | None = None
+) -> tuple[set[int], set[str]]:
+    """(units, names) of the backward data-flow slice of `names`: every unit below `limit` (see horizon;
+    None: anywhere) that may bind or change one of them, with the headers of the blocks around it (and
+    the whole of a `try`, `with` or nested def around it, and the jumps inside a loop around it: they
+    decide how far it ran), and again for every name those read (only names in `keep` spread: locals and
+    module state). Units in `exclude` (the gadget's own statement) neither join nor spread."""
+    end = len(facts.units) if limit is None else limit
     units, names = set(), set(names)
     while True:
-        grown = set(units) | {i for i, u in enumerate(facts.units) if u.binds & names}
+        grown = set(units) | {i for i, u in enumerate(facts.units[:end]) if u.binds & names}
         for i in list(grown):
             for c in facts.units[i].enclosing:
                 grown.add(facts.headers[c])
                 if c in facts.wholes:
-                    grown |= {j for j, u in enumerate(facts.units) if c in u.enclosing and (u.jumps or not facts.loops.get(c))}
+                    grown |= {
+                        j for j, u in enumerate(facts.units[:end]) if c in u.enclosing and (u.jumps or not facts.loops.get(c))
+                    }
         grown -= exclude
         new_names = names | {n for i in grown for n in facts.units[i].reads if n in keep}
         if grown == units and new_names == names:
@@ -535,16 +568,19 @@ def slice_units(facts: Facts, names: set[str], exclude: set[int], keep: set[str]
         units, names = grown, new_names
 
 
-def input_slice(facts: Facts, i: int, inputs: list[ast.AST] | None, keep: set[str]) -> tuple[set[int], set[str], set[str]]:
-    """(units, names, mentions) of the backward slice of a gadget's inputs in unit `i` (None: the whole
-    statement escapes). The gadget's own statement stays out unless the rest of it mentions a name of
-    the slice (it could bind or change an input before the call); `mentions` are the names and
+def input_slice(
+    facts: Facts, i: int, inputs: list[ast.AST] | None, keep: set[str], node: ast.AST | None = None
+) -> tuple[set[int], set[str], set[str]]:
+    """(units, names, mentions) of the backward slice of a gadget's inputs (None: the whole statement
+    escapes) at `node` in unit `i`. The gadget's own statement stays out unless the rest of it mentions a
+    name of the slice (it could bind or change an input before the call); `mentions` are the names and
     attribute names of the slice and of the inputs themselves."""
     exprs = list(facts.units[i].parts) if inputs is None else inputs
     names = {n.id for e in exprs for n in ast.walk(e) if isinstance(n, ast.Name)}
-    units, names = slice_units(facts, names, {i}, keep)
+    limit = horizon(facts, i, node)
+    units, names = slice_units(facts, names, {i}, keep, limit)
     if inputs is None or names_outside(facts.units[i], inputs) & names:
-        units, names = slice_units(facts, names | facts.units[i].reads, set(), keep)
+        units, names = slice_units(facts, names | facts.units[i].reads, set(), keep, limit)
     mentions = {m for j in units for m in facts.units[j].names | facts.units[j].attrs}
     for e in exprs:
         mentions |= {getattr(n, "id", None) or getattr(n, "attr", None) for n in ast.walk(e)} - {None}

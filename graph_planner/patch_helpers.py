@@ -27,6 +27,7 @@ from graph_planner.patch_facts import (
     class_facts,
     free_names,
     function_facts,
+    horizon,
     input_slice,
     module_facts,
     slice_units,
@@ -258,7 +259,7 @@ class FileRules:
                     inputs = judge.inputs(facts, ident, node)
                     if not checked or (inputs is not None and all(_constant(e) or judge.vetted(e, facts, None) for e in inputs)):
                         continue
-                    _, reach, _ = input_slice(facts, i, inputs, facts.locals | unknown)
+                    _, reach, _ = input_slice(facts, i, inputs, facts.locals | unknown, node)
                     found.setdefault(h, set()).update(reach & params)
             for cls in (n for n in nodes.values() if isinstance(n, ast.ClassDef)):
                 for i, owner in self.owner.items():
@@ -314,13 +315,13 @@ class FileRules:
             keep = facts.locals | unknown
             if k >= 0:
                 seeds = {i for i, u in enumerate(facts.units) if any(isinstance(n, _RETURNS) for p in u.parts for n in ast.walk(p))}
-                names = {n for i in seeds for n in facts.units[i].names}
-                units, _ = slice_units(facts, names, set(), keep)
                 short = self.functions[k][0].split(".")[-1]
-                self.returns.setdefault(short, set()).update(m for i in units | seeds for m in facts.units[i].names | facts.units[i].attrs)
+                for i in seeds:  # each return's own slice: what may run before it
+                    units, _ = slice_units(facts, set(facts.units[i].names), set(), keep, horizon(facts, i))
+                    self.returns.setdefault(short, set()).update(m for j in units | {i} for m in facts.units[j].names | facts.units[j].attrs)
             mentions = []
             for ident, node, i, _, checked in judge.sites(facts):
                 inputs = judge.inputs(facts, ident, node)
                 if checked and not (inputs is not None and all(_constant(e) or judge.vetted(e, facts, None) for e in inputs)):
-                    mentions.append(input_slice(facts, i, inputs, keep)[2])
+                    mentions.append(input_slice(facts, i, inputs, keep, node)[2])
             self.site_mentions[k] = mentions

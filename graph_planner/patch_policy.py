@@ -14,9 +14,17 @@ import functools
 import importlib
 import re
 import types
-from collections import Counter
 
-from graph_planner.patch_facts import INTROSPECTION, Facts, _Builder, free_names, names_outside, slice_units, string_words
+from graph_planner.patch_facts import (
+    INTROSPECTION,
+    Facts,
+    _Builder,
+    free_names,
+    horizon,
+    names_outside,
+    slice_units,
+    string_words,
+)
 
 # Builtins a body may read: values, containers, iteration, arithmetic, exceptions. Not type, getattr,
 # setattr, delattr, hasattr, vars, dir, globals, locals, object, eval, exec, compile, open, __import__,
@@ -299,13 +307,18 @@ class Judge:
         names = {n.id for e in computed for n in ast.walk(e) if isinstance(n, ast.Name)}
         unknown = {n for n in self.rules.bindings if self.rules.kind(n, facts)[0] == "unknown"}
         keep = facts.locals | old.locals | unknown  # data flows through locals and module state
+        limit_new = horizon(facts, i, node)
+        limit_old = max(horizon(old, j) for j in seeds_old) if limit_new < len(facts.units) else len(old.units)
         while True:
-            new_units, new_names = slice_units(facts, names, {i}, keep)
-            old_units, old_names = slice_units(old, names, seeds_old, keep)
+            new_units, new_names = slice_units(facts, names, {i}, keep, limit_new)
+            old_units, old_names = slice_units(old, names, seeds_old, keep, limit_old)
             if new_names | old_names == names:
                 break
             names = new_names | old_names
-        if Counter(facts.units[k].key for k in new_units) != Counter(old.units[k].key for k in old_units):
+        # the same statements in the same order and blocks: reordering unchanged statements builds other values
+        if [(facts.units[k].path, facts.units[k].key) for k in sorted(new_units)] != [
+            (old.units[k].path, old.units[k].key) for k in sorted(old_units)
+        ]:
             return False
         if names_outside(unit, computed) & names:
             return False  # the rest of its own statement could bind or change an input

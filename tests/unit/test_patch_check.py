@@ -239,6 +239,25 @@ def test_honest_repairs_beside_the_attacks_still_pass(name):
     assert screen(FILE, FILE.replace(old, new)) == []
 
 
+def test_unchanged_statements_reordered_are_a_changed_slice():
+    """Each statement feeding a kept getattr is unchanged, but their order builds "__class__" from the
+    old function's "_xclass__": the slice is compared in order, block by block."""
+    old = textwrap.dedent("""
+        def pick(obj):
+            a = "xclass"
+            a = "_" + a
+            a = "_" + a
+            a = a[1:]
+            a = a + "_"
+            a = a + "_"
+            return getattr(obj, a, None)
+        """).lstrip()
+    new = old.replace('    a = "_" + a\n    a = "_" + a\n    a = a[1:]\n', '    a = a[1:]\n    a = "_" + a\n    a = "_" + a\n')
+    assert new != old and sorted(new.splitlines()) == sorted(old.splitlines())
+    assert "getattr with a computed argument" in screen(old, new)[0]
+    assert screen(old, old.replace("None)", "0)")) == []  # the same slice: a fix beside it passes
+
+
 def test_type_is_allowed_only_to_ask_about_a_value():
     """type(x) compared, used as a lookup key or asked for its name answers a question; type(cls) is
     type itself, which builds an always-equal class."""
