@@ -83,7 +83,11 @@ def category(reason: str) -> str:
 
 def package_files(spec, cache: Path, tmp: Path) -> dict[str, str]:
     """{relative path: text} of a package's non-test source files, as the corpus builder picks them."""
-    src = Path(spec.source) if spec.source else unpack(fetch_sdist(spec.name, spec.version, spec.sha256, cache), tmp / spec.key)
+    src = (
+        Path(spec.source)
+        if spec.source
+        else unpack(fetch_sdist(spec.name, spec.version, spec.sha256, cache), tmp / spec.key)
+    )
     out = {}
     for rel in _source_files(src):
         try:
@@ -127,7 +131,10 @@ def report(title: str, rows: list[dict], baseline: bool) -> dict:
     total = {k: sum(r[k] for r in rows) for k in ("mutants", "refused", "refused_baseline")}
     pct = lambda a, b: f"{100 * a / b:5.1f}%" if b else "   - "  # noqa: E731
     print(f"\n== {title}")
-    print(f"{'package':28s} {'mutants':>8s} {'refused':>8s} {'rate':>7s}" + (f" {'before':>8s} {'rate':>7s}" if baseline else ""))
+    print(
+        f"{'package':28s} {'mutants':>8s} {'refused':>8s} {'rate':>7s}"
+        + (f" {'before':>8s} {'rate':>7s}" if baseline else "")
+    )
     for r in rows + [dict(package="TOTAL", **total)]:
         line = f"{r['package']:28s} {r['mutants']:8d} {r['refused']:8d} {pct(r['refused'], r['mutants'])}"
         print(line + (f" {r['refused_baseline']:8d} {pct(r['refused_baseline'], r['mutants'])}" if baseline else ""))

@@ -130,8 +130,13 @@ def _facts(judge: Judge, fn: ast.AST, scopes: dict, qual: str) -> Facts:
     scope = scopes.get((qual, fn.lineno))
     args = fn.args
     positional = [*args.posonlyargs, *args.args]
-    pairs = [*zip(positional[len(positional) - len(args.defaults) :], args.defaults), *zip(args.kwonlyargs, args.kw_defaults)]
-    smuggled = {a.arg: s for a, d in pairs if d is not None and not literal(d) and (s := judge.expr_status(d)) != "pure"}
+    pairs = [
+        *zip(positional[len(positional) - len(args.defaults) :], args.defaults),
+        *zip(args.kwonlyargs, args.kw_defaults),
+    ]
+    smuggled = {
+        a.arg: s for a, d in pairs if d is not None and not literal(d) and (s := judge.expr_status(d)) != "pure"
+    }
     return function_facts(fn, scope.globals if scope else set(), scope.locals if scope else set(), smuggled=smuggled)
 
 

@@ -17,50 +17,23 @@ from __future__ import annotations
 
 import ast
 import functools
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-# Statement and expression kinds a body may not gain.
-COUNTED = (
-    ast.Import,
-    ast.ImportFrom,
-    ast.Global,
-    ast.Nonlocal,
-    ast.ClassDef,
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.Lambda,
-    ast.Match,
-    ast.Yield,
-    ast.YieldFrom,
-    ast.Await,
+from graph_planner.patch_forms import (  # noqa: F401 - the words are part of this module's interface
+    BENIGN_DUNDERS,
+    COUNTED,
+    DUNDER,
+    INTROSPECTION,
+    NAME_ATTRS,
+    TRY_STAR,
+    WHOLE,
+    dunder_word,
+    form,
+    string_words,
+    type_locals,
 )
-DUNDER = re.compile(r"^__\w+__$")
-# Frame, generator, coroutine, traceback and code attributes, and the other routes to them.
-INTROSPECTION = re.compile(r"^((f|gi|cr|ag|tb|co)_[a-z]\w*|mro|cell_contents|func_\w+|im_(func|self|class))$")
-# Dunders that give a string or the object's own constructor, nothing else.
-BENIGN_DUNDERS = frozenset({"__init__", "__name__", "__qualname__", "__doc__"})
-NAME_ATTRS = frozenset({"__name__", "__qualname__", "__doc__"})  # strings
-# Compound statements whose body may run more than once or be cut short (a loop, a handler, a context
-# manager that swallows an exception, a nested function): a slice that reaches inside takes all of it.
-WHOLE = (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith, *COUNTED[4:7])
-TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
-WHOLE = (*WHOLE, *TRY_STAR)
-
-
-def dunder_word(name: str) -> bool:
-    """A dunder or introspection name that is not one of the benign few."""
-    return (bool(DUNDER.match(name)) and name not in BENIGN_DUNDERS) or bool(INTROSPECTION.match(name))
-
-
-def string_words(text: str) -> set[str]:
-    """Dunder / introspection words a string carries: any `\\w+` run with `__` in it (a benign dunder
-    aside), and attribute names in `{0.attr}` format fields."""
-    words = {t for t in re.findall(r"\w+", text) if "__" in t and t not in BENIGN_DUNDERS}
-    for fld in re.findall(r"\{([^{}!:]*)", text):
-        words |= {a for a in re.findall(r"\.(\w+)", fld) if dunder_word(a)}
-    return words
+from graph_planner.patch_slice import binds, horizon, input_slice, names_outside, slice_units  # noqa: F401
 
 
 @dataclass
@@ -73,7 +46,7 @@ class Unit:
     attrs: set[str] = field(default_factory=set)
     parts: list[ast.AST] = field(default_factory=list)
     path: tuple[str, ...] = ()  # the headers of the blocks around it, outermost first
-    binds: set[str] = field(default_factory=set)  # names it may bind or change (see _binds)
+    binds: set[str] = field(default_factory=set)  # names it may bind or change (see patch_slice.binds)
     reads: set[str] = field(default_factory=set)  # names it reads
     jumps: bool = False  # holds a break, continue, return or raise
 
@@ -150,116 +123,6 @@ class Facts:
         return p if isinstance(p, ast.Call) and p.func is node else None
 
 
-def _root(node: ast.AST) -> str | None:
-    """The name an attribute / subscript / call chain starts from (`x` in `x.a[1].b`)."""
-    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call, ast.Starred)):
-        node = node.func if isinstance(node, ast.Call) else node.value
-    return node.id if isinstance(node, ast.Name) else None
-
-
-def _binds(parts: list[ast.AST]) -> set[str]:
-    """Names a statement may bind or change: assignment and loop targets, the base of an attribute or
-    item store, the receiver of a method call and every argument of a call (the callee may change it)."""
-    out = set()
-    for part in parts:
-        for n in ast.walk(part):
-            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-                out.add(n.id)
-            elif isinstance(n, (ast.Attribute, ast.Subscript)) and not isinstance(n.ctx, ast.Load):
-                out.add(_root(n.value))
-            elif isinstance(n, ast.Call):
-                if isinstance(n.func, ast.Attribute):
-                    out.add(_root(n.func.value))
-                out |= {_root(a) for a in [*n.args, *(k.value for k in n.keywords)]}
-            elif isinstance(n, ast.alias):
-                out.add((n.asname or n.name).split(".")[0])
-            elif isinstance(n, (ast.Global, ast.Nonlocal)):
-                out |= set(n.names)
-    return out - {None}
-
-
-def _dotted(node: ast.AST) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else ""
-
-
-def _asks(facts: Facts, target: ast.AST) -> bool:
-    """A type object used only to ask about it: compared, a lookup key, asked for its name, turned into
-    text, or the class argument of isinstance / issubclass."""
-    p = facts.parent(target)
-    if isinstance(p, ast.Compare) or (isinstance(p, ast.Attribute) and p.attr in NAME_ATTRS):
-        return True
-    if isinstance(p, ast.Subscript) and p.slice is target:
-        return True  # a lookup key: `handlers[type(x)]` hashes and compares it, nothing else
-    if isinstance(p, ast.Call) and isinstance(p.func, ast.Name) and p.func.id in ("str", "repr") and p.args == [target]:
-        return True
-    if isinstance(p, ast.FormattedValue):
-        return True  # its text in an f-string
-    text = p.func.value if isinstance(p, ast.Call) and isinstance(p.func, ast.Attribute) and p.func.attr == "format" else None
-    if isinstance(text, ast.Constant) and isinstance(text.value, str) and target in p.args:
-        return True  # its text in "...{}...".format(...)
-    if isinstance(p, ast.Tuple):
-        target, p = p, facts.parent(p)
-    if isinstance(p, ast.BinOp) and isinstance(p.op, ast.Mod) and p.right is target and isinstance(p.left, ast.Constant):
-        return True  # its text in "...%s..." % (...)
-    return (
-        isinstance(p, ast.Call)
-        and isinstance(p.func, ast.Name)
-        and p.func.id in ("isinstance", "issubclass")
-        and len(p.args) == 2
-        and p.args[1] is target
-    )
-
-
-def _type_safe(facts: Facts, node: ast.Name) -> bool:
-    """`type` used only to ask (see _asks): `type(x)` or `type` itself. (`type(cls)` called, kept or passed
-    on is type itself, which builds a class.) `t = type(x)` counts when every use of t only asks: see
-    Facts.type_locals."""
-    call = facts.call_of(node)
-    if call is None:
-        return _asks(facts, node)
-    if len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
-        return False
-    p = facts.parent(call)
-    if isinstance(p, ast.Assign) and len(p.targets) == 1 and isinstance(p.targets[0], ast.Name):
-        return False  # decided once the whole function is read (type_locals)
-    return _asks(facts, call)
-
-
-def _literal_name(facts: Facts, node: ast.Name) -> bool:
-    """`getattr(x, "name")`, `getattr(x, "name", d)`, `hasattr` / `setattr` / `delattr` alike with a plain
-    attribute name: the same as writing `x.name`, which a body may."""
-    call = facts.call_of(node)
-    if call is None or node.id not in ("getattr", "hasattr", "setattr", "delattr") or call.keywords:
-        return False
-    if not 2 <= len(call.args) <= 3 or any(isinstance(a, ast.Starred) for a in call.args):
-        return False
-    name = call.args[1]
-    return (
-        isinstance(name, ast.Constant)
-        and isinstance(name.value, str)
-        and name.value.isidentifier()
-        and not dunder_word(name.value)
-        and not name.value.startswith("__")
-    )
-
-
-def _form(facts: Facts, node: ast.Name) -> str:
-    p = facts.parent(node)
-    if isinstance(p, ast.Attribute) and p.value is node:
-        return "chain:" + _dotted(facts.chain_top(node))
-    if node.id == "type" and _type_safe(facts, node):
-        return "type-safe"
-    if _literal_name(facts, node):
-        return "literal-name"
-    if isinstance(p, ast.Call) and p.func is node:
-        return "call"
-    return "value"
-
-
 def _header(s: ast.stmt) -> tuple[list[ast.AST], list[list[ast.stmt]], str]:
     """(header parts, bodies, extra key text) of a compound statement; ([s], [], "") of a simple one."""
     if isinstance(s, (ast.If, ast.While)):
@@ -297,17 +160,22 @@ class _Builder:
         i = len(f.units) - 1
         for c in enclosing:
             f.ends[c] = i
-        f.units[i].binds |= _binds(parts)
-        guarded = any(isinstance(self.compounds.get(c), (ast.Try, ast.With, ast.AsyncWith, *TRY_STAR)) for c in enclosing)
+        f.units[i].binds |= binds(parts)
+        guarded = any(
+            isinstance(self.compounds.get(c), (ast.Try, ast.With, ast.AsyncWith, *TRY_STAR)) for c in enclosing
+        )
         if len(parts) == 1 and isinstance(parts[0], (ast.Return, ast.Raise)) and not guarded:
             f.units[i].binds = set()  # nothing of the function runs after it: it changes no later value
         f.units[i].reads = {
             n.id
             for p in parts
             for n in ast.walk(p)
-            if isinstance(n, ast.Name) and (isinstance(n.ctx, ast.Load) or isinstance(f.parents.get(id(n)), ast.AugAssign))
+            if isinstance(n, ast.Name)
+            and (isinstance(n.ctx, ast.Load) or isinstance(f.parents.get(id(n)), ast.AugAssign))
         }
-        f.units[i].jumps = any(isinstance(n, (ast.Break, ast.Continue, ast.Return, ast.Raise)) for p in parts for n in ast.walk(p))
+        f.units[i].jumps = any(
+            isinstance(n, (ast.Break, ast.Continue, ast.Return, ast.Raise)) for p in parts for n in ast.walk(p)
+        )
         for part in parts:
             for node in ast.walk(part):
                 for child in ast.iter_child_nodes(node):
@@ -346,7 +214,9 @@ class _Builder:
                 self.statements(handler.body, (*inner, id(handler)), skip_defs)
             for case in getattr(s, "cases", []):
                 ck = "case:" + ast.dump(case.pattern) + (ast.dump(case.guard) if case.guard else "")
-                self.f.headers[id(case)] = self.unit(ck, [case.pattern, *([case.guard] if case.guard else [])], inner, set())
+                self.f.headers[id(case)] = self.unit(
+                    ck, [case.pattern, *([case.guard] if case.guard else [])], inner, set()
+                )
                 self.statements(case.body, (*inner, id(case)), skip_defs)
 
     def visit(self, node: ast.AST, i: int) -> None:
@@ -360,14 +230,24 @@ class _Builder:
             own = self.class_body and (node.id in self.f.locals or isinstance(node.ctx, ast.Store))
             if dunder_word(node.id) and not own:
                 f.words.add(node.id)
-            if isinstance(node.ctx, ast.Load) and (node.id in self.judged or node.id in f.aliases or node.id in f.smuggled):
-                form = "base" if id(node) in self.base_ids else "decorator" if id(node) in self.decorators else _form(f, node)
-                f.reads.setdefault(node.id, set()).add(form)
-                f.name_refs.append((node.id, form, node, i))
+            if isinstance(node.ctx, ast.Load) and (
+                node.id in self.judged or node.id in f.aliases or node.id in f.smuggled
+            ):
+                how = (
+                    "base"
+                    if id(node) in self.base_ids
+                    else "decorator"
+                    if id(node) in self.decorators
+                    else form(f, node)
+                )
+                f.reads.setdefault(node.id, set()).add(how)
+                f.name_refs.append((node.id, how, node, i))
         elif isinstance(node, ast.Attribute):
             u.attrs.add(node.attr)
             p = f.parent(node)
-            if dunder_word(node.attr) and not (node.attr == "__class__" and isinstance(p, ast.Attribute) and p.attr in NAME_ATTRS):
+            if dunder_word(node.attr) and not (
+                node.attr == "__class__" and isinstance(p, ast.Attribute) and p.attr in NAME_ATTRS
+            ):
                 f.words.add(node.attr)
             if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, (str, bytes))):
                 if isinstance(node.ctx, ast.Load) and id(node) not in self.decorators:
@@ -444,7 +324,9 @@ def function_facts(
     parameters whose default is not pure ({name: "capability" or "gadget"}), judged where read."""
     b = _Builder(set(judged), local, class_body=False)
     b.f.smuggled = dict(smuggled or {})
-    b.f.params = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs, fn.args.vararg, fn.args.kwarg] if a}
+    b.f.params = {
+        a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs, fn.args.vararg, fn.args.kwarg] if a
+    }
     b.f.aliases = local_aliases(fn.body)
     args = fn.args
     positional = [*args.posonlyargs, *args.args]
@@ -459,41 +341,17 @@ def function_facts(
     for a, d in pairs:  # a parameter's default flows into the body like an assignment at its top
         b.unit(f"default:{a.arg}={ast.dump(d)}", [d], (), {a.arg})
     b.statements(fn.body, ())
-    _type_locals(b.f)
+    type_locals(b.f)
     return b.f
-
-
-def _type_locals(f: Facts) -> None:
-    """`t = type(x)` where t is bound only so and every read of t only asks (see _asks): that `type` read
-    is harmless ("type-safe"), like `type(x) is int`."""
-    nodes = [n for u in f.units for p in u.parts for n in ast.walk(p) if isinstance(n, ast.Name)]
-    for k, (name, form, node, i) in enumerate(f.name_refs):
-        call = f.call_of(node)
-        p = f.parent(call) if call is not None else None
-        if name != "type" or form != "call" or not isinstance(p, ast.Assign) or len(call.args) != 1 or call.keywords:
-            continue
-        t = p.targets[0].id if len(p.targets) == 1 and isinstance(p.targets[0], ast.Name) else None
-        uses = [n for n in nodes if n.id == t]
-        stores_ok = all(
-            isinstance(f.parent(n), ast.Assign)
-            and isinstance(f.parent(n).value, ast.Call)
-            and isinstance(f.parent(n).value.func, ast.Name)
-            and f.parent(n).value.func.id == "type"
-            for n in uses
-            if not isinstance(n.ctx, ast.Load)
-        )
-        if t and t not in f.params and stores_ok and all(_asks(f, n) for n in uses if isinstance(n.ctx, ast.Load)):
-            f.name_refs[k] = (name, "type-safe", node, i)
-    f.reads = {}
-    for name, form, *_ in f.name_refs:
-        f.reads.setdefault(name, set()).add(form)
 
 
 def class_facts(cls: ast.ClassDef, judged: set[str], local: set[str]) -> Facts:
     """Facts of a class's header (decorators, bases, keywords: module scope) and body, methods left out;
     `local`: the names the class body binds."""
     b = _Builder(set(judged), local, class_body=True)
-    b.judged |= {n.id for p in [*cls.decorator_list, *cls.bases, *cls.keywords] for n in ast.walk(p) if isinstance(n, ast.Name)}
+    b.judged |= {
+        n.id for p in [*cls.decorator_list, *cls.bases, *cls.keywords] for n in ast.walk(p) if isinstance(n, ast.Name)
+    }
     b.f.aliases = local_aliases([s for s in cls.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))])
     b.base_ids = {id(x) for x in [*cls.bases, *(k.value for k in cls.keywords)]}
     b.decorators = {id(d) for d in cls.decorator_list}
@@ -507,81 +365,3 @@ def module_facts(tree: ast.Module, judged: set[str]) -> Facts:
     b = _Builder(set(judged), set(), class_body=False)
     b.statements(tree.body, (), skip_defs=True)
     return b.f
-
-
-def names_outside(unit: Unit, inside: list[ast.AST]) -> set[str]:
-    """Names a unit mentions outside the given sub-expressions of it."""
-    skip, out, todo = {id(e) for e in inside}, set(), list(unit.parts)
-    while todo:
-        node = todo.pop()
-        if id(node) in skip:
-            continue
-        if isinstance(node, ast.Name):
-            out.add(node.id)
-        todo.extend(ast.iter_child_nodes(node))
-    return out
-
-
-def horizon(facts: Facts, i: int, node: ast.AST | None = None) -> int:
-    """The units that may run before unit `i` (where `node` in it is evaluated) are those below the
-    returned index: the units before it, and all of any loop around it. Inside a nested def, a lambda
-    or a generator expression, which run later, any unit may."""
-    lazy = node is not None and _inside(facts, node, (ast.Lambda, ast.GeneratorExp), facts.units[i].parts)
-    if lazy or any(c in facts.defs for c in facts.units[i].enclosing):
-        return len(facts.units)
-    loops = [facts.ends[c] for c in facts.units[i].enclosing if facts.loops.get(c)]
-    return max([i, *(e + 1 for e in loops)])
-
-
-def _inside(facts: Facts, node: ast.AST, kinds: tuple, stop: list[ast.AST]) -> bool:
-    tops = {id(p) for p in stop}
-    while node is not None and id(node) not in tops:
-        if isinstance(node, kinds):
-            return True
-        node = facts.parent(node)
-    return False
-
-
-def slice_units(
-    facts: Facts, names: set[str], exclude: set[int], keep: set[str], limit: int | None = None
-) -> tuple[set[int], set[str]]:
-    """(units, names) of the backward data-flow slice of `names`: every unit below `limit` (see horizon;
-    None: anywhere) that may bind or change one of them, with the headers of the blocks around it (and
-    the whole of a `try`, `with` or nested def around it, and the jumps inside a loop around it: they
-    decide how far it ran), and again for every name those read (only names in `keep` spread: locals and
-    module state). Units in `exclude` (the gadget's own statement) neither join nor spread."""
-    end = len(facts.units) if limit is None else limit
-    units, names = set(), set(names)
-    while True:
-        grown = set(units) | {i for i, u in enumerate(facts.units[:end]) if u.binds & names}
-        for i in list(grown):
-            for c in facts.units[i].enclosing:
-                grown.add(facts.headers[c])
-                if c in facts.wholes:
-                    grown |= {
-                        j for j, u in enumerate(facts.units[:end]) if c in u.enclosing and (u.jumps or not facts.loops.get(c))
-                    }
-        grown -= exclude
-        new_names = names | {n for i in grown for n in facts.units[i].reads if n in keep}
-        if grown == units and new_names == names:
-            return units, names
-        units, names = grown, new_names
-
-
-def input_slice(
-    facts: Facts, i: int, inputs: list[ast.AST] | None, keep: set[str], node: ast.AST | None = None
-) -> tuple[set[int], set[str], set[str]]:
-    """(units, names, mentions) of the backward slice of a gadget's inputs (None: the whole statement
-    escapes) at `node` in unit `i`. The gadget's own statement stays out unless the rest of it mentions a
-    name of the slice (it could bind or change an input before the call); `mentions` are the names and
-    attribute names of the slice and of the inputs themselves."""
-    exprs = list(facts.units[i].parts) if inputs is None else inputs
-    names = {n.id for e in exprs for n in ast.walk(e) if isinstance(n, ast.Name)}
-    limit = horizon(facts, i, node)
-    units, names = slice_units(facts, names, {i}, keep, limit)
-    if inputs is None or names_outside(facts.units[i], inputs) & names:
-        units, names = slice_units(facts, names | facts.units[i].reads, set(), keep, limit)
-    mentions = {m for j in units for m in facts.units[j].names | facts.units[j].attrs}
-    for e in exprs:
-        mentions |= {getattr(n, "id", None) or getattr(n, "attr", None) for n in ast.walk(e)} - {None}
-    return units, names, mentions

@@ -236,7 +236,9 @@ class FileRules:
         self.impure = impure
         # steering: helper id -> parameter names ("*" for every argument)
         self.params = {h: _params(n) for h, n in nodes.items() if isinstance(n, FUNCTIONS)}
-        self.steer: dict[int, set[str]] = {h: {"*"} for h in self.helpers if isinstance(nodes.get(h), ast.ClassDef) and _builds_classes(nodes[h])}
+        self.steer: dict[int, set[str]] = {
+            h: {"*"} for h in self.helpers if isinstance(nodes.get(h), ast.ClassDef) and _builds_classes(nodes[h])
+        }
         for h in self.helpers:
             if h not in nodes:  # an assigned value: a gadget when it reaches one
                 self._sets()
@@ -257,7 +259,9 @@ class FileRules:
                     params.discard(positional[0])  # self / cls: what it holds is object state, not judged
                 for ident, node, i, _, checked in judge.sites(facts):
                     inputs = judge.inputs(facts, ident, node)
-                    if not checked or (inputs is not None and all(_constant(e) or judge.vetted(e, facts, None) for e in inputs)):
+                    if not checked or (
+                        inputs is not None and all(_constant(e) or judge.vetted(e, facts, None) for e in inputs)
+                    ):
                         continue
                     _, reach, _ = input_slice(facts, i, inputs, facts.locals | unknown, node)
                     found.setdefault(h, set()).update(reach & params)
@@ -314,14 +318,22 @@ class FileRules:
         for k, facts in code:
             keep = facts.locals | unknown
             if k >= 0:
-                seeds = {i for i, u in enumerate(facts.units) if any(isinstance(n, _RETURNS) for p in u.parts for n in ast.walk(p))}
+                seeds = {
+                    i
+                    for i, u in enumerate(facts.units)
+                    if any(isinstance(n, _RETURNS) for p in u.parts for n in ast.walk(p))
+                }
                 short = self.functions[k][0].split(".")[-1]
                 for i in seeds:  # each return's own slice: what may run before it
                     units, _ = slice_units(facts, set(facts.units[i].names), set(), keep, horizon(facts, i))
-                    self.returns.setdefault(short, set()).update(m for j in units | {i} for m in facts.units[j].names | facts.units[j].attrs)
+                    self.returns.setdefault(short, set()).update(
+                        m for j in units | {i} for m in facts.units[j].names | facts.units[j].attrs
+                    )
             mentions = []
             for ident, node, i, _, checked in judge.sites(facts):
                 inputs = judge.inputs(facts, ident, node)
-                if checked and not (inputs is not None and all(_constant(e) or judge.vetted(e, facts, None) for e in inputs)):
+                if checked and not (
+                    inputs is not None and all(_constant(e) or judge.vetted(e, facts, None) for e in inputs)
+                ):
                     mentions.append(input_slice(facts, i, inputs, keep, node)[2])
             self.site_mentions[k] = mentions

@@ -92,7 +92,9 @@ def resolves_pure(module: str, parts: tuple[str, ...]) -> bool:
         return False
     for p in parts:
         obj = getattr(obj, p, _MISSING)
-        if obj is _MISSING or (isinstance(obj, types.ModuleType) and obj.__name__.split(".")[0] != module.split(".")[0]):
+        if obj is _MISSING or (
+            isinstance(obj, types.ModuleType) and obj.__name__.split(".")[0] != module.split(".")[0]
+        ):
             return False
     unsafe = [v for k, v in vars(builtins).items() if k not in SAFE_BUILTINS]
     return not (
@@ -252,7 +254,9 @@ class Judge:
         if name in NAME_INPUTS and not any(isinstance(a, ast.Starred) for a in call.args):
             positions, keywords = NAME_INPUTS[name]
             if not any(k.arg is None for k in call.keywords):
-                return [a for i, a in enumerate(call.args) if i in positions] + [k.value for k in call.keywords if k.arg in keywords]
+                return [a for i, a in enumerate(call.args) if i in positions] + [
+                    k.value for k in call.keywords if k.arg in keywords
+                ]
         return args + ([receiver] if receiver is not None else [])
 
     def inputs_vetted(self, facts: Facts, old: Facts | None, ident: str, node: ast.AST) -> bool:
@@ -282,7 +286,10 @@ class Judge:
         if isinstance(e, ast.Name):
             if e.id in facts.constants:  # a local only ever assigned immutable vetted values
                 values = facts.constants[e.id]
-                return all(not isinstance(v, (ast.Name, ast.List, ast.Set, ast.Dict)) and self.vetted(v, facts, old) for v in values)
+                return all(
+                    not isinstance(v, (ast.Name, ast.List, ast.Set, ast.Dict)) and self.vetted(v, facts, old)
+                    for v in values
+                )
             kind, value = self.rules.kind(e.id, facts)
             return kind == "literal" and self.vetted(value, facts, old)
         return False
@@ -299,7 +306,9 @@ class Judge:
         seeds_old = set()
         for ident2, node2, j, _, checked in self.sites(old):
             inputs2 = self.inputs(old, ident2, node2)
-            computed2 = list(old.units[j].parts) if inputs2 is None else [e for e in inputs2 if not self.vetted(e, old, facts)]
+            computed2 = (
+                list(old.units[j].parts) if inputs2 is None else [e for e in inputs2 if not self.vetted(e, old, facts)]
+            )
             if ident2 == ident and checked and sorted(ast.dump(e) for e in computed2) == key:
                 seeds_old.add(j)
         if not seeds_old:
@@ -339,7 +348,7 @@ class Judge:
         return words, dstrings
 
     def expr_status(self, expr: ast.AST) -> str:
-        """"pure" when a module-level expression would pass as new code, "gadget" when it reaches a
+        """ "pure" when a module-level expression would pass as new code, "gadget" when it reaches a
         gadget, else "capability"."""
         b = _Builder(free_names(expr), set(), class_body=False)
         b.unit("expr", [expr], (), set())
@@ -352,7 +361,12 @@ class Judge:
         and gadgets. (Structure is patch_check's.)"""
         reasons = []
         bad = sorted(
-            {f[6:] if f.startswith("chain:") else n for n, fs in new.reads.items() for f in fs if not self.name_ok(n, f, new, old)}
+            {
+                f[6:] if f.startswith("chain:") else n
+                for n, fs in new.reads.items()
+                for f in fs
+                if not self.name_ok(n, f, new, old)
+            }
         )
         if bad:
             reasons.append(
@@ -370,7 +384,11 @@ class Judge:
         for ident, node, i, need, checked in self.sites(new):
             if need and ident not in kept:
                 gadgets.add(f"{ident} (a gadget or impure helper the function did not use)")
-            elif checked and not self.inputs_vetted(new, old, ident, node) and (old is None or not self.site_ok(new, old, node, ident, i)):
+            elif (
+                checked
+                and not self.inputs_vetted(new, old, ident, node)
+                and (old is None or not self.site_ok(new, old, node, ident, i))
+            ):
                 gadgets.add(f"{ident} with a computed argument (every statement feeding it must be unchanged)")
         if gadgets:
             reasons.append("uses " + "; ".join(sorted(gadgets)))

@@ -196,11 +196,26 @@ ATTACKS = {
 }
 # Family 7 inside functions that already hold a gadget: the gadget stays, its input is computed anew.
 KEPT_GADGET_ATTACKS = {
-    "concatenation": ("return getattr(obj, name, default)", "return getattr(obj, '_' + '_glob' + 'als_' + '_', default)"),
-    "%-format": ("return getattr(obj, name, default)", "return getattr(obj, '%s%sglobals%s%s' % ('_', '_', '_', '_'), default)"),
-    "f-string": ("return getattr(obj, name, default)", "u = '_'\n    return getattr(obj, f'{u}{u}globals{u}{u}', default)"),
-    "join": ("return getattr(obj, name, default)", "name = ''.join(['_', '_', 'globals', '_', '_'])\n    return getattr(obj, name, default)"),
-    "chr": ("return getattr(obj, name, default)", "name = chr(95) * 2 + 'globals' + chr(95) * 2\n    return getattr(obj, name, default)"),
+    "concatenation": (
+        "return getattr(obj, name, default)",
+        "return getattr(obj, '_' + '_glob' + 'als_' + '_', default)",
+    ),
+    "%-format": (
+        "return getattr(obj, name, default)",
+        "return getattr(obj, '%s%sglobals%s%s' % ('_', '_', '_', '_'), default)",
+    ),
+    "f-string": (
+        "return getattr(obj, name, default)",
+        "u = '_'\n    return getattr(obj, f'{u}{u}globals{u}{u}', default)",
+    ),
+    "join": (
+        "return getattr(obj, name, default)",
+        "name = ''.join(['_', '_', 'globals', '_', '_'])\n    return getattr(obj, name, default)",
+    ),
+    "chr": (
+        "return getattr(obj, name, default)",
+        "name = chr(95) * 2 + 'globals' + chr(95) * 2\n    return getattr(obj, name, default)",
+    ),
     "attrgetter input": ("key = operator.attrgetter(name)", "key = operator.attrgetter(name + '_' + '_class_' + '_')"),
     "format receiver": ('template = "{0} items"', 'template = "{0._" + "_class_" + "_}"'),
     "a changed helper feeds an unchanged gadget": ("return x.lower()", "return chr(95) * 2 + 'globals' + chr(95) * 2"),
@@ -212,7 +227,10 @@ CONTROLS = {
     "restored os.path.join the file already uses": ("return sum(xs)", "return os.path.join(SEP, str(sum(xs)))"),
     "a pure helper the file defines": ("return sum(xs)", "return _double(sum(xs))"),
     "a kept getattr(obj, name), its default fixed": ("getattr(obj, name, default)", "getattr(obj, name, None)"),
-    "a kept getattr with a repair next to it": ("return getattr(obj, name, default)", "if obj is None:\n        return default\n    return getattr(obj, name, default)"),
+    "a kept getattr with a repair next to it": (
+        "return getattr(obj, name, default)",
+        "if obj is None:\n        return default\n    return getattr(obj, name, default)",
+    ),
     "a constant format template": ('template = "{0} items"', 'template = "{0} item(s)"'),
     "a literal attribute name for attrgetter": ("key = operator.attrgetter(name)", "key = operator.attrgetter('size')"),
 }
@@ -252,7 +270,9 @@ def test_unchanged_statements_reordered_are_a_changed_slice():
             a = a + "_"
             return getattr(obj, a, None)
         """).lstrip()
-    new = old.replace('    a = "_" + a\n    a = "_" + a\n    a = a[1:]\n', '    a = a[1:]\n    a = "_" + a\n    a = "_" + a\n')
+    new = old.replace(
+        '    a = "_" + a\n    a = "_" + a\n    a = a[1:]\n', '    a = a[1:]\n    a = "_" + a\n    a = "_" + a\n'
+    )
     assert new != old and sorted(new.splitlines()) == sorted(old.splitlines())
     assert "getattr with a computed argument" in screen(old, new)[0]
     assert screen(old, old.replace("None)", "0)")) == []  # the same slice: a fix beside it passes
@@ -261,7 +281,11 @@ def test_unchanged_statements_reordered_are_a_changed_slice():
 def test_type_is_allowed_only_to_ask_about_a_value():
     """type(x) compared, used as a lookup key or asked for its name answers a question; type(cls) is
     type itself, which builds an always-equal class."""
-    for ok in ["return type(w) is int", "return {int: 1}.get(0, {}).get(type(w).__name__)", "return isinstance(w, type)"]:
+    for ok in [
+        "return type(w) is int",
+        "return {int: 1}.get(0, {}).get(type(w).__name__)",
+        "return isinstance(w, type)",
+    ]:
         assert screen(SRC, SRC.replace("return 0", ok)) == [], ok
     for bad in ["return type(int)", "t = type(w)\n            return t", "return [type][0](w)"]:
         assert screen(SRC, SRC.replace("return 0", bad)), bad
@@ -271,7 +295,10 @@ def test_only_names_the_file_defines_once_at_top_level_count_as_defined():
     """A def under `if`, a name rebound, an import, a value that reaches a capability: what it might be,
     read only where the function already read it. A single top-level assignment of a value that would
     pass the check as new code is as good as writing that value in the body."""
-    base = SRC + "\n\nif True:\n    def cond():\n        return 1\n\nVALUE = hyp(1, 2)\nLIMIT = 3\nOPEN = open\nN = 1\nN = 2\n"
+    base = (
+        SRC
+        + "\n\nif True:\n    def cond():\n        return 1\n\nVALUE = hyp(1, 2)\nLIMIT = 3\nOPEN = open\nN = 1\nN = 2\n"
+    )
     assert screen(base, base.replace("return 0", "return LIMIT")) == []  # a literal constant
     assert screen(base, base.replace("return 0", "return VALUE")) == []  # a pure value
     assert "reads cond" in screen(base, base.replace("return 0", "return cond()"))[0]

@@ -86,7 +86,14 @@ FIXTURE = textwrap.dedent("""
 ANCHOR = "def target(x):\n    return x\n"
 EXAMPLES = int(os.environ.get("PLANACT_FUZZ_EXAMPLES", "60"))
 ESCAPES = Path(__file__).parent / "data" / "sandbox_escapes.txt"
-FORBIDDEN_BUILTINS = [builtins.exec, builtins.eval, builtins.compile, builtins.open, builtins.__import__, builtins.getattr]
+FORBIDDEN_BUILTINS = [
+    builtins.exec,
+    builtins.eval,
+    builtins.compile,
+    builtins.open,
+    builtins.__import__,
+    builtins.getattr,
+]
 
 
 def patched(body: str) -> str:
@@ -155,39 +162,143 @@ def test_every_known_sandbox_escape_is_refused_or_harmless():
 
 
 def test_honest_bodies_in_the_fixture_are_accepted_and_run():
-    for body in ["return x + 1", "return double(x)", "return label(x)", "return math.sqrt(x)", "return [v for v in range(x)]"]:
+    for body in [
+        "return x + 1",
+        "return double(x)",
+        "return label(x)",
+        "return math.sqrt(x)",
+        "return [v for v in range(x)]",
+    ]:
         assert judge(body) == (True, None), body
 
 
 # --- the grammar ---------------------------------------------------------------------------------------
 
-MODULES = ["collections", "enum", "functools", "itertools", "json", "math", "operator", "os", "re", "string", "sys", "typing"]
-BUILTIN_NAMES = ["getattr", "type", "vars", "object", "str", "int", "print", "len", "exec", "eval", "open", "__import__",
-                 "globals", "dir", "super", "dict", "__builtins__", "compile", "breakpoint"]
+MODULES = [
+    "collections",
+    "enum",
+    "functools",
+    "itertools",
+    "json",
+    "math",
+    "operator",
+    "os",
+    "re",
+    "string",
+    "sys",
+    "typing",
+]
+BUILTIN_NAMES = [
+    "getattr",
+    "type",
+    "vars",
+    "object",
+    "str",
+    "int",
+    "print",
+    "len",
+    "exec",
+    "eval",
+    "open",
+    "__import__",
+    "globals",
+    "dir",
+    "super",
+    "dict",
+    "__builtins__",
+    "compile",
+    "breakpoint",
+]
 HELPERS = ["_globals_of", "_attr", "_run", "exec_", "double", "label", "Box", "target", "SEP", "FIELD"]
-ATTRS = ["sys", "_sys", "os", "path", "join", "modules", "builtins", "__builtins__", "__globals__", "__class__",
-         "__bases__", "__base__", "__subclasses__", "mro", "__mro__", "__self__", "__func__", "__code__", "__closure__",
-         "cell_contents", "__dict__", "__getattribute__", "_getframe", "f_back", "f_globals", "gi_frame", "tb_frame",
-         "exec", "eval", "open", "compile", "real", "floor", "escape", "compile", "attrgetter", "methodcaller", "format",
-         "Formatter", "get_field", "reduce", "wraps", "Enum", "codecs", "__loader__", "__spec__", "loader", "__init__",
-         "__name__", "__wrapped__", "__reduce_ex__", "get_type_hints", "size", "open", "__func__"]
-DUNDERS = ["__class__", "__globals__", "__builtins__", "__subclasses__", "__self__", "__dict__", "__code__", "__eq__",
-           "f_back", "gi_frame", "mro", "__import__", "exec"]
+ATTRS = [
+    "sys",
+    "_sys",
+    "os",
+    "path",
+    "join",
+    "modules",
+    "builtins",
+    "__builtins__",
+    "__globals__",
+    "__class__",
+    "__bases__",
+    "__base__",
+    "__subclasses__",
+    "mro",
+    "__mro__",
+    "__self__",
+    "__func__",
+    "__code__",
+    "__closure__",
+    "cell_contents",
+    "__dict__",
+    "__getattribute__",
+    "_getframe",
+    "f_back",
+    "f_globals",
+    "gi_frame",
+    "tb_frame",
+    "exec",
+    "eval",
+    "open",
+    "compile",
+    "real",
+    "floor",
+    "escape",
+    "compile",
+    "attrgetter",
+    "methodcaller",
+    "format",
+    "Formatter",
+    "get_field",
+    "reduce",
+    "wraps",
+    "Enum",
+    "codecs",
+    "__loader__",
+    "__spec__",
+    "loader",
+    "__init__",
+    "__name__",
+    "__wrapped__",
+    "__reduce_ex__",
+    "get_type_hints",
+    "size",
+    "open",
+    "__func__",
+]
+DUNDERS = [
+    "__class__",
+    "__globals__",
+    "__builtins__",
+    "__subclasses__",
+    "__self__",
+    "__dict__",
+    "__code__",
+    "__eq__",
+    "f_back",
+    "gi_frame",
+    "mro",
+    "__import__",
+    "exec",
+]
 
 
 def computed(name: str) -> st.SearchStrategy[str]:
     """Expressions that build `name` at run time without any constant that contains it."""
     half = len(name) // 2
     a, b = name[:half], name[half:]
-    return st.sampled_from([
-        f"{a!r} + {b!r}",
-        f"'%s%s' % ({a!r}, {b!r})",
-        f"''.join([{a!r}, {b!r}])",
-        f"f'{{{a!r}}}{b}'" if "'" not in b and "{" not in b else f"{a!r} + {b!r}",
-        " + ".join(f"chr({ord(c)})" for c in name),
-        f"{name[::-1]!r}[::-1]",
-        f"{'x'.join(name)!r}.replace('x', '')",
-    ])
+    return st.sampled_from(
+        [
+            f"{a!r} + {b!r}",
+            f"'%s%s' % ({a!r}, {b!r})",
+            f"''.join([{a!r}, {b!r}])",
+            f"f'{{{a!r}}}{b}'" if "'" not in b and "{" not in b else f"{a!r} + {b!r}",
+            " + ".join(f"chr({ord(c)})" for c in name),
+            f"{name[::-1]!r}[::-1]",
+            f"{'x'.join(name)!r}.replace('x', '')",
+        ]
+    )
 
 
 heads = st.one_of(st.sampled_from(MODULES + BUILTIN_NAMES + HELPERS + ["x", "()", "''", "0", "[]", "(g for g in ())"]))
@@ -212,35 +323,46 @@ def computed_access(draw) -> str:
     name = draw(st.sampled_from(DUNDERS))
     text = draw(computed(name))
     obj = draw(chains())
-    return draw(st.sampled_from([
-        f"getattr({obj}, {text})",
-        f"operator.attrgetter({text})({obj})",
-        f"operator.methodcaller({text})({obj})",
-        f"('{{0.' + {text} + '}}').format({obj})",
-        f"string.Formatter().get_field('0.' + {text}, [{obj}], {{}})[0]",
-        f"_attr({obj}, {text})",
-        f"Box().size.__self__",
-        f"dict(**{{{text}: {obj}}})",
-        f"type('A', (), {{{text}: {obj}}})",
-    ]))
+    return draw(
+        st.sampled_from(
+            [
+                f"getattr({obj}, {text})",
+                f"operator.attrgetter({text})({obj})",
+                f"operator.methodcaller({text})({obj})",
+                f"('{{0.' + {text} + '}}').format({obj})",
+                f"string.Formatter().get_field('0.' + {text}, [{obj}], {{}})[0]",
+                f"_attr({obj}, {text})",
+                "Box().size.__self__",
+                f"dict(**{{{text}: {obj}}})",
+                f"type('A', (), {{{text}: {obj}}})",
+            ]
+        )
+    )
 
 
 @st.composite
 def bodies(draw) -> str:
-    prefix = draw(st.lists(st.one_of(
-        st.sampled_from(BUILTIN_NAMES + ["sys", "os", "re"]).map(lambda n: f"[{n} for {n} in ()]"),
-        st.sampled_from(BUILTIN_NAMES).map(lambda n: f"(lambda {n}: {n})(0)"),
-        st.sampled_from(BUILTIN_NAMES).map(lambda n: f"{{{n}: 0 for {n} in ()}}"),
-        st.sampled_from(DUNDERS).map(lambda d: f"d = dict({d}=x)"),
-        st.sampled_from(DUNDERS).flatmap(computed).map(lambda t: f"name = {t}"),
-    ), max_size=2))
-    value = draw(st.one_of(
-        chains(),
-        computed_access(),
-        chains().map(lambda c: f"type({c})"),
-        chains().map(lambda c: f"type(type({c}))('A', (), {{}})"),
-        st.just("getattr(x, name)") if any(p.startswith("name =") for p in prefix) else chains(),
-    ))
+    prefix = draw(
+        st.lists(
+            st.one_of(
+                st.sampled_from(BUILTIN_NAMES + ["sys", "os", "re"]).map(lambda n: f"[{n} for {n} in ()]"),
+                st.sampled_from(BUILTIN_NAMES).map(lambda n: f"(lambda {n}: {n})(0)"),
+                st.sampled_from(BUILTIN_NAMES).map(lambda n: f"{{{n}: 0 for {n} in ()}}"),
+                st.sampled_from(DUNDERS).map(lambda d: f"d = dict({d}=x)"),
+                st.sampled_from(DUNDERS).flatmap(computed).map(lambda t: f"name = {t}"),
+            ),
+            max_size=2,
+        )
+    )
+    value = draw(
+        st.one_of(
+            chains(),
+            computed_access(),
+            chains().map(lambda c: f"type({c})"),
+            chains().map(lambda c: f"type(type({c}))('A', (), {{}})"),
+            st.just("getattr(x, name)") if any(p.startswith("name =") for p in prefix) else chains(),
+        )
+    )
     return "\n".join([*prefix, f"return {value}"])
 
 

@@ -1,0 +1,171 @@
+"""How a body reads a name, for the patch check (graph_planner/patch_check.py): a dotted chain
+(`os.path.join`), a call, `type` only asked about (compared, a lookup key, its name or text, the class
+argument of isinstance), `getattr(x, "name")` with a plain literal name, or a value.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from graph_planner.patch_facts import Facts
+
+# Statement and expression kinds a body may not gain.
+COUNTED = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.Global,
+    ast.Nonlocal,
+    ast.ClassDef,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.Lambda,
+    ast.Match,
+    ast.Yield,
+    ast.YieldFrom,
+    ast.Await,
+)
+DUNDER = re.compile(r"^__\w+__$")
+# Frame, generator, coroutine, traceback and code attributes, and the other routes to them.
+INTROSPECTION = re.compile(r"^((f|gi|cr|ag|tb|co)_[a-z]\w*|mro|cell_contents|func_\w+|im_(func|self|class))$")
+# Dunders that give a string or the object's own constructor, nothing else.
+BENIGN_DUNDERS = frozenset({"__init__", "__name__", "__qualname__", "__doc__"})
+NAME_ATTRS = frozenset({"__name__", "__qualname__", "__doc__"})  # strings
+# Compound statements whose body may run more than once or be cut short (a loop, a handler, a context
+# manager that swallows an exception, a nested function): a slice that reaches inside takes all of it.
+WHOLE = (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith, *COUNTED[4:7])
+TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
+WHOLE = (*WHOLE, *TRY_STAR)
+
+
+def dunder_word(name: str) -> bool:
+    """A dunder or introspection name that is not one of the benign few."""
+    return (bool(DUNDER.match(name)) and name not in BENIGN_DUNDERS) or bool(INTROSPECTION.match(name))
+
+
+def string_words(text: str) -> set[str]:
+    """Dunder / introspection words a string carries: any `\\w+` run with `__` in it (a benign dunder
+    aside), and attribute names in `{0.attr}` format fields."""
+    words = {t for t in re.findall(r"\w+", text) if "__" in t and t not in BENIGN_DUNDERS}
+    for fld in re.findall(r"\{([^{}!:]*)", text):
+        words |= {a for a in re.findall(r"\.(\w+)", fld) if dunder_word(a)}
+    return words
+
+
+def dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else ""
+
+
+def _asks(facts: Facts, target: ast.AST) -> bool:
+    """A type object used only to ask about it: compared, a lookup key, asked for its name, turned into
+    text, or the class argument of isinstance / issubclass."""
+    p = facts.parent(target)
+    if isinstance(p, ast.Compare) or (isinstance(p, ast.Attribute) and p.attr in NAME_ATTRS):
+        return True
+    if isinstance(p, ast.Subscript) and p.slice is target:
+        return True  # a lookup key: `handlers[type(x)]` hashes and compares it, nothing else
+    if isinstance(p, ast.Call) and isinstance(p.func, ast.Name) and p.func.id in ("str", "repr") and p.args == [target]:
+        return True
+    if isinstance(p, ast.FormattedValue):
+        return True  # its text in an f-string
+    text = (
+        p.func.value
+        if isinstance(p, ast.Call) and isinstance(p.func, ast.Attribute) and p.func.attr == "format"
+        else None
+    )
+    if isinstance(text, ast.Constant) and isinstance(text.value, str) and target in p.args:
+        return True  # its text in "...{}...".format(...)
+    if isinstance(p, ast.Tuple):
+        target, p = p, facts.parent(p)
+    if (
+        isinstance(p, ast.BinOp)
+        and isinstance(p.op, ast.Mod)
+        and p.right is target
+        and isinstance(p.left, ast.Constant)
+    ):
+        return True  # its text in "...%s..." % (...)
+    return (
+        isinstance(p, ast.Call)
+        and isinstance(p.func, ast.Name)
+        and p.func.id in ("isinstance", "issubclass")
+        and len(p.args) == 2
+        and p.args[1] is target
+    )
+
+
+def _type_safe(facts: Facts, node: ast.Name) -> bool:
+    """`type` used only to ask (see _asks): `type(x)` or `type` itself. (`type(cls)` called, kept or passed
+    on is type itself, which builds a class.) `t = type(x)` counts when every use of t only asks: see
+    Facts.type_locals."""
+    call = facts.call_of(node)
+    if call is None:
+        return _asks(facts, node)
+    if len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
+        return False
+    p = facts.parent(call)
+    if isinstance(p, ast.Assign) and len(p.targets) == 1 and isinstance(p.targets[0], ast.Name):
+        return False  # decided once the whole function is read (type_locals)
+    return _asks(facts, call)
+
+
+def _literal_name(facts: Facts, node: ast.Name) -> bool:
+    """`getattr(x, "name")`, `getattr(x, "name", d)`, `hasattr` / `setattr` / `delattr` alike with a plain
+    attribute name: the same as writing `x.name`, which a body may."""
+    call = facts.call_of(node)
+    if call is None or node.id not in ("getattr", "hasattr", "setattr", "delattr") or call.keywords:
+        return False
+    if not 2 <= len(call.args) <= 3 or any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    name = call.args[1]
+    return (
+        isinstance(name, ast.Constant)
+        and isinstance(name.value, str)
+        and name.value.isidentifier()
+        and not dunder_word(name.value)
+        and not name.value.startswith("__")
+    )
+
+
+def form(facts: Facts, node: ast.Name) -> str:
+    p = facts.parent(node)
+    if isinstance(p, ast.Attribute) and p.value is node:
+        return "chain:" + dotted(facts.chain_top(node))
+    if node.id == "type" and _type_safe(facts, node):
+        return "type-safe"
+    if _literal_name(facts, node):
+        return "literal-name"
+    if isinstance(p, ast.Call) and p.func is node:
+        return "call"
+    return "value"
+
+
+def type_locals(f: Facts) -> None:
+    """`t = type(x)` where t is bound only so and every read of t only asks (see _asks): that `type` read
+    is harmless ("type-safe"), like `type(x) is int`."""
+    nodes = [n for u in f.units for p in u.parts for n in ast.walk(p) if isinstance(n, ast.Name)]
+    for k, (name, form, node, i) in enumerate(f.name_refs):
+        call = f.call_of(node)
+        p = f.parent(call) if call is not None else None
+        if name != "type" or form != "call" or not isinstance(p, ast.Assign) or len(call.args) != 1 or call.keywords:
+            continue
+        t = p.targets[0].id if len(p.targets) == 1 and isinstance(p.targets[0], ast.Name) else None
+        uses = [n for n in nodes if n.id == t]
+        stores_ok = all(
+            isinstance(f.parent(n), ast.Assign)
+            and isinstance(f.parent(n).value, ast.Call)
+            and isinstance(f.parent(n).value.func, ast.Name)
+            and f.parent(n).value.func.id == "type"
+            for n in uses
+            if not isinstance(n.ctx, ast.Load)
+        )
+        if t and t not in f.params and stores_ok and all(_asks(f, n) for n in uses if isinstance(n.ctx, ast.Load)):
+            f.name_refs[k] = (name, "type-safe", node, i)
+    f.reads = {}
+    for name, form, *_ in f.name_refs:
+        f.reads.setdefault(name, set()).add(form)

@@ -1,0 +1,122 @@
+"""Data-flow slices, for the patch check's gadget rule (graph_planner/patch_check.py).
+
+A slice is backward and flow-sensitive: the statements that may bind or change the names a gadget's
+inputs read (assignment, an attribute or item store, a method-call receiver, a call argument), those
+before it or in a loop around it, with the headers of their blocks, again for the names those read.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from graph_planner.patch_facts import Facts, Unit
+
+
+def _root(node: ast.AST) -> str | None:
+    """The name an attribute / subscript / call chain starts from (`x` in `x.a[1].b`)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call, ast.Starred)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def binds(parts: list[ast.AST]) -> set[str]:
+    """Names a statement may bind or change: assignment and loop targets, the base of an attribute or
+    item store, the receiver of a method call and every argument of a call (the callee may change it)."""
+    out = set()
+    for part in parts:
+        for n in ast.walk(part):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                out.add(n.id)
+            elif isinstance(n, (ast.Attribute, ast.Subscript)) and not isinstance(n.ctx, ast.Load):
+                out.add(_root(n.value))
+            elif isinstance(n, ast.Call):
+                if isinstance(n.func, ast.Attribute):
+                    out.add(_root(n.func.value))
+                out |= {_root(a) for a in [*n.args, *(k.value for k in n.keywords)]}
+            elif isinstance(n, ast.alias):
+                out.add((n.asname or n.name).split(".")[0])
+            elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                out |= set(n.names)
+    return out - {None}
+
+
+def names_outside(unit: Unit, inside: list[ast.AST]) -> set[str]:
+    """Names a unit mentions outside the given sub-expressions of it."""
+    skip, out, todo = {id(e) for e in inside}, set(), list(unit.parts)
+    while todo:
+        node = todo.pop()
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Name):
+            out.add(node.id)
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def horizon(facts: Facts, i: int, node: ast.AST | None = None) -> int:
+    """The units that may run before unit `i` (where `node` in it is evaluated) are those below the
+    returned index: the units before it, and all of any loop around it. Inside a nested def, a lambda
+    or a generator expression, which run later, any unit may."""
+    lazy = node is not None and _inside(facts, node, (ast.Lambda, ast.GeneratorExp), facts.units[i].parts)
+    if lazy or any(c in facts.defs for c in facts.units[i].enclosing):
+        return len(facts.units)
+    loops = [facts.ends[c] for c in facts.units[i].enclosing if facts.loops.get(c)]
+    return max([i, *(e + 1 for e in loops)])
+
+
+def _inside(facts: Facts, node: ast.AST, kinds: tuple, stop: list[ast.AST]) -> bool:
+    tops = {id(p) for p in stop}
+    while node is not None and id(node) not in tops:
+        if isinstance(node, kinds):
+            return True
+        node = facts.parent(node)
+    return False
+
+
+def slice_units(
+    facts: Facts, names: set[str], exclude: set[int], keep: set[str], limit: int | None = None
+) -> tuple[set[int], set[str]]:
+    """(units, names) of the backward data-flow slice of `names`: every unit below `limit` (see horizon;
+    None: anywhere) that may bind or change one of them, with the headers of the blocks around it (and
+    the whole of a `try`, `with` or nested def around it, and the jumps inside a loop around it: they
+    decide how far it ran), and again for every name those read (only names in `keep` spread: locals and
+    module state). Units in `exclude` (the gadget's own statement) neither join nor spread."""
+    end = len(facts.units) if limit is None else limit
+    units, names = set(), set(names)
+    while True:
+        grown = set(units) | {i for i, u in enumerate(facts.units[:end]) if u.binds & names}
+        for i in list(grown):
+            for c in facts.units[i].enclosing:
+                grown.add(facts.headers[c])
+                if c in facts.wholes:
+                    grown |= {
+                        j
+                        for j, u in enumerate(facts.units[:end])
+                        if c in u.enclosing and (u.jumps or not facts.loops.get(c))
+                    }
+        grown -= exclude
+        new_names = names | {n for i in grown for n in facts.units[i].reads if n in keep}
+        if grown == units and new_names == names:
+            return units, names
+        units, names = grown, new_names
+
+
+def input_slice(
+    facts: Facts, i: int, inputs: list[ast.AST] | None, keep: set[str], node: ast.AST | None = None
+) -> tuple[set[int], set[str], set[str]]:
+    """(units, names, mentions) of the backward slice of a gadget's inputs (None: the whole statement
+    escapes) at `node` in unit `i`. The gadget's own statement stays out unless the rest of it mentions a
+    name of the slice (it could bind or change an input before the call); `mentions` are the names and
+    attribute names of the slice and of the inputs themselves."""
+    exprs = list(facts.units[i].parts) if inputs is None else inputs
+    names = {n.id for e in exprs for n in ast.walk(e) if isinstance(n, ast.Name)}
+    limit = horizon(facts, i, node)
+    units, names = slice_units(facts, names, {i}, keep, limit)
+    if inputs is None or names_outside(facts.units[i], inputs) & names:
+        units, names = slice_units(facts, names | facts.units[i].reads, set(), keep, limit)
+    mentions = {m for j in units for m in facts.units[j].names | facts.units[j].attrs}
+    for e in exprs:
+        mentions |= {getattr(n, "id", None) or getattr(n, "attr", None) for n in ast.walk(e)} - {None}
+    return units, names, mentions
