@@ -14,33 +14,43 @@ What a patch may do
 2. Not add, inside a body, an import, `global`, `nonlocal`, class, def, lambda, `match`, `yield` or
    `await`; import statements and `global` / `nonlocal` names stay exactly as they were.
 3. Read, as a global or builtin (every scope in the function: comprehensions, lambdas, nested defs),
-   only: (a) names the file binds once, at top level, by a `def`, a `class` or a literal constant;
+   only: (a) names the file binds once, at top level, by a `def`, a `class`, a literal constant, or a
+   value that would itself pass these rules as new code (`PATTERN = re.compile("x")`: reading it gives
+   nothing the body could not compute); a builtin shadowed at module level is what the module binds;
    (b) safe builtins (`SAFE_BUILTINS`: no type, getattr, setattr, delattr, hasattr, vars, dir, globals,
    locals, object, eval, exec, compile, open, __import__, breakpoint, input, memoryview...); `type(x)`
-   only compared or asked for its `__name__`; (c) names the old function already read (an import alias:
-   in the same form); (d) names imported from modules outside `CAPABILITY_MODULES`, called (`f(x)`), or
-   as a value when the file already calls it (a module alias never as a bare value: `m = re` would let
-   `m.sys` through). Any dotted chain through an imported name (`os.path.join`, `re.compile`) must
-   appear in the unpatched file; through a capability module it must also be in `PURE_CHAINS` or have
-   been read by the old function. So `re.sys`, `collections._sys`, `enum.sys` are refused.
+   only asked about (compared, a lookup key, its name or text, isinstance's class argument, a local
+   only so used); (c) names the old function already read (an import alias: in the same form);
+   (d) names imported from modules outside `CAPABILITY_MODULES`, called (`f(x)`) or used as a class (a
+   module alias never as a bare value: `m = re` would let `m.sys` through). A dotted chain through an
+   imported name (`os.path.join`, `re.compile`) must appear in the unpatched file (through a capability
+   module: and be in `PURE_CHAINS` or read by the old function), or resolve on this interpreter, through
+   a module in `RESOLVABLE` and public names only, to a plain function, class or value. So `re.sys`,
+   `collections._sys`, `enum.sys` are refused.
 4. Use no dunder or introspection word the old function did not use: names, attributes, keyword names
    (`dict(__eq__=...)`), parameters, string constants containing `__` (`"__globals__"`, `"x.__class__"`,
    dict keys), format fields (`"{0.f_back}"`), literal module constants it reads. Benign: `__init__`,
    `__name__`, `__qualname__`, `__doc__`, and `x.__class__.__name__`.
-5. Call a file helper (a def or class of the file) newly only when it is pure: it would itself pass
-   rules 3-6 as new code, transitively through the helpers it reads (methods by name); worked out once
-   per file text. An impure helper may be kept where the old function read it.
-6. Call a gadget (`GADGET_BUILTINS`, `GADGET_ATTRS`: getattr, setattr, delattr, hasattr, vars, type,
-   eval, exec, compile, __import__; `.format` / `.format_map` on a non-literal, `operator.attrgetter` /
-   `methodcaller`, `functools.wraps` / `update_wrapper`, `string.Formatter`, class builders such as
-   `enum.Enum`, `abc.ABCMeta`, `dataclasses.make_dataclass`; impure helpers; module names whose binding
-   may hold one) only with literal arguments (no `__` or introspection word), or where every statement
-   that feeds its arguments (the data-flow slice over the function's names, with the whole loop / try /
-   with around it and the headers of the blocks around it) is unchanged from the old function and
-   mentions no function the patch changed, nor one that calls such a function. A computed dunder
-   (`"_" + "_globals__"`, `"%s" % ...`, f-strings, `.join`, `chr(95)`) can therefore reach no gadget.
-   The same holds for gadgets in unchanged functions and module code: none may take a value a changed
-   function computes.
+5. Read a file helper (a def, class or valued assignment of the file) newly only when it is pure: it
+   would itself pass rules 3-6 as new code, transitively through the helpers it reads (methods by name;
+   `getattr(x, "name")` with a plain literal counts as `x.name` there); worked out once per file text.
+   An impure helper may be kept where the old function read it.
+6. Give a computed value to a gadget only as the old function did. Gadgets: `GADGET_BUILTINS` (getattr,
+   setattr, delattr, hasattr, vars, type, eval, exec, compile, __import__), `GADGET_ATTRS` (`.format` /
+   `.format_map` on a computed template, `operator.attrgetter` / `methodcaller`, `functools.wraps` /
+   `update_wrapper`, `string.Formatter`'s methods, `import_module`, `typing.get_type_hints`, class
+   builders: `enum.Enum`, `abc.ABCMeta`, `dataclasses.make_dataclass`, a file class that is a metaclass
+   or an Enum without members), file helpers whose parameters reach one ("steering" parameters, a
+   fixpoint), module names whose binding may hold one. Only the inputs that name something count (the
+   name of getattr, a template, a steering argument). A gadget whose such inputs are literals (without
+   `__` or introspection words) is fine; otherwise the old function must have made the same call with
+   the same inputs, and every statement that feeds them (their backward, flow-sensitive data-flow slice:
+   statements before it or in a loop around it that may bind or change a name they read, with the
+   headers of their blocks and the whole of a `try` / `with` around them) must be the same, in the same
+   order, as in the old function, and call no changed function nor one whose result a changed function
+   decides. So a computed dunder (`"_" + "_globals__"`, `"%s" % ...`, f-strings, `.join`, `chr(95)`)
+   reaches no gadget. The same holds for gadgets in unchanged functions and module code: none may take
+   a value a changed function returns.
 
 What it cannot judge
 --------------------
