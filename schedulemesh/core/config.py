@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from schedulemesh.core.scheduling.strategy import disable_strategy, register_strategy, registered
+from schedulemesh.core.scheduling.strategy import disable_strategy, on_lookup, register_strategy, registered
 
 
 @dataclass(frozen=True)
@@ -103,3 +103,6 @@ def apply_scheduling_config() -> None:
 def reset_scheduling_config() -> None:
     """Clear the cache only (registered strategies stay registered)."""
     get_scheduling_config.cache_clear()
+
+
+on_lookup(apply_scheduling_config)  # the registry reads the configuration before answering

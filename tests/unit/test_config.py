@@ -6,6 +6,7 @@ import pytest
 
 from aflow_rl.config import AFlowConfig, load_aflow_config
 from graph_planner.config import load_repair_config
+from graph_planner.corpus.history_spec import load_history_config
 from graph_planner.corpus.spec import load_corpus_config
 from planact.config import ConfigError, RunConfig, flatten, load_config
 
@@ -38,6 +39,7 @@ def test_defaults_and_shipped_configs_validate():
         "repair-eval": load_repair_config,
         "repair-corpus": load_corpus_config,
         "repair-rl-corpus": load_corpus_config,
+        "repair-history": load_history_config,
     }
     for name in shipped:  # AFlow configs are AFlowConfig, repair-* the code-repair configs, the rest RunConfig
         load = next((f for prefix, f in loaders.items() if name.startswith(prefix)), load_config)

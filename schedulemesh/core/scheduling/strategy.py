@@ -96,11 +96,20 @@ BUILTIN: dict[str, type[SchedulingStrategy]] = {
 _registry: dict[str, Factory] = dict(BUILTIN)
 
 
-def _configured() -> None:
-    # The configuration file may add or disable strategies: apply it (read once, cached) before answering.
-    from schedulemesh.core.config import apply_scheduling_config
+# Called before the registry answers: the configuration module adds its loader here when it is imported
+# (schedulemesh.core imports it), so the registry needs no import of the configuration (no import cycle).
+_before_lookup: list[Callable[[], None]] = []
 
-    apply_scheduling_config()
+
+def on_lookup(hook: Callable[[], None]) -> None:
+    """Call `hook` before the registry answers (the configuration file may add or disable strategies)."""
+    if hook not in _before_lookup:
+        _before_lookup.append(hook)
+
+
+def _configured() -> None:
+    for hook in _before_lookup:
+        hook()
 
 
 def registered() -> list[str]:
