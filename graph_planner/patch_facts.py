@@ -84,7 +84,7 @@ class Facts:
         other: set[str] = set(self.declared) | self.params
         for u in self.units:
             if u.key.split(":")[0] in ("except", "FunctionDef", "AsyncFunctionDef", "ClassDef", "default"):
-                other |= u.names  # a handler's name, a nested def or class, a parameter
+                other |= u.names | u.binds  # a handler's name, a nested def or class, a parameter
             for part in u.parts:
                 for node in ast.walk(part):
                     p = self.parent(node)
@@ -194,7 +194,8 @@ class _Builder:
             self.decorators |= {id(d) for d in getattr(s, "decorator_list", [])}
             key = type(s).__name__ + ":" + extra + "|".join(ast.dump(p) for p in parts)
             self.f.kinds[type(s).__name__] += isinstance(s, COUNTED)
-            h = self.unit(key, parts, enclosing, {extra} if extra else set())
+            h = self.unit(key, parts, enclosing, set())
+            self.f.units[h].binds |= {extra} - {""}  # a nested def / class binds its name; it is no read of it
             self.f.headers[id(s)] = h
             if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.f.defs.add(id(s))

@@ -155,6 +155,14 @@ def module_bindings(tree: ast.Module) -> dict[str, list[Binding]]:
     out: dict[str, list[Binding]] = {}
     counted: set[int] = set()  # Name targets of plain assignments: bound with their value
     top = {id(s) for s in tree.body}
+    # what a loop target or an augmented assignment is made of: judged like an assigned value
+    sources: dict[int, ast.AST] = {}
+    for s in _module_walk(tree):
+        if isinstance(s, (ast.For, ast.AsyncFor, ast.AugAssign)):
+            value = s.iter if isinstance(s, (ast.For, ast.AsyncFor)) else ast.BinOp(s.target, s.op, s.value)
+            for t in ast.walk(s.target):
+                if isinstance(t, ast.Name):
+                    sources[id(t)] = ast.BinOp(ast.Name(t.id, ast.Load()), ast.Add(), value) if isinstance(s, ast.AugAssign) else value
     for s in _module_walk(tree):
         if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
@@ -170,7 +178,7 @@ def module_bindings(tree: ast.Module) -> dict[str, list[Binding]]:
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             bound += _import_bindings(node)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)) and id(node) not in counted:
-            bound.append((node.id, Binding("other")))
+            bound.append((node.id, Binding("other", sources.get(id(node)))))
         elif isinstance(node, ast.ExceptHandler) and node.name:
             bound.append((node.name, Binding("other")))
         elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
