@@ -20,6 +20,7 @@ inputs of every gadget in the file, so a screen only intersects sets.
 from __future__ import annotations
 
 import ast
+import builtins
 
 from graph_planner.patch_facts import (
     Facts,
@@ -32,7 +33,7 @@ from graph_planner.patch_facts import (
     module_facts,
     slice_units,
 )
-from graph_planner.patch_policy import DECORATORS, GADGET_ATTRS, Judge, file_uses, literal
+from graph_planner.patch_policy import CAPABILITY_MODULES, DECORATORS, GADGET_ATTRS, Judge, file_uses, literal
 from graph_planner.patch_scope import FUNCTIONS, function_scopes, module_bindings, outer_functions
 
 # A class whose base is one of these builds classes when called (a metaclass), or is an Enum whose
@@ -99,6 +100,12 @@ class FileRules:
     def __init__(self, tree: ast.Module, text: str):
         self.tree = tree
         self.bindings = module_bindings(tree)
+        self.star_capability = any(
+            isinstance(n, ast.ImportFrom)
+            and any(a.name == "*" for a in n.names)
+            and (n.level == 0 and (n.module or "").split(".")[0] in CAPABILITY_MODULES)
+            for n in ast.walk(tree)
+        )
         self.scopes, self.class_scopes = function_scopes(text)
         self.functions = outer_functions(tree)
         self.owner = _owners(tree)
@@ -143,10 +150,8 @@ class FileRules:
         if name in facts.smuggled:
             return "param", facts.smuggled[name]
         found = self.bindings.get(name)
-        if not found:
-            import builtins
-
-            return ("builtin", None) if hasattr(builtins, name) else ("unknown", None)
+        if not found:  # a builtin, unless a star import from a capability module may bind it (os.open)
+            return ("builtin", None) if hasattr(builtins, name) and not self.star_capability else ("unknown", None)
         if all(b.kind == "import" for b in found):
             return "alias", [b.origin for b in found]
         if len(found) == 1 and found[0].kind == "assign" and literal(found[0].node):

@@ -304,6 +304,8 @@ def test_only_names_the_file_defines_once_at_top_level_count_as_defined():
     assert "reads cond" in screen(base, base.replace("return 0", "return cond()"))[0]
     assert "OPEN" in screen(base, base.replace("return 0", "return OPEN('x')"))[0]
     assert "reads N" in screen(base, base.replace("return 0", "return N"))[0]
+    star = "from os import *\n" + SRC  # os.open is bound as open: no builtin is what it seems
+    assert "reads len" in screen(star, star.replace("return 0", "return len(w)"))[0]
     shadow = SRC + "\n\nlen = open\n"  # a builtin shadowed at module level is what the module binds
     assert "len" in screen(shadow, shadow.replace("return 0", "return len(w)"))[0]
 
