@@ -78,8 +78,9 @@ class Facts:
 
     @functools.cached_property
     def constants(self) -> dict[str, list[ast.AST]]:
-        """{local name: its values} of names whose every binding is a plain `name = <value>` (no parameter,
-        loop, with, except, import, walrus, augmented, unpacking or `global` binding of that name)."""
+        """{local name: its values} of names whose every binding is a plain `name = <value>` or a loop over a
+        tuple / list display (no parameter, other loop, with, except, import, walrus, augmented, unpacking
+        or `global` binding of that name)."""
         values: dict[str, list[ast.AST]] = {}
         other: set[str] = set(self.declared) | self.params
         for u in self.units:
@@ -89,8 +90,11 @@ class Facts:
                 for node in ast.walk(part):
                     p = self.parent(node)
                     if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                        loop = isinstance(p, (ast.For, ast.AsyncFor, ast.comprehension)) and p.target is node
                         if isinstance(p, ast.Assign) and p.targets == [node]:
                             values.setdefault(node.id, []).append(p.value)
+                        elif loop and isinstance(p.iter, (ast.Tuple, ast.List, ast.Set)):
+                            values.setdefault(node.id, []).extend(p.iter.elts)  # `for f in ("a", "b")`
                         else:
                             other.add(node.id)
                     elif isinstance(node, ast.arg):
