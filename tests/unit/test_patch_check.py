@@ -3,7 +3,11 @@ past it that an independent review found, each beside an honest repair that must
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -317,3 +321,24 @@ def test_changed_functions_names_each_patched_function_with_its_lines():
     moved = decorated.replace("return 0", "w = 0\n            return w")
     assert changed_functions(decorated, moved) == [("Box.area", (5, 9), (5, 10))]
     assert changed_functions(SRC, SRC.replace("return 0", "return 0  # same code")) == []
+
+
+def test_refusal_benchmark_tiny_mode_compares_with_the_previous_check(tmp_path):
+    """benchmarks/patch_check_refusals.py --tiny: the gold patches of mutants of two repository files,
+    screened by this check and by the previous one (read from git), with the refusals by category."""
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "benchmarks/patch_check_refusals.py", "--tiny", "--json", str(tmp_path / "r.json")],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    tiny = json.loads((tmp_path / "r.json").read_text())["tiny"]
+    assert tiny["mutants"] == 60 and 0 <= tiny["refused"] <= 60
+    assert sum(tiny["categories"].values()) >= tiny["refused"]  # every refusal has at least one reason
+    total = next(line for line in out.stdout.splitlines() if line.startswith("TOTAL")).split()
+    assert int(total[2]) == tiny["refused"] and total[3] == f"{100 * tiny['refused'] / 60:.1f}%"
+    if "no baseline column" not in out.stdout:  # git and the baseline commit are there
+        assert int(total[4]) == tiny["refused_baseline"] and len(total) == 6
