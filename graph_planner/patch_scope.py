@@ -159,10 +159,11 @@ def module_bindings(tree: ast.Module) -> dict[str, list[Binding]]:
     sources: dict[int, ast.AST] = {}
     for s in _module_walk(tree):
         if isinstance(s, (ast.For, ast.AsyncFor, ast.AugAssign)):
-            value = s.iter if isinstance(s, (ast.For, ast.AsyncFor)) else ast.BinOp(s.target, s.op, s.value)
             for t in ast.walk(s.target):
-                if isinstance(t, ast.Name):
-                    sources[id(t)] = ast.BinOp(ast.Name(t.id, ast.Load()), ast.Add(), value) if isinstance(s, ast.AugAssign) else value
+                if isinstance(t, ast.Name) and isinstance(s, ast.AugAssign):  # `x += v`: x + v
+                    sources[id(t)] = ast.BinOp(ast.Name(t.id, ast.Load()), ast.Add(), s.value)
+                elif isinstance(t, ast.Name):  # a loop target: an element of the iterable
+                    sources[id(t)] = s.iter
     for s in _module_walk(tree):
         if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
