@@ -34,10 +34,11 @@ from pathlib import Path
 from graph_planner.corpus.build import MUTANT_CPU_FLOOR_S, MUTANT_CPU_PER_TEST_S, _Slots, read_jsonl, write_jsonl
 from graph_planner.corpus.changelog import release_notes
 from graph_planner.corpus.fetch import DEFAULT_CACHE, FetchError, fetch_sdist, init_repo
+from graph_planner.corpus.history_diff import Change
 from graph_planner.corpus.history_spec import HISTORY_SPLIT, HistoryConfig, HistoryPair
 from graph_planner.corpus.history_tasks import PairBuild, Trial, classify, groups, prune, settings_hash, task_record
-from graph_planner.corpus.testrun import load_proof
-from graph_planner.corpus.validate import run_tests
+from graph_planner.corpus.testrun import Suite, load_proof
+from graph_planner.corpus.validate import Baseline, run_tests
 from graph_planner.tasks import from_record
 
 
@@ -141,7 +142,17 @@ def build_pair(
     return tasks, report
 
 
-def _try_all(state, candidates, fixable, base, check, suite, notes, entries, cfg) -> tuple[list[dict], list[dict]]:
+def _try_all(
+    state: PairBuild,
+    candidates: list[Change],
+    fixable: set[str],
+    base: Baseline,
+    check: Suite,
+    suite: Suite,
+    notes: tuple[str, str],
+    entries: list[dict],
+    cfg: HistoryConfig,
+) -> tuple[list[dict], list[dict]]:
     """Try every candidate alone, then groups for what no single change fixes; turn the kept ones into tasks
     whose gold patch passes Submit. Appends one report entry per trial to `entries`."""
     workers = cfg.workers or os.cpu_count() or 1

@@ -20,7 +20,7 @@ from graph_planner.corpus.build import (
 from graph_planner.corpus.fetch import fetch_sdist, git, sha256, unpack
 from graph_planner.corpus.history_diff import Change, ReleaseDiff, apply_changes, diff_releases
 from graph_planner.corpus.history_spec import HISTORY_SPLIT, HistoryConfig, HistoryPair, Release
-from graph_planner.corpus.history_tree import callers, compose, outcomes, release_tree, restore
+from graph_planner.corpus.history_tree import SuiteOutcomes, callers, compose, outcomes, release_tree, restore
 from graph_planner.corpus.mutate import unified_diff
 from graph_planner.corpus.testrun import Suite, load_proof
 from graph_planner.corpus.validate import Baseline, Verdict, problem_statement, run_tests, uncollectable
@@ -103,7 +103,7 @@ class PairBuild:
         self.base_dir = out / "src" / pair.key
         self.work = work
 
-    def baseline(self) -> tuple[Suite, object, set[str], dict]:
+    def baseline(self) -> tuple[Suite, SuiteOutcomes, set[str], dict]:
         """The base tree's suite on the older code: (suite, outcomes, tests the newer release passes, facts)."""
         tree = compose(self.old, self.new, self.base_dir)
         ignored: list[str] = []
