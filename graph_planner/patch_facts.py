@@ -33,7 +33,14 @@ from graph_planner.patch_forms import (  # noqa: F401 - the words are part of th
     string_words,
     type_locals,
 )
-from graph_planner.patch_slice import binds, horizon, input_slice, names_outside, slice_units  # noqa: F401
+from graph_planner.patch_slice import (  # noqa: F401 - re-exported for the policy
+    binds,
+    horizon,
+    input_slice,
+    loops_around,
+    names_outside,
+    slice_units,
+)
 
 
 @dataclass

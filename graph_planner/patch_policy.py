@@ -21,6 +21,7 @@ from graph_planner.patch_facts import (
     _Builder,
     free_names,
     horizon,
+    loops_around,
     names_outside,
     slice_units,
     string_words,
@@ -318,9 +319,11 @@ class Judge:
         keep = facts.locals | old.locals | unknown  # data flows through locals and module state
         limit_new = horizon(facts, i, node)
         limit_old = max(horizon(old, j) for j in seeds_old) if limit_new < len(facts.units) else len(old.units)
+        around_new = loops_around(facts, i)
+        around_old = set.intersection(*(loops_around(old, j) for j in seeds_old))
         while True:
-            new_units, new_names = slice_units(facts, names, {i}, keep, limit_new)
-            old_units, old_names = slice_units(old, names, seeds_old, keep, limit_old)
+            new_units, new_names = slice_units(facts, names, {i}, keep, limit_new, around_new)
+            old_units, old_names = slice_units(old, names, seeds_old, keep, limit_old, around_old)
             if new_names | old_names == names:
                 break
             names = new_names | old_names

@@ -66,6 +66,11 @@ def horizon(facts: Facts, i: int, node: ast.AST | None = None) -> int:
     return max([i, *(e + 1 for e in loops)])
 
 
+def loops_around(facts: Facts, i: int) -> set[int]:
+    """The loops around unit `i`."""
+    return {c for c in facts.units[i].enclosing if facts.loops.get(c)}
+
+
 def _inside(facts: Facts, node: ast.AST, kinds: tuple, stop: list[ast.AST]) -> bool:
     tops = {id(p) for p in stop}
     while node is not None and id(node) not in tops:
@@ -76,21 +81,27 @@ def _inside(facts: Facts, node: ast.AST, kinds: tuple, stop: list[ast.AST]) -> b
 
 
 def slice_units(
-    facts: Facts, names: set[str], exclude: set[int], keep: set[str], limit: int | None = None
+    facts: Facts,
+    names: set[str],
+    exclude: set[int],
+    keep: set[str],
+    limit: int | None = None,
+    around: set[int] = frozenset(),
 ) -> tuple[set[int], set[str]]:
     """(units, names) of the backward data-flow slice of `names`: every unit below `limit` (see horizon;
     None: anywhere) that may bind or change one of them, with the headers of the blocks around it (and
     the whole of a `try`, `with` or nested def around it, and the jumps inside a loop around it: they
     decide how far it ran), and again for every name those read (only names in `keep` spread: locals and
-    module state). Units in `exclude` (the gadget's own statement) neither join nor spread."""
+    module state). Units in `exclude` (the gadget's own statement) neither join nor spread. In a loop
+    `around` the gadget, jumps count only when a value is carried from one iteration to the next."""
     end = len(facts.units) if limit is None else limit
     units, names = set(), set(names)
     while True:
-        grown = set(units) | {i for i, u in enumerate(facts.units[:end]) if u.binds & names}
+        grown = set(units) | {i for i, u in enumerate(facts.units[:end]) if u.binds & names} - exclude
         for i in list(grown):
             for c in facts.units[i].enclosing:
                 grown.add(facts.headers[c])
-                if c in facts.wholes:
+                if c in facts.wholes and not (facts.loops.get(c) and c in around and not _carried(facts, c, grown)):
                     grown |= {
                         j
                         for j, u in enumerate(facts.units[:end])
@@ -103,6 +114,12 @@ def slice_units(
         units, names = grown, new_names
 
 
+def _carried(facts: Facts, loop: int, units: set[int]) -> bool:
+    """A unit of the slice in the loop reads what one at or after it binds: the previous iteration's."""
+    inside = sorted(j for j in units if loop in facts.units[j].enclosing)
+    return any(facts.units[u].reads & facts.units[v].binds for k, u in enumerate(inside) for v in inside[k:])
+
+
 def input_slice(
     facts: Facts, i: int, inputs: list[ast.AST] | None, keep: set[str], node: ast.AST | None = None
 ) -> tuple[set[int], set[str], set[str]]:
@@ -112,10 +129,10 @@ def input_slice(
     attribute names of the slice and of the inputs themselves."""
     exprs = list(facts.units[i].parts) if inputs is None else inputs
     names = {n.id for e in exprs for n in ast.walk(e) if isinstance(n, ast.Name)}
-    limit = horizon(facts, i, node)
-    units, names = slice_units(facts, names, {i}, keep, limit)
+    limit, around = horizon(facts, i, node), loops_around(facts, i)
+    units, names = slice_units(facts, names, {i}, keep, limit, around)
     if inputs is None or names_outside(facts.units[i], inputs) & names:
-        units, names = slice_units(facts, names | facts.units[i].reads, set(), keep, limit)
+        units, names = slice_units(facts, names | facts.units[i].reads, set(), keep, limit, around)
     mentions = {m for j in units for m in facts.units[j].names | facts.units[j].attrs}
     for e in exprs:
         mentions |= {getattr(n, "id", None) or getattr(n, "attr", None) for n in ast.walk(e)} - {None}

@@ -282,6 +282,31 @@ def test_unchanged_statements_reordered_are_a_changed_slice():
     assert screen(old, old.replace("None)", "0)")) == []  # the same slice: a fix beside it passes
 
 
+def test_a_jump_in_a_loop_counts_only_when_the_loop_carries_a_value_to_the_gadget():
+    """A kept getattr in a loop: a changed `continue` decides only whether it runs when every input is
+    made afresh each iteration; where a name accumulates across iterations it decides the value."""
+    fresh = textwrap.dedent("""
+        def pick(obj, names):
+            out = []
+            for name in names:
+                if not name:
+                    continue
+                out.append(getattr(obj, name, None))
+            return out
+        """).lstrip()
+    assert screen(fresh, fresh.replace("if not name:", "if name is None:")) == []
+    built = textwrap.dedent("""
+        def pick(obj, parts):
+            name = ""
+            for part in parts:
+                name = name + part
+                if len(name) > 9:
+                    break
+                yield getattr(obj, name, None)
+        """).lstrip()
+    assert "computed argument" in screen(built, built.replace("> 9", "> 1"))[0]
+
+
 def test_type_is_allowed_only_to_ask_about_a_value():
     """type(x) compared, used as a lookup key or asked for its name answers a question; type(cls) is
     type itself, which builds an always-equal class."""
