@@ -142,11 +142,12 @@ def literal(node: ast.AST | None) -> bool:
 
 
 def file_uses(nodes: list[ast.AST]) -> tuple[set[str], set[str]]:
-    """(every maximal dotted chain `a.b.c`, names called or used as a class: `f(...)`, isinstance's second
-    argument, an `except` clause) in code."""
+    """(every maximal dotted chain `a.b.c` and every attribute name as `.b`, names called or used as a
+    class: `f(...)`, isinstance's second argument, an `except` clause) in code."""
     chains, callables, inner = set(), set(), set()
     for n in (x for node in nodes for x in ast.walk(node)):  # a parent before its children
         if isinstance(n, ast.Attribute):
+            chains.add("." + n.attr)
             inner.add(id(n.value))
             if id(n) in inner:
                 continue
@@ -382,6 +383,12 @@ class Judge:
         dstrings = sorted((new.dstrings | new_d) - ((old.dstrings | old_d) if old else set()))
         if words or dstrings:
             reasons.append(f"reaches {', '.join(words + [repr(s) for s in dstrings])} (dunder or frame/code words)")
+        # a private attribute the file never mentions (`catch_warnings()._module`): stdlib objects keep
+        # modules there; the file's own are all mentioned somewhere in it
+        private = {a for u in new.units for a in u.attrs if a.startswith("_") and not a.startswith("__")}
+        private = sorted(private - {c[1:] for c in self.chains if c.startswith(".")} - (old.mentions if old else set()))
+        if private:
+            reasons.append(f"reaches {', '.join(private)} (private attributes the file never mentions)")
         kept = {ident for ident, *_ in self.sites(old)} if old else set()
         gadgets = set()
         for ident, node, i, need, checked in self.sites(new):

@@ -111,6 +111,7 @@ FILE = textwrap.dedent("""
     import os
     import re
     import string
+    import warnings
 
     SEP = "/"
 
@@ -193,6 +194,7 @@ ATTACKS = {
     "5 collections carries sys": "return collections._sys",
     "5 enum carries sys": "return enum.sys",
     "5 a module laundered into a local": "m = re\n        return m",
+    "5 a module kept in a stdlib object's private attribute": "return warnings.catch_warnings()._module.sys",
     "6 attrgetter with a computed dunder": "return operator.attrgetter('_' + '_glob' + 'als_' + '_')(label)",
     "6 Formatter.get_field": "return string.Formatter().get_field('0._' + '_glob' + 'als_' + '_', [label], {})",
     "7 format with a computed field": "return ('{0._' + '_cla' + 'ss_' + '_}').format(xs)",

@@ -41,6 +41,7 @@ FIXTURE = textwrap.dedent("""
     import string
     import sys
     import typing
+    import warnings
 
     SEP = "/"
     FIELD = "real"
@@ -175,6 +176,7 @@ def test_honest_bodies_in_the_fixture_are_accepted_and_run():
 # --- the grammar ---------------------------------------------------------------------------------------
 
 MODULES = [
+    "warnings",
     "collections",
     "enum",
     "functools",
@@ -252,6 +254,8 @@ ATTRS = [
     "Formatter",
     "get_field",
     "reduce",
+    "catch_warnings",
+    "_module",
     "wraps",
     "Enum",
     "codecs",
