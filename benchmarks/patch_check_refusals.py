@@ -168,14 +168,19 @@ def main(argv: list[str] | None = None) -> int:
         rows = [measure("planact (tiny)", files, None, old_screen, args.limit or 60)]
         results["tiny"] = report("tiny: two files of this repository", rows, old_screen is not None)
     else:
+        done: dict[tuple, dict] = {}  # a package both configs list is measured once
         with tempfile.TemporaryDirectory() as tmp:
             for path in args.config or CONFIGS:
                 cfg = load_corpus_config(ROOT / path)
                 rows = []
                 for spec in cfg.packages:
-                    files = package_files(spec, Path(args.cache), Path(tmp))
-                    rows.append(measure(spec.key, files, tuple(cfg.kinds), old_screen, args.limit))
-                    print(f"  {spec.key}: {rows[-1]['mutants']} mutants, {rows[-1]['seconds']} s", file=sys.stderr)
+                    key = (spec.key, tuple(cfg.kinds))
+                    if key not in done:
+                        files = package_files(spec, Path(args.cache), Path(tmp))
+                        done[key] = measure(spec.key, files, tuple(cfg.kinds), old_screen, args.limit)
+                        row = done[key]
+                        print(f"  {spec.key}: {row['mutants']} mutants, {row['seconds']} s", file=sys.stderr)
+                    rows.append(done[key])
                 results[path] = report(path, rows, old_screen is not None)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
