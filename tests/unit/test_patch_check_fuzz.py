@@ -305,8 +305,20 @@ def computed(name: str) -> st.SearchStrategy[str]:
     )
 
 
-heads = st.one_of(st.sampled_from(MODULES + BUILTIN_NAMES + HELPERS + ["x", "()", "''", "0", "[]", "(g for g in ())"]))
-args = st.sampled_from(["()", "('',)", "(x,)", "('A', (), {})", "(double,)", "(0,)", "(Box(),)"])
+# Real public attributes of the pure standard modules the fixture imports: chains the check may accept
+# without the file having used them (they resolve to plain functions, classes and values), so what their
+# objects carry is tried too. Modules whose calls change process-wide state (warnings, random) are left out.
+STDLIB = sorted(
+    f"{m}.{a}"
+    for m in ["collections", "enum", "functools", "itertools", "json", "math", "operator", "re", "string", "typing"]
+    for a in dir(__import__(m))
+    if not a.startswith("_") and a not in {"purge"}
+)
+heads = st.one_of(
+    st.sampled_from(MODULES + BUILTIN_NAMES + HELPERS + ["x", "()", "''", "0", "[]", "(g for g in ())"]),
+    st.sampled_from(STDLIB),
+)
+args = st.sampled_from(["()", "('',)", "(x,)", "('A', (), {})", "(double,)", "(0,)", "(Box(),)", "('x', 'y')"])
 suffix = st.one_of(
     st.sampled_from(ATTRS).map(lambda a: "." + a),
     args,
