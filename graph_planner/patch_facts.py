@@ -120,6 +120,7 @@ class Facts:
         return {n for u in self.units for n in u.names | u.attrs}
 
     def parent(self, node: ast.AST) -> ast.AST | None:
+        """The node `node` is a child of (within the units' statements)."""
         return self.parents.get(id(node))
 
     def chain_top(self, node: ast.AST) -> ast.AST:
@@ -165,6 +166,7 @@ class _Builder:
         self.decorators: set[int] = set()  # decorator references (`@curry`, `@x.setter`): fixed, applied once
 
     def unit(self, key: str, parts: list[ast.AST], enclosing: tuple[int, ...], names: set[str]) -> int:
+        """Add one unit (a statement, or a compound statement's header) and read its nodes."""
         f = self.f
         path = tuple(f.units[f.headers[c]].key for c in enclosing if c in f.headers)
         f.units.append(Unit(key, enclosing, set(names), parts=list(parts), binds=set(names), path=path))
@@ -197,6 +199,7 @@ class _Builder:
         return i
 
     def statements(self, stmts: list[ast.stmt], enclosing: tuple[int, ...], skip_defs: bool = False) -> None:
+        """Units of a list of statements, recursing into blocks (a nested def's body unless `skip_defs`)."""
         for s in stmts:
             parts, bodies, extra = _header(s)
             if not bodies and not isinstance(s, (ast.Match, ast.Try)) and s.__class__.__name__ != "TryStar":
@@ -232,6 +235,7 @@ class _Builder:
                 self.statements(case.body, (*inner, id(case)), skip_defs)
 
     def visit(self, node: ast.AST, i: int) -> None:
+        """Record what one node of unit `i` reads, mentions, binds and says."""
         f, u = self.f, self.f.units[i]
         if isinstance(node, COUNTED) and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             f.kinds[type(node).__name__] += 1

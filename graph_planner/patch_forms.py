@@ -55,6 +55,7 @@ def string_words(text: str) -> set[str]:
 
 
 def dotted(node: ast.AST) -> str:
+    """`a.b.c` for an attribute chain that starts from a name, else ""."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -133,6 +134,7 @@ def _literal_name(facts: Facts, node: ast.Name) -> bool:
 
 
 def form(facts: Facts, node: ast.Name) -> str:
+    """How a name is read: "chain:a.b.c", "type-safe", "literal-name", "call" or "value"."""
     p = facts.parent(node)
     if isinstance(p, ast.Attribute) and p.value is node:
         return "chain:" + dotted(facts.chain_top(node))

@@ -33,8 +33,8 @@ from graph_planner.patch_facts import (
     module_facts,
     slice_units,
 )
-from graph_planner.patch_policy import CAPABILITY_MODULES, DECORATORS, GADGET_ATTRS, Judge, file_uses, literal
-from graph_planner.patch_scope import FUNCTIONS, function_scopes, module_bindings, outer_functions
+from graph_planner.patch_policy import CAPABILITY_MODULES, DECORATORS, GADGET_ATTRS, Judge, literal
+from graph_planner.patch_scope import FUNCTIONS, file_uses, function_scopes, module_bindings, outer_functions
 
 # A class whose base is one of these builds classes when called (a metaclass), or is an Enum whose
 # functional API (`E("X", {...})`) builds one when it has no members of its own.

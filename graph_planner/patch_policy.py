@@ -14,6 +14,7 @@ import functools
 import importlib
 import re
 import types
+from collections.abc import Iterator
 
 from graph_planner.patch_facts import (
     INTROSPECTION,
@@ -141,32 +142,6 @@ def literal(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant)
 
 
-def file_uses(nodes: list[ast.AST]) -> tuple[set[str], set[str]]:
-    """(every maximal dotted chain `a.b.c` and every attribute name as `.b`, names called or used as a
-    class: `f(...)`, isinstance's second argument, an `except` clause) in code."""
-    chains, callables, inner = set(), set(), set()
-    for n in (x for node in nodes for x in ast.walk(node)):  # a parent before its children
-        if isinstance(n, ast.Attribute):
-            chains.add("." + n.attr)
-            inner.add(id(n.value))
-            if id(n) in inner:
-                continue
-            parts, x = [n.attr], n.value
-            while isinstance(x, ast.Attribute):
-                parts.append(x.attr)
-                x = x.value
-            if isinstance(x, ast.Name):
-                chains.add(".".join([x.id, *reversed(parts)]))
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
-            callables.add(n.func.id)
-            if n.func.id in ("isinstance", "issubclass") and len(n.args) == 2:
-                cls = n.args[1]
-                callables |= {e.id for e in [cls, *getattr(cls, "elts", [])] if isinstance(e, ast.Name)}
-        elif isinstance(n, ast.ExceptHandler) and n.type is not None:
-            callables |= {e.id for e in ast.walk(n.type) if isinstance(e, ast.Name)}
-    return chains, callables
-
-
 class Judge:
     """Judges Facts in one file (`rules`: a patch_helpers.FileRules); `chains` / `callables` are the
     unpatched file's, `tainted` the short names of functions whose results a changed function decides."""
@@ -207,7 +182,7 @@ class Judge:
             return not cap and all(o[2] for o in info) and name in self.callables
         return False
 
-    def sites(self, facts: Facts):
+    def sites(self, facts: Facts) -> Iterator[tuple[str, ast.AST, int, bool, bool]]:
         """(identity, node, unit, kept required, inputs checked) of every gadget or impure helper the code
         reads: a kept-required one only where the old function read it, a checked one only with vetted
         inputs or inputs from unchanged statements."""
@@ -262,6 +237,7 @@ class Judge:
         return args + ([receiver] if receiver is not None else [])
 
     def inputs_vetted(self, facts: Facts, old: Facts | None, ident: str, node: ast.AST) -> bool:
+        """Every input of the gadget at `node` is vetted (none when it escapes as a value)."""
         inputs = self.inputs(facts, ident, node)
         return inputs is not None and all(self.vetted(e, facts, old) for e in inputs)
 

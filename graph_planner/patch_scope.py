@@ -7,7 +7,8 @@
   library's `symtable`, so a name bound in a comprehension or lambda stays local to that scope only;
 * `module_bindings`: how each module-level name is bound (a top-level def or class, an assignment, an
   import, or anything else), so the check can tell a name the file defines once from one that is
-  "whatever it might be" at run time.
+  "whatever it might be" at run time;
+* `file_uses`: the dotted chains, attribute names and called names a file uses.
 """
 
 from __future__ import annotations
@@ -194,3 +195,29 @@ def module_bindings(tree: ast.Module) -> dict[str, list[Binding]]:
             for name in node.names:
                 out.setdefault(name, []).append(Binding("other"))
     return out
+
+
+def file_uses(nodes: list[ast.AST]) -> tuple[set[str], set[str]]:
+    """(every maximal dotted chain `a.b.c` and every attribute name as `.b`, names called or used as a
+    class: `f(...)`, isinstance's second argument, an `except` clause) in code."""
+    chains, callables, inner = set(), set(), set()
+    for n in (x for node in nodes for x in ast.walk(node)):  # a parent before its children
+        if isinstance(n, ast.Attribute):
+            chains.add("." + n.attr)
+            inner.add(id(n.value))
+            if id(n) in inner:
+                continue
+            parts, x = [n.attr], n.value
+            while isinstance(x, ast.Attribute):
+                parts.append(x.attr)
+                x = x.value
+            if isinstance(x, ast.Name):
+                chains.add(".".join([x.id, *reversed(parts)]))
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+            callables.add(n.func.id)
+            if n.func.id in ("isinstance", "issubclass") and len(n.args) == 2:
+                cls = n.args[1]
+                callables |= {e.id for e in [cls, *getattr(cls, "elts", [])] if isinstance(e, ast.Name)}
+        elif isinstance(n, ast.ExceptHandler) and n.type is not None:
+            callables |= {e.id for e in ast.walk(n.type) if isinstance(e, ast.Name)}
+    return chains, callables
