@@ -38,12 +38,31 @@ def _resolve(mod: str, is_pkg: bool, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
+def _type_only(node: ast.AST) -> bool:
+    """An `if TYPE_CHECKING:` block: its imports name types for annotations and never run."""
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    )
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node of `tree` outside `if TYPE_CHECKING:` blocks: a type-only import runs nothing, so it
+    makes no cycle (the patch check's fact, slice and form modules annotate with each other's types)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        todo.extend(child for child in ast.iter_child_nodes(node) if not _type_only(child))
+
+
 def graph() -> dict[str, set[str]]:
     """module -> the repository modules it imports (nearest existing module of each dotted name)."""
     files = {module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
     edges: dict[str, set[str]] = defaultdict(set)
     for mod, path in files.items():
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in _runtime_nodes(ast.parse(path.read_text(), str(path))):
             names = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
