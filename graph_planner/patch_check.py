@@ -66,6 +66,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+import threading
 
 from graph_planner.patch_facts import Facts, function_facts
 from graph_planner.patch_helpers import FileRules
@@ -121,6 +122,21 @@ def _span(fn: ast.AST) -> tuple[int, int]:
     return min([fn.lineno, *(d.lineno for d in fn.decorator_list)]), fn.end_lineno
 
 
+# CPython 3.11 keeps the AST constructor's recursion counter in shared state: two threads parsing at once
+# fail with "SystemError: AST constructor recursion depth mismatch" (judge slots call both functions below).
+PARSE_LOCK = threading.RLock()
+
+
+def _locked(fn):
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with PARSE_LOCK:
+            return fn(*args, **kwargs)
+
+    return run
+
+
+@_locked
 def changed_functions(before: str, after: str) -> list[tuple[str, tuple[int, int], tuple[int, int]]]:
     """(qualified name, (first, last) line in `before`, (first, last) line in `after`) of every outermost
     function whose body or defaults changed; meaningful for patches `screen` accepted."""
@@ -179,6 +195,7 @@ def _feeds_unchanged_gadget(rules: FileRules, changed: set[int], tainted: set[st
     return reasons
 
 
+@_locked
 def screen(before: str, after: str) -> list[str]:
     """Why a changed file is refused ([] when it is acceptable): see the module docstring."""
     raw = after.encode("utf-8")
