@@ -95,18 +95,23 @@ def slice_units(
     module state). Units in `exclude` (the gadget's own statement) neither join nor spread. In a loop
     `around` the gadget, jumps count only when a value is carried from one iteration to the next."""
     end = len(facts.units) if limit is None else limit
+    members, binders = _index(facts)
     units, names = set(), set(names)
     while True:
-        grown = set(units) | {i for i, u in enumerate(facts.units[:end]) if u.binds & names} - exclude
+        grown = set(units)
+        for n in names:
+            grown.update(j for j in binders.get(n, ()) if j < end)
+        grown -= exclude
+        expanded: set[int] = set()
         for i in list(grown):
             for c in facts.units[i].enclosing:
+                if c in expanded:
+                    continue
+                expanded.add(c)
                 grown.add(facts.headers[c])
-                if c in facts.wholes and not (facts.loops.get(c) and c in around and not _carried(facts, c, grown)):
-                    grown |= {
-                        j
-                        for j, u in enumerate(facts.units[:end])
-                        if c in u.enclosing and (u.jumps or not facts.loops.get(c))
-                    }
+                loop = facts.loops.get(c)
+                if c in facts.wholes and not (loop and c in around and not _carried(facts, members[c], grown)):
+                    grown.update(j for j in members[c] if j < end and (facts.units[j].jumps or not loop))
         grown -= exclude
         new_names = names | {n for i in grown for n in facts.units[i].reads if n in keep}
         if grown == units and new_names == names:
@@ -114,10 +119,28 @@ def slice_units(
         units, names = grown, new_names
 
 
-def _carried(facts: Facts, loop: int, units: set[int]) -> bool:
+def _index(facts: Facts) -> tuple[dict[int, list[int]], dict[str, list[int]]]:
+    """({compound statement id: the units inside it}, {name: the units that may bind it}), once per Facts."""
+    if facts.index is None:
+        members: dict[int, list[int]] = {}
+        binders: dict[str, list[int]] = {}
+        for j, u in enumerate(facts.units):
+            for c in u.enclosing:
+                members.setdefault(c, []).append(j)
+            for n in u.binds:
+                binders.setdefault(n, []).append(j)
+        facts.index = (members, binders)
+    return facts.index
+
+
+def _carried(facts: Facts, inside: list[int], units: set[int]) -> bool:
     """A unit of the slice in the loop reads what one at or after it binds: the previous iteration's."""
-    inside = sorted(j for j in units if loop in facts.units[j].enclosing)
-    return any(facts.units[u].reads & facts.units[v].binds for k, u in enumerate(inside) for v in inside[k:])
+    bound_after: set[str] = set()
+    for j in reversed([j for j in inside if j in units]):
+        bound_after |= facts.units[j].binds
+        if facts.units[j].reads & bound_after:
+            return True
+    return False
 
 
 def input_slice(
