@@ -69,6 +69,8 @@ def _asks(facts: Facts, target: ast.AST) -> bool:
     p = facts.parent(target)
     if isinstance(p, ast.Compare) or (isinstance(p, ast.Attribute) and p.attr in NAME_ATTRS):
         return True
+    if isinstance(p, (ast.Tuple, ast.List, ast.Set)) and isinstance(facts.parent(p), ast.Compare):
+        return True  # `x in (type(a), type(b))`
     if isinstance(p, ast.Subscript) and p.slice is target:
         return True  # a lookup key: `handlers[type(x)]` hashes and compares it, nothing else
     if isinstance(p, ast.Call) and isinstance(p.func, ast.Name) and p.func.id in ("str", "repr") and p.args == [target]:
@@ -109,7 +111,11 @@ def _type_safe(facts: Facts, node: ast.Name) -> bool:
         return _asks(facts, node)
     if len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
         return False
+    if isinstance(call.args[0], ast.Constant):
+        return True  # the type of a constant (type(None)) is never type itself
     p = facts.parent(call)
+    if isinstance(p, ast.Call) and p.func is call and not p.args and not p.keywords:
+        return True  # type(x)(): a fresh x-like value; when x is a class, type() with no arguments fails
     if isinstance(p, ast.Assign) and len(p.targets) == 1 and isinstance(p.targets[0], ast.Name):
         return False  # decided once the whole function is read (type_locals)
     return _asks(facts, call)

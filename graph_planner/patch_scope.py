@@ -159,6 +159,10 @@ def module_bindings(tree: ast.Module) -> dict[str, list[Binding]]:
     # what a loop target or an augmented assignment is made of: judged like an assigned value
     sources: dict[int, ast.AST] = {}
     for s in _module_walk(tree):
+        if isinstance(s, ast.Assign) and not all(isinstance(t, ast.Name) for t in s.targets):
+            for t in (t for target in s.targets for t in ast.walk(target)):
+                if isinstance(t, ast.Name):  # `A, B = range(2)`: each is made of the value
+                    sources[id(t)] = s.value
         if isinstance(s, (ast.For, ast.AsyncFor, ast.AugAssign)):
             for t in ast.walk(s.target):
                 if isinstance(t, ast.Name) and isinstance(s, ast.AugAssign):  # `x += v`: x + v

@@ -316,9 +316,11 @@ def test_type_is_allowed_only_to_ask_about_a_value():
         "return type(w) is int",
         "return {int: 1}.get(0, {}).get(type(w).__name__)",
         "return isinstance(w, type)",
+        "return type(w)()",  # a fresh value of w's type; when w is a class, type() fails
+        "return type(None) in (type(w),)",
     ]:
         assert screen(SRC, SRC.replace("return 0", ok)) == [], ok
-    for bad in ["return type(int)", "t = type(w)\n            return t", "return [type][0](w)"]:
+    for bad in ["return type(int)", "t = type(w)\n            return t", "return [type][0](w)", "return type(w)(h)"]:
         assert screen(SRC, SRC.replace("return 0", bad)), bad
 
 
