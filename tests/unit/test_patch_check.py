@@ -105,12 +105,14 @@ def test_the_patch_check_reads_the_text_python_executes():
 # commit 25d60dc), in a file that gives each a foothold: helpers that hand out globals, getattr or exec,
 # a Python-2 branch defining exec_, a method named open, imports of modules that carry sys.
 FILE = textwrap.dedent("""
+    import builtins
     import collections
     import enum
     import operator
     import os
     import re
     import string
+    import sys
     import warnings
 
     SEP = "/"
@@ -140,9 +142,15 @@ FILE = textwrap.dedent("""
         return getattr(obj, attr_name(x))
 
 
-    if False:
+    if sys.version_info[0] >= 3:  # six's pattern: the py3 branch binds the builtin, the py2 one a def
+        exec_ = getattr(builtins, "exec")
+    else:
         def exec_(code, globs=None):
-            pass
+            exec("exec code in globs")
+
+
+    def first(items):
+        return sorted(items, key=lambda item: item)[0]
 
 
     def label(x):
@@ -180,12 +188,11 @@ BODY = "return sum(xs)"  # the statement each attack replaces, in Store.total
 ATTACKS = {
     "1 comprehension rebinds exec": "[exec for exec in ()]\n        return exec('import os')",
     "1 comprehension rebinds __import__": "[__import__ for __import__ in ()]\n        return __import__('os')",
-    "1 lambda parameter named open": "(lambda open: open)(1)\n        return open('/proc/self/fd/3', 'w')",
     "1 comprehension rebinds getattr": "[getattr for getattr in ()]\n        return getattr(xs, 'real')",
     "2 type of a class is type": "return type(int)('A', (), {})()",
     "2 keyword dunder": "return dict(__eq__=xs)",
-    "2 dict-literal dunder key": "return dict(**{'__eq__': xs})",
-    "3 a py2 branch defines exec_": "return exec('xs')",
+    "2 dict-literal dunder key": "return dict(**{'__eq__': xs})",  # (the first check saw this string too)
+    "3 a py2 branch defines exec_": "return exec_('import os')",
     "3 a method named open": "return open('/proc/self/fd/3', 'w')",
     "4 helper returns globals": "return _globals_of(label)",
     "4 helper calls getattr": "return _lookup(label, 'x')",
@@ -200,8 +207,13 @@ ATTACKS = {
     "7 format with a computed field": "return ('{0._' + '_cla' + 'ss_' + '_}').format(xs)",
     "6 attrgetter with a chr-built dunder": "return operator.attrgetter(chr(95) * 2 + 'class' + chr(95) * 2)(xs)",
 }
-# Family 7 inside functions that already hold a gadget: the gadget stays, its input is computed anew.
+# Family 7 inside functions that already hold a gadget: the gadget stays, its input is computed anew; and
+# family 1 where the function already has a lambda (so no lambda is added): its parameter renamed open.
 KEPT_GADGET_ATTACKS = {
+    "1 a kept lambda's parameter named open": (
+        "return sorted(items, key=lambda item: item)[0]",
+        "sorted(items, key=lambda open: open)\n    return open('/proc/self/fd/3', 'w')",
+    ),
     "concatenation": (
         "return getattr(obj, name, default)",
         "return getattr(obj, '_' + '_glob' + 'als_' + '_', default)",
