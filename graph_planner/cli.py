@@ -5,6 +5,8 @@
   planact-repair corpus --history NAME OLD NEW --out DIR     one release pair of configs/repair-history.yaml
   planact-repair corpus --history --out DIR                  every pair of configs/repair-history.yaml
   planact-repair evaluate --agent rule --tasks corpus/ --split heldout [--budget-tests 6]
+  planact-repair evaluate --agent gold-free --tasks corpus/ --split heldout    the free-form positive control
+  planact-repair evaluate --agent free --engine hf --model planact:smollm2-135m-instruct --tasks corpus/
 `evaluate` prints the solve rate, mean test runs and seconds per task as its last line.
 """
 
@@ -93,12 +95,30 @@ def _corpus(args) -> int:
 
 
 def _engine(args):
-    if args.agent != "model":
+    if args.agent not in ("model", "free"):
         return None
-    from planact.engine_config import OpenAIConfig
-    from planact.engines.api import OpenAIEngine
+    if args.engine == "hf":
+        from planact.engines.hf import HFEngine
+        from planact.models import load_model
+        from planact.registry import resolve_model
 
+        model, tokenizer = load_model(resolve_model(args.model))
+        return HFEngine(model.eval(), tokenizer, max_batch=4)
+    from planact.engine_config import AnthropicConfig, OpenAIConfig
+    from planact.engines.api import AnthropicEngine, OpenAIEngine
+
+    if args.engine == "anthropic":
+        key = args.api_key_env or "ANTHROPIC_API_KEY"
+        return AnthropicEngine(AnthropicConfig(base_url=args.base_url, model=args.model, api_key_env=key))
     return OpenAIEngine(OpenAIConfig(base_url=args.base_url, model=args.model, api_key_env=args.api_key_env))
+
+
+def _evaluate_free(args, tasks) -> list[dict]:
+    """Free-form edits: one reply per task from the engine (free) or the scripted gold fix (gold-free)."""
+    from graph_planner.free_eval import engine_replies, evaluate_free, gold_replies
+
+    replier = gold_replies if args.agent == "gold-free" else engine_replies(_engine(args), args.max_new_tokens)
+    return evaluate_free(tasks, replier, args.workers, args.test_timeout_s, args.telemetry)
 
 
 def _evaluate(args) -> int:
@@ -109,7 +129,10 @@ def _evaluate(args) -> int:
     tasks = load_tasks(args.tasks, split=args.split, limit=args.limit)
     limits = EnvLimits(test_runs=args.budget_tests)
     t0 = time.monotonic()
-    results = evaluate_local(tasks, args.agent, args.workers, limits, args.telemetry, engine=_engine(args))
+    if args.agent in ("free", "gold-free"):
+        results = _evaluate_free(args, tasks)
+    else:
+        results = evaluate_local(tasks, args.agent, args.workers, limits, args.telemetry, engine=_engine(args))
     summary = summarize(results, time.monotonic() - t0)
     if args.json:
         Path(args.json).write_text(json.dumps({"summary": summary, "episodes": results}, indent=1))
@@ -117,7 +140,8 @@ def _evaluate(args) -> int:
         print(f"  {row['package']}: {row['solved']}/{row['tasks']}")
     print(
         f"solve rate {summary['solve_rate']:.3f} ({summary['solved']}/{summary['tasks']}), "
-        f"mean test runs {summary['mean_test_runs']:.2f}, seconds per task {summary['mean_seconds']:.2f}"
+        f"mean test runs {summary['mean_test_runs']:.2f}, seconds per task {summary['mean_seconds']:.2f}, "
+        f"malformed {summary['malformed']}, refused {summary['refused']}, wall {summary['wall_s']} s"
     )
     return 0
 
@@ -145,7 +169,14 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--cache", default=str(DEFAULT_CACHE), help="sdist cache folder")
     c.add_argument("--max-tried", type=int, default=0, help="mutants validated per package (0 = config's)")
     e = sub.add_parser("evaluate", help="run an agent on tasks")
-    e.add_argument("--agent", default="rule", choices=["rule", "model"])
+    e.add_argument(
+        "--agent",
+        default="rule",
+        choices=["rule", "model", "free", "gold-free"],
+        help="rule; model (JSON actions from --engine); free (--engine writes the corrected function, the "
+        "task's own function given: docs/code-repair.md 'Free-form edits'); gold-free (the scripted gold "
+        "fix in that format: the positive control)",
+    )
     e.add_argument("--tasks", required=True, help="corpus folder or JSONL file")
     e.add_argument("--split", choices=TASK_SPLITS, help="corpus split (default: all)")
     e.add_argument("--limit", type=int, default=0, help="first N tasks only")
@@ -153,8 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--workers", type=int, default=1, help="parallel sandbox slots")
     e.add_argument("--telemetry", help="folder for per-step JSONL")
     e.add_argument("--json", help="write the summary and episodes here")
-    e.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="model agent: OpenAI-compatible endpoint")
-    e.add_argument("--model", default="default", help="model agent: model name")
+    e.add_argument("--engine", default="openai", choices=["openai", "anthropic", "hf"], help="model / free agent")
+    e.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="model / free agent: API endpoint")
+    e.add_argument("--model", default="default", help="model / free agent: model name (hf: folder or planact:<name>)")
+    e.add_argument("--max-new-tokens", type=int, default=1024, help="free agent: reply length limit")
+    e.add_argument("--test-timeout-s", type=float, default=30.0, help="free agents: CPU seconds per test run")
     e.add_argument("--api-key-env", default="", help="model agent: variable holding the key ('' = none)")
     args = ap.parse_args(argv)
     return _corpus(args) if args.cmd == "corpus" else _evaluate(args)

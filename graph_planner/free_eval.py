@@ -1,0 +1,95 @@
+"""Evaluating a free-form patch model on corpus tasks (`planact-repair evaluate --agent free | gold-free`).
+
+The patch model alone: each task's target is the function its bug sits in (the localisation is given,
+so the figure is the patch model's), the prompt is graph_planner.free_edit.free_prompt, one reply per
+task. Replies are parsed (free_edit.parse_reply) and the edits judged in Submit mode by the same sandbox
+path every candidate edit takes (graph_planner.team.sandbox.Sandbox.judge: the patch check, then the
+guarded FAIL_TO_PASS run and, when those pass, FAIL_TO_PASS + PASS_TO_PASS). Malformed replies and
+refused edits score 0 and are counted.
+
+`gold-free` is the positive control: a scripted "model" that replies with each task's gold fix of its
+function in the format. It scores 1 wherever the format can express the gold fix, which says the
+prompt -> reply -> parse -> edit -> check -> verdict path loses nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from graph_planner.free_edit import free_prompt, gold_reply, parse_reply, target_name, task_target
+from graph_planner.tasks import RepairTask
+from graph_planner.team.sandbox import Sandbox
+
+Replier = Callable[[list[RepairTask], list[str]], list[str]]
+"""(tasks, prompts) -> one reply per task."""
+
+
+def gold_replies(tasks: list[RepairTask], prompts: list[str]) -> list[str]:
+    """The scripted gold model: each task's gold fix of its function, in the format ('' when none)."""
+    return [gold_reply(t) or "" for t in tasks]
+
+
+def engine_replies(engine, max_new_tokens: int = 1024, temperature: float = 0.0) -> Replier:
+    """A planact engine (hf, openai, anthropic, sglang) as the patch model: one reply per prompt."""
+    from planact.engines.base import SamplingParams
+
+    params = SamplingParams(temperature=temperature, max_new_tokens=max_new_tokens, n=1, seed=0)
+
+    def replies(tasks: list[RepairTask], prompts: list[str]) -> list[str]:
+        return [group[0].text if group else "" for group in engine.generate(prompts, params)]
+
+    return replies
+
+
+def evaluate_free(
+    tasks: list[RepairTask],
+    replier: Replier,
+    workers: int = 1,
+    test_timeout_s: float = 30.0,
+    telemetry_dir: str | Path | None = None,
+) -> list[dict]:
+    """One reply per task, judged in Submit mode; per-task results in the shape `evaluate.summarize` reads."""
+    t0 = time.monotonic()
+    targets = [task_target(t) for t in tasks]
+    prompts = [free_prompt(tg[0], tg[1], t.problem_statement) if tg else "" for t, tg in zip(tasks, targets)]
+    asked = [i for i, tg in enumerate(targets) if tg]
+    got = replier([tasks[i] for i in asked], [prompts[i] for i in asked]) if asked else []
+    replies = dict(zip(asked, got))
+    parsed = {
+        i: parse_reply(replies[i], tasks[i].meta["file"], targets[i][1], target_name(targets[i][0])) for i in asked
+    }
+    jobs = [i for i in asked if parsed[i].edit is not None]
+    box = Sandbox(workers, None, test_timeout_s, telemetry_dir)
+    try:
+        verdicts = dict(zip(jobs, box.judge_many([(tasks[i], parsed[i].edit) for i in jobs], "eval")))
+    finally:
+        box.close()
+    out = []
+    for i, task in enumerate(tasks):
+        v = verdicts.get(i, {})
+        error = "" if i in verdicts else parsed[i].error if i in parsed else "the task names no function of its file"
+        out.append(
+            {
+                "instance_id": task.instance_id,
+                "resolved": bool(v.get("resolved")),
+                "steps": 1,
+                "test_runs": v.get("runs", 0),
+                "seconds": 0.0,  # filled below: the judging is batched
+                "malformed": int(i not in verdicts),
+                "refused": int(bool(v.get("refused"))),
+                "patch_errors": 0,
+                "tampering": v.get("tampering", 0),
+                "error": (v.get("error") or error)[:300],
+                "package": task.repo,
+                "mutation": task.meta.get("mutation", ""),
+                "difficulty": task.meta.get("difficulty", ""),
+                "split": task.meta.get("split", ""),
+                "fallbacks": 0,
+            }
+        )
+    per_task = (time.monotonic() - t0) / max(1, len(tasks))
+    for r in out:
+        r["seconds"] = round(per_task, 2)
+    return out
