@@ -15,6 +15,7 @@ from planact.config import RLConfig, WarmStartConfig
 from planact.rl.data_parallel import DataParallel
 from planact.rl.grpo import grpo_loss
 from planact.rl.logprobs import make_batch, token_logprobs
+from planact.rl.sampler_gap import GapMeter, check_stale, previous_version
 
 # What grpo_loss reports per step (kl only with a reference model; entropy always here).
 STEP_STATS = ("clip_frac", "entropy", "kl", "loss", "pg_loss")
@@ -53,6 +54,10 @@ class RoleTrainer:
         self.forward_model = torch.compile(model) if rl.compile else model
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, _warmup_lambda(rl.warmup_steps))
         self.steps = 0
+        # The sampler/trainer logprob check (planact.rl.sampler_gap): the adapters of the version before this
+        # one (what stale samples claim), and the meter the first minibatch's forward adds fresh samples to.
+        self._previous: dict | None = None
+        self._gap: GapMeter | None = None
 
     def like(self, model: torch.nn.Module) -> RoleTrainer:
         """A fresh trainer with this one's settings over another model (a sharded replica)."""
@@ -60,6 +65,7 @@ class RoleTrainer:
 
     def snapshot_reference(self) -> None:
         """Freeze the current weights as the KL reference (after the warm start, or at RL's first step without one)."""
+        self._previous = None  # the warm start changed the weights: no version before them to check against
         if self.rl.kl_coef > 0 and lora.is_lora(self.model):
             self.ref_is_base = True  # the issue's choice: the base model, not the adapter's warm start
         elif self.rl.kl_coef > 0:
@@ -95,6 +101,10 @@ class RoleTrainer:
             "frac_zero_adv": 1.0 - len(used) / max(1, len(samples)),
             **staleness_stats(samples),
         }
+        # These weights are the version the next round's stale samples will claim (the worker publishes one
+        # version per step, a skipped one included): keep them before this step changes them.
+        previous, self._previous = self._previous, previous_version(self.model)
+        gap = GapMeter()
         if not used:
             return {
                 **metrics,
@@ -110,13 +120,15 @@ class RoleTrainer:
             }
         used, stale_stats = self._with_proximal(used)
         metrics.update(stale_stats)
+        check_stale(self, used, previous, gap)
         random.Random(self.steps).shuffle(used)
         n_mb = min(rl.num_minibatches, len(used))
         chunks = [used[i::n_mb] for i in range(n_mb)]
         agg: dict[str, float] = {}
         n_tokens = 0
         self.model.train()
-        for chunk in chunks:
+        for i_chunk, chunk in enumerate(chunks):
+            self._gap = gap if i_chunk == 0 else None  # before the first optimizer step: the claimed weights
             # The chunk's token mean, however the chunk is split: each part weighs by its share of tokens.
             chunk_tokens = max(1, sum(len(s["token_ids"]) for s in chunk))
             mine = dp.share(chunk) if dp is not None else chunk
@@ -146,9 +158,10 @@ class RoleTrainer:
             n_tokens += sum(len(s["token_ids"]) for s in mine)
             for k, v in stats.items():
                 agg[k] = agg.get(k, 0.0) + v / len(chunks)
+        self._gap = None
         agg.setdefault("kl", 0.0)
         dt = time.perf_counter() - t0
-        return {**metrics, **agg, "tokens_per_s": n_tokens / dt, "train_time_s": dt, "skipped": 0.0}
+        return {**metrics, **gap.metrics(), **agg, "tokens_per_s": n_tokens / dt, "train_time_s": dt, "skipped": 0.0}
 
     @torch.no_grad()
     def _with_proximal(self, samples: list[dict]) -> tuple[list[dict], dict[str, float]]:
@@ -251,6 +264,10 @@ class RoleTrainer:
         old, adv = old.to(device), adv.to(device)
         behav_w = behav_w.to(device) if behav_w is not None else None
         logp, ent = token_logprobs(self.forward_model, batch, self.temperature, with_entropy=True)
+        if self._gap is not None:  # fresh samples: the engine's logprobs against this very forward's
+            for (row, start), s in zip(starts, chunk):
+                if "prox_logprobs" not in s:
+                    self._gap.add(logp[row, start : start + len(s["logprobs"])], torch.tensor(s["logprobs"]))
         ref_lp = None
         if self.ref_model is not None:
             with torch.no_grad():
@@ -290,6 +307,7 @@ class RoleTrainer:
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.steps = state["steps"]
+        self._previous = None  # restored weights: the version before them is not held
         self.ref_is_base = bool(state.get("ref_is_base", False))
         if state.get("ref_model") is not None:
             self.ref_model = copy.deepcopy(self.model).eval()

@@ -1,0 +1,99 @@
+"""Do the weights that sampled a round equal the ones it claims? The sampler/trainer logprob gap.
+
+Every sample carries the engine's logprob of each token it drew and the weight version it drew them with
+(`staleness` versions behind the trainer). With weight sync working, the trainer's logprobs under that
+version equal the engine's to float rounding; an adapter that never reached the engine (verl #7495) shows
+here as a gap that grows with every update, instead of passing for staleness for months.
+
+Where it is measured, so that it costs (almost) nothing:
+  fresh samples (staleness 0): in the training pass's first minibatch, before the optimizer steps, when the
+    trainer's weights are the version they claim (the forward the loss needs anyway);
+  stale samples (pipelined rounds, staleness 1): in the proximal pass, under the version before the
+    trainer's. A LoRA role keeps that version's adapters (a few MB on the CPU) and scores at most
+    STALE_CHECK_SAMPLES stale samples under them (one bounded extra forward); a full-weight role keeps no
+    second copy of its model and reports no gap for stale samples.
+Tolerance and measured gaps: docs/engines.md ("Weights that reach the sampler").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from planact import lora
+
+if TYPE_CHECKING:
+    import torch
+
+# Stale samples a LoRA role scores under the previous version each round: ~1,000 tokens are enough to tell a
+# float-rounding gap (1e-6) from a missing update (1e-2 and more), at a fraction of the round's training cost.
+STALE_CHECK_SAMPLES = 8
+# The gap a correct sync stays under on fp32 (measured 1e-7..1e-6 on the CPU; docs/engines.md). bf16 autocast
+# (rl.precision) or a different attention kernel between engine and trainer widen it legitimately.
+TOLERANCE = 1e-4
+
+
+class GapMeter:
+    """Accumulates |trainer logprob - engine logprob| over response tokens: mean and max."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.tokens = 0
+        self.max = 0.0
+
+    def add(self, trainer_lp: torch.Tensor, sampler_lp: torch.Tensor) -> None:
+        """One sample's response tokens: the trainer's logprobs and the engine's (same length)."""
+        if trainer_lp.numel() == 0:
+            return
+        diff = (trainer_lp.detach().float().cpu() - sampler_lp.float().cpu()).abs()
+        self.total += float(diff.sum())
+        self.tokens += diff.numel()
+        self.max = max(self.max, float(diff.max()))
+
+    def metrics(self) -> dict[str, float]:
+        """The round's figures (none when no token was checked): logged as `<role>/sampler_trainer_logprob_gap`."""
+        if not self.tokens:
+            return {}
+        return {
+            "sampler_trainer_logprob_gap": self.total / self.tokens,
+            "sampler_trainer_logprob_gap_max": self.max,
+            "sampler_check_tokens": float(self.tokens),
+        }
+
+
+def previous_version(model: torch.nn.Module) -> dict | None:
+    """What the next round's stale samples are checked against: a LoRA model's adapters now (a copy)."""
+    return _copy(lora.adapter_state(model)) if lora.is_lora(model) else None
+
+
+def _copy(state: dict) -> dict:
+    # adapter_state() of a model on the CPU returns views of the live parameters (.cpu() does not copy there):
+    # without a copy the "previous" version would follow every optimizer step.
+    return {k: v.clone() for k, v in state.items()}
+
+
+def check_stale(trainer, rows: list[dict], previous: dict | None, meter: GapMeter) -> None:
+    """Score up to STALE_CHECK_SAMPLES stale rows under the `previous` adapters and add their gap to `meter`.
+
+    The current adapters are put back whatever happens: the optimizer holds the same tensors, copied in place."""
+    import torch
+
+    from planact.rl.logprobs import token_logprobs
+
+    rows = [r for r in rows if r.get("staleness", 0) == 1][:STALE_CHECK_SAMPLES]
+    if previous is None or not rows or not lora.is_lora(trainer.model):
+        return
+    model = trainer.model
+    current = _copy(lora.adapter_state(model))
+    was_training = model.training
+    model.eval()
+    try:
+        lora.load_adapter_state(model, previous)
+        batch, starts = trainer._batch(rows, "cpu")
+        with torch.no_grad():
+            lp, _ = token_logprobs(model, batch, trainer.temperature)
+    finally:
+        lora.load_adapter_state(model, current)
+        model.train(was_training)
+    lp = lp.cpu()
+    for (row, col), s in zip(starts, rows):
+        meter.add(lp[row, col : col + len(s["token_ids"])], torch.tensor(s["logprobs"]))

@@ -1,0 +1,88 @@
+"""Weights that really reach the sampler: each round's engine logprobs equal the trainer's under the weight
+version the round claims (staleness 0: the trainer's; staleness 1: the one before), and an adapter that was
+never pushed to the sampler (verl #7495) makes the logged gap exceed the tolerance."""
+
+from pathlib import Path
+
+import pytest
+
+from planact.config import load_config
+from planact.rl.sampler_gap import TOLERANCE
+
+SMOKE = Path(__file__).resolve().parents[2] / "configs" / "smoke.yaml"
+ROUNDS = 4
+
+
+def _samples(worker, round_idx: int) -> list[dict]:
+    """A round of the sampler's completions, as the scorer hands them to training (engine logprobs + version)."""
+    groups = worker.generate(["sort the digits =", "reverse 123 ="], n=4, seed=100 + round_idx)
+    return [
+        {
+            "prompt_ids": c.prompt_ids,
+            "token_ids": c.token_ids,
+            "logprobs": c.logprobs,
+            "advantage": 1.0 if j % 2 == 0 else -1.0,
+            "weight_version": c.weight_version,
+        }
+        for group in groups
+        for j, c in enumerate(group)
+    ]
+
+
+def _run(tmp_path, staleness: int, broken: bool) -> list[dict]:
+    """ROUNDS rounds of a LoRA role whose engine is a separate replica (the pipelined layout), as flows.rounds
+    orders them: staleness 0 syncs before the next generation, staleness 1 after it. Returns each round's metrics."""
+    from planact.workers import RoleWorker
+
+    cfg = load_config(
+        SMOKE,
+        [
+            f"checkpoint.root={tmp_path}",
+            "planner.lora.enabled=true",
+            "planner.lora.rank=4",
+            "planner.rl.lr=0.01",
+            "planner.rl.warmup_steps=0",
+            "planner.rl.num_minibatches=2",
+        ],
+    )
+    trainer = RoleWorker(cfg, "planner", 0, with_trainer=True)
+    sampler = RoleWorker(cfg, "planner", 1, with_trainer=False)
+
+    def sync() -> None:
+        weights, version = trainer.get_weights()
+        if broken:  # the bug: the version moves on, the adapter never reaches the sampler's model
+            sampler.engine.update_weights(None, version)
+        else:
+            sampler.update_weights(weights, version)
+
+    out, pending = [], _samples(sampler, 0)
+    for r in range(1, ROUNDS + 1):
+        out.append(trainer.train(pending))
+        if staleness == 0:
+            sync()
+            pending = _samples(sampler, r)
+        else:  # round r+1 generates while round r trains; round r's weights arrive after that generation
+            pending = _samples(sampler, r)
+            sync()
+    return out
+
+
+@pytest.mark.parametrize("staleness", [0, 1])
+def test_every_round_samples_with_the_weights_it_claims(tmp_path, staleness):
+    rounds = _run(tmp_path, staleness, broken=False)
+    assert [m["staleness_max"] for m in rounds] == [0.0] + [float(staleness)] * (ROUNDS - 1)
+    for r, m in enumerate(rounds, 1):
+        assert m["sampler_check_tokens"] >= 20, f"round {r}: too few tokens checked"
+        assert m["sampler_trainer_logprob_gap"] < TOLERANCE, f"round {r}: gap {m['sampler_trainer_logprob_gap']}"
+        assert m["sampler_trainer_logprob_gap_max"] < 10 * TOLERANCE
+
+
+@pytest.mark.parametrize("staleness", [0, 1])
+def test_an_adapter_never_pushed_to_the_sampler_shows_as_a_gap(tmp_path, staleness):
+    rounds = _run(tmp_path, staleness, broken=True)
+    gaps = [m["sampler_trainer_logprob_gap"] for m in rounds]
+    # Until the first trained adapter should have reached the sampler, nothing is missing; from then on
+    # (round 2 synchronous, round 3 pipelined) every round's gap is far over the tolerance.
+    first_wrong = 2 + staleness
+    assert all(g < TOLERANCE for g in gaps[: first_wrong - 1]), gaps
+    assert all(g > 100 * TOLERANCE for g in gaps[first_wrong - 1 :]), gaps
