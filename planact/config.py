@@ -258,12 +258,16 @@ class RunConfig(_Strict):
 
     @model_validator(mode="after")
     def _repair_roles(self) -> RunConfig:
-        if self.env.kind == "repair" and self.env.repair.decoding == "candidates":
-            for role in ("planner", "actor"):
+        if self.env.kind == "repair":
+            # The planner chooses among the offered functions in both modes; in 'free' the actor writes its
+            # edit, so any engine may serve it.
+            free = self.env.repair.decoding == "free"
+            for role in ("planner",) if free else ("planner", "actor"):
                 if getattr(self, role).engine != "hf":
                     raise ValueError(
-                        f"env.repair.decoding 'candidates' scores candidate sets in-process: "
-                        f"{role}.engine must be 'hf' (real served models use decoding: free)"
+                        f"env.repair.decoding {self.env.repair.decoding!r} scores the {role}'s candidate sets "
+                        f"in-process: {role}.engine must be 'hf'"
+                        + ("" if free else " (a served patch model needs decoding: free)")
                     )
         return self
 

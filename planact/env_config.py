@@ -92,8 +92,9 @@ class RepairEnvConfig(_Strict):
     decoding: Literal["candidates", "free"] = Field(
         "candidates",
         description="'candidates': both roles choose among the options the environment enumerates, sampled from the "
-        "model's own distribution over them (tiny models); 'free': the models write actions and unified "
-        "diffs (real models; not built yet).",
+        "model's own distribution over them (tiny models); 'free': the planner still chooses the target "
+        "function, the patch model writes the whole corrected function in one fenced python block "
+        "(graph_planner.free_edit; any engine; malformed and refused replies score 0 and are counted).",
     )
     teacher: Literal["top", "traced_edit"] = Field(
         "top",

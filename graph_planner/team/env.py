@@ -3,9 +3,10 @@
 Planner (multi-turn, GiGPO): each of its G episodes per task reads up to `planner_reads` of the offered
 functions and ends with a Repair plan naming its target; every turn is one sample whose observation
 is the anchor state. Actor (GRPO): K edits per plan, chosen among the target's candidate edits from
-the model's own distribution. Reward: the edit's FAIL_TO_PASS run in the sandbox (1 = all pass); the
-planner's episode earns the mean outcome of its plan's edits. Nothing a model outputs can raise: an
-empty candidate set scores 0 and is counted.
+the model's own distribution (decoding 'candidates'), or written as the whole corrected function
+(decoding 'free', graph_planner.team.free). Reward: the edit's FAIL_TO_PASS run in the sandbox (1 = all
+pass); the planner's episode earns the mean outcome of its plan's edits. Nothing a model outputs can
+raise: an empty candidate set or a malformed reply scores 0 and is counted.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ import torch
 
 from graph_planner.corpus.fetch import git
 from graph_planner.patching import PatchError, apply_diff
-from graph_planner.team import file_prompts, prompts
+from graph_planner.team import file_prompts, free, prompts
 from graph_planner.team.context import load_contexts, unseen_function
 from graph_planner.team.evaluate import evaluate_team
 from graph_planner.team.sandbox import Sandbox
+from planact.progress import ProgressFn
 from planact.rl.gigpo import gigpo_advantages
 from planact.rl.grpo import group_advantages
 from planact.rollout import RoundResult, sample_record
@@ -30,10 +32,25 @@ from planact.rollout import RoundResult, sample_record
 SPLITS = ("train", "unseen_functions", "unseen_packages", "unseen_2025")
 
 
-@lru_cache(maxsize=4)
-def _corpus(corpus: str, frac: float, nodes: int, kinds: tuple[str, ...], max_chars: int, workers: int, coverage: bool):
-    # One load per process: every task of a round builds the env anew.
-    return load_contexts(corpus, frac, nodes, list(kinds), max_chars, workers, coverage)
+_CONTEXTS: dict[tuple, tuple] = {}
+
+
+def _corpus(
+    corpus: str,
+    frac: float,
+    nodes: int,
+    kinds: tuple[str, ...],
+    max_chars: int,
+    workers: int,
+    coverage: bool,
+    progress: ProgressFn | None = None,
+):
+    # One load per process: every task of a round builds the env anew. (A dict, not lru_cache: the progress
+    # callback is no part of the key.)
+    key = (corpus, frac, nodes, kinds, max_chars, workers, coverage)
+    if key not in _CONTEXTS:
+        _CONTEXTS[key] = load_contexts(corpus, frac, nodes, list(kinds), max_chars, workers, coverage, progress)
+    return _CONTEXTS[key]
 
 
 @lru_cache(maxsize=4)
@@ -48,16 +65,13 @@ def _sandbox(cache: str, workers: int, timeout_s: float, telemetry: str) -> Sand
 class RepairTeamEnv:
     """Planner/actor code repair over a built corpus (planact.envs.base.RoundEnv)."""
 
-    actor_method = "choose"
-
-    def __init__(self, cfg):
+    def __init__(self, cfg, progress: ProgressFn | None = None):
+        """`progress` hears the localisation contexts being built (a fresh corpus: tens of minutes)."""
         r = cfg.env.repair
-        if r.decoding == "free":
-            raise NotImplementedError(
-                "env.repair.decoding 'free' (models writing JSON actions and unified diffs) "
-                "is not built yet; tiny models use 'candidates'"
-            )
         self.cfg, self.r = cfg, r
+        self.free = r.decoding == "free"
+        # The actor answers candidate sets (choose) or writes its edit (generate): what the round calls.
+        self.actor_method = "generate" if self.free else "choose"
         self.corpus = Path(r.corpus).resolve()
         if not (self.corpus / "train.jsonl").is_file():
             raise FileNotFoundError(
@@ -72,6 +86,7 @@ class RepairTeamEnv:
             r.max_function_chars,
             r.workers,
             r.localisation == "sbfl",
+            progress,
         )
         self.split: dict[str, list[str]] = {s: sorted(i for i, c in self.ctx.items() if c.split == s) for s in SPLITS}
         if not self.split["train"]:
@@ -163,8 +178,11 @@ class RepairTeamEnv:
                 self._files[key] = ""  # the view's own text is then all the context there is
         return self._files[key]
 
-    def actor_request(self, task_id: str, view) -> tuple[str, list[str]]:
-        """The patch model's prompt and options for one target function, in the configured style."""
+    def actor_request(self, task_id: str, view) -> tuple[str, list[str]] | str:
+        """The patch model's prompt and options for one target function, in the configured style (free
+        decoding: the prompt alone)."""
+        if self.free:
+            return free.actor_prompt(self, task_id, view)
         if self.file_style:
             context = file_prompts.file_context(
                 self.file_text(task_id, view.file), view.first_line, self.r.context_chars
@@ -176,8 +194,9 @@ class RepairTeamEnv:
         ctx = self.ctx[task_id]
         return next((v for v in ctx.nodes if v.node == target), ctx.nodes[0])
 
-    def actor_requests(self, batch: list[dict], plans) -> list[tuple[str, list[str]]]:
-        """The plan's target function and its candidate edits; without plans, the top-ranked function."""
+    def actor_requests(self, batch: list[dict], plans) -> list[tuple[str, list[str]] | str]:
+        """The plan's target function and its candidate edits (free decoding: its prompt); without plans,
+        the top-ranked function."""
         out = []
         for ti, t in enumerate(batch):
             targets = [p["target"] for p in plans[ti]] if plans is not None else [""]
@@ -190,22 +209,30 @@ class RepairTeamEnv:
         res, m = RoundResult(), {}
         G = len(plans[0]) if plans is not None else 1
         targets = [[p["target"] for p in plans[ti]] if plans is not None else [""] for ti in range(len(batch))]
-        jobs, where = [], []
+        jobs, where, malformed = [], [], 0
         for ti, t in enumerate(batch):
             for gi in range(G):
-                _, cands = prompts.actor_options(self._view(t["task_id"], targets[ti][gi]))
-                for ki, a in enumerate(answers[ti * G + gi]):
-                    jobs.append((self.tasks[t["task_id"]], cands[a.meta["choice"]].edit))
-                    where.append((ti, gi, ki))
+                view, group = self._view(t["task_id"], targets[ti][gi]), answers[ti * G + gi]
+                if self.free:  # a malformed reply is no job: its reward is 0
+                    edits = free.edits(self, t["task_id"], view, [a.text for a in group])
+                    malformed += sum(e is None for e in edits)
+                else:
+                    _, cands = prompts.actor_options(view)
+                    edits = [cands[a.meta["choice"]].edit for a in group]
+                for ki, edit in enumerate(edits):
+                    if edit is not None:
+                        jobs.append((self.tasks[t["task_id"]], edit))
+                        where.append((ti, gi, ki))
         before = dict(self.sandbox.stats)
         verdicts = dict(zip(where, self.sandbox.judge_many(jobs, "train")))
         steps, returns, plan_samples = [], {}, []
-        outcomes, plan_rewards, correct, no_cands = [], [], [], 0
+        outcomes, plan_rewards, correct, no_cands, signal = [], [], [], 0, []
         for ti, t in enumerate(batch):
             tid, task_returns = t["task_id"], []
             for gi in range(G):
                 group = answers[ti * G + gi]
-                rewards = [float(verdicts[(ti, gi, ki)]["resolved"]) for ki in range(len(group))]
+                rewards = [float(verdicts.get((ti, gi, ki), {}).get("resolved", False)) for ki in range(len(group))]
+                signal.append(float(len(set(rewards)) > 1))
                 no_cands += not group
                 adv = (
                     group_advantages(torch.tensor([rewards]), self.cfg.actor.rl.std_normalize)[0].tolist()
@@ -262,14 +289,10 @@ class RepairTeamEnv:
             m["planner/steps_per_episode"] = len(steps) / max(1, len(returns))
             m["planner/malformed"] = 0.0  # constrained choice: every pick is a valid action
         m["success"] = m["actor/reward_mean"] = _mean(outcomes)
-        m["actor/malformed"] = float(no_cands)  # plans whose target has no candidate edit
-        m["actor/groups_with_signal"] = _mean(
-            [
-                float(len({v["resolved"] for k, v in verdicts.items() if k[:2] == (ti, gi)}) > 1)
-                for ti in range(len(batch))
-                for gi in range(G)
-            ]
-        )
+        # candidates: plans whose target has no candidate edit; free: replies that are no edit (free_edit)
+        m["actor/malformed"] = float(malformed if self.free else no_cands)
+        m["actor/refused"] = float(sum(v["refused"] for v in verdicts.values()))  # edits the patch check refused
+        m["actor/groups_with_signal"] = _mean(signal)
         after = self.sandbox.stats
         runs, hits = after["test_runs"] - before["test_runs"], after["cache_hits"] - before["cache_hits"]
         m["sandbox/test_runs"], m["sandbox/cache_hits"] = float(runs), float(hits)
@@ -312,6 +335,9 @@ class RepairTeamEnv:
         train = [self.ctx[i] for i in self.split["train"]]
         if role == "planner":
             return [pair for ctx in train for pair in self._teacher(ctx)]
+        if self.free:  # the gold fix of each offered bug's function, written in the reply format
+            pairs = free.demonstrations(self, self._fixed_file)
+            return [pairs[rng.randrange(len(pairs))] for _ in range(count)] if pairs else []
         validated = []
         for ctx in train:
             texts = self._fixed_file(self.tasks[ctx.instance_id])
@@ -364,10 +390,10 @@ class RepairTeamEnv:
         ]
         return sum(hits) / len(hits) if hits else 0.0
 
-    def evaluate(self, planner, actor) -> dict[str, float]:
+    def evaluate(self, planner, actor, progress: ProgressFn | None = None) -> dict[str, float]:
         """Solve rates at test budgets 1..eval_budget on unseen functions and unseen packages: the team
         (greedy planner, actor's ranking), the rule agent and a random candidate, same budgets."""
-        return evaluate_team(self, planner, actor)
+        return evaluate_team(self, planner, actor, progress)
 
     def tokenizer_texts(self) -> list[str]:
         """The training packages' code, the standard-library modules of the warm start, and teacher prompts."""

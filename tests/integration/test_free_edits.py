@@ -1,0 +1,187 @@
+"""Free-form edits (env.repair.decoding: free) through the real judge: the sandbox's candidate path, the
+patch check, real pytest under the runtime guard.
+
+The positive control (a scripted model replying with each task's gold fix in the format) scores 1; every
+hostile reply (a body that reaches exec, __import__, /proc, frames, or forges the verdict) scores 0 beside
+an honest control; replies from the OpenAI and Anthropic engines come from loopback stand-ins of their
+HTTP APIs (tests/servers/loopback.py: no internet here), the real SDKs on both sides of the wire.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from graph_planner.corpus.build import build_corpus
+from graph_planner.corpus.spec import CorpusConfig, PackageSpec
+from graph_planner.free_edit import dedent, fence, gold_reply, task_target
+from graph_planner.free_eval import engine_replies, evaluate_free, gold_replies
+from graph_planner.judge import base_text
+from graph_planner.tasks import load_tasks
+from planact.engine_config import AnthropicConfig, OpenAIConfig
+from planact.engines.api import AnthropicEngine, OpenAIEngine
+from planact.engines.base import Completion
+
+from ..servers.loopback import anthropic_server, openai_server
+from .repair_fixture import build_minilib, write_files
+from .test_verdict_attacks import CORE, FAMILIES, FORGE, TESTS
+
+
+@pytest.fixture(scope="module")
+def minilib(tmp_path_factory):
+    return build_minilib(tmp_path_factory.mktemp("free-minilib"), kinds=["binop", "comparison"])
+
+
+@pytest.fixture(scope="module")
+def gadgets(tmp_path_factory):
+    """The verdict attacks' package (every gadget the check's holes used) and its `spread` task."""
+    root = tmp_path_factory.mktemp("free-gadgets")
+    src = write_files(root / "src", {"gadgets/__init__.py": "", "gadgets/core.py": CORE, "tests/test_core.py": TESTS})
+    spec = PackageSpec(name="gadgets", version="0.1", source=str(src), split="heldout")
+    build_corpus(CorpusConfig(packages=[spec], max_tried=6, max_kept=6, timeout_s=30, kinds=["binop"]), root / "c")
+    return next(t for t in load_tasks(root / "c") if t.meta["function"] == "spread")
+
+
+def test_the_scripted_gold_model_solves_every_task_and_a_wrong_reply_scores_0(minilib):
+    tasks = load_tasks(minilib)
+    assert len(tasks) >= 3
+    results = evaluate_free(tasks, gold_replies, workers=2, test_timeout_s=10)
+    assert all(r["resolved"] and r["malformed"] == r["refused"] == 0 for r in results), results
+
+    def unchanged(ts, prompts):  # the buggy function sent back as it is: a well-formed reply, still wrong
+        return [fence(task_target(t)[1]) for t in ts]
+
+    results = evaluate_free(tasks, unchanged, workers=2, test_timeout_s=10)
+    assert not any(r["resolved"] for r in results) and sum(r["malformed"] for r in results) == 0
+
+
+def _body(task, body: str) -> str:
+    """The buggy `spread` with `body` run first, written as a reply."""
+    _, source = task_target(task)
+    head, rest = source.split("\n", 1)
+    return fence(head + "\n" + "".join(f"    {line}\n" for line in body.splitlines()) + rest)
+
+
+# Beside the seven families of holes the verdict attacks use: the direct routes a model would try first.
+DIRECT = {
+    "exec via builtins": "EXEC = __builtins__['exec']",
+    "__import__": "EXEC = __import__('builtins').exec",
+    "open /proc/self": "open('/proc/self/environ').read()\nEXEC = print",
+    "frames": "EXEC = sys._getframe(1).f_globals['__builtins__']['exec']",
+    "exec a string": "exec('import os')\nEXEC = print",
+}
+
+
+def test_hostile_replies_score_0_beside_an_honest_control(gadgets):
+    hostile = {**{f"family {k}": v for k, v in FAMILIES.items()}, **DIRECT}
+    names = sorted(hostile)
+    replies = {"gold": gold_reply(gadgets), **{n: _body(gadgets, hostile[n] + "\n" + FORGE) for n in names}}
+    results = evaluate_free(
+        [gadgets] * len(replies), lambda ts, ps: list(replies.values()), workers=2, test_timeout_s=10
+    )
+    by_name = dict(zip(replies, results))
+    assert by_name["gold"]["resolved"] and not by_name["gold"]["refused"]  # the honest control scores 1
+    for name in names:
+        r = by_name[name]
+        assert not r["resolved"] and r["refused"] and r["malformed"] == 0, (name, r)
+        assert "patch refused" in r["error"], (name, r)  # refused by the patch check: no test ran
+
+
+def test_malformed_replies_score_0_and_are_counted(minilib):
+    tasks = load_tasks(minilib)[:3]
+    wrong = ["no code at all", "```python\nimport os\n```", "```python\ndef other(x):\n    return x\n```"]
+    results = evaluate_free(tasks, lambda ts, ps: wrong, workers=1, test_timeout_s=10)
+    assert [r["malformed"] for r in results] == [1, 1, 1] and not any(r["resolved"] for r in results)
+    assert "no closed ```python code block" in results[0]["error"] and "defines 'other'" in results[2]["error"]
+
+
+def _served(tasks, prompts_seen):
+    """A stand-in model: the gold reply to the first task's prompt, prose without code to the others."""
+    gold = {task_target(t)[0].split("::")[1]: gold_reply(t) for t in tasks[:1]}
+
+    def answer(prompt, n, body):
+        prompts_seen.append(prompt)
+        reply = next((g for name, g in gold.items() if f"The function to fix, {name} " in prompt), "I cannot.")
+        return [(f"Here is the corrected function:\n{reply}", "stop", [])] * n
+
+    return answer
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_openai_and_anthropic_engines_drive_a_free_form_reply_end_to_end(minilib, api, monkeypatch):
+    tasks = load_tasks(minilib)[:2]
+    seen: list[str] = []
+    if api == "openai":
+        with openai_server(_served(tasks, seen), key=None) as srv:
+            engine = OpenAIEngine(
+                OpenAIConfig(base_url=srv.url + "/v1", model="stand-in", api_key_env="", max_retries=0)
+            )
+            results = evaluate_free(tasks, engine_replies(engine, 512), test_timeout_s=10)
+    else:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+        with anthropic_server(_served(tasks, seen)) as srv:
+            engine = AnthropicEngine(AnthropicConfig(base_url=srv.url, model="stand-in", max_retries=0))
+            results = evaluate_free(tasks, engine_replies(engine, 512), test_timeout_s=10)
+    assert [r["resolved"] for r in results] == [True, False] and [r["malformed"] for r in results] == [0, 1]
+    # each task's prompt (sent concurrently) holds its failing tests' output, its function and the format
+    assert len(seen) == 2
+    for task in tasks:
+        source = task_target(task)[1]
+        (prompt,) = [p for p in seen if f"```python\n{dedent(source).rstrip()}\n```" in p]
+        assert task.fail_to_pass[0] in prompt and "```python code block" in prompt
+        assert base_text(task, task.meta["file"]).count(source) == 1
+
+
+def test_the_repair_team_scores_free_replies_and_counts_malformed_and_refused(minilib, tmp_path):
+    """env.repair.decoding free: the round's actor answers are texts; a gold reply earns 1, a malformed and
+    a refused one 0, and the round's metrics count them (actor/malformed, actor/refused)."""
+    from planact.config import validate_config
+    from planact.envs.base import make_env
+
+    train = tmp_path / "corpus"
+    train.mkdir()
+    for p in minilib.iterdir():  # the same tasks, as training tasks: the team trains on its train split
+        (train / p.name).symlink_to(p)
+    (train / "heldout.jsonl").unlink()
+    rows = [json.loads(line) for line in (minilib / "heldout.jsonl").read_text().splitlines() if line.strip()]
+    (train / "train.jsonl").write_text("".join(json.dumps({**r, "split": "train"}) + "\n" for r in rows))
+    cfg = validate_config(
+        {
+            "checkpoint": {"root": str(tmp_path)},
+            "env": {
+                "kind": "repair",
+                "tasks_per_round": 1,
+                "repair": {
+                    "corpus": str(train),
+                    "decoding": "free",
+                    "kinds": ["binop", "comparison"],
+                    "unseen_function_frac": 0.0,
+                    "workers": 2,
+                },
+            },
+            "actor": {"engine": "openai", "train": False},
+        }
+    )
+    env = make_env(cfg)
+    assert env.actor_method == "generate"
+    tid = next(i for i in env.split["train"] if env.ctx[i].target_rank >= 0)
+    task, target = env.tasks[tid], env.ctx[tid].target
+    turn = Completion([1], [2], [-0.1], " repair 1", "stop", 0)
+    plans = [[{"task_id": tid, "read": [target], "turns": [{"obs": "o", "completion": turn}], "target": target}]]
+    (prompt,) = env.actor_requests([{"task_id": tid}], plans)
+    assert isinstance(prompt, str) and "```python" in prompt
+    replies = [gold_reply(task), "no block", _hostile(env, tid)]
+    answers = [[Completion([1], [2], [-0.1], text, "stop", 0) for text in replies]]
+    res = env.score([{"task_id": tid}], plans, answers)
+    assert [s["reward"] for s in res.actor_samples] == [1.0, 0.0, 0.0]
+    assert res.metrics["actor/malformed"] == 1.0 and res.metrics["actor/refused"] == 1.0
+    assert res.metrics["success"] == pytest.approx(1 / 3)
+    assert [p for p, _ in env.demonstrations("actor", 2, __import__("random").Random(0))][0].startswith("A bug")
+
+
+def _hostile(env, tid) -> str:
+    view = env._view(tid, env.ctx[tid].target)
+    head, rest = view.source.split("\n", 1)
+    indent = rest[: len(rest) - len(rest.lstrip())]
+    return fence(head + f"\n{indent}__import__('os').system('true')\n" + rest)
