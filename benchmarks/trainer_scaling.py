@@ -221,6 +221,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.tiny:
         args.samples, args.length, args.steps = 16, 16, 1
         args.spec = dict(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64)
+    if args.sweep:
+        args.ranks = [1]  # the sweep measures N = 1 only; the default [1, 2] would ask for a second GPU
     if args.device.startswith("cuda"):
         have = torch.cuda.device_count()
         if have == 0 or max(args.ranks) > have:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from planact.rl.varlen import no_cudnn_attention
+
 
 def pad_batch(
     prompts: list[list[int]], responses: list[list[int]], pad_id: int, device: torch.device | str = "cpu"
@@ -89,13 +91,14 @@ def token_logprobs(
         start = _first_response_column(batch.get("resp_mask"))
         cols = torch.arange(start, T, device=device)
         keep = T - start + 1
-    out = model(
-        input_ids=batch["input_ids"].to(device),
-        attention_mask=batch["attention_mask"].to(device) if not packed else None,
-        position_ids=batch["position_ids"].to(device),
-        use_cache=False,
-        logits_to_keep=keep,
-    )
+    with no_cudnn_attention(device):  # batch shapes change every call: no per-shape cuDNN plans
+        out = model(
+            input_ids=batch["input_ids"].to(device),
+            attention_mask=batch["attention_mask"].to(device) if not packed else None,
+            position_ids=batch["position_ids"].to(device),
+            use_cache=False,
+            logits_to_keep=keep,
+        )
     logits = (out.logits if packed else out.logits[:, :-1, :]).float()
     if temperature > 0:
         logits = logits / temperature
