@@ -75,8 +75,14 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
 
         if session.needs_warm_start:
             with remote_options(num_cpus=cfg.ray.task_num_cpus):  # both roles at once
+                # The trainer writes its phases' progress there; the task shows it (console, Prefect artifact).
+                progress_file = {
+                    g.role: str(session.run_dir / "progress" / f"warm-start-{g.role}.json") for g in trained
+                }
                 curves = {
-                    g.role: runtime.agent_stage(named(warm_start, 0, f"warm-start-{g.role}"), cfg).submit(g, cfg.seed)
+                    g.role: runtime.agent_stage(named(warm_start, 0, f"warm-start-{g.role}"), cfg).submit(
+                        g, cfg.seed, progress_file[g.role]
+                    )
                     for g in trained
                     if getattr(cfg, g.role).warm_start.enabled
                 }

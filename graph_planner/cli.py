@@ -21,6 +21,7 @@ from pathlib import Path
 from graph_planner.corpus.build import build_corpus
 from graph_planner.corpus.fetch import DEFAULT_CACHE, FetchError
 from graph_planner.corpus.spec import CORPUS_SPLITS, TASK_SPLITS, CorpusConfig, PackageSpec, load_corpus_config
+from planact.progress import PhasePrinter
 
 CORPUS_CONFIG, HISTORY_CONFIG = "configs/repair-corpus.yaml", "configs/repair-history.yaml"
 
@@ -78,7 +79,7 @@ def _corpus(args) -> int:
     if args.max_tried:
         cfg = cfg.model_copy(update={"max_tried": args.max_tried})
     try:
-        summary = build_corpus(cfg, args.out, Path(args.cache))
+        summary = build_corpus(cfg, args.out, Path(args.cache), progress=PhasePrinter())
     except FetchError as e:  # a bad pin or an unbuildable sdist: said before any work, without a traceback
         print(e, file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ from pathlib import Path
 import ray
 
 from planact.config import RunConfig
+from planact.progress import ProgressFn, read_progress
 from planact.trainer_group import TrainerRank, rank_names, rank_pool
 from planact.workers import RoleWorker
 from schedulemesh import Scheduler
@@ -226,11 +227,38 @@ def train_and_sync(group: RoleGroup, samples: list[dict], step_id: str | None = 
     return metrics
 
 
-def warm_start_and_sync(group: RoleGroup, seed: int, steps: int | None = None) -> list[dict]:
-    """Supervised warm start on the trainer, then sync; returns the loss curve."""
-    curve = call(group, group.trainer, "warm_start", seed, steps)
+def warm_start_and_sync(
+    group: RoleGroup,
+    seed: int,
+    steps: int | None = None,
+    progress: ProgressFn | None = None,
+    progress_file: str | None = None,
+) -> list[dict]:
+    """Supervised warm start on the trainer, then sync; returns the loss curve.
+
+    With `progress` and `progress_file`, the trainer writes its phases' updates (localisation contexts, the
+    warm start's steps) to that file and this call hands each new one to `progress` while it waits."""
+    if progress is None or progress_file is None:
+        curve = call(group, group.trainer, "warm_start", seed, steps)
+    else:
+        Path(progress_file).unlink(missing_ok=True)  # a previous run's last line is not this one's
+        ref = group.handle(group.trainer).warm_start.remote(seed, steps, progress_file)
+        curve = wait_reporting(ref, progress_file, progress)
     sync_weights(group)
     return curve
+
+
+def wait_reporting(ref, progress_file: str, progress: ProgressFn, poll_s: float = 5.0):
+    """`ray.get(ref)`, handing every new update found in `progress_file` to `progress` meanwhile."""
+    last = None
+    while True:
+        ready, _ = ray.wait([ref], timeout=poll_s)
+        update = read_progress(progress_file)
+        if update is not None and update != last:
+            progress(update)
+            last = update
+        if ready:
+            return ray.get(ref)
 
 
 def restore_group(group: RoleGroup, folder: str) -> int:

@@ -17,6 +17,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from planact.progress import Phase, ProgressFn
+
 
 def _client(tracking_uri: str | None):
     # mlflow is imported on first use: Ray processes that only unpickle planact's classes (the schedulemesh
@@ -144,9 +146,13 @@ def register_checkpoint(
     round_idx: int,
     heldout: dict[str, float] | None = None,
     roles: tuple[str, ...] | list[str] = ROLES,
+    progress: ProgressFn | None = None,
 ) -> dict[str, int]:
-    """Register each of `roles` saved in `folder` (once per run and checkpoint); returns role -> version."""
+    """Register each of `roles` saved in `folder` (once per run and checkpoint); returns role -> version.
+
+    `progress` hears each role registered (logging a pretrained model to MLflow takes a minute or more)."""
     out = {}
+    phase = Phase("registration", len(roles), progress)
     for role in roles:
         if not has_model(Path(folder) / role):
             raise FileNotFoundError(f"{folder}/{role}: no saved model to register")
@@ -154,6 +160,7 @@ def register_checkpoint(
         done = registered_versions(tracking_uri, name, run_id).get(str(folder))
         if done is not None:  # a re-run of a finished run: the same checkpoint is not registered twice
             out[role] = done
+            phase.advance(note=f"{role}: already registered")
             continue
         tags = {
             "planact.run_id": run_id,
@@ -165,6 +172,7 @@ def register_checkpoint(
             **{f"heldout/{k}".replace("@", "_at_"): f"{v:.6g}" for k, v in (heldout or {}).items()},
         }
         out[role] = register_role(tracking_uri, run_id, folder, role, name, tags)
+        phase.advance(note=f"{role}: {name} version {out[role]}")
     return out
 
 

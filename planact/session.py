@@ -29,6 +29,7 @@ from planact.envs.base import HEADLINE_KEYS
 from planact.experience import PoolRef, pool_actor
 from planact.initial_models import prebuild_initial_models
 from planact.orchestrator import get_or_create_orchestrator, orchestrator_state
+from planact.progress import bar, eta_text
 from planact.reaper import reap_descendants_on_death
 from planact.registry import registered_name
 from planact.resume import check_resume
@@ -344,7 +345,6 @@ class TrainingSession:
         """One human line about the latest round: a progress bar, its figures, the last held-out headline, ETA."""
         m = self.pending[-1][1] if self.pending else (self.state.data["table"][-1] if self.state.data["table"] else {})
         total = max(self.cfg.rounds, 1)
-        filled = round(20 * min(round_idx, total) / total)
         if m.get("time/round_s") is not None:
             self._round_s.append(float(m["time/round_s"]))
         eta = (total - round_idx) * sum(self._round_s) / len(self._round_s) if self._round_s else None
@@ -354,10 +354,9 @@ class TrainingSession:
             key = next((k for k in HEADLINE_KEYS if k in self.evals[last]), None)
             held = f" | held-out {key} {_fmt(self.evals[last][key])} (round {last})" if key else ""
         return (
-            f"[{'#' * filled}{'.' * (20 - filled)}] round {round_idx}/{self.cfg.rounds}: "
+            f"{bar(round_idx, total)} round {round_idx}/{self.cfg.rounds}: "
             f"success {_fmt(m.get('success'))} planner reward {_fmt(m.get('planner/reward_mean'))} "
-            f"actor reward {_fmt(m.get('actor/reward_mean'))} ({_fmt(m.get('time/round_s'))} s){held}"
-            + (f" | ETA {eta / 60:.1f} min" if eta is not None else "")
+            f"actor reward {_fmt(m.get('actor/reward_mean'))} ({_fmt(m.get('time/round_s'))} s){held}" + eta_text(eta)
         )
 
 

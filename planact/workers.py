@@ -158,10 +158,14 @@ class RoleWorker(AgentActor):
             (self.engine.encode(p, raw), self.tokenizer.encode(t, add_special_tokens=False) + [eos]) for p, t in pairs
         ]
 
-    def warm_start(self, seed: int, steps: int | None = None) -> list[dict]:
-        """Supervised warm start on the environment's teacher demonstrations; returns the loss curve."""
+    def warm_start(self, seed: int, steps: int | None = None, progress_file: str | None = None) -> list[dict]:
+        """Supervised warm start on the environment's teacher demonstrations; returns the loss curve.
+
+        `progress_file`: where its phases (the environment's set-up, the steps) report k of n, for the task
+        waiting on this call to show (planact.agents.warm_start_and_sync)."""
         import torch
 
+        from planact.progress import FileProgress
         from planact.rl.trainer import sft
 
         trainer = self._require_trainer()
@@ -169,9 +173,20 @@ class RoleWorker(AgentActor):
         # Enough distinct demonstrations that the warm start plateaus on the task, not on memorising them:
         # each is seen ~4 times. (A fixed 20k let one seed generalise and another memorise at 6000 steps.)
         n = min(200_000, max(2000, (steps if steps is not None else ws.steps) * ws.batch_size // 4))
-        demos = self.demonstrations(make_env(self.cfg), n, random.Random(f"{seed}:demos:{self.role}"))
+        report = FileProgress(progress_file) if progress_file else None
+        env = make_env(self.cfg, progress=report)
+        demos = self.demonstrations(env, n, random.Random(f"{seed}:demos:{self.role}"))
         torch.manual_seed(seed)
-        curve = sft(self.model, self.tokenizer.pad_token_id, demos, ws, seed=seed, steps=steps)
+        curve = sft(
+            self.model,
+            self.tokenizer.pad_token_id,
+            demos,
+            ws,
+            seed=seed,
+            steps=steps,
+            progress=report,
+            what=f"warm start ({self.role})",
+        )
         trainer.snapshot_reference()
         if self.leader:
             self.leader.state_changed()

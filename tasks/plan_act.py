@@ -10,8 +10,9 @@ from prefect.cache_policies import NO_CACHE
 
 from planact import agents, registry
 from planact.config import RunConfig
-from planact.envs.base import make_env
+from planact.envs.base import evaluate, make_env
 from planact.orchestrator import barrier_key, get_or_create_orchestrator, orchestrator_state, resolve_barrier
+from tasks.progress import task_progress
 
 # Payloads are whole rounds of token ids: never hash or persist them.
 TASK_OPTS = {"cache_policy": NO_CACHE, "persist_result": False}
@@ -175,15 +176,19 @@ def sync_role(group: agents.RoleGroup) -> float:
 
 
 @task(name="warm_start", **AGENT_TASK_OPTS)
-def warm_start(group: agents.RoleGroup, seed: int) -> list[dict]:
-    """Supervised warm start of one role; returns its loss curve."""
-    return agents.warm_start_and_sync(group, seed)
+def warm_start(group: agents.RoleGroup, seed: int, progress_file: str | None = None) -> list[dict]:
+    """Supervised warm start of one role; returns its loss curve. Its phases (the environment's localisation
+    contexts, the steps) are shown k of n as the trainer writes them to `progress_file`."""
+    report = task_progress(f"warm-start-{group.role}")
+    return agents.warm_start_and_sync(group, seed, progress=report, progress_file=progress_file)
 
 
 @task(name="evaluate", **AGENT_TASK_OPTS)
 def evaluate_heldout(cfg: RunConfig, planner: agents.RoleGroup, actor: agents.RoleGroup) -> dict:
-    """The environment's held-out metrics (synthetic: pass@1 and greedy success; repair: solve rates by budget)."""
-    return make_env(cfg).evaluate(agents.RolePolicy(planner), agents.RolePolicy(actor))
+    """The environment's held-out metrics (synthetic: pass@1 and greedy success; repair: solve rates by budget),
+    the environment's set-up and the evaluation shown k of n."""
+    report = task_progress("evaluate")
+    return evaluate(make_env(cfg, progress=report), agents.RolePolicy(planner), agents.RolePolicy(actor), report)
 
 
 @task(name="checkpoint", **AGENT_TASK_OPTS)
@@ -206,7 +211,8 @@ def register_models(
     roles: list[str],
 ) -> dict[str, int]:
     """Log each trained role of the final checkpoint as an MLflow transformers model and register a version."""
-    return registry.register_checkpoint(cfg, tracking_uri, run_id, folder, round_idx, heldout, roles)
+    report = task_progress("register")
+    return registry.register_checkpoint(cfg, tracking_uri, run_id, folder, round_idx, heldout, roles, report)
 
 
 __all__ = [

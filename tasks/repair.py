@@ -16,6 +16,7 @@ from graph_planner.corpus.spec import load_corpus_config
 from graph_planner.env import EnvLimits
 from graph_planner.evaluate import run_slot, shard
 from graph_planner.tasks import RepairTask, load_tasks
+from tasks.progress import task_progress
 
 
 @task(name="load-corpus")
@@ -25,7 +26,7 @@ def load_corpus(cfg: RepairEvalConfig) -> list[RepairTask]:
     if cfg.split == "real" and not (folder / "real.jsonl").is_file():
         raise ValueError(f"corpus_dir {folder} has no real.jsonl: build it with `planact-repair corpus --history`")
     if cfg.split != "real" and not (folder / "train.jsonl").is_file():
-        summary = build_corpus(load_corpus_config(cfg.corpus_config), folder)
+        summary = build_corpus(load_corpus_config(cfg.corpus_config), folder, progress=task_progress("corpus"))
         print(f"built corpus {folder}: {summary['tasks']} tasks")
     tasks = load_tasks(folder, split=None if cfg.split == "all" else cfg.split, limit=cfg.limit or None)
     if not tasks:

@@ -51,6 +51,7 @@ from graph_planner.graph.build import SKIP_DIRS, is_test_file
 from graph_planner.judge import gold_submit
 from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import from_record
+from planact.progress import Phase, ProgressFn
 
 # What a task's validity means; a package built under an older meaning is rebuilt. 2: test ids as pytest
 # runs them, the clean suite's order, outcomes over the host's channel, the gold patch through Submit.
@@ -403,18 +404,26 @@ def prefetch(cfg: CorpusConfig, cache: Path = DEFAULT_CACHE) -> None:
 
 
 def build_corpus(
-    cfg: CorpusConfig, out: str | Path, cache: Path = DEFAULT_CACHE, log: Callable[[str], None] = print
+    cfg: CorpusConfig,
+    out: str | Path,
+    cache: Path = DEFAULT_CACHE,
+    log: Callable[[str], None] = print,
+    progress: ProgressFn | None = None,
 ) -> dict:
-    """Build every package of `cfg` into `out`; writes train.jsonl / heldout.jsonl / report.json."""
+    """Build every package of `cfg` into `out`; writes train.jsonl / heldout.jsonl / report.json.
+
+    `progress` hears each package built, k of n (a package takes seconds cached, minutes fresh)."""
     prefetch(cfg, cache)
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     splits: dict[str, list[dict]] = {name: [] for name in CORPUS_SPLITS}
     reports = []
+    phase = Phase("corpus build", len(cfg.packages), progress)
     for spec in cfg.packages:
         tasks, report = build_package(spec, cfg, out, cache, log)
         splits[spec.split] += tasks
         reports.append(report)
+        phase.advance(note=f"{spec.key}: {report.get('kept', 0)} tasks")
     for name, tasks in splits.items():
         write_jsonl(out / f"{name}.jsonl", tasks)
     summary = {

@@ -25,6 +25,7 @@ from graph_planner.candidates import candidate_edits, from_read
 from graph_planner.env import EnvLimits, PlannerEnv
 from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import RepairTask, load_tasks
+from planact.progress import Phase, ProgressFn
 
 CONTEXT_VERSION = 2  # 2: the SBFL ranking (Explore coverage) first
 _ERROR = re.compile(r"^E\s+(.*)$", re.M)
@@ -132,9 +133,10 @@ def load_contexts(
     max_chars: int,
     workers: int = 2,
     coverage: bool = True,
+    progress: ProgressFn | None = None,
 ) -> tuple[dict[str, RepairTask], dict[str, TaskContext]]:
     """Tasks of the corpus with the wanted kinds and function size, and their contexts (built once, cached;
-    `coverage` adds the SBFL ranking to the localisation)."""
+    `coverage` adds the SBFL ranking to the localisation). `progress` hears each context built, k of n."""
     corpus = Path(corpus)
     tasks = [t for t in load_tasks(corpus) if t.meta.get("mutation") in kinds]
     settings = json.dumps([CONTEXT_VERSION, frac, max_nodes, coverage], sort_keys=True)
@@ -148,10 +150,13 @@ def load_contexts(
     todo = [t for t in tasks if t.instance_id not in have]
     if todo:
         jobs = [(t, split_of(t, frac), max_nodes, coverage) for t in todo]
+        # Tens of minutes on a fresh corpus (each context runs the task's failing tests for SBFL): reported.
+        phase = Phase("localisation contexts", len(jobs), progress)
         with ProcessPoolExecutor(max_workers=workers) as pool, open(cache, "a") as fh:
             for d in pool.map(_gather_one, jobs, chunksize=4):
                 fh.write(json.dumps(d) + "\n")
                 have[d["instance_id"]] = _from_dict(d)
+                phase.advance()
     out_tasks, out_ctx = {}, {}
     for t in tasks:
         ctx = have[t.instance_id]

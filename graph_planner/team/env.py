@@ -24,6 +24,7 @@ from graph_planner.team import file_prompts, free, prompts
 from graph_planner.team.context import load_contexts, unseen_function
 from graph_planner.team.evaluate import evaluate_team
 from graph_planner.team.sandbox import Sandbox
+from planact.progress import ProgressFn
 from planact.rl.gigpo import gigpo_advantages
 from planact.rl.grpo import group_advantages
 from planact.rollout import RoundResult, sample_record
@@ -31,10 +32,25 @@ from planact.rollout import RoundResult, sample_record
 SPLITS = ("train", "unseen_functions", "unseen_packages", "unseen_2025")
 
 
-@lru_cache(maxsize=4)
-def _corpus(corpus: str, frac: float, nodes: int, kinds: tuple[str, ...], max_chars: int, workers: int, coverage: bool):
-    # One load per process: every task of a round builds the env anew.
-    return load_contexts(corpus, frac, nodes, list(kinds), max_chars, workers, coverage)
+_CONTEXTS: dict[tuple, tuple] = {}
+
+
+def _corpus(
+    corpus: str,
+    frac: float,
+    nodes: int,
+    kinds: tuple[str, ...],
+    max_chars: int,
+    workers: int,
+    coverage: bool,
+    progress: ProgressFn | None = None,
+):
+    # One load per process: every task of a round builds the env anew. (A dict, not lru_cache: the progress
+    # callback is no part of the key.)
+    key = (corpus, frac, nodes, kinds, max_chars, workers, coverage)
+    if key not in _CONTEXTS:
+        _CONTEXTS[key] = load_contexts(corpus, frac, nodes, list(kinds), max_chars, workers, coverage, progress)
+    return _CONTEXTS[key]
 
 
 @lru_cache(maxsize=4)
@@ -49,7 +65,8 @@ def _sandbox(cache: str, workers: int, timeout_s: float, telemetry: str) -> Sand
 class RepairTeamEnv:
     """Planner/actor code repair over a built corpus (planact.envs.base.RoundEnv)."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, progress: ProgressFn | None = None):
+        """`progress` hears the localisation contexts being built (a fresh corpus: tens of minutes)."""
         r = cfg.env.repair
         self.cfg, self.r = cfg, r
         self.free = r.decoding == "free"
@@ -69,6 +86,7 @@ class RepairTeamEnv:
             r.max_function_chars,
             r.workers,
             r.localisation == "sbfl",
+            progress,
         )
         self.split: dict[str, list[str]] = {s: sorted(i for i, c in self.ctx.items() if c.split == s) for s in SPLITS}
         if not self.split["train"]:
@@ -372,10 +390,10 @@ class RepairTeamEnv:
         ]
         return sum(hits) / len(hits) if hits else 0.0
 
-    def evaluate(self, planner, actor) -> dict[str, float]:
+    def evaluate(self, planner, actor, progress: ProgressFn | None = None) -> dict[str, float]:
         """Solve rates at test budgets 1..eval_budget on unseen functions and unseen packages: the team
         (greedy planner, actor's ranking), the rule agent and a random candidate, same budgets."""
-        return evaluate_team(self, planner, actor)
+        return evaluate_team(self, planner, actor, progress)
 
     def tokenizer_texts(self) -> list[str]:
         """The training packages' code, the standard-library modules of the warm start, and teacher prompts."""

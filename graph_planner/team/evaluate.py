@@ -16,6 +16,7 @@ import random
 
 from graph_planner.agents.rule import RuleAgent
 from graph_planner.team import free, prompts
+from planact.progress import Phase, ProgressFn
 
 
 def rule_order(ctx) -> list[dict]:
@@ -74,24 +75,31 @@ def spread(ids: list[str], limit: int) -> list[str]:
     return sorted(sorted(ids, key=turn.__getitem__)[:limit])
 
 
-def evaluate_team(env, planner, actor) -> dict[str, float]:
-    """Metrics '<split>/<system>/solve_at_<b>', '<split>/team/localised' and task counts."""
+def evaluate_team(env, planner, actor, progress: ProgressFn | None = None) -> dict[str, float]:
+    """Metrics '<split>/<system>/solve_at_<b>', '<split>/team/localised' and task counts; `progress` hears
+    each split's team episodes and each system's judged edits, k of n."""
     r = env.r
     out: dict[str, float] = {}
     before = dict(env.sandbox.stats)
-    for split, limit in (
-        ("unseen_functions", r.eval_unseen_functions),
-        ("unseen_packages", r.eval_unseen_packages),
-        ("unseen_2025", r.eval_unseen_2025),
-    ):
-        ids = spread(env.split[split], limit)
-        if not ids:
-            continue
+    splits = [
+        (split, spread(env.split[split], limit))
+        for split, limit in (
+            ("unseen_functions", r.eval_unseen_functions),
+            ("unseen_packages", r.eval_unseen_packages),
+            ("unseen_2025", r.eval_unseen_2025),
+        )
+    ]
+    splits = [(split, ids) for split, ids in splits if ids]
+    # Minutes each on a pretrained model: the team's greedy episodes, then every system's edits judged in the
+    # sandbox. Four steps per split, reported as they finish.
+    phase = Phase(f"held-out evaluation ({sum(len(ids) for _, ids in splits)} tasks)", 4 * len(splits), progress)
+    for split, ids in splits:
         if env.free:
             team, targets, malformed = free.team_order(env, ids, planner, actor)
             out[f"{split}/team/malformed"] = float(malformed)
         else:
             team, targets = team_order(env, ids, planner, actor, r.eval_budget)
+        phase.advance(note=f"{split}: team episodes")
         rng = random.Random(f"{env.cfg.seed}:random-baseline")
         systems = {
             "team": team,
@@ -101,6 +109,7 @@ def evaluate_team(env, planner, actor) -> dict[str, float]:
         for name, attempts in systems.items():
             for b, rate in solve_rates(env, attempts, r.eval_budget).items():
                 out[f"{split}/{name}/solve_at_{b}"] = rate
+            phase.advance(note=f"{split}: {name} judged")
         out[f"{split}/team/localised"] = sum(targets[i] == env.ctx[i].target for i in ids) / len(ids)
         out[f"{split}/tasks"] = float(len(ids))
     # Evaluation Submits run FAIL_TO_PASS + PASS_TO_PASS (training runs only FAIL_TO_PASS): counted apart,

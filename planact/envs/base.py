@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from planact.engines.base import Completion
+from planact.progress import ProgressFn, takes_progress
 
 
 class Policy(Protocol):
@@ -57,8 +58,8 @@ class RoundEnv(Protocol):
     def demonstrations(self, role: str, count: int, rng: random.Random) -> list[tuple[str, str]]:
         """(prompt, target) pairs for a role's supervised warm start."""
 
-    def evaluate(self, planner: Policy, actor: Policy) -> dict[str, float]:
-        """Held-out metrics of the team."""
+    def evaluate(self, planner: Policy, actor: Policy, progress: ProgressFn | None = None) -> dict[str, float]:
+        """Held-out metrics of the team; an evaluation that takes minutes reports k of n to `progress`."""
 
     def tokenizer_texts(self) -> list[str]:
         """Text a locally trained tokenizer learns from (tiny models with tokenizer: bpe)."""
@@ -104,6 +105,17 @@ def env_factory(kind: str) -> Callable[[Any], RoundEnv]:
     return found[kind].load()
 
 
-def make_env(cfg) -> RoundEnv:
-    """The run's environment plug-in (cfg.env.kind)."""
-    return env_factory(cfg.env.kind)(cfg)
+def make_env(cfg, progress: ProgressFn | None = None) -> RoundEnv:
+    """The run's environment plug-in (cfg.env.kind); `progress` hears a slow set-up (the repair env's
+    localisation contexts) when the plug-in takes one."""
+    factory = env_factory(cfg.env.kind)
+    if progress is not None and takes_progress(factory):
+        return factory(cfg, progress=progress)
+    return factory(cfg)
+
+
+def evaluate(env: RoundEnv, planner: Policy, actor: Policy, progress: ProgressFn | None = None) -> dict[str, float]:
+    """`env.evaluate`, with `progress` when the plug-in reports it (one written before it existed does not)."""
+    if progress is not None and takes_progress(env.evaluate):
+        return env.evaluate(planner, actor, progress=progress)
+    return env.evaluate(planner, actor)

@@ -12,6 +12,7 @@ import torch
 
 from planact import lora
 from planact.config import RLConfig, WarmStartConfig
+from planact.progress import Phase, ProgressFn
 from planact.rl.data_parallel import DataParallel
 from planact.rl.grpo import grpo_loss
 from planact.rl.logprobs import make_batch, token_logprobs
@@ -330,6 +331,8 @@ def sft(
     seed: int = 0,
     steps: int | None = None,
     log_every: int = 50,
+    progress: ProgressFn | None = None,
+    what: str = "warm start",
 ) -> list[dict[str, float]]:
     """Cross-entropy on (prompt_ids, target_ids) demonstrations with a cosine-annealed AdamW.
 
@@ -337,6 +340,7 @@ def sft(
     every `cfg.eval_every` steps, and training stops at the plateau (no relative improvement of
     `cfg.min_delta` for `patience` evaluations), restoring the best weights. Returns the loss curve
     (every `log_every` steps; held-out evaluations carry `heldout_loss`) so a caller can show the plateau.
+    `progress` hears every step as `what` k of n (a pretrained role's warm start takes minutes).
     """
     steps = cfg.steps if steps is None else steps
     heldout: list = []
@@ -350,6 +354,7 @@ def sft(
     best, best_state, bad = float("inf"), None, 0
     model.train()
     device = next(model.parameters()).device
+    phase = Phase(what, steps, progress)
     for step in range(steps):
         batch_demos = [demos[rng.randrange(len(demos))] for _ in range(cfg.batch_size)]
         opt.zero_grad(set_to_none=True)
@@ -369,6 +374,7 @@ def sft(
         opt.step()
         sched.step()
         running += float(loss.detach())
+        phase.advance()
         if (step + 1) % log_every == 0 or step + 1 == steps:
             n = (step % log_every) + 1
             curve.append({"step": step + 1, "loss": running / n, "lr": sched.get_last_lr()[0]})
@@ -382,6 +388,7 @@ def sft(
             else:
                 bad += 1
                 if bad >= cfg.patience:
+                    phase.finish(note=f"plateau of the held-out loss at {best:.4f}")
                     break  # the plateau: more steps at this schedule no longer pay
     if best_state is not None:
         model.load_state_dict(best_state)
