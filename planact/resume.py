@@ -1,15 +1,17 @@
 """The resume guard: a run resumed with a config that would change what its checkpoint or data mean is refused.
 
 A run folder holds `config.resolved.yaml`, written when the run started. Resuming compares the new
-resolved config with it, field by field (dotted names):
+resolved config with it, field by field (dotted names). What may change is an allow-list (`MAY_CHANGE`):
 
-* fields that shape the checkpoint or the data stream are refused, each named: the seed, the
-  environment, the role set (which roles train, through which engine), each role's model (path, tiny
-  shape, tokenizer), its RL algorithm and hyper-parameters, sampling and group size, and the credit
-  rule. Resuming with any of them changed would continue training a model on something else than what
-  it was trained on, under the same run name, without a trace;
-* everything else (more rounds, evaluation cadence, tracking URI, resources and Ray, barrier timeouts,
-  checkpoint cadence, warm-start settings that already ran, AFlow cadence) is allowed and reported.
+* more rounds, the run's name, tracking, Ray, barrier timeouts, checkpoint cadence and folder, AFlow
+  cadence, pipelining, each role's resources (placement, threads, replicas, attention kernel), its warm
+  start (it already ran), its SGLang server settings, and a remote API's connection settings (endpoint,
+  key, concurrency, retries, prices; not the model, stop words or system prompt);
+* everything else is refused, each field named: the seed, the environment, the role set, each role's
+  model, LoRA adapters, RL algorithm and hyper-parameters, sampling, group size, the credit rule, and any
+  field added later until someone adds it to `MAY_CHANGE` as safe. Resuming with one of them changed would
+  continue training a model on something else than what it was trained on, under the same run name,
+  without a trace.
 """
 
 from __future__ import annotations
@@ -21,9 +23,35 @@ import yaml
 from planact.config import ConfigError, flatten
 from planact.secrets import redact
 
-ROLE_SHAPING = ("model_path", "tiny.", "engine", "train", "rl.", "sampling.", "group_size")
-SHAPING = ("seed", "env.", "credit.", "agent_role") + tuple(
-    f"{role}.{f}" for role in ("planner", "actor") for f in ROLE_SHAPING
+# A remote API's connection settings: they change where and how fast requests go, not what the model is.
+_API_CONNECTION = (
+    "api_key_env",
+    "api_key_secret",
+    "api_version",
+    "base_url",
+    "concurrency",
+    "max_retries",
+    "timeout_s",
+    "input_per_mtok",
+    "output_per_mtok",
+)
+_ROLE_MAY_CHANGE = (
+    "resources.",
+    "warm_start.",
+    "sglang.",
+    *(f"{api}.{f}" for api in ("openai", "anthropic") for f in _API_CONNECTION),
+)
+# Exact names, or prefixes ending in "." (a whole section). Anything not listed is refused on resume.
+MAY_CHANGE = (
+    "rounds",
+    "run_name",
+    "tracking.",
+    "ray.",
+    "barrier.",
+    "checkpoint.",
+    "aflow.",
+    "pipeline.",
+    *(f"{role}.{f}" for role in ("planner", "actor") for f in _ROLE_MAY_CHANGE),
 )
 
 
@@ -32,8 +60,8 @@ class ResumeRefused(ConfigError):
 
 
 def shapes_run(key: str) -> bool:
-    """True when a dotted config field shapes the checkpoint or the data (a resume may not change it)."""
-    return any(key == p or (p.endswith(".") and key.startswith(p)) or key.startswith(p + ".") for p in SHAPING)
+    """True unless `MAY_CHANGE` lists the dotted config field as safe to change on resume."""
+    return not any(key == p or (p.endswith(".") and key.startswith(p)) for p in MAY_CHANGE)
 
 
 def _flat(data: dict) -> dict:

@@ -52,9 +52,22 @@ def test_safe_changes_are_allowed_and_listed(tmp_path):
     assert check_resume(tmp_path / "fresh", more.model_dump()) == []  # no stored config: a new run
 
 
-def test_prefix_matching_is_by_whole_segment():
+def test_what_may_change_is_an_allow_list():
     assert shapes_run("planner.train") and shapes_run("actor.rl.lr") and shapes_run("env.repair.corpus")
-    assert not shapes_run("planner.resources.trainer_workers") and not shapes_run("seeds_note")
+    assert not shapes_run("planner.resources.trainer_workers") and not shapes_run("rounds")
     assert not shapes_run("planner.warm_start.steps")  # already ran: changing it changes nothing
-    refused, allowed = config_changes({"a": {"b": 1}, "seed": 1}, {"a": {"b": 2}, "seed": 1})
-    assert refused == [] and allowed == ["a.b: 1 -> 2"]
+    # LoRA adapters shape the checkpoint: a resume that turned them on or resized them was let through.
+    assert shapes_run("actor.lora.enabled") and shapes_run("planner.lora.rank")
+    # A remote model's endpoint may move; the model, its stop words and system prompt may not change.
+    assert not shapes_run("planner.openai.base_url") and shapes_run("planner.openai.model")
+    assert shapes_run("actor.anthropic.system_prompt")
+    # A field nobody has declared safe (a new one, or a name that only starts like an allowed one) is refused.
+    assert shapes_run("a_new_field") and shapes_run("roundsx") and shapes_run("tracking")
+    refused, allowed = config_changes({"rounds": 1, "seed": 1}, {"rounds": 2, "seed": 1, "a": {"b": 2}})
+    assert refused == ["a.b: None -> 2"] and allowed == ["rounds: 1 -> 2"]
+
+
+def test_a_changed_lora_setting_is_refused_on_resume(tmp_path):
+    _stored(tmp_path)
+    with pytest.raises(ResumeRefused, match=r"actor.lora.rank: 8 -> 16"):
+        check_resume(tmp_path, load_config(None, ["actor.lora.rank=16"]).model_dump())

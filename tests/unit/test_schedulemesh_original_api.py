@@ -52,9 +52,25 @@ NAMES = {
 
 @pytest.mark.parametrize("module", MODULES)
 def test_every_module_and_name_of_the_reference_imports(module):
+    """Each name the reference documents is there, is planact's own (not a stray import of the same name),
+    and every module that re-exports a name hands out the one object."""
     mod = importlib.import_module(module)
     for name in NAMES.get(module, []):
-        assert getattr(mod, name) is not None
+        obj = getattr(mod, name)
+        if name == "__version__":
+            assert isinstance(obj, str) and obj[:1].isdigit(), obj
+            continue
+        assert callable(obj), name
+        assert obj.__module__.startswith("schedulemesh"), (name, obj.__module__)
+        assert obj is _first_definition(name), f"{module}.{name} is another object than its other exports"
+
+
+def _first_definition(name: str):
+    """The object the first module of MODULES that exports `name` holds under it."""
+    for module in MODULES:
+        if name in NAMES.get(module, []):
+            return getattr(importlib.import_module(module), name)
+    raise KeyError(name)
 
 
 def test_aggressiveness_levels_aliases_and_env_values(monkeypatch):
