@@ -27,7 +27,18 @@ from schedulemesh import (
 from schedulemesh.records import load_state
 
 from .conftest import LOOPBACK_RAY
+from .polling import eventually, holds_for
 from .sm_agents import Broken, Echo, Evictable, Plain, SelfNamed, TaskWorker
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this pid still exists."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
 
 _ns = itertools.count()
 
@@ -121,9 +132,9 @@ def test_ray_options_pass_through_max_restarts_really_restarts(sched):
     os.kill(pid, signal.SIGKILL)
     after = ref.call("whoami", timeout=60)  # Ray itself restarts the actor and retries the call
     assert after["pid"] != pid and after["value"] == "kept"
-    time.sleep(1.0)
-    info = sched.agent_info("r")
-    assert info["ray_restarts"] == 1 and info["recreations"] == 0  # Ray's restart, not the supervisor's
+    # The supervisor learns of Ray's restart from the next heartbeat.
+    info = eventually(lambda: (i := sched.agent_info("r"))["ray_restarts"] == 1 and i)
+    assert info and info["recreations"] == 0  # Ray's restart, not the supervisor's
     with pytest.raises(InvalidOptions, match="unknown ray_options key 'max_restart'"):
         sched.create_agent("bad", "p", Echo, ray_options={"max_restart": 1})
     # The guide's num_gpus in ray_options is part of the request, so the ledger and the node check see it.
@@ -261,7 +272,7 @@ def test_restarted_supervisor_restores_pools_and_agents_from_its_state_file(loca
     s.create_agent("keep-1", "p", Echo, actor_args=(1,))
     old = {a["name"]: a["pid"] for a in s.list_agents()}
     ray.kill(s.supervisor, no_restart=True)  # the agents die with their owner
-    time.sleep(1.0)
+    assert eventually(lambda: all(not _alive(pid) for pid in old.values()), timeout=30)
     s2 = Scheduler(namespace=ns, state_path=state)
     try:
         assert s2.status["pools"] == 1 and s2.status["agents"] == 2
@@ -294,8 +305,10 @@ def test_higher_priority_pool_preempts_a_lower_one_and_tells_the_victim_first(sc
             assert "preempted by agent 'high-0' of pool 'serving' (priority 10)" in markers[i].read_text()
     assert sched.get_pool("batch")["used"] == {"cpu": free_cpu - 2}
     assert [e["agent"] for e in sched.events() if e["kind"] == "preempted"] == newest[::-1]
-    time.sleep(2.0)
-    assert all(a["status"] == "preempted" for a in sched.list_agents("batch") if a["name"] in preempted)  # not revived
+    # Not revived: the victims stay preempted through ten supervisor checks.
+    assert holds_for(
+        lambda: all(a["status"] == "preempted" for a in sched.list_agents("batch") if a["name"] in preempted), 2.0
+    )
 
 
 def test_an_agent_may_assign_its_own_name_and_labels(sched):
@@ -305,7 +318,7 @@ def test_an_agent_may_assign_its_own_name_and_labels(sched):
     me = ref.call("identity")
     assert me["name"] == "guide-agent-display" and me["labels"] == {"team": "a", "tier": "gold"} and me["supervised"]
     # The supervisor still knows it by its agent name and heartbeats keep it alive under that name.
-    time.sleep(1.0)
+    assert eventually(lambda: "pid" in sched.agent_info("guide-agent")["report"], timeout=30)  # a beat arrived
     info = sched.agent_info("guide-agent")
     assert info["status"] == "alive" and info["labels"] == {"team": "a"}
 

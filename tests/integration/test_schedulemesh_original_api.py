@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 
 import pytest
 import ray
@@ -20,6 +19,7 @@ from schedulemesh.core.actors.head import ScheduleMeshHead
 from schedulemesh.core.agent_actor import AgentActor
 
 from .conftest import LOOPBACK_RAY
+from .polling import eventually
 from .sm_agents import NamedEcho, OriginalStyle
 
 AGENT_KEYS = {
@@ -357,8 +357,11 @@ def test_agent_actor_simulated_tasks_and_metrics_reports(rs):
     ray.get(handle.process.remote("p", task_id="t2", simulated_duration=0.3))
     running = ray.get(handle.get_running_tasks.remote())
     assert running["agent_name"] == "act-0" and running["count"] == 2
-    time.sleep(0.6)
-    assert [t["task_id"] for t in ray.get(handle.get_running_tasks.remote())["running_tasks"]] == ["t1"]
+    # t2's 0.3 s of simulated work ends; t1's 30 s does not.
+    running = eventually(
+        lambda: [t["task_id"] for t in ray.get(handle.get_running_tasks.remote())["running_tasks"]] == ["t1"]
+    )
+    assert running
     assert ray.get(handle.cancel.remote("t1"))["task_info"]["priority"] == 3.0
     assert not ray.get(handle.cancel.remote("t1"))["success"]
     assert ray.get(handle.push.remote({"queue_length": 5})) is True
@@ -385,16 +388,6 @@ def test_head_and_shutdown_end_what_they_own():
         sched.get_pool("h")
     with pytest.raises(RuntimeError):
         sched.shutdown()
-
-
-def _until(check, timeout: float = 20.0):
-    """check()'s first truthy answer, polled until a deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got or time.monotonic() > deadline:
-            return got
-        time.sleep(0.05)
 
 
 def test_agent_actor_is_a_ray_actor_class_and_an_actor_class_argument(rs):
@@ -449,7 +442,7 @@ def test_state_path_restore_brings_back_pools_queued_tasks_and_agents(rs, tmp_pa
     assert pool["pool"]["used_resources"]["cpu"] == 0.5  # the ledger came back with the agent's share
     health = again.ensure_agent_health()
     assert "keep-0" in health["stale"] and health["recreated"] == ["keep-0"]
-    agent = _until(lambda: [a for a in again.list_agents("keep", include_handle=True)["agents"] if a["handle"]])[0]
+    agent = eventually(lambda: [a for a in again.list_agents("keep", include_handle=True)["agents"] if a["handle"]])[0]
     assert agent["status"] == "running" and agent["actor_init_args"] == ["hey"]
     assert ray.get(agent["handle"].greet.remote()) == "hey from keep-0"
     assert ray.get(agent["handle"].__ray_call__.remote(lambda self: os.getpid())) != old_pid
