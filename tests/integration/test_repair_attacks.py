@@ -69,9 +69,10 @@ def test_infinite_loop_and_fork_bomb_are_killed_with_nothing_left(corpus, env):
     loop = _attack(env, task, "while True:\n    pass")
     assert loop["status"] == "timeout" and loop["seconds"] < 5 + 5
     bomb = _attack(env, task, "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass")
-    # The CPU limit counts the whole run, not each forked process: the bomb does not last until the
-    # wall-clock backstop (4x the limit).
-    assert bomb["status"] in ("timeout", "killed", "ok") and bomb["seconds"] < 5 + 5
+    # The CPU limit counts the whole run, not each forked process: the bomb ends well before the wall-clock
+    # backstop (4x the limit, 20 s). Not 10 s: thousands of forks share the cores with the rest of a loaded
+    # machine, so 5 CPU seconds took 12.6 s of wall time there.
+    assert bomb["status"] in ("timeout", "killed", "ok") and bomb["seconds"] < 16
     assert _sandbox_processes() == []
     assert _restored(env, task)
 
