@@ -19,6 +19,8 @@ from graph_planner.free_edit import dedent, fence, gold_reply, task_target
 from graph_planner.free_eval import engine_replies, evaluate_free, gold_replies
 from graph_planner.judge import base_text
 from graph_planner.tasks import load_tasks
+from graph_planner.team import free
+from graph_planner.team.evaluate import solve_rates
 from planact.engine_config import AnthropicConfig, OpenAIConfig
 from planact.engines.api import AnthropicEngine, OpenAIEngine
 from planact.engines.base import Completion
@@ -178,6 +180,39 @@ def test_the_repair_team_scores_free_replies_and_counts_malformed_and_refused(mi
     assert res.metrics["actor/malformed"] == 1.0 and res.metrics["actor/refused"] == 1.0
     assert res.metrics["success"] == pytest.approx(1 / 3)
     assert [p for p, _ in env.demonstrations("actor", 2, __import__("random").Random(0))][0].startswith("A bug")
+    # held-out evaluation's team: the greedy plan, then one greedy reply per task (here the gold one)
+    first = [i for i in env.split["train"] if env.ctx[i].target_rank == 0]
+    ids = [first[0], next(i for i in first if env.ctx[i].target != env.ctx[first[0]].target)]
+    attempts, targets, malformed = free.team_order(env, ids, _Planner(), _Actor([gold_reply(env.tasks[ids[0]])]))
+    assert targets == {i: env.ctx[i].target for i in ids} and malformed == 1 and attempts[ids[1]] == []
+    assert solve_rates(env, attempts, 1) == {1: 0.5}  # the gold reply solves its task, the malformed one not
+
+
+class _Planner:
+    """A scripted planner: reads the top-ranked function, then repairs it."""
+
+    def choose(self, requests, temperature=None, *, n, seed=None):
+        out = []
+        for _, options in requests:
+            k = options.index(" repair 1") if " repair 1" in options else options.index(" read 1")
+            out.append([Completion([1], [2], [-0.1], options[k], "stop", 0, {"choice": k})] * n)
+        return out
+
+
+class _Actor:
+    """A scripted patch model: a reply to the prompt that shows the function it defines, else prose."""
+
+    def __init__(self, replies):
+        self.replies = replies
+
+    def generate(self, prompts, temperature=None, *, n, seed=None):
+        texts = [next((r for r in self.replies if _shows(p, r)), "no code") for p in prompts]
+        return [[Completion([1], [2], [-0.1], t, "stop", 0)] * n for t in texts]
+
+
+def _shows(prompt: str, reply: str) -> bool:
+    """The prompt is about the function the reply defines (its def line)."""
+    return reply.split("\n")[1].split("(")[0] in prompt
 
 
 def _hostile(env, tid) -> str:
