@@ -25,6 +25,7 @@ from planact.progress import ProgressDisplay
 from planact.resume import check_resume
 from planact.session import TrainingSession
 from tasks.plan_act import checkpoint, evaluate_heldout, register_models, warm_start
+from tasks.progress import task_progress
 
 
 def optimise_workflow(cfg: RunConfig, round_idx: int, session: TrainingSession) -> dict:
@@ -69,7 +70,7 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
         },
     )
     try:
-        planner, actor = session.ensure_agents(preload=("tasks.plan_act",))
+        planner, actor = session.ensure_agents(preload=("tasks.plan_act",), progress=task_progress("agents"))
         groups = session.groups(planner, actor)
         trained = [g for g in groups if g.trainer is not None]
 

@@ -17,7 +17,7 @@ import os
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import ray
@@ -29,7 +29,7 @@ from planact.envs.base import HEADLINE_KEYS
 from planact.experience import PoolRef, pool_actor
 from planact.initial_models import prebuild_initial_models
 from planact.orchestrator import get_or_create_orchestrator, orchestrator_state
-from planact.progress import bar, eta_text
+from planact.progress import Phase, ProgressFn, bar, eta_text
 from planact.reaper import reap_descendants_on_death
 from planact.registry import registered_name
 from planact.resume import check_resume
@@ -154,11 +154,14 @@ class TrainingSession:
 
     # --- agents and resume ---
 
-    def ensure_agents(self, preload: tuple[str, ...] = ()) -> tuple[agents.RoleGroup | None, agents.RoleGroup | None]:
+    def ensure_agents(
+        self, preload: tuple[str, ...] = (), progress: ProgressFn | None = None
+    ) -> tuple[agents.RoleGroup | None, agents.RoleGroup | None]:
         """Create (or find) the engines and trainers of the roles this flow drives.
 
         Meanwhile, warm the Ray task workers a round will use, importing `preload` modules (the
         caller's task modules) there: a cold worker spent seconds on them in the first round.
+        `progress` hears each role's agents answering (a pretrained model loads for a minute or more).
         """
         agents.check_feasible(self.cfg, self.roles)
         # Task workers take seconds to start on a busy machine: start the ones a round's parallel tasks
@@ -168,8 +171,13 @@ class TrainingSession:
         prebuild_initial_models(self.cfg, self.roles)
         scheduler = agents.scheduler_for(self.cfg)
         self._pool = pool_actor(self.experience.path, self.experience.name, self.experience.namespace)  # owned here
+        phase = Phase("agents of the roles (engines, trainers: models loading)", len(self.roles), progress)
         with ThreadPoolExecutor(len(self.roles)) as pool:
-            made = list(pool.map(lambda r: agents.create_role_group(self.cfg, r, scheduler), self.roles))
+            futures = {pool.submit(agents.create_role_group, self.cfg, r, scheduler): r for r in self.roles}
+            for done in as_completed(futures):
+                phase.advance(note=f"{futures[done]} ready")
+        by_role = {r: f.result() for f, r in futures.items()}
+        made = [by_role[r] for r in self.roles]
         groups = dict(zip(self.roles, made))
         self.role_groups = made
         ray.get(warm)
