@@ -27,9 +27,10 @@ if TYPE_CHECKING:
 # Stale samples a LoRA role scores under the previous version each round: ~1,000 tokens are enough to tell a
 # float-rounding gap (1e-6) from a missing update (1e-2 and more), at a fraction of the round's training cost.
 STALE_CHECK_SAMPLES = 8
-# The gap a correct sync stays under on fp32 (measured 1e-7..1e-6 on the CPU; docs/engines.md). bf16 autocast
-# (rl.precision) or a different attention kernel between engine and trainer widen it legitimately.
-TOLERANCE = 1e-4
+# The mean gap a correct sync stays under, by the trainer's rl.precision (docs/engines.md): fp32 measured 0.5e-7
+# to 1.2e-7 on the CPU; bf16 autocast 7e-4 to 8e-4 on fresh samples (the training forward runs in bf16, the
+# engine in fp32: a real difference the first step's ratio sees). A missing adapter measured 0.14 and more.
+TOLERANCE = {"fp32": 1e-4, "bf16": 1e-2}
 
 
 class GapMeter:
@@ -49,13 +50,21 @@ class GapMeter:
         self.tokens += diff.numel()
         self.max = max(self.max, float(diff.max()))
 
-    def metrics(self) -> dict[str, float]:
-        """The round's figures (none when no token was checked): logged as `<role>/sampler_trainer_logprob_gap`."""
+    def metrics(self, precision: str = "fp32") -> dict[str, float]:
+        """The round's figures (none when no token was checked): logged as `<role>/sampler_trainer_logprob_gap`;
+        a gap over the tolerance of the trainer's `precision` is also said on the console."""
         if not self.tokens:
             return {}
+        gap, tol = self.total / self.tokens, TOLERANCE.get(precision, TOLERANCE["fp32"])
+        if gap > tol:  # every round it happens: a sync that never arrives must not pass for staleness
+            print(
+                f"sampler/trainer logprob gap {gap:.2e} over {self.tokens} tokens exceeds {tol:.0e} ({precision}): "
+                "the engine is not sampling with the weights its samples claim (weight sync broken?)"
+            )
         return {
-            "sampler_trainer_logprob_gap": self.total / self.tokens,
+            "sampler_trainer_logprob_gap": gap,
             "sampler_trainer_logprob_gap_max": self.max,
+            "sampler_trainer_logprob_gap_over": float(gap > tol),
             "sampler_check_tokens": float(self.tokens),
         }
 

@@ -162,7 +162,14 @@ class RoleTrainer:
         self._gap = None
         agg.setdefault("kl", 0.0)
         dt = time.perf_counter() - t0
-        return {**metrics, **gap.metrics(), **agg, "tokens_per_s": n_tokens / dt, "train_time_s": dt, "skipped": 0.0}
+        return {
+            **metrics,
+            **gap.metrics(rl.precision),
+            **agg,
+            "tokens_per_s": n_tokens / dt,
+            "train_time_s": dt,
+            "skipped": 0.0,
+        }
 
     @torch.no_grad()
     def _with_proximal(self, samples: list[dict]) -> tuple[list[dict], dict[str, float]]:

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 from planact.config import load_config
-from planact.rl.sampler_gap import TOLERANCE
+from planact.rl.sampler_gap import TOLERANCE as TOLERANCES
 
 SMOKE = Path(__file__).resolve().parents[2] / "configs" / "smoke.yaml"
 ROUNDS = 4
+TOLERANCE = TOLERANCES["fp32"]  # the rounds here train in fp32
 
 
 def _samples(worker, round_idx: int) -> list[dict]:
@@ -75,10 +76,11 @@ def test_every_round_samples_with_the_weights_it_claims(tmp_path, staleness):
         assert m["sampler_check_tokens"] >= 20, f"round {r}: too few tokens checked"
         assert m["sampler_trainer_logprob_gap"] < TOLERANCE, f"round {r}: gap {m['sampler_trainer_logprob_gap']}"
         assert m["sampler_trainer_logprob_gap_max"] < 10 * TOLERANCE
+        assert m["sampler_trainer_logprob_gap_over"] == 0.0
 
 
 @pytest.mark.parametrize("staleness", [0, 1])
-def test_an_adapter_never_pushed_to_the_sampler_shows_as_a_gap(tmp_path, staleness):
+def test_an_adapter_never_pushed_to_the_sampler_shows_as_a_gap(tmp_path, staleness, capsys):
     rounds = _run(tmp_path, staleness, broken=True)
     gaps = [m["sampler_trainer_logprob_gap"] for m in rounds]
     # Until the first trained adapter should have reached the sampler, nothing is missing; from then on
@@ -86,3 +88,8 @@ def test_an_adapter_never_pushed_to_the_sampler_shows_as_a_gap(tmp_path, stalene
     first_wrong = 2 + staleness
     assert all(g < TOLERANCE for g in gaps[: first_wrong - 1]), gaps
     assert all(g > 100 * TOLERANCE for g in gaps[first_wrong - 1 :]), gaps
+    assert [m["sampler_trainer_logprob_gap_over"] for m in rounds] == [0.0] * (first_wrong - 1) + [1.0] * (
+        ROUNDS - first_wrong + 1
+    )
+    # Said on the console every such round (in a run: the trainer agent's output, which Ray forwards).
+    assert capsys.readouterr().out.count("weight sync broken?") == ROUNDS - first_wrong + 1
