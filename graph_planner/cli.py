@@ -104,7 +104,7 @@ def _engine(args):
         from planact.registry import resolve_model
 
         model, tokenizer = load_model(resolve_model(args.model))
-        return HFEngine(model.eval(), tokenizer, max_batch=4)
+        return HFEngine(model.eval(), tokenizer, max_batch=32)
     from planact.engine_config import AnthropicConfig, OpenAIConfig
     from planact.engines.api import AnthropicEngine, OpenAIEngine
 

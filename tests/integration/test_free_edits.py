@@ -220,3 +220,14 @@ def _hostile(env, tid) -> str:
     head, rest = view.source.split("\n", 1)
     indent = rest[: len(rest) - len(rest.lstrip())]
     return fence(head + f"\n{indent}__import__('os').system('true')\n" + rest)
+
+
+def test_the_cli_runs_the_control_and_prints_what_it_counted(minilib, tmp_path, capsys):
+    from graph_planner.cli import main
+
+    out = tmp_path / "gold.json"
+    assert main(["evaluate", "--agent", "gold-free", "--tasks", str(minilib), "--json", str(out)]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    n = len(load_tasks(minilib))
+    assert last.startswith(f"solve rate 1.000 ({n}/{n})") and "malformed 0, refused 0" in last
+    assert json.loads(out.read_text())["summary"]["solved"] == n
