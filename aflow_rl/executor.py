@@ -21,7 +21,7 @@ from planact.config import RunConfig
 from planact.engines.base import encode_prompt
 from planact.envs.plan_act import PlanActEnv
 from planact.models import build_tiny_model, build_tokenizer
-from planact.rl.trainer import sft
+from planact.rl.sft import sft
 
 
 def _warm_start(folder: Path, role: str, steps: int, seed: int) -> None:

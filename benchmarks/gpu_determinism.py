@@ -34,7 +34,8 @@ from planact.engines.base import SamplingParams, encode_prompt  # noqa: E402
 from planact.engines.hf import HFEngine  # noqa: E402
 from planact.models import build_tiny_model, build_tokenizer  # noqa: E402
 from planact.rl.grpo import group_advantages  # noqa: E402
-from planact.rl.trainer import RoleTrainer, sft  # noqa: E402
+from planact.rl.sft import sft  # noqa: E402
+from planact.rl.trainer import RoleTrainer  # noqa: E402
 
 # (prompt, target) pairs: the reward is how many leading characters of the answer match the target.
 TASKS = [(f"add {a} {b}:", str(a + b)) for a in range(3, 9) for b in range(2, 7)]

@@ -36,7 +36,7 @@ import torch  # noqa: E402
 
 from planact.config import load_config  # noqa: E402
 from planact.envs.base import make_env  # noqa: E402
-from planact.rl.trainer import sft_continuation  # noqa: E402
+from planact.rl.sft import sft_continuation  # noqa: E402
 from planact.workers import RoleWorker  # noqa: E402
 
 SPLITS = ("unseen_functions", "unseen_packages", "unseen_2025")
@@ -67,7 +67,7 @@ def rl_arm(workers, env, rounds: int) -> tuple[float, list[dict]]:
 
 
 def sft_arm(workers, env, cfg, seconds: float, seed: int) -> int:
-    """Continue SFT on the teacher's demonstrations for `seconds` (planact.rl.trainer.sft_continuation)."""
+    """Continue SFT on the teacher's demonstrations for `seconds` (planact.rl.sft.sft_continuation)."""
     rng = random.Random(f"{seed}:sft-continuation")
     demos = {w.role: w.demonstrations(env, 8000, rng) for w in workers}
     return sft_continuation(workers, demos, cfg, seconds, seed, chunk=10)

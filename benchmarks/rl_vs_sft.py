@@ -30,7 +30,7 @@ import torch  # noqa: E402
 from planact.config import load_config  # noqa: E402
 from planact.envs.plan_act import PlanActEnv, planner_prompt  # noqa: E402
 from planact.envs.synthetic import SyntheticEnv  # noqa: E402
-from planact.rl.trainer import sft_continuation  # noqa: E402
+from planact.rl.sft import sft_continuation  # noqa: E402
 from planact.rollout import actor_requests, evaluate, score_round  # noqa: E402
 from planact.workers import RoleWorker  # noqa: E402
 
@@ -67,7 +67,7 @@ def rl_arm(workers, env, cfg, rounds: int) -> float:
 
 
 def sft_arm(workers, env, cfg, seconds: float, seed: int) -> int:
-    """Continue SFT on the teacher's demonstrations for `seconds` (planact.rl.trainer.sft_continuation)."""
+    """Continue SFT on the teacher's demonstrations for `seconds` (planact.rl.sft.sft_continuation)."""
     rng = random.Random(f"{seed}:sft-continuation")
     demos = {w.role: w.demonstrations(SyntheticEnv(cfg), 8000, rng) for w in workers}
     return sft_continuation(workers, demos, cfg, seconds, seed, chunk=20)

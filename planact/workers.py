@@ -166,7 +166,7 @@ class RoleWorker(AgentActor):
         import torch
 
         from planact.progress import FileProgress
-        from planact.rl.trainer import sft
+        from planact.rl.sft import sft
 
         trainer = self._require_trainer()
         ws = self.rc.warm_start

@@ -38,11 +38,17 @@ def _env(splits: dict[str, list[str]]):
         for i in ids
     }
     env = SimpleNamespace(
-        r=SimpleNamespace(eval_unseen_functions=10, eval_unseen_packages=10, eval_unseen_2025=10, eval_budget=2),
+        r=SimpleNamespace(
+            eval_unseen_functions=10, eval_unseen_packages=10, eval_unseen_2025=10, eval_real=10, eval_budget=2
+        ),
         cfg=SimpleNamespace(seed=0),
         split={"unseen_functions": [], "unseen_packages": [], "unseen_2025": [], **splits},
         ctx=ctx,
-        tasks={i: i for i in ctx},
+        # no repository behind them: the reachable share finds no gold fix (git fails), nothing else reads them
+        tasks={
+            i: SimpleNamespace(meta={"file": "m.py", "function": "lo"}, repo_dir="/nonexistent", base_commit="x")
+            for i in ctx
+        },
         sandbox=_Sandbox(),
         free=False,
     )
@@ -78,7 +84,7 @@ def test_the_held_out_evaluation_reports_k_of_n_with_an_eta_and_the_console_show
 def test_the_warm_start_reports_every_step_and_its_plateau(tiny_model_dir):
     from planact.config import WarmStartConfig
     from planact.models import load_model
-    from planact.rl.trainer import sft
+    from planact.rl.sft import sft
 
     model, tok = load_model(tiny_model_dir)
     demos = [(tok.encode("sort 3 1 2 ="), tok.encode("1 2 3")) for _ in range(20)]

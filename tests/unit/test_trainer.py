@@ -10,7 +10,8 @@ from planact.engines.base import SamplingParams
 from planact.engines.hf import HFEngine
 from planact.models import load_model
 from planact.rl.logprobs import make_batch, pad_batch, token_logprobs
-from planact.rl.trainer import RoleTrainer, demo_loss, sft
+from planact.rl.sft import demo_loss, sft
+from planact.rl.trainer import RoleTrainer
 
 
 def _seq_logprob(model, s, pad):
@@ -144,15 +145,15 @@ def test_sft_continuation_keeps_to_its_time_and_spends_it_on_training(tiny_model
     import time
     from types import SimpleNamespace
 
-    import planact.rl.trainer as trainer_mod
-    from planact.rl.trainer import sft_continuation
+    import planact.rl.sft as sft_mod
+    from planact.rl.sft import sft_continuation
 
     model, tok = load_model(tiny_model_dir)
     demos = [([tok.bos_token_id, 5, 6], [7, tok.eos_token_id])] * 600
     ws = WarmStartConfig(steps=100, batch_size=4, patience=3, eval_every=1, heldout=16)
     cfg = SimpleNamespace(actor=SimpleNamespace(warm_start=ws))
     worker = SimpleNamespace(role="actor", model=model, tokenizer=tok)
-    calls, real_sft = [], trainer_mod.sft
+    calls, real_sft = [], sft_mod.sft
 
     def slow_sft(m, pad, d, c, seed=0, steps=None, log_every=50):
         t = time.perf_counter()
@@ -161,7 +162,7 @@ def test_sft_continuation_keeps_to_its_time_and_spends_it_on_training(tiny_model
         calls.append((steps, c.patience, time.perf_counter() - t))
         return out
 
-    monkeypatch.setattr(trainer_mod, "sft", slow_sft)
+    monkeypatch.setattr(sft_mod, "sft", slow_sft)
     t0 = time.perf_counter()
     steps = sft_continuation([worker], {"actor": demos}, cfg, seconds=1.0, seed=0, chunk=20)
     took = time.perf_counter() - t0
