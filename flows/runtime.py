@@ -282,6 +282,7 @@ def print_summary(run_name: str, summary: dict, seconds: float) -> None:
         ("unseen_packages", "unseen packages"),
         ("unseen_functions", "unseen functions"),
         ("unseen_2025", "packages first released in 2025+"),
+        ("real", "real fixes from release history"),
     ):
         if f"final/{split}/team/solve_at_1" in summary:
             print(

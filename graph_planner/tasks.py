@@ -59,7 +59,18 @@ def from_record(row: dict, root: Path) -> RepairTask:
     env = row.get("planact_env")
     meta = {
         k: row[k]
-        for k in ("mutation", "mutation_description", "file", "function", "line", "difficulty", "version", "split")
+        # history: a release-history fix's versions and the `file::function` of every function it changes
+        for k in (
+            "mutation",
+            "mutation_description",
+            "file",
+            "function",
+            "line",
+            "difficulty",
+            "version",
+            "split",
+            "history",
+        )
         if k in row
     }
     suite, repo_dir = Suite(), None

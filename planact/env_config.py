@@ -147,6 +147,20 @@ class RepairEnvConfig(_Strict):
     eval_budget: int = Field(
         2, ge=1, le=8, description="Submits per task at evaluation; solve rates are reported at every budget up to it."
     )
+    eval_real_corpus: str = Field(
+        "",
+        description="A release-history corpus (`planact-repair corpus --history`: a folder holding real.jsonl, or the "
+        "JSONL itself) whose fixes from the packages' real release history evaluation adds as split 'real' beside "
+        "the held-out ones: same systems, budgets and metric names ('real/team/solve_at_1', ...), plus the share "
+        "the localisation and the candidate edits can reach ('real/reach/*'). Empty: no real split.",
+    )
+    eval_real: int = Field(
+        60,
+        ge=1,
+        description="Real-fix tasks per evaluation when eval_real_corpus is set (at most; below the split's size they "
+        "are taken in turn from each package). Every one counts: a task whose fixed function is not offered is "
+        "unsolved, not skipped.",
+    )
     prompt_style: Literal["compact", "file"] = Field(
         "compact",
         description="'compact': the tiny models' prompts (the function with traceback lines marked, edits written "

@@ -72,7 +72,9 @@ def unseen_function(package: str, file: str, function: str, frac: float) -> bool
 
 
 def split_of(task: RepairTask, frac: float) -> str:
-    """train | unseen_functions | unseen_packages | unseen_2025."""
+    """train | unseen_functions | unseen_packages | unseen_2025 | real (a release-history fix)."""
+    if task.meta.get("split") == "real":
+        return "real"
     if task.meta.get("split") == "heldout":
         return "unseen_packages"
     if task.meta.get("split") == "unseen_2025":
@@ -134,13 +136,17 @@ def load_contexts(
     workers: int = 2,
     coverage: bool = True,
     progress: ProgressFn | None = None,
+    keep_all: bool = False,
 ) -> tuple[dict[str, RepairTask], dict[str, TaskContext]]:
-    """Tasks of the corpus with the wanted kinds and function size, and their contexts (built once, cached;
-    `coverage` adds the SBFL ranking to the localisation). `progress` hears each context built, k of n."""
+    """Tasks of the corpus (a folder or a JSONL file) with the wanted kinds and function size, and their contexts
+    (built once, cached; `coverage` adds the SBFL ranking to the localisation). `progress` hears each context
+    built, k of n. `keep_all` keeps every task: a too long buggy function or no offered function is a miss."""
     corpus = Path(corpus)
     tasks = [t for t in load_tasks(corpus) if t.meta.get("mutation") in kinds]
     settings = json.dumps([CONTEXT_VERSION, frac, max_nodes, coverage], sort_keys=True)
-    cache = corpus / f"team-context-{hashlib.sha256(settings.encode()).hexdigest()[:10]}.jsonl"
+    digest = hashlib.sha256(settings.encode()).hexdigest()[:10]
+    folder, stem = (corpus, "") if corpus.is_dir() else (corpus.parent, f"{corpus.stem}-")
+    cache = folder / f"team-context-{stem}{digest}.jsonl"
     have: dict[str, TaskContext] = {}
     if cache.is_file():
         for line in cache.read_text().splitlines():
@@ -161,10 +167,10 @@ def load_contexts(
     for t in tasks:
         ctx = have[t.instance_id]
         bug = next((n for n in ctx.nodes if n.node == ctx.target), None)
-        if bug is not None and len(bug.source) > max_chars:
+        if bug is not None and len(bug.source) > max_chars and not keep_all:
             continue  # the buggy function does not fit the actor's context
         # Functions too long to show are not offered (a missed localisation stays in: it is honest failure).
         ctx.nodes = [n for n in ctx.nodes if len(n.source) <= max_chars]
-        if ctx.nodes:
+        if ctx.nodes or keep_all:
             out_tasks[t.instance_id], out_ctx[t.instance_id] = t, ctx
     return out_tasks, out_ctx

@@ -23,13 +23,15 @@ from graph_planner.patching import PatchError, apply_diff
 from graph_planner.team import file_prompts, free, prompts
 from graph_planner.team.context import load_contexts, unseen_function
 from graph_planner.team.evaluate import evaluate_team
+from graph_planner.team.real import load_real
 from graph_planner.team.sandbox import Sandbox
 from planact.progress import ProgressFn
 from planact.rl.gigpo import gigpo_advantages
 from planact.rl.grpo import group_advantages
 from planact.rollout import RoundResult, sample_record
 
-SPLITS = ("train", "unseen_functions", "unseen_packages", "unseen_2025")
+# 'real': the release-history fixes of env.repair.eval_real_corpus, evaluated only (graph_planner.team.real)
+SPLITS = ("train", "unseen_functions", "unseen_packages", "unseen_2025", "real")
 
 
 _CONTEXTS: dict[tuple, tuple] = {}
@@ -88,6 +90,9 @@ class RepairTeamEnv:
             r.localisation == "sbfl",
             progress,
         )
+        if r.eval_real_corpus:  # the release-history fixes: evaluated only, as split 'real'
+            real_tasks, real_ctx = load_real(r.eval_real_corpus, r, progress)
+            self.tasks, self.ctx = {**self.tasks, **real_tasks}, {**self.ctx, **real_ctx}
         self.split: dict[str, list[str]] = {s: sorted(i for i, c in self.ctx.items() if c.split == s) for s in SPLITS}
         if not self.split["train"]:
             raise ValueError(f"env.repair: the corpus at {self.corpus} has no training tasks of kinds {r.kinds}")

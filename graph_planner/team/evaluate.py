@@ -7,7 +7,9 @@ when one of the first b edits a system proposes passes. Systems:
           budget, and malformed replies are counted in '<split>/team/malformed');
   rule    the rule agent's own order (candidates on traceback lines first, best-ranked function first);
   random  edits drawn uniformly from the candidates of the rule agent's top-ranked function.
-All systems see the same offered functions and run in the same sandbox with the same cache.
+All systems see the same offered functions and run in the same sandbox with the same cache. Splits: the
+corpus's held-out ones, and 'real' (release-history fixes, env.repair.eval_real_corpus: graph_planner.team.real),
+each with the share the localisation and the candidate edits can reach at all ('<split>/reach/*').
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import random
 
 from graph_planner.agents.rule import RuleAgent
 from graph_planner.team import free, prompts
+from graph_planner.team.real import fix_functions, reach
 from planact.progress import Phase, ProgressFn
 
 
@@ -32,7 +35,7 @@ def rule_order(ctx) -> list[dict]:
 
 def random_order(ctx, budget: int, rng: random.Random) -> list[dict]:
     """`budget` distinct random candidates of the top-ranked function."""
-    cands = ctx.nodes[0].candidates()
+    cands = ctx.nodes[0].candidates() if ctx.nodes else []
     return [c.edit for c in rng.sample(cands, min(budget, len(cands)))]
 
 
@@ -82,36 +85,44 @@ def evaluate_team(env, planner, actor, progress: ProgressFn | None = None) -> di
     out: dict[str, float] = {}
     before = dict(env.sandbox.stats)
     splits = [
-        (split, spread(env.split[split], limit))
+        (split, spread(env.split.get(split, []), limit))
         for split, limit in (
             ("unseen_functions", r.eval_unseen_functions),
             ("unseen_packages", r.eval_unseen_packages),
             ("unseen_2025", r.eval_unseen_2025),
+            ("real", r.eval_real),
         )
     ]
     splits = [(split, ids) for split, ids in splits if ids]
     # Minutes each on a pretrained model: the team's greedy episodes, then every system's edits judged in the
     # sandbox. Four steps per split, reported as they finish.
     phase = Phase(f"held-out evaluation ({sum(len(ids) for _, ids in splits)} tasks)", 4 * len(splits), progress)
-    for split, ids in splits:
-        if env.free:
+    for split, all_ids in splits:
+        # A real task whose localisation offers no function at all counts unsolved by every system (nothing to try).
+        ids = [i for i in all_ids if env.ctx[i].nodes]
+        if not ids:
+            team, targets = {}, {}
+        elif env.free:
             team, targets, malformed = free.team_order(env, ids, planner, actor)
             out[f"{split}/team/malformed"] = float(malformed)
         else:
             team, targets = team_order(env, ids, planner, actor, r.eval_budget)
+        team |= {i: [] for i in all_ids if i not in team}
         phase.advance(note=f"{split}: team episodes")
         rng = random.Random(f"{env.cfg.seed}:random-baseline")
         systems = {
             "team": team,
-            "rule": {i: rule_order(env.ctx[i])[: r.eval_budget] for i in ids},
-            "random": {i: random_order(env.ctx[i], r.eval_budget, rng) for i in ids},
+            "rule": {i: rule_order(env.ctx[i])[: r.eval_budget] for i in all_ids},
+            "random": {i: random_order(env.ctx[i], r.eval_budget, rng) for i in all_ids},
         }
         for name, attempts in systems.items():
             for b, rate in solve_rates(env, attempts, r.eval_budget).items():
                 out[f"{split}/{name}/solve_at_{b}"] = rate
             phase.advance(note=f"{split}: {name} judged")
-        out[f"{split}/team/localised"] = sum(targets[i] == env.ctx[i].target for i in ids) / len(ids)
-        out[f"{split}/tasks"] = float(len(ids))
+        hits = sum(targets[i] in fix_functions(env.tasks[i]) for i in ids)  # a real fix may change several
+        out[f"{split}/team/localised"] = hits / len(all_ids)
+        out |= {f"{split}/{k}": v for k, v in reach(env, all_ids).items()}
+        out[f"{split}/tasks"] = float(len(all_ids))
     # Evaluation Submits run FAIL_TO_PASS + PASS_TO_PASS (training runs only FAIL_TO_PASS): counted apart,
     # and of those the whole-suite runs (edits whose FAIL_TO_PASS tests passed on their own).
     out["sandbox/eval_test_runs"] = float(env.sandbox.stats["test_runs"] - before["test_runs"])
