@@ -69,7 +69,7 @@ def evaluate_free(
     out = []
     for i, task in enumerate(tasks):
         v = verdicts.get(i, {})
-        error = "" if i in verdicts else parsed[i].error if i in parsed else "the task names no function of its file"
+        error = "" if i in verdicts else parsed[i].error if i in parsed else "no single function of its file to fix"
         out.append(
             {
                 "instance_id": task.instance_id,
@@ -77,7 +77,8 @@ def evaluate_free(
                 "steps": 1,
                 "test_runs": v.get("runs", 0),
                 "seconds": 0.0,  # filled below: the judging is batched
-                "malformed": int(i not in verdicts),
+                # a task with no single target function (a fix over two) gets no prompt: unsolved, not malformed
+                "malformed": int(i in parsed and parsed[i].edit is None),
                 "refused": int(bool(v.get("refused"))),
                 "patch_errors": 0,
                 "tampering": v.get("tampering", 0),
