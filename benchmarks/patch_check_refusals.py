@@ -13,6 +13,10 @@ candidates, not only the validated tasks a build keeps (a build tries the covere
     python benchmarks/patch_check_refusals.py                       # both corpus configs (fetches sdists)
     python benchmarks/patch_check_refusals.py --config configs/repair-corpus.yaml --json out.json
     python benchmarks/patch_check_refusals.py --tiny                # offline: mutants of two repo files
+    python benchmarks/patch_check_refusals.py --package humanize==4.9.0   # one package, all mutation kinds
+
+`--package NAME==VER` (repeatable) measures packages outside the corpus configs: the sdist pip downloads
+(unpinned: no sha256 to check against, cached like the rest), every mutation kind.
 """
 
 from __future__ import annotations
@@ -33,8 +37,8 @@ sys.path.insert(0, str(ROOT))
 
 from graph_planner.corpus.build import _source_files  # noqa: E402 - the builder's own choice of files
 from graph_planner.corpus.fetch import DEFAULT_CACHE, fetch_sdist, unpack  # noqa: E402
-from graph_planner.corpus.mutate import mutants  # noqa: E402
-from graph_planner.corpus.spec import load_corpus_config  # noqa: E402
+from graph_planner.corpus.mutate import KINDS, mutants  # noqa: E402
+from graph_planner.corpus.spec import PackageSpec, load_corpus_config  # noqa: E402
 from graph_planner.patch_check import screen  # noqa: E402
 
 BASELINE = "25d60dc"  # the check before the sound rewrite
@@ -158,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", default=str(DEFAULT_CACHE), help="sdist cache folder")
     ap.add_argument("--limit", type=int, default=None, help="at most this many mutants per package")
     ap.add_argument("--tiny", action="store_true", help="offline: mutants of two files of this repository")
+    ap.add_argument("--package", action="append", help="NAME==VER of a package outside the configs (repeatable)")
     ap.add_argument("--no-baseline", action="store_true", help="skip the baseline check from git")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args(argv)
@@ -167,6 +172,15 @@ def main(argv: list[str] | None = None) -> int:
         files = {rel: (ROOT / rel).read_text() for rel in TINY_FILES}
         rows = [measure("planact (tiny)", files, None, old_screen, args.limit or 60)]
         results["tiny"] = report("tiny: two files of this repository", rows, old_screen is not None)
+    elif args.package:
+        rows = []
+        with tempfile.TemporaryDirectory() as tmp:
+            for pin in args.package:
+                name, _, version = pin.partition("==")
+                spec = PackageSpec(name=name, version=version, split="train")
+                files = package_files(spec, Path(args.cache), Path(tmp))
+                rows.append(measure(spec.key, files, tuple(KINDS), old_screen, args.limit))
+        results["packages"] = report("packages outside the corpus configs", rows, old_screen is not None)
     else:
         done: dict[tuple, dict] = {}  # a package both configs list is measured once
         with tempfile.TemporaryDirectory() as tmp:

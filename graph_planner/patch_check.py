@@ -175,9 +175,27 @@ def _tainted(rules: FileRules, changed: set[str]) -> set[str]:
     return tainted
 
 
-def _check_function(judge: Judge, old: Facts, new: Facts, where: str) -> list[str]:
+def _generators(fn: ast.AST) -> list[bool]:
+    """For the function and each def or lambda nested in it (in walk order): whether it is a generator."""
+    out = []
+    for scope in (n for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))):
+        todo, found = list(ast.iter_child_nodes(scope)), False
+        while todo and not found:
+            node = todo.pop()
+            found = isinstance(node, (ast.Yield, ast.YieldFrom))
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                todo.extend(ast.iter_child_nodes(node))
+        out.append(found)
+    return out
+
+
+def _check_function(judge: Judge, old: Facts, new: Facts, where: str, generators_kept: bool = False) -> list[str]:
+    """Why one changed function is refused: structure it gained, imports, then the Judge's rules."""
     reasons = []
-    gained = sorted(k for k in new.kinds if new.kinds[k] > old.kinds[k])
+    # one more yield in a function that was already a generator (and no other function made one) hands
+    # the consumer one more value, nothing else: it changes when no code runs
+    same = {"Yield", "YieldFrom"} if generators_kept else set()
+    gained = sorted(k for k in new.kinds if new.kinds[k] > old.kinds[k] and k not in same)
     if gained:
         reasons.append(f"{where}: adds {', '.join(gained)} (a patch changes statements, not structure)")
     if new.imports - old.imports or new.declared - old.declared:
@@ -230,5 +248,6 @@ def screen(before: str, after: str) -> list[str]:
     reasons = []
     for k, qual, old in changed:
         o, n = _facts(judge, old, old_scopes, qual), _facts(judge, rules.functions[k][1], rules.scopes, qual)
-        reasons += _check_function(judge, o, n, f"in {qual.split('.')[-1]}")
+        kept = _generators(old) == _generators(rules.functions[k][1])
+        reasons += _check_function(judge, o, n, f"in {qual.split('.')[-1]}", kept)
     return reasons + _feeds_unchanged_gadget(rules, {k for k, *_ in changed}, tainted)

@@ -38,6 +38,7 @@ from graph_planner.patch_slice import (  # noqa: F401 - re-exported for the poli
     horizon,
     input_slice,
     loops_around,
+    mutates,
     names_outside,
     slice_units,
 )
@@ -54,6 +55,7 @@ class Unit:
     parts: list[ast.AST] = field(default_factory=list)
     path: tuple[str, ...] = ()  # the headers of the blocks around it, outermost first
     binds: set[str] = field(default_factory=set)  # names it may bind or change (see patch_slice.binds)
+    mutates: set[str] = field(default_factory=set)  # names whose object it may change in place
     reads: set[str] = field(default_factory=set)  # names it reads
     jumps: bool = False  # holds a break, continue, return or raise
 
@@ -178,8 +180,9 @@ class _Builder:
         guarded = any(
             isinstance(self.compounds.get(c), (ast.Try, ast.With, ast.AsyncWith, *TRY_STAR)) for c in enclosing
         )
+        f.units[i].mutates = mutates(parts)
         if len(parts) == 1 and isinstance(parts[0], (ast.Return, ast.Raise)) and not guarded:
-            f.units[i].binds = set()  # nothing of the function runs after it: it changes no later value
+            f.units[i].binds = f.units[i].mutates = set()  # nothing of the function runs after it
         f.units[i].reads = {
             n.id
             for p in parts

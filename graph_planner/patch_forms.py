@@ -139,13 +139,33 @@ def _literal_name(facts: Facts, node: ast.Name) -> bool:
     )
 
 
+def _type_clone(facts: Facts, node: ast.Name) -> bool:
+    """`type(x)(x, ...)`: x's own class called with x first. A class builder needs a str first (type(name,
+    bases, ns), a metaclass, attrgetter, methodcaller, ForwardRef), and x is no str when its class is one
+    of those; so it builds no class and names no attribute, unless x's class is one of the file's own
+    classes that steer a gadget (FileRules.clone_safe says there is none)."""
+    call = facts.call_of(node)
+    outer = facts.parent(call) if call is not None else None
+    if call is None or len(call.args) != 1 or call.keywords or not isinstance(call.args[0], ast.Name):
+        return False
+    return (
+        isinstance(outer, ast.Call)
+        and outer.func is call
+        and bool(outer.args)
+        and isinstance(outer.args[0], ast.Name)
+        and outer.args[0].id == call.args[0].id
+    )
+
+
 def form(facts: Facts, node: ast.Name) -> str:
-    """How a name is read: "chain:a.b.c", "type-safe", "literal-name", "call" or "value"."""
+    """How a name is read: "chain:a.b.c", "type-safe", "type-clone", "literal-name", "call" or "value"."""
     p = facts.parent(node)
     if isinstance(p, ast.Attribute) and p.value is node:
         return "chain:" + dotted(facts.chain_top(node))
     if node.id == "type" and _type_safe(facts, node):
         return "type-safe"
+    if node.id == "type" and _type_clone(facts, node):
+        return "type-clone"
     if _literal_name(facts, node):
         return "literal-name"
     if isinstance(p, ast.Call) and p.func is node:

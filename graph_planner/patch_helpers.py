@@ -129,7 +129,14 @@ class FileRules:
         self.gadget_attrs: set[str] = set()
         self._unknown: dict[str, bool] = {}
         self.helpers = self._helper_facts()
+        # `type(x)(x, ...)` may instantiate any of the file's classes: harmless only while none of them
+        # steers a gadget. Judged optimistically first; if a class then steers, everything again without.
+        self.clone_safe = True
         self._fixpoints()
+        classes = {id(n) for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+        if self.gadgets & classes:
+            self.clone_safe = False
+            self._fixpoints()
         self.module = module_facts(tree, {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)})
         self._slices()
 
@@ -274,6 +281,8 @@ class FileRules:
                 for i, owner in self.owner.items():
                     if owner is cls and nodes[i].name in ("__init__", "__new__") and found.get(i):
                         found.setdefault(id(cls), set()).update(found[i] - set(self.params[i][0][:1]))
+                    elif owner is cls and nodes[i].name == "__post_init__" and found.get(i):
+                        found.setdefault(id(cls), set()).add("*")  # a dataclass's __init__ hands it InitVars
             if found == {h: st for h, st in self.steer.items()}:
                 break
             self.steer = found

@@ -158,6 +158,7 @@ class Judge:
             return (
                 name in SAFE_BUILTINS
                 or (name == "type" and form == "type-safe")
+                or (name == "type" and form == "type-clone" and self.rules.clone_safe)
                 or (name == "object" and form == "base")
                 or (name in DECORATORS and form == "decorator")
                 # getattr(x, "size") hands out no more than x.size: it does not make a helper impure (a
@@ -191,7 +192,8 @@ class Judge:
             if form in ("base", "decorator"):
                 continue  # fixed by the skeleton: a class's bases, a decorator applied to its def once
             kind, info = rules.kind(name, facts)
-            if kind == "builtin" and name in GADGET_BUILTINS and form not in ("type-safe", "literal-name"):
+            harmless = form in ("type-safe", "literal-name") or (form == "type-clone" and rules.clone_safe)
+            if kind == "builtin" and name in GADGET_BUILTINS and not harmless:
                 yield name, node, i, True, True
             elif kind == "defined" and name in rules.impure_names:
                 yield name, node, i, True, name in rules.gadget_names
@@ -291,6 +293,15 @@ class Judge:
                 seeds_old.add(j)
         if not seeds_old:
             return False  # not a call the old function made with these inputs
+        # all the old calls together, or one of them alone: two calls with the same inputs (a second
+        # import_module(name) after a first) each have their own slice, which the union would not match
+        candidates = [seeds_old] + ([{j} for j in sorted(seeds_old)] if len(seeds_old) > 1 else [])
+        return any(self._same_slice(facts, old, node, i, computed, seeds) for seeds in candidates)
+
+    def _same_slice(self, facts: Facts, old: Facts, node: ast.AST, i: int, computed: list, seeds_old: set) -> bool:
+        """The computed inputs of the gadget at `node` (unit i) are fed by the same statements, in the
+        same order and blocks, as the old calls `seeds_old`, none of them mentioning a tainted function."""
+        unit = facts.units[i]
         names = {n.id for e in computed for n in ast.walk(e) if isinstance(n, ast.Name)}
         unknown = {n for n in self.rules.bindings if self.rules.kind(n, facts)[0] == "unknown"}
         keep = facts.locals | old.locals | unknown  # data flows through locals and module state
@@ -309,8 +320,11 @@ class Judge:
             (old.units[k].path, old.units[k].key) for k in sorted(old_units)
         ]:
             return False
-        if names_outside(unit, computed) & names:
-            return False  # the rest of its own statement could bind or change an input
+        same_statement = len(seeds_old) == 1 and all(
+            (old.units[j].path, old.units[j].key) == (unit.path, unit.key) for j in seeds_old
+        )
+        if names_outside(unit, computed) & names and not same_statement:
+            return False  # the rest of its own statement could bind or change an input (unless it is unchanged)
         mentions = {n for k in new_units for n in facts.units[k].names | facts.units[k].attrs}
         mentions |= {getattr(n, "id", None) or getattr(n, "attr", None) for e in computed for n in ast.walk(e)}
         return not mentions & self.tainted

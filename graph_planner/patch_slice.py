@@ -42,6 +42,21 @@ def binds(parts: list[ast.AST]) -> set[str]:
     return out - {None}
 
 
+def mutates(parts: list[ast.AST]) -> set[str]:
+    """Names whose object a statement may change in place (not rebind): the base of an attribute or item
+    store, the receiver of a method call, every argument of a call."""
+    out = set()
+    for part in parts:
+        for n in ast.walk(part):
+            if isinstance(n, (ast.Attribute, ast.Subscript)) and not isinstance(n.ctx, ast.Load):
+                out.add(_root(n.value))
+            elif isinstance(n, ast.Call):
+                if isinstance(n.func, ast.Attribute):
+                    out.add(_root(n.func.value))
+                out |= {_root(a) for a in [*n.args, *(k.value for k in n.keywords)]}
+    return out - {None}
+
+
 def names_outside(unit: Unit, inside: list[ast.AST]) -> set[str]:
     """Names a unit mentions outside the given sub-expressions of it."""
     skip, out, todo = {id(e) for e in inside}, set(), list(unit.parts)
@@ -119,16 +134,60 @@ def slice_units(
         units, names = grown, new_names
 
 
+def _fresh(unit: Unit) -> bool:
+    """A plain assignment of a value that shares no object with what it reads (a constant, an f-string, a
+    comparison, a `not`): its target aliases nothing."""
+    part = unit.parts[0] if len(unit.parts) == 1 else None
+    value = part.value if isinstance(part, ast.Assign) else None
+    return isinstance(value, (ast.Constant, ast.JoinedStr, ast.Compare)) or (
+        isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not)
+    )
+
+
+def _aliases(facts: Facts) -> dict[str, set[str]]:
+    """{local name: the locals that may share an object with it}: a statement that binds or changes one
+    local while reading another (`alias = name`, `for x in names`, `a.append(b)`) may make them share one,
+    so a change made through either is a change of both (`alias.append(...)` changes `name`)."""
+    local = facts.locals | facts.params
+    parent = {n: n for n in local}
+
+    def find(n: str) -> str:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    for u in facts.units:
+        if not u.binds or _fresh(u):
+            continue
+        linked = [n for n in (u.binds | u.reads) if n in local]
+        for n in linked[1:]:
+            parent[find(n)] = find(linked[0])
+    classes: dict[str, set[str]] = {}
+    for n in local:
+        classes.setdefault(find(n), set()).add(n)
+    return {n: classes[find(n)] for n in local}
+
+
 def _index(facts: Facts) -> tuple[dict[int, list[int]], dict[str, list[int]]]:
-    """({compound statement id: the units inside it}, {name: the units that may bind it}), once per Facts."""
+    """({compound statement id: the units inside it}, {name: the units that may bind or change it, or
+    change in place a local that may share an object with it}), once per Facts."""
     if facts.index is None:
         members: dict[int, list[int]] = {}
-        binders: dict[str, list[int]] = {}
+        direct: dict[str, set[int]] = {}
+        changed: dict[str, set[int]] = {}  # in place: what a change through an alias is
         for j, u in enumerate(facts.units):
             for c in u.enclosing:
                 members.setdefault(c, []).append(j)
             for n in u.binds:
-                binders.setdefault(n, []).append(j)
+                direct.setdefault(n, set()).add(j)
+            for n in u.mutates:
+                changed.setdefault(n, set()).add(j)
+        aliases = _aliases(facts)
+        binders = {
+            n: sorted(direct.get(n, set()).union(*(changed.get(a, set()) for a in aliases.get(n, {n}))))
+            for n in {*direct, *aliases}
+        }
         facts.index = (members, binders)
     return facts.index
 

@@ -1,0 +1,142 @@
+"""Rules of the patch check (graph_planner/patch_check.py) loosened so real fixes pass, each proved by an
+attack that is still refused beside the gold-like patch that now passes; and two holes closed (a change
+through an alias, a dataclass's __post_init__), each by its attack.
+
+The gold patches are the inverse of corpus mutants (benchmarks/patch_check_refusals.py measures them)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from graph_planner.patch_check import screen
+
+DUNDER = "chr(95) * 2 + 'globals' + chr(95) * 2"  # a computed "__globals__"
+
+CURRY = textwrap.dedent("""
+    class curry:
+        def __init__(self, func, *args):
+            self.func, self.args = func, args
+
+        def bind(self, *args):
+            return self
+
+        def call(self, *args):
+            return self.func(*self.args, *args)
+    """).lstrip()
+
+
+def test_type_of_x_called_with_x_first_builds_no_class():
+    """toolz's `curry.bind`: `type(self)(self, *args)` makes another value of self's class. A class
+    builder needs a str first (type(name, bases, ns), attrgetter, methodcaller), which self then is not."""
+    gold = CURRY.replace("return self\n", "return type(self)(self, *args)\n")
+    assert screen(CURRY, gold) == []
+    for attack in [
+        "return type(self)('A', (), {})",  # another first argument: type itself when self is a class
+        "t = type(self)\n        return t(self, *args)",  # not the direct form
+        "return type(self)(self, *args).__globals__",  # a dunder is still a dunder
+    ]:
+        assert screen(CURRY, CURRY.replace("return self\n", attack + "\n")), attack
+    for x in (int, type, "A", ("A",)):  # the form itself: a class, type, a name... builds no class
+        with pytest.raises(TypeError):
+            type(x)(x, (), {})
+    # where one of the file's classes steers a gadget, x's class may be that one: refused again
+    steering = CURRY + "\n\nclass Getter:\n    def __init__(self, obj, name):\n        self.v = getattr(obj, name)\n"
+    gold = steering.replace("return self\n", "return type(self)(self, *args)\n")
+    assert "type" in screen(steering, gold)[0]
+
+
+def test_a_dataclass_post_init_steers_like_an_init():
+    """A dataclass's generated __init__ hands its InitVars to __post_init__: a getattr there takes any
+    argument of the class's constructor (a hole the check had: `Field(x, <computed dunder>)`)."""
+    src = textwrap.dedent("""
+        import dataclasses
+
+
+        @dataclasses.dataclass
+        class Field:
+            obj: object
+            name: dataclasses.InitVar[str] = "size"
+
+            def __post_init__(self, name):
+                self.value = getattr(self.obj, name)
+
+
+        def size(x):
+            return Field(x).value
+        """).lstrip()
+    assert "Field with a computed argument" in screen(src, src.replace("Field(x)", f"Field(x, {DUNDER})"))[0]
+    assert screen(src, src.replace("Field(x)", "Field(x, 'length')")) == []
+
+
+def test_a_change_through_an_alias_changes_the_gadget_input():
+    """`alias = names` then `alias.append(...)` changes `names`: a slice takes the statements that change
+    in place any local that may share an object with an input (a hole the check had)."""
+    src = textwrap.dedent("""
+        def pick(obj, n):
+            names = [n]
+            alias = names
+            alias.append("size")
+            return getattr(obj, names[-1], None)
+        """).lstrip()
+    assert "computed argument" in screen(src, src.replace('alias.append("size")', f"alias.append({DUNDER})"))[0]
+    assert screen(src, src.replace("None)", "0)")) == []  # a fix beside the unchanged slice passes
+
+
+LOADER = textwrap.dedent("""
+    from importlib import import_module
+
+
+    def load(fullname):
+        rv = {}
+        try:
+            name = "c" + fullname
+            rv["c"] = import_module(name)
+        except ImportError:
+            pass
+        try:
+            name = "p" + fullname
+            rv["p"] = import_module(name)
+        except ImportError:
+            pass
+        if not rv:
+            raise ImportError(fullname)
+        return rv
+    """).lstrip()
+
+
+def test_two_calls_of_one_gadget_each_keep_their_own_slice():
+    """toolz's tlz loader: two import_module(name) calls. Each new call is compared with one old call (not
+    with both together), and a statement left exactly as it was may store the result in a slice name."""
+    assert screen(LOADER, LOADER.replace("if not rv:", "if rv:")) == []  # after both calls: a fix
+    for attack in [
+        LOADER.replace('name = "p" + fullname', "name = 'o' + 's'"),  # the second call's slice changed
+        LOADER.replace('name = "c" + fullname', "name = 'o' + 's'"),  # the first's
+        LOADER.replace('rv["p"] = import_module(name)', 'rv[name] = import_module(name + "")'),
+        LOADER.replace('rv["p"] = import_module(name)', 'rv["p"] = import_module(rv.setdefault("x", "os"))'),
+    ]:
+        assert "import_module with a computed argument" in screen(LOADER, attack)[0]
+
+
+GENERATOR = textwrap.dedent("""
+    def pairs(items):
+        for a in items:
+            yield a
+        yield None
+
+
+    def count(items):
+        return len(items)
+    """).lstrip()
+
+
+def test_a_yield_comes_back_only_where_the_function_already_was_a_generator():
+    """A mutant that removed one `yield` of a generator: its fix adds the yield back, which changes no
+    function into a generator (a deferred body the runtime guard would see later)."""
+    mutant = GENERATOR.replace("        yield a\n", "        pass\n")
+    assert screen(mutant, GENERATOR) == []
+    gains = GENERATOR.replace("    return len(items)", "    yield len(items)")
+    assert "adds Yield" in screen(GENERATOR, gains)[0]
+    delegated = GENERATOR.replace("    return len(items)", "    yield from items")
+    assert "adds YieldFrom" in screen(GENERATOR, delegated)[0]
