@@ -101,11 +101,12 @@ def package_files(spec, cache: Path, tmp: Path) -> dict[str, str]:
     return out
 
 
-def measure(name: str, files: dict[str, str], kinds, old_screen, limit: int | None) -> dict:
-    """Refusals of one package's gold patches by the current and the baseline check."""
+def measure(name: str, files: dict[str, str], kinds, old_screen, limit: int | None, every: int = 1) -> dict:
+    """Refusals of one package's gold patches by the current and the baseline check (every `every`-th
+    candidate mutant, in file and source order, when sampling)."""
     row = {"package": name, "mutants": 0, "refused": 0, "refused_baseline": 0, "seconds": 0.0}
     row["categories"], row["only_now"], row["only_before"] = Counter(), [], []
-    t0 = time.monotonic()
+    t0, seen = time.monotonic(), 0
     for rel, text in sorted(files.items()):
         try:
             found = mutants(rel, text, kinds=kinds)
@@ -114,6 +115,9 @@ def measure(name: str, files: dict[str, str], kinds, old_screen, limit: int | No
         for m in found:
             if limit is not None and row["mutants"] >= limit:
                 break
+            seen += 1
+            if (seen - 1) % every:
+                continue
             row["mutants"] += 1
             now = screen(m.source, text)
             before = old_screen(m.source, text) if old_screen else None
@@ -161,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", action="append", help="corpus config (repeatable; default: both corpus configs)")
     ap.add_argument("--cache", default=str(DEFAULT_CACHE), help="sdist cache folder")
     ap.add_argument("--limit", type=int, default=None, help="at most this many mutants per package")
+    ap.add_argument("--every", type=int, default=1, help="a sample: every N-th mutant of each package")
     ap.add_argument("--tiny", action="store_true", help="offline: mutants of two files of this repository")
     ap.add_argument("--package", action="append", help="NAME==VER of a package outside the configs (repeatable)")
     ap.add_argument("--no-baseline", action="store_true", help="skip the baseline check from git")
@@ -179,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
                 name, _, version = pin.partition("==")
                 spec = PackageSpec(name=name, version=version, split="train")
                 files = package_files(spec, Path(args.cache), Path(tmp))
-                rows.append(measure(spec.key, files, tuple(KINDS), old_screen, args.limit))
+                rows.append(measure(spec.key, files, tuple(KINDS), old_screen, args.limit, args.every))
         results["packages"] = report("packages outside the corpus configs", rows, old_screen is not None)
     else:
         done: dict[tuple, dict] = {}  # a package both configs list is measured once
@@ -191,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
                     key = (spec.key, tuple(cfg.kinds))
                     if key not in done:
                         files = package_files(spec, Path(args.cache), Path(tmp))
-                        done[key] = measure(spec.key, files, tuple(cfg.kinds), old_screen, args.limit)
+                        done[key] = measure(spec.key, files, tuple(cfg.kinds), old_screen, args.limit, args.every)
                         row = done[key]
                         print(f"  {spec.key}: {row['mutants']} mutants, {row['seconds']} s", file=sys.stderr)
                     rows.append(done[key])

@@ -12,21 +12,23 @@ What a patch may do
    class, function, method, decorator, signature or module statement. No source-encoding declaration
    may be added or changed (the check parses the bytes as Python decodes them).
 2. Not add, inside a body, an import, `global`, `nonlocal`, class, def, lambda, `match`, `yield` or
-   `await`; import statements and `global` / `nonlocal` names stay exactly as they were.
+   `await` (a `yield` only where the function, and each def in it, is a generator exactly when it was);
+   import statements and `global` / `nonlocal` names stay exactly as they were.
 3. Read, as a global or builtin (every scope in the function: comprehensions, lambdas, nested defs),
    only: (a) names the file binds once, at top level, by a `def`, a `class`, a literal constant, or a
    value that would itself pass these rules as new code (`PATTERN = re.compile("x")`: reading it gives
-   nothing the body could not compute); a builtin shadowed at module level is what the module binds;
-   (b) safe builtins (`SAFE_BUILTINS`: no type, getattr, setattr, delattr, hasattr, vars, dir, globals,
+   nothing the body could not compute); a builtin shadowed at module level is what the module binds; (b)
+   safe builtins (`SAFE_BUILTINS`: no type, getattr, setattr, delattr, hasattr, vars, dir, globals,
    locals, object, eval, exec, compile, open, __import__, breakpoint, input, memoryview...); `type(x)`
-   only asked about (compared, a lookup key, its name or text, isinstance's class argument, a local
-   only so used); (c) names the old function already read (an import alias: in the same form);
-   (d) names imported from modules outside `CAPABILITY_MODULES`, called (`f(x)`) or used as a class (a
-   module alias never as a bare value: `m = re` would let `m.sys` through). A dotted chain through an
-   imported name (`os.path.join`, `re.compile`) must appear in the unpatched file (through a capability
-   module: and be in `PURE_CHAINS` or read by the old function), or resolve on this interpreter, through
-   a module in `RESOLVABLE` and public names only, to a plain function, class or value. So `re.sys`,
-   `collections._sys`, `enum.sys` are refused.
+   only asked about (compared, a lookup key, its name or text, isinstance's class argument, a local only
+   so used), or `type(x)(x, ...)` (another value of x's class: a class builder would need a str first)
+   while no class of the file steers a gadget; (c) names the old function already read (an import alias:
+   in the same form); (d) names imported from modules outside `CAPABILITY_MODULES`, called (`f(x)`) or
+   used as a class (a module alias never as a bare value: `m = re` would let `m.sys` through). A dotted
+   chain through an imported name (`os.path.join`, `re.compile`) must appear in the unpatched file
+   (through a capability module: and be in `PURE_CHAINS` or read by the old function), or resolve on
+   this interpreter, through a module in `RESOLVABLE` and public names only, to a plain function, class
+   or value. So `re.sys`, `collections._sys`, `enum.sys` are refused.
 4. Use no dunder or introspection word the old function did not use: names, attributes, keyword names
    (`dict(__eq__=...)`), parameters, string constants containing `__` (`"__globals__"`, `"x.__class__"`,
    dict keys), format fields (`"{0.f_back}"`), literal module constants it reads. Benign: `__init__`,
@@ -41,16 +43,19 @@ What a patch may do
    `update_wrapper`, `string.Formatter`'s methods, `import_module`, `typing.get_type_hints`, class
    builders: `enum.Enum`, `abc.ABCMeta`, `dataclasses.make_dataclass`, a file class that is a metaclass
    or an Enum without members), file helpers whose parameters reach one ("steering" parameters, a
-   fixpoint), module names whose binding may hold one. Only the inputs that name something count (the
-   name of getattr, a template, a steering argument). A gadget whose such inputs are literals (without
-   `__` or introspection words) is fine; otherwise the old function must have made the same call with
-   the same inputs, and every statement that feeds them (their backward, flow-sensitive data-flow slice:
-   statements before it or in a loop around it that may bind or change a name they read, with the
-   headers of their blocks and the whole of a `try` / `with` around them) must be the same, in the same
-   order, as in the old function, and call no changed function nor one whose result a changed function
-   decides. So a computed dunder (`"_" + "_globals__"`, `"%s" % ...`, f-strings, `.join`, `chr(95)`)
-   reaches no gadget. The same holds for gadgets in unchanged functions and module code: none may take
-   a value a changed function returns.
+   fixpoint; a class's through `__init__`, `__new__` or a dataclass's `__post_init__`), module names
+   whose binding may hold one. Only the inputs that name something count (the name of getattr, a
+   template, a steering argument). A gadget whose such inputs are literals (without `__` or
+   introspection words) is fine; otherwise the old function must have made the same call with the same
+   inputs, and every statement that feeds them (their backward, flow-sensitive data-flow slice:
+   statements before it or in a loop around it that may bind or change a name they read, or change in
+   place a local that may share an object with one, with the headers of their blocks and the whole of a
+   `try` / `with` around them) must be the same, in the same order, as for the old call (or all the old
+   calls of that gadget with those inputs together); the gadget's own statement may bind a slice name
+   only where it is unchanged; and the slice calls no changed function nor one whose result a changed
+   function decides. So a computed dunder (`"_" + "_globals__"`, `"%s" % ...`, f-strings, `.join`,
+   `chr(95)`) reaches no gadget. The same holds for gadgets in unchanged functions and module code: none
+   may take a value a changed function returns.
 
 What it cannot judge
 --------------------
