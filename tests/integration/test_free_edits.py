@@ -16,7 +16,7 @@ import pytest
 from graph_planner.corpus.build import build_corpus
 from graph_planner.corpus.spec import CorpusConfig, PackageSpec
 from graph_planner.free_edit import dedent, fence, gold_reply, task_target
-from graph_planner.free_eval import engine_replies, evaluate_free, gold_replies
+from graph_planner.free_eval import engine_replies, evaluate_free
 from graph_planner.judge import base_text
 from graph_planner.tasks import load_tasks
 from graph_planner.team import free
@@ -45,11 +45,20 @@ def gadgets(tmp_path_factory):
     return next(t for t in load_tasks(root / "c") if t.meta["function"] == "spread")
 
 
-def test_the_scripted_gold_model_solves_every_task_and_a_wrong_reply_scores_0(minilib):
+def test_the_scripted_gold_model_solves_every_task_and_a_wrong_reply_scores_0(minilib, tmp_path, capsys):
+    from graph_planner.cli import main
+
     tasks = load_tasks(minilib)
     assert len(tasks) >= 3
-    results = evaluate_free(tasks, gold_replies, workers=2, test_timeout_s=10)
-    assert all(r["resolved"] and r["malformed"] == r["refused"] == 0 for r in results), results
+    out = tmp_path / "gold.json"
+    assert (
+        main(["evaluate", "--agent", "gold-free", "--tasks", str(minilib), "--workers", "2", "--json", str(out)]) == 0
+    )
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    n = len(tasks)
+    assert last.startswith(f"solve rate 1.000 ({n}/{n})") and "malformed 0, refused 0" in last
+    episodes = json.loads(out.read_text())["episodes"]
+    assert all(r["resolved"] and r["malformed"] == r["refused"] == 0 for r in episodes), episodes
 
     def unchanged(ts, prompts):  # the buggy function sent back as it is: a well-formed reply, still wrong
         return [fence(task_target(t)[1]) for t in ts]
@@ -220,14 +229,3 @@ def _hostile(env, tid) -> str:
     head, rest = view.source.split("\n", 1)
     indent = rest[: len(rest) - len(rest.lstrip())]
     return fence(head + f"\n{indent}__import__('os').system('true')\n" + rest)
-
-
-def test_the_cli_runs_the_control_and_prints_what_it_counted(minilib, tmp_path, capsys):
-    from graph_planner.cli import main
-
-    out = tmp_path / "gold.json"
-    assert main(["evaluate", "--agent", "gold-free", "--tasks", str(minilib), "--json", str(out)]) == 0
-    last = capsys.readouterr().out.strip().splitlines()[-1]
-    n = len(load_tasks(minilib))
-    assert last.startswith(f"solve rate 1.000 ({n}/{n})") and "malformed 0, refused 0" in last
-    assert json.loads(out.read_text())["summary"]["solved"] == n
