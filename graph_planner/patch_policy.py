@@ -323,9 +323,12 @@ class Judge:
         same_statement = len(seeds_old) == 1 and all(
             (old.units[j].path, old.units[j].key) == (unit.path, unit.key) for j in seeds_old
         )
-        if names_outside(unit, computed) & names and not same_statement:
+        rest_binds = bool(names_outside(unit, computed) & names)
+        if rest_binds and not same_statement:
             return False  # the rest of its own statement could bind or change an input (unless it is unchanged)
         mentions = {n for k in new_units for n in facts.units[k].names | facts.units[k].attrs}
+        if rest_binds:  # ... and then what it calls must be unchanged too: `[g(names), getattr(o, names[0])]`
+            mentions |= unit.names | unit.attrs
         mentions |= {getattr(n, "id", None) or getattr(n, "attr", None) for e in computed for n in ast.walk(e)}
         return not mentions & self.tainted
 

@@ -140,3 +140,22 @@ def test_a_yield_comes_back_only_where_the_function_already_was_a_generator():
     assert "adds Yield" in screen(GENERATOR, gains)[0]
     delegated = GENERATOR.replace("    return len(items)", "    yield from items")
     assert "adds YieldFrom" in screen(GENERATOR, delegated)[0]
+
+
+def test_an_unchanged_gadget_statement_still_calls_nothing_changed():
+    """The gadget's statement left as it was may bind a slice name, but what it calls is judged: a changed
+    `fill` run before getattr in that statement could put a computed dunder in `names`."""
+    src = textwrap.dedent("""
+        def fill(names):
+            names.append("size")
+
+
+        def pick(obj, names):
+            if obj is None:
+                return None
+            return [fill(names), getattr(obj, names[-1], None)]
+        """).lstrip()
+    fixed = src.replace("if obj is None:", "if obj is None or not names:")
+    assert screen(src, fixed) == []
+    attack = fixed.replace('names.append("size")', f"names.append({DUNDER})")
+    assert "getattr with a computed argument" in " ".join(screen(src, attack))
