@@ -170,6 +170,9 @@ class PipelineConfig(_Strict):
     )
 
 
+FREE_REPLY_TOKENS = 128  # env.repair.decoding 'free': the shortest reply limit that fits a small function
+
+
 class RunConfig(_Strict):
     """A Plan/Act training run."""
 
@@ -269,6 +272,12 @@ class RunConfig(_Strict):
                         f"in-process: {role}.engine must be 'hf'"
                         + ("" if free else " (a served patch model needs decoding: free)")
                     )
+            if free and self.actor.sampling.max_new_tokens < FREE_REPLY_TOKENS:
+                # the reply holds the whole corrected function: a short limit cuts every block open (malformed)
+                raise ValueError(
+                    f"env.repair.decoding 'free': actor.sampling.max_new_tokens must be at least "
+                    f"{FREE_REPLY_TOKENS} (the patch model writes the whole function)"
+                )
         return self
 
     def run_dir(self) -> Path:

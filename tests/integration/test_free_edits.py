@@ -171,7 +171,7 @@ def test_the_repair_team_scores_free_replies_and_counts_malformed_and_refused(mi
                     "workers": 2,
                 },
             },
-            "actor": {"engine": "openai", "train": False},
+            "actor": {"engine": "openai", "train": False, "sampling": {"max_new_tokens": 512}},
         }
     )
     env = make_env(cfg)

@@ -134,3 +134,19 @@ def test_the_target_name_and_the_prompt():
     prompt = free_prompt("pkg/mod.py::Stats.mean", SOURCE, statement)
     assert "Stats.mean in pkg/mod.py" in prompt and "```python\ndef mean(self, values):\n    total = 0\n" in prompt
     assert "E   ZeroDivision" in prompt and "```python code block" in prompt
+
+
+def test_free_decoding_lets_any_engine_write_edits_but_the_planner_still_chooses():
+    from planact.config import ConfigError, validate_config
+
+    free = {"kind": "repair", "repair": {"decoding": "free"}}
+    cfg = validate_config(
+        {"env": free, "actor": {"engine": "openai", "train": False, "sampling": {"max_new_tokens": 512}}}
+    )
+    assert cfg.actor.engine == "openai" and cfg.env.repair.decoding == "free"
+    with pytest.raises(ConfigError, match="planner.engine must be 'hf'"):
+        validate_config({"env": free, "planner": {"engine": "openai", "train": False}})
+    with pytest.raises(ConfigError, match="actor.sampling.max_new_tokens must be at least 128"):
+        validate_config({"env": free})  # the default 24 tokens would cut every reply's block open
+    with pytest.raises(ConfigError, match="actor.engine must be 'hf'"):
+        validate_config({"env": {"kind": "repair"}, "actor": {"engine": "openai", "train": False}})
