@@ -213,6 +213,8 @@ class _Builder:
             key = type(s).__name__ + ":" + extra + "|".join(ast.dump(p) for p in parts)
             self.f.kinds[type(s).__name__] += isinstance(s, COUNTED)
             h = self.unit(key, parts, enclosing, set())
+            if isinstance(s, (ast.For, ast.AsyncFor)):  # its header's parts are roots: Facts.constants asks
+                self.f.parents[id(s.target)] = s  # the target's loop what it iterates over
             self.f.units[h].binds |= {extra} - {""}  # a nested def / class binds its name; it is no read of it
             self.f.headers[id(s)] = h
             if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -159,3 +159,24 @@ def test_an_unchanged_gadget_statement_still_calls_nothing_changed():
     assert screen(src, fixed) == []
     attack = fixed.replace('names.append("size")', f"names.append({DUNDER})")
     assert "getattr with a computed argument" in " ".join(screen(src, attack))
+
+
+def test_a_loop_over_a_literal_tuple_names_only_its_elements():
+    """python-slugify's `for option in ('algorithm', 'backend'): getattr(args, option)`: the loop target
+    holds only those strings (the rule held for comprehensions only: a for statement's target had no
+    parent in the Facts)."""
+    src = textwrap.dedent("""
+        def params(args):
+            out = {}
+            for option in ("algorithm", "backend"):
+                if hasattr(args, option):
+                    out[option] = getattr(option, args)
+            return out
+        """).lstrip()
+    assert screen(src, src.replace("getattr(option, args)", "getattr(args, option)")) == []
+    for attack in ['("algorithm", "__globals__")', f'("algorithm", {DUNDER})', "args.names"]:
+        bad = src.replace('("algorithm", "backend")', attack).replace("getattr(option, args)", "getattr(args, option)")
+        assert screen(src, bad), attack
+    rebound = src.replace("out[option] = getattr(option, args)", f"option = {DUNDER}\\n            out[option] = 1")
+    rebound = rebound.replace("if hasattr(args, option):", "if getattr(args, option, None):")
+    assert screen(src, rebound)  # a second binding of the target: no longer only the tuple's elements
