@@ -167,6 +167,7 @@ class _Builder:
         self.base_ids: set[int] = set()  # a class's bases and keyword values: read as "base"
         self.compounds: dict[int, ast.AST] = {}  # id -> compound statement
         self.decorators: set[int] = set()  # decorator references (`@curry`, `@x.setter`): fixed, applied once
+        self.slots: set[int] = set()  # the strings of a class body's `__slots__` (`"__weakref__"`): declarations
 
     def unit(self, key: str, parts: list[ast.AST], enclosing: tuple[int, ...], names: set[str]) -> int:
         """Add one unit (a statement, or a compound statement's header) and read its nodes."""
@@ -272,7 +273,8 @@ class _Builder:
             ):
                 f.words.add(node.attr)
             if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, (str, bytes))):
-                if isinstance(node.ctx, ast.Load) and id(node) not in self.decorators:
+                # a class's base or metaclass (`class Op(enum.Enum)`) is applied once, by code the skeleton fixes
+                if isinstance(node.ctx, ast.Load) and id(node) not in self.decorators | self.base_ids:
                     f.attr_refs.append((node.attr, node, i))
         elif isinstance(node, ast.keyword) and node.arg and dunder_word(node.arg):
             f.words.add(node.arg)
@@ -280,7 +282,7 @@ class _Builder:
             u.names.add(node.arg)
             if dunder_word(node.arg):
                 f.words.add(node.arg)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+        elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) and id(node) not in self.slots:
             text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
             f.strings.add(text)
             words = string_words(text)
@@ -367,6 +369,9 @@ def function_facts(
     return b.f
 
 
+SLOTS = ast.dump(ast.Name("__slots__", ast.Store()))
+
+
 def class_facts(cls: ast.ClassDef, judged: set[str], local: set[str]) -> Facts:
     """Facts of a class's header (decorators, bases, keywords: module scope) and body, methods left out;
     `local`: the names the class body binds."""
@@ -377,6 +382,8 @@ def class_facts(cls: ast.ClassDef, judged: set[str], local: set[str]) -> Facts:
     b.f.aliases = local_aliases([s for s in cls.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))])
     b.base_ids = {id(x) for x in [*cls.bases, *(k.value for k in cls.keywords)]}
     b.decorators = {id(d) for d in cls.decorator_list}
+    slots = [s.value for s in cls.body if isinstance(s, ast.Assign) and [ast.dump(t) for t in s.targets] == [SLOTS]]
+    b.slots = {id(n) for v in slots for n in [v, *getattr(v, "elts", [])] if isinstance(n, ast.Constant)}
     b.unit("class:" + cls.name, [*cls.decorator_list, *cls.bases, *cls.keywords], (), {cls.name})
     b.statements(cls.body, (), skip_defs=True)
     return b.f

@@ -180,3 +180,37 @@ def test_a_loop_over_a_literal_tuple_names_only_its_elements():
     rebound = src.replace("out[option] = getattr(option, args)", f"option = {DUNDER}\\n            out[option] = 1")
     rebound = rebound.replace("if hasattr(args, option):", "if getattr(args, option, None):")
     assert screen(src, rebound)  # a second binding of the target: no longer only the tuple's elements
+
+
+def test_a_class_header_and_its_slots_make_no_helper_impure():
+    """uritemplate's `class Operator(enum.Enum)` (members: a plain class, its base applied once) and
+    ordered-set's `__slots__ = (..., "__weakref__")` (a declaration): reading them newly is fine. An Enum
+    without members (its functional API builds classes) and a computed name in a class body stay refused."""
+    src = textwrap.dedent("""
+        import enum
+
+
+        class Operator(enum.Enum):
+            plus = "+"
+
+
+        class Link:
+            __slots__ = ("prev", "__weakref__")
+
+
+        def op(x):
+            return x
+
+
+        def link(x):
+            return x
+        """).lstrip()
+    assert screen(src, src.replace("    return x\n\n\ndef link", "    return Operator(x)\n\n\ndef link")) == []
+    assert screen(src, src.replace("return x\n", "return Link()\n", 2).replace("return Link()", "return x", 1)) == []
+    empty = src.replace('    plus = "+"', "    pass")
+    assert "Operator" in screen(empty, empty.replace("return x\n", "return Operator(x, {})\n", 1))[0]
+    dunder = src.replace('"__weakref__")', '"__weakref__")\n    size = getattr(enum, "__loader__")')
+    assert (
+        "Link"
+        in screen(dunder, dunder.replace("return x\n", "return Link()\n", 2).replace("return Link()", "return x", 1))[0]
+    )
