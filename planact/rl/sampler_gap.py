@@ -10,8 +10,11 @@ Where it is measured, so that it costs (almost) nothing:
     trainer's weights are the version they claim (the forward the loss needs anyway);
   stale samples (pipelined rounds, staleness 1): in the proximal pass, under the version before the
     trainer's. A LoRA role keeps that version's adapters (a few MB on the CPU) and scores at most
-    STALE_CHECK_SAMPLES stale samples under them (one bounded extra forward); a full-weight role keeps no
-    second copy of its model and reports no gap for stale samples.
+    CHECK_SAMPLES stale samples under them (one bounded extra forward); a full-weight role keeps no
+    second copy of its model and reports no gap for stale samples;
+  a round with nothing to train (every advantage zero and no KL or entropy term: no training forward) scores
+    at most CHECK_SAMPLES fresh samples in a forward of their own (not in a data-parallel group, whose
+    ranks would have to take part).
 Tolerance and measured gaps: docs/engines.md ("Weights that reach the sampler").
 """
 
@@ -24,9 +27,9 @@ from planact import lora
 if TYPE_CHECKING:
     import torch
 
-# Stale samples a LoRA role scores under the previous version each round: ~1,000 tokens are enough to tell a
-# float-rounding gap (1e-6) from a missing update (1e-2 and more), at a fraction of the round's training cost.
-STALE_CHECK_SAMPLES = 8
+# Samples scored by an extra forward (stale ones of a LoRA role; fresh ones of a round with nothing to train):
+# ~1,000 tokens tell a float-rounding gap (1e-7) from a missing update (1e-1), at a fraction of a step's cost.
+CHECK_SAMPLES = 8
 # The mean gap a correct sync stays under, by the trainer's rl.precision (docs/engines.md): fp32 measured 0.5e-7
 # to 1.2e-7 on the CPU; bf16 autocast 7e-4 to 8e-4 on fresh samples (the training forward runs in bf16, the
 # engine in fp32: a real difference the first step's ratio sees). A missing adapter measured 0.14 and more.
@@ -81,27 +84,41 @@ def _copy(state: dict) -> dict:
 
 
 def check_stale(trainer, rows: list[dict], previous: dict | None, meter: GapMeter) -> None:
-    """Score up to STALE_CHECK_SAMPLES stale rows under the `previous` adapters and add their gap to `meter`.
+    """Score up to CHECK_SAMPLES stale rows under the `previous` adapters and add their gap to `meter`.
 
     The current adapters are put back whatever happens: the optimizer holds the same tensors, copied in place."""
+    rows = [r for r in rows if r.get("staleness", 0) == 1][:CHECK_SAMPLES]
+    if previous is None or not rows or not lora.is_lora(trainer.model):
+        return
+    current = _copy(lora.adapter_state(trainer.model))
+    try:
+        lora.load_adapter_state(trainer.model, previous)
+        _score(trainer, rows, meter)
+    finally:
+        lora.load_adapter_state(trainer.model, current)
+
+
+def check_fresh(trainer, rows: list[dict], meter: GapMeter) -> None:
+    """Score up to CHECK_SAMPLES fresh rows under the current weights: for a round with nothing to train (every
+    advantage zero, no KL or entropy term), which has no training forward to measure on."""
+    rows = [r for r in rows if r.get("staleness", 0) == 0][:CHECK_SAMPLES]
+    if rows:
+        _score(trainer, rows, meter)
+
+
+def _score(trainer, rows: list[dict], meter: GapMeter) -> None:
     import torch
 
     from planact.rl.logprobs import token_logprobs
 
-    rows = [r for r in rows if r.get("staleness", 0) == 1][:STALE_CHECK_SAMPLES]
-    if previous is None or not rows or not lora.is_lora(trainer.model):
-        return
     model = trainer.model
-    current = _copy(lora.adapter_state(model))
     was_training = model.training
     model.eval()
     try:
-        lora.load_adapter_state(model, previous)
         batch, starts = trainer._batch(rows, "cpu")
         with torch.no_grad():
             lp, _ = token_logprobs(model, batch, trainer.temperature)
     finally:
-        lora.load_adapter_state(model, current)
         model.train(was_training)
     lp = lp.cpu()
     for (row, col), s in zip(starts, rows):

@@ -14,7 +14,7 @@ from planact.config import RLConfig
 from planact.rl.data_parallel import DataParallel
 from planact.rl.grpo import grpo_loss
 from planact.rl.logprobs import make_batch, token_logprobs
-from planact.rl.sampler_gap import GapMeter, check_stale, previous_version
+from planact.rl.sampler_gap import GapMeter, check_fresh, check_stale, previous_version
 from planact.rl.sft import demo_loss, sft, sft_continuation  # noqa: F401  (their home until they moved to rl/sft.py)
 
 # What grpo_loss reports per step (kl only with a reference model; entropy always here).
@@ -96,8 +96,12 @@ class RoleTrainer:
         previous, self._previous = self._previous, previous_version(self.model)
         gap = GapMeter()
         if not used:
+            if dp is None:  # nothing to train, so no training forward to measure on: a small one of its own
+                check_stale(self, samples, previous, gap)
+                check_fresh(self, samples, gap)
             return {
                 **metrics,
+                **gap.metrics(rl.precision),
                 "loss": 0.0,
                 "pg_loss": 0.0,
                 "kl": 0.0,

@@ -30,9 +30,8 @@ def _samples(worker, round_idx: int) -> list[dict]:
     ]
 
 
-def _run(tmp_path, staleness: int, broken: bool) -> list[dict]:
-    """ROUNDS rounds of a LoRA role whose engine is a separate replica (the pipelined layout), as flows.rounds
-    orders them: staleness 0 syncs before the next generation, staleness 1 after it. Returns each round's metrics."""
+def _pair(tmp_path):
+    """A LoRA role's trainer and, as a separate replica, the engine that samples for it (the pipelined layout)."""
     from planact.workers import RoleWorker
 
     cfg = load_config(
@@ -46,8 +45,13 @@ def _run(tmp_path, staleness: int, broken: bool) -> list[dict]:
             "planner.rl.num_minibatches=2",
         ],
     )
-    trainer = RoleWorker(cfg, "planner", 0, with_trainer=True)
-    sampler = RoleWorker(cfg, "planner", 1, with_trainer=False)
+    return RoleWorker(cfg, "planner", 0, with_trainer=True), RoleWorker(cfg, "planner", 1, with_trainer=False)
+
+
+def _run(tmp_path, staleness: int, broken: bool) -> list[dict]:
+    """ROUNDS rounds as flows.rounds orders them: staleness 0 syncs before the next generation, staleness 1
+    after it. Returns each round's metrics."""
+    trainer, sampler = _pair(tmp_path)
 
     def sync() -> None:
         weights, version = trainer.get_weights()
@@ -93,3 +97,16 @@ def test_an_adapter_never_pushed_to_the_sampler_shows_as_a_gap(tmp_path, stalene
     )
     # Said on the console every such round (in a run: the trainer agent's output, which Ray forwards).
     assert capsys.readouterr().out.count("weight sync broken?") == ROUNDS - first_wrong + 1
+
+
+def test_a_round_with_nothing_to_train_still_checks_the_sampler(tmp_path):
+    trainer, sampler = _pair(tmp_path)
+    trainer.train(_samples(sampler, 0))  # the adapters move
+    sampler.engine.update_weights(None, trainer.engine.weight_version)  # the version arrives, the adapter not
+    idle = [{**s, "advantage": 0.0} for s in _samples(sampler, 1)]  # every reward equal: nothing to train
+    m = trainer.train(idle)
+    assert m["skipped"] == 1.0 and m["sampler_check_tokens"] >= 20
+    assert m["sampler_trainer_logprob_gap"] > 100 * TOLERANCE and m["sampler_trainer_logprob_gap_over"] == 1.0
+    sampler.update_weights(*trainer.get_weights())  # the sync done right
+    m = trainer.train([{**s, "advantage": 0.0} for s in _samples(sampler, 2)])
+    assert m["skipped"] == 1.0 and m["sampler_trainer_logprob_gap"] < TOLERANCE
