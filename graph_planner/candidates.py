@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from graph_planner.corpus.mutate import TOKEN_LEVEL, _functions, _op_text, _Text, mutants
 from graph_planner.proposals import repository_proposals
+from graph_planner.pyparse import parse
 
 _FAMILIES = [
     (ast.Add, ast.Sub),
@@ -105,7 +106,7 @@ def candidate_edits(
     statements of the module inserted where a statement or an `if` may have been removed)."""
     body = textwrap.dedent(source)
     try:
-        tree = ast.parse(body)
+        tree = parse(body)
     except SyntaxError:
         return []
     sites = [(m.kind, m.line, m.description, m.source) for m in mutants(file, body, kinds=TOKEN_LEVEL)]
@@ -143,7 +144,7 @@ def edits_from_sites(
 def function_text(text: str, function: str) -> tuple[int, str] | None:
     """(def line, source) of `function` (its qualified name) in a module's text, as `read` shows it."""
     try:
-        tree = ast.parse(text)
+        tree = parse(text)
     except SyntaxError:
         return None
     fn = next((node for name, node in _functions(tree) if name == function), None)
@@ -154,7 +155,7 @@ def function_text(text: str, function: str) -> tuple[int, str] | None:
 
 def _dump(text: str) -> str | None:
     try:
-        return ast.dump(ast.parse(textwrap.dedent(text)))
+        return ast.dump(parse(textwrap.dedent(text)))
     except SyntaxError:
         return None
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from graph_planner.candidates import function_text
 from graph_planner.judge import base_text, gold_texts
 from graph_planner.patching import PatchError
+from graph_planner.pyparse import parse
 from graph_planner.tasks import RepairTask
 
 MAX_REPLY_CHARS = 32_000  # ~8k tokens: far above any corpus function, far below what would cost real time
@@ -131,7 +132,7 @@ def parse_reply(reply: str, file: str, source: str, name: str) -> FreeEdit:
         return FreeEdit(None, f"no closed ```python code block{where}")
     block = dedent(block)
     try:
-        tree = ast.parse(block)
+        tree = parse(block)
     except (SyntaxError, ValueError) as e:  # ValueError: null bytes
         line = getattr(e, "lineno", None)
         return FreeEdit(None, f"the block does not parse: {getattr(e, 'msg', e)}" + (f" (line {line})" if line else ""))
@@ -151,7 +152,7 @@ def parse_reply(reply: str, file: str, source: str, name: str) -> FreeEdit:
         return FreeEdit({"file": file, "old": source, "new": source})  # unchanged: judged like any edit
     new = reindent(source, text)
     try:
-        ast.parse(dedent(new))
+        parse(dedent(new))
     except (SyntaxError, ValueError) as e:
         return FreeEdit(None, f"the function's indentation does not fit its file: {getattr(e, 'msg', e)}")
     return FreeEdit({"file": file, "old": source, "new": new})

@@ -71,7 +71,6 @@ from __future__ import annotations
 import ast
 import functools
 import re
-import threading
 
 from graph_planner.patch_facts import Facts, function_facts
 from graph_planner.patch_helpers import FileRules
@@ -85,6 +84,7 @@ from graph_planner.patch_policy import (  # noqa: F401 - the lists are part of t
     literal,
 )
 from graph_planner.patch_scope import function_scopes, outer_functions
+from graph_planner.pyparse import PARSE_LOCK
 
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
@@ -127,9 +127,8 @@ def _span(fn: ast.AST) -> tuple[int, int]:
     return min([fn.lineno, *(d.lineno for d in fn.decorator_list)]), fn.end_lineno
 
 
-# CPython 3.11 keeps the AST constructor's recursion counter in shared state: two threads parsing at once
-# fail with "SystemError: AST constructor recursion depth mismatch" (judge slots call both functions below).
-PARSE_LOCK = threading.RLock()
+# Both functions below build many AST objects (judge slots call them from threads): held under the same
+# process-wide lock as every other parse of graph_planner (see graph_planner/pyparse.py).
 
 
 def _locked(fn):

@@ -22,6 +22,7 @@ import textwrap
 from collections.abc import Callable, Iterator
 
 from graph_planner.corpus.mutate import _Text
+from graph_planner.pyparse import parse
 
 _SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Raise)
 _BLOCKS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
@@ -168,7 +169,7 @@ def _default_proposals(fn: ast.AST, body: str, mod: ast.Module) -> list[tuple[st
 def _function(body: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The function a dedented function text defines, or None."""
     try:
-        tree = ast.parse(body)
+        tree = parse(body)
     except SyntaxError:
         return None
     fn = tree.body[0] if tree.body else None
@@ -180,7 +181,7 @@ def repository_proposals(body: str, module: str, fn_line: int, limit: int = 2000
     `module`, then statements of `module` inserted into the dedented function text `body` (which starts at
     line `fn_line` of `module`), nearest donors first."""
     try:
-        mod = ast.parse(module)
+        mod = parse(module)
     except SyntaxError:
         return []
     fn = _function(body)
@@ -215,7 +216,7 @@ def _first_statement(indent: str, completion: str) -> str | None:
     for k in range(1, min(len(lines), 8) + 1):
         text = textwrap.dedent("\n".join(lines[:k])) + "\n"
         try:
-            tree = ast.parse(text)
+            tree = parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue  # not Python yet, a null byte, or nesting deep enough to exhaust the parser
         if len(tree.body) == 1 and _donor(tree.body[0]):

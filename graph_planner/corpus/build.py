@@ -49,6 +49,7 @@ from graph_planner.corpus.validate import (
 )
 from graph_planner.graph.build import SKIP_DIRS, is_test_file
 from graph_planner.judge import gold_submit
+from graph_planner.pyparse import parse
 from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import from_record
 from planact.progress import Phase, ProgressFn
@@ -75,7 +76,7 @@ MUTANT_CPU_PER_TEST_S = 0.05
 def _mutator_version() -> str:
     """A hash of the mutation operators' code (comments and formatting aside): a package built by other
     operators is rebuilt even when nobody remembered to bump VALIDITY."""
-    return hashlib.sha256(ast.dump(ast.parse(Path(mutants.__code__.co_filename).read_text())).encode()).hexdigest()[:12]
+    return hashlib.sha256(ast.dump(parse(Path(mutants.__code__.co_filename).read_text())).encode()).hexdigest()[:12]
 
 
 MUTATOR = _mutator_version()

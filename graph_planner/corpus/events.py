@@ -14,6 +14,7 @@ from pathlib import Path
 
 from graph_planner.graph.build import SKIP_DIRS, is_test_file
 from graph_planner.patch_scope import outer_functions
+from graph_planner.pyparse import parse
 
 
 def span(fn: ast.AST) -> tuple[int, int]:
@@ -31,7 +32,7 @@ def package_watch(root: str | Path) -> tuple[tuple[str, int, int, str], ...]:
         if SKIP_DIRS.intersection(rel.parts) or is_test_file(rel.as_posix()):
             continue
         try:
-            tree = ast.parse(path.read_bytes())
+            tree = parse(path.read_bytes())
         except (SyntaxError, ValueError):
             continue
         out += [(rel.as_posix(), *span(fn), f"{rel.as_posix()}::{name}") for name, fn in outer_functions(tree)]

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graph_planner.graph.build import SKIP_DIRS, is_test_file, module_name
+from graph_planner.pyparse import parse
 
 API_KINDS = ("signature", "added", "removed")
 
@@ -102,7 +103,7 @@ def source_files(root: Path) -> list[str]:
 def functions(text: str) -> dict[str, Function]:
     """qualname -> Function for every function and method (nested classes' too) defined directly in a
     module or class body; a name defined twice at one level (an if/else pair) is left to module code."""
-    tree = ast.parse(text)
+    tree = parse(text)
     lines = text.splitlines(keepends=True)
     found: dict[str, Function] = {}
     twice: set[str] = set()
@@ -262,7 +263,7 @@ def compare_files(
 ) -> tuple[list[Change], list[str]]:
     """The function changes between two texts of one module, and the module statements that differ."""
     new_file = new_file or file
-    old_tree, new_tree = ast.parse(old_text), ast.parse(new_text)
+    old_tree, new_tree = parse(old_text), parse(new_text)
     old_fns, new_fns = functions(old_text), functions(new_text)
     old_names = module_names(old_tree) | set(dir(builtins))
     new_only = module_names(new_tree) - old_names

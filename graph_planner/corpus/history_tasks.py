@@ -24,6 +24,7 @@ from graph_planner.corpus.history_tree import SuiteOutcomes, callers, compose, o
 from graph_planner.corpus.mutate import unified_diff
 from graph_planner.corpus.testrun import Suite, load_proof
 from graph_planner.corpus.validate import Baseline, Verdict, problem_statement, run_tests, uncollectable
+from graph_planner.pyparse import parse
 
 # What a release-history task's validity means (beside the mutation corpus's VALIDITY): a pair built
 # under an older meaning is rebuilt.
@@ -34,7 +35,7 @@ def _check_version() -> str:
     """A hash of the patch check's code (comments and formatting aside): a real fix is far more often refused
     than a mutant's one-token gold patch, so a pair is rebuilt whenever the check changes."""
     files = sorted(Path(patch_check.__file__).parent.glob("patch_*.py"))
-    return hashlib.sha256("".join(ast.dump(ast.parse(p.read_text())) for p in files).encode()).hexdigest()[:12]
+    return hashlib.sha256("".join(ast.dump(parse(p.read_text())) for p in files).encode()).hexdigest()[:12]
 
 
 def settings_hash(pair: HistoryPair, cfg: HistoryConfig) -> str:

@@ -25,6 +25,8 @@ import ast
 import difflib
 from dataclasses import dataclass
 
+from graph_planner.pyparse import parse
+
 TOKEN_LEVEL = ("comparison", "boolop", "constant", "binop", "bound", "swap_args")
 KINDS = TOKEN_LEVEL + ("negate_if", "remove_if", "remove_stmt", "default")
 _CMP = {
@@ -312,7 +314,7 @@ def mutants(
 
     A mutant whose text does not compile, or equals the original, is skipped; identical texts count once.
     """
-    tree = ast.parse(source)
+    tree = parse(source)
     t = _Text(source)
     seen, out = {source}, []
     for name, fn in _functions(tree):

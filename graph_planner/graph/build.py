@@ -17,11 +17,12 @@ Nothing is executed: the source is only parsed.
 from __future__ import annotations
 
 import ast
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import networkx as nx
+
+from graph_planner.pyparse import parse
 
 SKIP_DIRS = {".git", ".venv", "venv", "build", "dist", "__pycache__", ".tox", ".eggs", "node_modules"}
 
@@ -55,9 +56,6 @@ class _Def:
     tree: ast.AST
 
 
-_BUILD_LOCK = threading.Lock()
-
-
 class RepoGraph:
     """A code graph of one repository checkout; `graph` is the networkx MultiDiGraph."""
 
@@ -68,10 +66,8 @@ class RepoGraph:
         self._defs: list[_Def] = []
         self._modules: dict[str, str] = {}  # dotted module -> file path
         self.parse_errors: list[str] = []
-        # CPython 3.11's AST constructor is not thread-safe: concurrent parses in sandbox slots raised
-        # "SystemError: AST constructor recursion depth mismatch". One graph is built at a time.
-        with _BUILD_LOCK:
-            self._build()
+        # Its parses go through graph_planner.pyparse (CPython 3.11's AST constructor is not thread-safe).
+        self._build()
 
     # --- building ---
 
@@ -88,7 +84,7 @@ class RepoGraph:
         for rel in self._files():
             text = (self.root / rel).read_text(errors="replace")
             try:
-                trees[rel] = ast.parse(text)
+                trees[rel] = parse(text)
             except SyntaxError as e:
                 self.parse_errors.append(f"{rel}: {e.msg} (line {e.lineno})")
                 continue

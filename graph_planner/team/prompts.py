@@ -18,6 +18,7 @@ from pathlib import Path
 
 from graph_planner.candidates import candidate_edits
 from graph_planner.corpus.mutate import TOKEN_LEVEL, mutants
+from graph_planner.pyparse import parse
 from graph_planner.team.context import NodeView, TaskContext
 
 
@@ -185,7 +186,7 @@ def _functions(text: str) -> dict[str, tuple[int, int]]:
                 walk(child, prefix + child.name + ".")
 
     try:
-        walk(ast.parse(text), "")
+        walk(parse(text), "")
     except (SyntaxError, ValueError):
         pass
     return out

@@ -149,3 +149,29 @@ def test_a_reward_run_is_judged_by_cpu_time_and_an_old_wall_clock_timeout_is_jud
     assert not passed(run_patch(hang, cache, task, {}, other, "fail_to_pass", 30.0))
     again = run_patch(hang, ResultCache(tmp_path / "cache.jsonl"), task, {}, other, "fail_to_pass", 30.0)
     assert again["cached"] and again["status"] == "timeout" and len(hang.suites) == 1
+
+
+def test_every_parse_of_graph_planner_holds_the_one_parse_lock():
+    """CPython 3.11's AST constructor is not thread-safe (judge slots parse while episodes do): every module
+    parses through graph_planner.pyparse, except the patch check, whose entry points hold the same lock."""
+    import threading
+    from pathlib import Path
+
+    from graph_planner import patch_check, pyparse
+
+    root = Path(pyparse.__file__).parent
+    unlocked = sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*.py")
+        if "ast.parse(" in p.read_text() and p.name not in ("pyparse.py", "patch_check.py")
+    )
+    assert unlocked == []
+    assert patch_check.PARSE_LOCK is pyparse.PARSE_LOCK
+    # The lock is re-entrant (screen calls helpers that parse) and really held during a parse.
+    seen = []
+    with pyparse.PARSE_LOCK:
+        t = threading.Thread(target=lambda: seen.append(pyparse.PARSE_LOCK.acquire(timeout=0.05)))
+        t.start()
+        t.join()
+        assert pyparse.parse("x = 1").body
+    assert seen == [False]
