@@ -7,6 +7,7 @@ from pathlib import Path
 
 from planact.config import API_ENGINES, RoleConfig, RunConfig
 from planact.envs.base import make_env
+from planact.progress import ProgressFn
 from planact.registry import resolve_model
 from planact.tracking import tracking_uri
 
@@ -28,18 +29,19 @@ def initial_model_path(cfg: RunConfig, role: str, texts=None) -> Path:
     )
 
 
-def prebuild_initial_models(cfg: RunConfig, roles) -> None:
+def prebuild_initial_models(cfg: RunConfig, roles, progress: ProgressFn | None = None) -> None:
     """Build each role's tiny starting model (and its locally trained tokenizer) here, once, before its agents start.
 
     Built inside the agents' constructors instead, every replica trained its own tokenizer, and on a fresh
     clone the repair env's (BPE over the training packages' code, two roles at once on 2 cores) outlasted
     the supervisor's 120 s wait for a constructor, failing `make repair-train` before its first round.
+    `progress` hears the environment's set-up (the repair env's localisation contexts on a fresh corpus).
     """
     shared: list[list[str]] = []  # the environment's text, read once for both roles (a repair corpus' code)
 
     def texts() -> list[str]:
         if not shared:
-            shared.append(make_env(cfg).tokenizer_texts())
+            shared.append(make_env(cfg, progress=progress).tokenizer_texts())
         return shared[0]
 
     for role in roles:

@@ -168,7 +168,7 @@ class TrainingSession:
         # need (fan-out + one train task per role) while the agents load their models.
         width = max(len(self.roles), *(getattr(self.cfg, r).resources.replicas for r in self.roles))
         warm = [_warm_worker.options(num_cpus=self.cfg.ray.task_num_cpus).remote(preload, 0.5) for _ in range(width)]
-        prebuild_initial_models(self.cfg, self.roles)
+        prebuild_initial_models(self.cfg, self.roles, progress)
         scheduler = agents.scheduler_for(self.cfg)
         self._pool = pool_actor(self.experience.path, self.experience.name, self.experience.namespace)  # owned here
         phase = Phase("agents of the roles (engines, trainers: models loading)", len(self.roles), progress)
