@@ -12,9 +12,11 @@ the fix changes, whether the gold fix is one of the token-level candidate edits 
 
 from __future__ import annotations
 
+import ast
+import textwrap
 from pathlib import Path
 
-from graph_planner.candidates import candidate_edits, function_text, same_function
+from graph_planner.candidates import candidate_edits, function_text
 from graph_planner.judge import base_text
 from graph_planner.patching import PatchError, apply_diff
 from graph_planner.team.context import TaskContext, load_contexts
@@ -77,7 +79,23 @@ def gold_in_candidates(task) -> bool:
         return False
     # the token-level edits NodeView.candidates offers (not gold_source's structural and module proposals: the
     # team never sees those, and proposing them costs seconds on a large module)
-    return any(same_function(c.edit["new"], want[1]) for c in candidate_edits(file, *found))
+    target = _code(want[1])
+    return target is not None and any(_code(c.edit["new"]) == target for c in candidate_edits(file, *found))
+
+
+def _code(function: str) -> str | None:
+    """The function's code without its docstring (a release fix often edits the docstring beside the code, and
+    no candidate edit touches docstrings), as an AST dump: spacing and parentheses aside."""
+    try:
+        tree = ast.parse(textwrap.dedent(function))
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            if isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
 
 
 def reach(env, ids: list[str]) -> dict[str, float]:
