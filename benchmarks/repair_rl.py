@@ -39,7 +39,8 @@ from planact.envs.base import make_env  # noqa: E402
 from planact.rl.sft import sft_continuation  # noqa: E402
 from planact.workers import RoleWorker  # noqa: E402
 
-SPLITS = ("unseen_functions", "unseen_packages", "unseen_2025")
+# 'real': the release-history fixes, evaluated when --set env.repair.eval_real_corpus=runs/corpus-real is given
+SPLITS = ("unseen_functions", "unseen_packages", "unseen_2025", "real")
 # A measurement evaluates every held-out task (the demo config caps its evaluations to fit its time budget);
 # a --set on the command line still overrides this and PLATEAU.
 WHOLE_SPLITS = [f"env.repair.eval_{s}=100000" for s in SPLITS]
@@ -126,7 +127,7 @@ def one_seed(args, seed: int) -> dict:
 def _progress(seed: int, what: str, m: dict) -> None:
     print(
         f"seed {seed}: {what}; team solve@1 "
-        + ", ".join(f"{s} {m.get(f'{s}/team/solve_at_1', 0):.3f}" for s in SPLITS)
+        + ", ".join(f"{s} {m[f'{s}/team/solve_at_1']:.3f}" for s in SPLITS if f"{s}/team/solve_at_1" in m)
         + f" (localised {m.get('unseen_functions/team/localised', 0):.2f})",
         flush=True,
     )
@@ -152,7 +153,7 @@ def report(runs: list[dict], budget: int) -> None:
             + (f" ({r['sft_s']:.0f} s)" if "sft_s" in r else "")
         )
         for split in SPLITS:
-            if not r["tasks"][split]:
+            if not r["tasks"].get(split, 0):
                 continue
             cells = []
             for b in range(1, budget + 1):
@@ -170,7 +171,7 @@ def report(runs: list[dict], budget: int) -> None:
             print(f"  {split} ({int(r['tasks'][split])} tasks): " + " | ".join(cells))
     print(f"\nmean +- std over {len(runs)} seed(s), budget 1:")
     for split in SPLITS:
-        if not all(r["tasks"][split] for r in runs):
+        if not all(r["tasks"].get(split, 0) for r in runs):
             continue
         key = f"{split}/team/solve_at_1"
         warm, rl, sf = ([r[a][key] for r in runs] for a in ("warm", "rl", "sft"))
