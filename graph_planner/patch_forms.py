@@ -174,8 +174,8 @@ def form(facts: Facts, node: ast.Name) -> str:
 
 
 def type_locals(f: Facts) -> None:
-    """`t = type(x)` where t is bound only so and every read of t only asks (see _asks): that `type` read
-    is harmless ("type-safe"), like `type(x) is int`."""
+    """`t = type(x)` where t is bound only by plain assignments and every read of t only asks (see _asks):
+    that `type` read is harmless ("type-safe"), like `type(x) is int`."""
     nodes = [n for u in f.units for p in u.parts for n in ast.walk(p) if isinstance(n, ast.Name)]
     for k, (name, form, node, i) in enumerate(f.name_refs):
         call = f.call_of(node)
@@ -184,11 +184,10 @@ def type_locals(f: Facts) -> None:
             continue
         t = p.targets[0].id if len(p.targets) == 1 and isinstance(p.targets[0], ast.Name) else None
         uses = [n for n in nodes if n.id == t]
+        # t may also be assigned any other value (`t = type(x); if isclass(x): t = x`): whatever it holds,
+        # a read that only asks is harmless; not an augmented, loop, with or walrus target (those read it)
         stores_ok = all(
-            isinstance(f.parent(n), ast.Assign)
-            and isinstance(f.parent(n).value, ast.Call)
-            and isinstance(f.parent(n).value.func, ast.Name)
-            and f.parent(n).value.func.id == "type"
+            isinstance(f.parent(n), ast.Assign) and n in f.parent(n).targets
             for n in uses
             if not isinstance(n.ctx, ast.Load)
         )

@@ -214,3 +214,18 @@ def test_a_class_header_and_its_slots_make_no_helper_impure():
         "Link"
         in screen(dunder, dunder.replace("return x\n", "return Link()\n", 2).replace("return Link()", "return x", 1))[0]
     )
+
+
+def test_a_type_local_assigned_other_values_too_only_asks():
+    """voluptuous's `type_ = type(schema); if isclass(schema): type_ = schema; if type_ in (...)`: every
+    read of type_ only asks, so what else it is assigned does not matter; a read that calls it does."""
+    src = textwrap.dedent("""
+        def kind(schema, cls):
+            type_ = type(schema)
+            if cls:
+                type_ = schema
+            return 0
+        """).lstrip()
+    assert screen(src, src.replace("return 0", "return type_ in (int, str)")) == []
+    for attack in ["return type_('A', (), {})", "type_ += 1\n    return type_ is int", "return [type_][0]"]:
+        assert screen(src, src.replace("return 0", attack)), attack
