@@ -140,21 +140,25 @@ def _literal_name(facts: Facts, node: ast.Name) -> bool:
 
 
 def _type_clone(facts: Facts, node: ast.Name) -> bool:
-    """`type(x)(x, ...)`: x's own class called with x first. A class builder needs a str first (type(name,
-    bases, ns), a metaclass, attrgetter, methodcaller, ForwardRef), and x is no str when its class is one
-    of those; so it builds no class and names no attribute, unless x's class is one of the file's own
-    classes that steer a gadget (FileRules.clone_safe says there is none)."""
+    """`type(x)(x, ...)` or `type(x)(constant)`: x's own class called with x first, or with one plain
+    constant. A class builder needs a str name first and then bases and a namespace (type, a metaclass),
+    attrgetter / methodcaller / ForwardRef a str; x is no str when its class is one of those. So it
+    builds no class and names no attribute, unless x's class is one of the file's own classes that steer
+    a gadget (FileRules.clone_safe says there is none)."""
     call = facts.call_of(node)
     outer = facts.parent(call) if call is not None else None
     if call is None or len(call.args) != 1 or call.keywords or not isinstance(call.args[0], ast.Name):
         return False
-    return (
-        isinstance(outer, ast.Call)
-        and outer.func is call
-        and bool(outer.args)
-        and isinstance(outer.args[0], ast.Name)
-        and outer.args[0].id == call.args[0].id
-    )
+    if not isinstance(outer, ast.Call) or outer.func is not call or not outer.args:
+        return False
+    first = outer.args[0]
+    if isinstance(first, ast.Name) and first.id == call.args[0].id:
+        return True
+    # astor's `type(item)('\n')`: one plain constant; type(c) of a constant is its class, a metaclass wants
+    # three arguments, attrgetter / methodcaller a name that says nothing new
+    text = str(first.value) if isinstance(first, ast.Constant) else "__"
+    words = re.findall(r"\w+", text)
+    return len(outer.args) == 1 and not outer.keywords and "__" not in text and not any(map(INTROSPECTION.match, words))
 
 
 def form(facts: Facts, node: ast.Name) -> str:

@@ -229,3 +229,12 @@ def test_a_type_local_assigned_other_values_too_only_asks():
     assert screen(src, src.replace("return 0", "return type_ in (int, str)")) == []
     for attack in ["return type_('A', (), {})", "type_ += 1\n    return type_ is int", "return [type_][0]"]:
         assert screen(src, src.replace("return 0", attack)), attack
+
+
+def test_type_of_x_called_with_one_plain_constant():
+    """astor's `type(item)('\\n')`: one plain constant builds nothing (type of a constant is its class);
+    a dunder or frame word, a computed value or more arguments stay refused."""
+    gold = CURRY.replace("return self\n", "return type(self)('\\\\n')\n")
+    assert screen(CURRY, gold) == []
+    for attack in ["'__globals__'", "'gi_frame'", "args[0]", "'A', (), {}"]:
+        assert screen(CURRY, CURRY.replace("return self\n", f"return type(self)({attack})\n")), attack
