@@ -21,22 +21,23 @@ What a patch may do
    safe builtins (`SAFE_BUILTINS`: no type, getattr, setattr, delattr, hasattr, vars, dir, globals,
    locals, object, eval, exec, compile, open, __import__, breakpoint, input, memoryview...); `type(x)`
    only asked about (compared, a lookup key, its name or text, isinstance's class argument, a local only
-   so used), or `type(x)(x, ...)` (another value of x's class: a class builder would need a str first)
-   while no class of the file steers a gadget; (c) names the old function already read (an import alias:
-   in the same form); (d) names imported from modules outside `CAPABILITY_MODULES`, called (`f(x)`) or
-   used as a class (a module alias never as a bare value: `m = re` would let `m.sys` through). A dotted
-   chain through an imported name (`os.path.join`, `re.compile`) must appear in the unpatched file
-   (through a capability module: and be in `PURE_CHAINS` or read by the old function), or resolve on
-   this interpreter, through a module in `RESOLVABLE` and public names only, to a plain function, class
-   or value. So `re.sys`, `collections._sys`, `enum.sys` are refused.
+   so used), or `type(x)(x, ...)` / `type(x)(plain constant)` (a class builder would need a str, bases
+   and a namespace) while no class of the file steers a gadget; (c) names the old function already read
+   (an import alias: in the same form); (d) names imported from modules outside `CAPABILITY_MODULES`,
+   called (`f(x)`) or used as a class (a module alias never as a bare value: `m = re` would let `m.sys`
+   through). A dotted chain through an imported name (`os.path.join`, `re.compile`) must appear in the
+   unpatched file (through a capability module: and be in `PURE_CHAINS` or read by the old function), or
+   resolve on this interpreter, through a module in `RESOLVABLE` and public names only, to a plain
+   function, class or value. So `re.sys`, `collections._sys`, `enum.sys` are refused.
 4. Use no dunder or introspection word the old function did not use: names, attributes, keyword names
    (`dict(__eq__=...)`), parameters, string constants containing `__` (`"__globals__"`, `"x.__class__"`,
    dict keys), format fields (`"{0.f_back}"`), literal module constants it reads. Benign: `__init__`,
    `__name__`, `__qualname__`, `__doc__`, and `x.__class__.__name__`.
 5. Read a file helper (a def, class or valued assignment of the file) newly only when it is pure: it
    would itself pass rules 3-6 as new code, transitively through the helpers it reads (methods by name;
-   `getattr(x, "name")` with a plain literal counts as `x.name` there); worked out once per file text.
-   An impure helper may be kept where the old function read it.
+   `getattr(x, "name")` with a plain literal counts as `x.name` there; a class's bases, metaclass and
+   `__slots__` strings are declarations, not reads); worked out once per file text. An impure helper may
+   be kept where the old function read it.
 6. Give a computed value to a gadget only as the old function did. Gadgets: `GADGET_BUILTINS` (getattr,
    setattr, delattr, hasattr, vars, type, eval, exec, compile, __import__), `GADGET_ATTRS` (`.format` /
    `.format_map` on a computed template, `operator.attrgetter` / `methodcaller`, `functools.wraps` /
