@@ -19,6 +19,7 @@ from pathlib import Path
 from graph_planner.candidates import candidate_edits, function_text
 from graph_planner.judge import base_text
 from graph_planner.patching import PatchError, apply_diff
+from graph_planner.pyparse import parse
 from graph_planner.team.context import TaskContext, load_contexts
 from planact.progress import ProgressFn
 
@@ -87,7 +88,7 @@ def _code(function: str) -> str | None:
     """The function's code without its docstring (a release fix often edits the docstring beside the code, and
     no candidate edit touches docstrings), as an AST dump: spacing and parentheses aside."""
     try:
-        tree = ast.parse(textwrap.dedent(function))
+        tree = parse(textwrap.dedent(function))
     except SyntaxError:
         return None
     for node in ast.walk(tree):
