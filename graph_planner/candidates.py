@@ -135,7 +135,7 @@ def edits_from_sites(
                 kind,
                 first_line + line - 1,
                 description,
-                {"file": file, "old": source, "new": _reindent(source, body, text, indent)},
+                {"file": file, "old": source, "new": reindent_changed(source, body, text, indent)},
             )
         )
     return out
@@ -190,9 +190,9 @@ def gold_reachable(
     return gold_source(file, function, base_text, fixed_text) in allowed
 
 
-def _reindent(source: str, body: str, text: str, indent: str) -> str:
+def reindent_changed(source: str, body: str, text: str, indent: str, keep: frozenset[int] = frozenset()) -> str:
     """`source` with only the lines the edit changed replaced (re-indented): string literals elsewhere in
-    the function keep their exact text."""
+    the function keep their exact text. Changed lines numbered (from 1) in `keep` keep their text too."""
     src, old, new = source.splitlines(True), body.splitlines(True), text.splitlines(True)
     p = 0
     while p < min(len(old), len(new)) and old[p] == new[p]:
@@ -200,7 +200,10 @@ def _reindent(source: str, body: str, text: str, indent: str) -> str:
     q = 0
     while q < min(len(old), len(new)) - p and old[-1 - q] == new[-1 - q]:
         q += 1
-    changed = [indent + line if line.strip() else line for line in new[p : len(new) - q]]
+    changed = [
+        indent + line if line.strip() and n not in keep else line
+        for n, line in enumerate(new[p : len(new) - q], start=p + 1)
+    ]
     return "".join(src[:p] + changed + src[len(src) - q :])
 
 

@@ -28,7 +28,7 @@ import re
 import tokenize
 from dataclasses import dataclass
 
-from graph_planner.candidates import function_text
+from graph_planner.candidates import function_text, reindent_changed
 from graph_planner.judge import base_text, gold_texts
 from graph_planner.patching import PatchError
 from graph_planner.pyparse import parse
@@ -100,19 +100,7 @@ def reindent(source: str, text: str) -> str:
     multi-line string keep their text (indenting them would change the string's value), the rest get the
     file's indentation (candidates' rule)."""
     indent = source[: len(source) - len(source.lstrip(" \t"))]
-    src, old, new = source.splitlines(True), dedent(source).splitlines(True), text.splitlines(True)
-    p = 0
-    while p < min(len(old), len(new)) and old[p] == new[p]:
-        p += 1
-    q = 0
-    while q < min(len(old), len(new)) - p and old[-1 - q] == new[-1 - q]:
-        q += 1
-    literal = _in_strings(text)
-    changed = [
-        indent + line if line.strip() and n not in literal else line
-        for n, line in enumerate(new[p : len(new) - q], start=p + 1)
-    ]
-    return "".join(src[:p] + changed + src[len(src) - q :])
+    return reindent_changed(source, dedent(source), text, indent, keep=frozenset(_in_strings(text)))
 
 
 def _kind(node: ast.stmt) -> str:
