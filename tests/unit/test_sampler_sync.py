@@ -2,14 +2,11 @@
 version the round claims (staleness 0: the trainer's; staleness 1: the one before), and an adapter that was
 never pushed to the sampler (verl #7495) makes the logged gap exceed the tolerance."""
 
-from pathlib import Path
-
 import pytest
 
-from planact.config import load_config
 from planact.rl.sampler_gap import TOLERANCE as TOLERANCES
+from tests.unit.test_lora import _cfg as lora_config
 
-SMOKE = Path(__file__).resolve().parents[2] / "configs" / "smoke.yaml"
 ROUNDS = 4
 TOLERANCE = TOLERANCES["fp32"]  # the rounds here train in fp32
 
@@ -34,17 +31,7 @@ def _pair(tmp_path):
     """A LoRA role's trainer and, as a separate replica, the engine that samples for it (the pipelined layout)."""
     from planact.workers import RoleWorker
 
-    cfg = load_config(
-        SMOKE,
-        [
-            f"checkpoint.root={tmp_path}",
-            "planner.lora.enabled=true",
-            "planner.lora.rank=4",
-            "planner.rl.lr=0.01",
-            "planner.rl.warmup_steps=0",
-            "planner.rl.num_minibatches=2",
-        ],
-    )
+    cfg = lora_config(tmp_path, "planner.rl.num_minibatches=2")
     return RoleWorker(cfg, "planner", 0, with_trainer=True), RoleWorker(cfg, "planner", 1, with_trainer=False)
 
 
