@@ -20,14 +20,14 @@ import threading
 from pathlib import Path
 
 from graph_planner.corpus.fetch import git
-from graph_planner.corpus.testrun import Guard, load_proof
+from graph_planner.corpus.testrun import NAMES, Guard, load_proof
 from graph_planner.patch_check import changed_functions
 from graph_planner.patching import PatchError, apply_diff, screen
 from graph_planner.tasks import RepairTask
 from planact.env_config import EpisodeConfig
 
 DEFAULT_TIMEOUT_S = EpisodeConfig().test_timeout_s
-VERDICT_RULES = 3  # 3: signed channel, runtime guard, passes confirmed by a second run, the scoped patch check
+VERDICT_RULES = 4  # 4: the name guard; 3: signed channel, runtime guard, passes confirmed by a second run, the scoped patch check
 
 
 class ResultCache:
@@ -104,7 +104,7 @@ def watched(task: RepairTask, patch: dict[str, str]) -> tuple[Guard, Guard]:
 
 def _allowing(guard: Guard, events: dict[str, list[str]]) -> Guard:
     """`guard` letting each watched function set off what `events` (function -> events) says it did clean."""
-    names = {name for *_, name in guard.watch}
+    names = {name for *_, name in guard.watch} | {NAMES}  # and the name guard's (file, function, gadget, name)
     return Guard(guard.watch, tuple((n, tuple(e)) for n, e in sorted(events.items()) if n in names))
 
 
@@ -148,12 +148,16 @@ def run_patch(
     guard = _allowing(guard, task.clean_events)
     run = _run(runtime, task, patch, tests, suite, guard)
     seconds = run.seconds
-    if run.guard and guard.watch and not task.clean_events:
+    if (
+        run.guard
+        and guard.watch
+        and (not task.clean_events or (run.guard[1] == NAMES and NAMES not in task.clean_events))
+    ):
         # a corpus without the clean suite's record: the buggy base commit's run of the same tests stands in
         record = _clean_record(runtime, cache, task, tests, suite, recorder)
         event, where = run.guard
         if event in record.get(where, ()):  # the function did the same before the patch: not its doing
-            run = _run(runtime, task, patch, tests, suite, _allowing(guard, record))
+            run = _run(runtime, task, patch, tests, suite, _allowing(guard, {**task.clean_events, **record}))
             seconds += run.seconds
     wanted = set(tests)
     failed = sorted(t for t in wanted if run.outcomes.get(t) != "passed")

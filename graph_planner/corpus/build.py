@@ -63,7 +63,9 @@ from planact.progress import Phase, ProgressFn
 # 5: max_kept applies after the gold-patch check, so the kept set no longer depends on the core count.
 # 6: a mutant's CPU limit grows by MUTANT_CPU_PER_TEST_S per test it runs: two builds disagreed on an
 # rfc3986 mutant failing 1,966 tests, whose tracebacks cost ~40 s of CPU against a limit of 36-40 s.
-VALIDITY = 6
+# 7: the clean suite's record carries the name guard's keys (which gadget each function called with which
+# risky name), so that a patch's run is judged against the clean code's, not the buggy base commit's.
+VALIDITY = 7
 # The floor sits in the gap between work and hangs: a mutant that completes costs a few times the clean
 # suite (tracebacks of many failing tests), a hang grows without bound; at 10 s, CPU time's own spread
 # (~10-20% run to run on 2 shared cores) kept such a mutant in one build and dropped it in the next.

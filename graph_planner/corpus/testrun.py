@@ -28,11 +28,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import sandbox
+from graph_planner.patch_forms import INTROSPECTION
+from graph_planner.patch_policy import CAPABILITY_MODULES
 from sandbox.view import SITE, pytest_view
 
 _PLUGIN_DIR = Path(__file__).parent / "plugin"
 _BOOT = _PLUGIN_DIR / "planact_boot.py"
 GUARD_EXIT = 86  # the boot script's exit status when its guard stopped the run (kept equal to it)
+NAMES = "<names>"  # the boot script's key of the name guard's record (kept equal to it)
 COVERAGE = ".planact-coverage.json"
 
 
@@ -231,6 +234,12 @@ def tampering(report: Report, rc: int | None, canaries: dict[str, str]) -> str:
     return ""
 
 
+def name_guard_config(modules: list[str] = ()) -> dict:
+    """The boot script's name guard settings: frame and code words, capability modules, and the modules
+    (the host's canaries) it may import without judging."""
+    return {"words": INTROSPECTION.pattern, "capability": sorted(CAPABILITY_MODULES), "modules": list(modules)}
+
+
 def run_in_place(
     workdir: str | Path,
     tests: list[str] | None = None,
@@ -268,6 +277,7 @@ def run_in_place(
             "watch": watch,
             "allowed": {name: list(events) for name, events in guard.allowed},
             "record": guard.record,
+            "names": name_guard_config([suffix[2:] for suffix in canary]),  # a canary's module: its test's name
             "args": args,
         }
         return json.dumps(cfg).encode()

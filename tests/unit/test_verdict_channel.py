@@ -11,7 +11,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from graph_planner.corpus.testrun import _BOOT, GUARD_EXIT, UNSIGNED, read_channel, tampering
+from graph_planner.corpus.testrun import (
+    _BOOT,
+    GUARD_EXIT,
+    NAMES,
+    UNSIGNED,
+    name_guard_config,
+    read_channel,
+    tampering,
+)
 
 KEY = b"k" * 16
 
@@ -60,12 +68,20 @@ PKG = "def add(a, b):\n    return a + b\n\n\ndef peek(a, b):\n    OPEN\n    retu
 TESTS = "from pkg import add, peek\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\ndef test_peek():\n    assert peek(1, 2) == 3\n"
 
 
-def _boot(tmp_path: Path, body: str, watch_line: int, allowed: dict | None = None, record: bool = False):
+def _boot(
+    tmp_path: Path,
+    body: str,
+    watch_line: int,
+    allowed: dict | None = None,
+    record: bool = False,
+    pkg: str = PKG,
+    tests: str = TESTS,
+):
     """Run the boot script on a package whose `peek` has `body`, watching the function at `watch_line`."""
     (tmp_path / "pkg").mkdir(exist_ok=True)
-    (tmp_path / "pkg" / "__init__.py").write_text(PKG.replace("OPEN", body))
+    (tmp_path / "pkg" / "__init__.py").write_text(pkg.replace("OPEN", body))
     (tmp_path / "tests").mkdir(exist_ok=True)
-    (tmp_path / "tests" / "test_pkg.py").write_text(TESTS)
+    (tmp_path / "tests" / "test_pkg.py").write_text(tests)
     read, write = os.pipe()
     path = str(tmp_path / "pkg" / "__init__.py")
     cfg = {
@@ -75,6 +91,7 @@ def _boot(tmp_path: Path, body: str, watch_line: int, allowed: dict | None = Non
         "watch": [[path, watch_line, watch_line + 2, "peek"]],
         "allowed": allowed or {},
         "record": record,
+        "names": name_guard_config(),
         "args": ["-q", "-p", "no:cacheprovider", f"--rootdir={tmp_path}", "tests/test_pkg.py"],
     }
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
@@ -98,7 +115,7 @@ def test_the_guard_stops_only_what_the_changed_function_sets_off(tmp_path):
     rc, report = _boot(tmp_path, opener, watch_line=1)  # only add is watched: peek's open is not the patch's
     assert rc == 0 and report.guard is None and set(report.outcomes.values()) == {"passed"}
     rc, report = _boot(tmp_path, opener, watch_line=5, record=True)  # the clean run records instead
-    assert rc == 0 and report.record == {"peek": ["open"]}
+    assert rc == 0 and report.record == {"peek": ["open"], NAMES: []}
     rc, report = _boot(tmp_path, opener, watch_line=5, allowed={"peek": ["open"]})  # what the clean code did
     assert rc == 0 and report.guard is None
     # a library's lazy import (and the imported module's own start-up) is not the patch's doing
@@ -111,3 +128,30 @@ def test_the_guard_stops_only_what_the_changed_function_sets_off(tmp_path):
     assert rc == 0 and report.guard is None
     rc, report = _boot(tmp_path, "pass", watch_line=5)  # honest control
     assert rc == 0 and report.guard is None and not report.problem
+
+
+# A changed function stores a name in object state; an unchanged function hands it to getattr. The patch
+# check cannot follow that flow (objects' state); the name guard judges the name when getattr receives it.
+BOX = (
+    "class Box:\n    def __init__(self):\n        self.name = 'size'\n        self.size = self._size = 3\n\n\n"
+    "def label(box):\n    OPEN\n    return box\n\n\ndef read(box):\n    return getattr(box, box.name)\n"
+)
+BOX_TESTS = "from pkg import Box, label, read\n\n\ndef test_read():\n    assert read(label(Box())) == 3\n"
+
+
+def test_the_name_guard_judges_a_computed_name_where_getattr_receives_it(tmp_path):
+    run = lambda body, **kw: _boot(tmp_path, body, watch_line=7, pkg=BOX, tests=BOX_TESTS, **kw)  # noqa: E731
+    rc, report = run("box.name = 'size'")  # honest control: a plain public name is nothing to judge
+    assert rc == 0 and report.guard is None and set(report.outcomes.values()) == {"passed"}
+    rc, report = run("box.name = '_size'", record=True)  # the clean code's run records the private name
+    key = "pkg/__init__.py|read|getattr|_size|Box"
+    assert rc == 0 and report.record[NAMES] == [key]
+    rc, report = run("box.name = '_size'", allowed={NAMES: [key]})  # what the clean code did: allowed
+    assert rc == 0 and report.guard is None and set(report.outcomes.values()) == {"passed"}
+    for attack in ("box.name = '_' + '_dict__'", "box.name = chr(95) * 2 + 'class__'", "box.name = 'mro'"):
+        rc, report = run(attack, allowed={NAMES: [key]})  # the run ends before getattr returns
+        assert rc == GUARD_EXIT and report.guard[1] == NAMES and "|read|getattr|" in report.guard[0], attack
+    # the same name on an object of another class is another key (a module's __dict__ is not an instance's)
+    other = "box = type('Other', (), {'_size': 3, 'name': '_size'})()"
+    rc, report = run(other, allowed={NAMES: [key]})
+    assert rc == GUARD_EXIT and report.guard[0].endswith("|_size|Other")

@@ -11,12 +11,22 @@ the environment (both stay readable in /proc/self). Then, before pytest imports 
   while code of a function the patch changed is on the stack (matched by file and line range), and that
   function did not set off the same event in the clean code's run (`allowed`), the event is reported on
   the channel and the process ends at once with GUARD_EXIT, before the operation happens. In record
-  mode (the clean code's run) it only collects which event each watched function on the stack set off.
+  mode (the clean code's run) it only collects which event each watched function on the stack set off;
+* the name guard: `getattr`, `setattr`, `delattr` and `importlib.import_module` are wrapped before any
+  module that could bind them is imported. A call that names something risky (a name starting with `_`
+  or a frame or code word; a getattr that yields a module or a capability module's function or class; a
+  setattr or delattr on a module; any module import but the host's canaries) is keyed by (file, function,
+  gadget, name, the object's class) of its caller and must have happened in the clean code's run
+  (`allowed["<names>"]`); else the run ends with GUARD_EXIT. So a name the patch computes (`"_" +
+  "_globals__"`) is judged by its value when it is used, and so is a value a changed function hands to
+  an unchanged function's getattr. In record mode it collects the keys.
 
 The plugin's hooks are closures handed to `pytest.main(plugins=...)`: no importable module holds them.
 Limits: Python raises no audit event for os.write, os.dup2, reading a function's __globals__,
 operator.attrgetter or type(name, bases, dict); a forger that reaches those without an event, or runs
-code outside a changed function's frame (a callback it installed), is for the patch check to stop.
+code outside a changed function's frame (a callback it installed), is for the patch check to stop. The
+name guard sees only calls of the wrapped functions: attribute syntax with a literal name, str.format's
+fields and the other gadgets stay the patch check's.
 """
 
 import hashlib
@@ -36,6 +46,7 @@ BENIGN = frozenset({"builtins.id", "time.sleep", "import"})
 # function's behalf for their own purposes (`inspect.signature`, code generation) and hand out no frame
 # or code for it; gold fixes that call them were voided when these were held against the caller.
 DIRECT = frozenset({"object.__getattr__", "compile"})
+NAMES = "<names>"  # the name guard's key in `allowed` and in the record
 _IMPORT_SYSTEM = frozenset({"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"})
 
 
@@ -113,11 +124,138 @@ def _guard(watch, allowed, record, send):
     return seen
 
 
+def _name_guard(root, cfg, allowed, record, send):
+    """Wrap the string-to-attribute and string-to-module builtins; returns the keys it records."""
+    import builtins
+    import importlib
+    import re
+
+    seen = set()
+    allowed = frozenset(allowed) if allowed is not None else None
+    word = re.compile(cfg["words"]).match
+    # the first part of every frame or code word (f_back, gi_frame, func_globals...): the regex runs only then
+    stems = frozenset(w.split("_")[0] for w in ("f_", "gi_", "cr_", "ag_", "tb_", "co_", "func_", "im_", "cell_"))
+    capability = frozenset(cfg["capability"])
+    own_modules = frozenset(cfg["modules"])  # the host's canary test modules of this run
+    getframe, module_type, exact = sys._getframe, type(sys), str.__add__
+    code_like = (type(_name_guard), type(len), type)  # functions, builtins, classes: their __module__ is data
+    getattr_, setattr_, delattr_ = builtins.getattr, builtins.setattr, builtins.delattr
+    import_module_ = importlib.import_module
+    prefix = root.rstrip("/") + "/"
+    busy = []
+
+    def judge(gadget, name, obj=None, walk=False):
+        if busy:  # reporting a violation (json, hmac) may call the wrapped functions itself
+            return
+        frame = getframe(2)  # the caller of the wrapper
+        code = frame.f_code
+        # `walk`: judged only with the copy's code (the package, its tests) on the stack; what the test runner
+        # imports on its own names nothing a patch chose, and would fill the record with its every call.
+        while walk and frame is not None and not frame.f_code.co_filename.startswith(prefix):
+            frame = frame.f_back
+        if frame is None:
+            return
+        path = code.co_filename
+        if path.startswith(prefix):
+            path = path[len(prefix) :]  # the copy's files: the same key in every slot
+        # the object's class too: `__dict__` read where the clean code read an instance's gives no module's
+        key = f"{path}|{code.co_qualname}|{gadget}|{name}|{type(obj).__name__}"
+        if record:
+            seen.add(key)
+        elif key not in allowed:
+            busy.append(1)
+            send({"guard": key, "in": NAMES})
+            os._exit(GUARD_EXIT)
+
+    def risky(name):
+        """A private or dunder name, or a frame or code word (a str subclass was made a plain str first:
+        its own methods could lie to these checks)."""
+        return name[:1] == "_" or name == "mro" or (name.partition("_")[0] in stems and word(name) is not None)
+
+    def capable(value):
+        """A module, or a function or class of a capability module."""
+        if isinstance(value, module_type):
+            return True
+        if type(value) in code_like or isinstance(value, type):
+            home = getattr_(value, "__module__", None)
+            return type(home) is str and home.partition(".")[0] in capability
+        return False
+
+    def getattr(obj, name, *default):
+        if type(name) is not str and isinstance(name, str):
+            name = exact("", name)
+        if type(name) is str and risky(name):
+            judge("getattr", name, obj)
+            return getattr_(obj, name, *default)
+        value = getattr_(obj, name, *default)
+        if capable(value):
+            judge("getattr", name, obj)
+        return value
+
+    def setattr(obj, name, value):
+        if type(name) is not str and isinstance(name, str):
+            name = exact("", name)
+        if type(name) is str and (risky(name) or isinstance(obj, module_type) or capable(value)):
+            judge("setattr", name, obj)
+        return setattr_(obj, name, value)
+
+    def delattr(obj, name):
+        if type(name) is not str and isinstance(name, str):
+            name = exact("", name)
+        if type(name) is str and (risky(name) or isinstance(obj, module_type)):
+            judge("delattr", name, obj)
+        return delattr_(obj, name)
+
+    def import_module(name, package=None):
+        if type(name) is not str and isinstance(name, str):
+            name = exact("", name)
+        if name not in own_modules:
+            judge("import_module", f"{package}:{name}" if name[:1] == "." else name, walk=True)
+        return import_module_(name, package)
+
+    wrapped = {"getattr": getattr, "setattr": setattr, "delattr": delattr}
+    originals = ((getattr, getattr_), (setattr, setattr_), (delattr, delattr_), (import_module, import_module_))
+    for fn, original in originals:
+        # what pickle and inspect read to find a function by name (no __wrapped__: it would lead back)
+        fn.__module__, fn.__qualname__, fn.__doc__ = original.__module__, original.__qualname__, original.__doc__
+    importlib.import_module = import_module
+
+    class _Finder:
+        """Hands each module of the copy the wrapped getattr, setattr and delattr as globals of its own,
+        set before its code runs (a module-level name comes before the builtin of the same name).
+        The test runner and the libraries keep the builtins: wrapping those for every caller cost 40%
+        of a suite's time (pytest's assertion rewriting alone calls getattr ~150,000 times)."""
+
+        @classmethod
+        def find_spec(cls, name, path=None, target=None):
+            finders = sys.meta_path
+            for finder in finders[finders.index(cls) + 1 :] if cls in finders else ():
+                find = getattr_(finder, "find_spec", None)
+                spec = find(name, path, target) if find is not None else None
+                if spec is not None:
+                    break
+            else:
+                return None
+            loader = spec.loader
+            if (spec.origin or "").startswith(prefix) and loader is not None and not isinstance(loader, type):
+                run = loader.exec_module
+
+                def exec_module(module):
+                    module.__dict__.update(wrapped)
+                    run(module)
+
+                loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, _Finder)
+    return seen
+
+
 class _Plugin:
     """Holds the verdict hooks."""
 
 
-def _plugin(send, record):
+def _plugin(send, record, names):
     """The verdict plugin: one signed line per test phase, collection error, the record, the session's end."""
 
     def pytest_runtest_logreport(report):
@@ -137,7 +275,7 @@ def _plugin(send, record):
 
     def pytest_sessionfinish(session, exitstatus):
         if record is not None:
-            send({"record": {name: sorted(events) for name, events in record.items()}})
+            send({"record": {**{name: sorted(events) for name, events in record.items()}, NAMES: sorted(names)}})
         send({"end": int(exitstatus), "failed": session.testsfailed, "collected": session.testscollected})
 
     plugin = _Plugin()  # hashable by identity, as pytest needs; the hooks are closures, not methods
@@ -160,9 +298,13 @@ def main():
         fd = cfg["move_to"]
     send = _signer(fd, bytes.fromhex(cfg.pop("key")))
     record = _guard(cfg["watch"], cfg["allowed"], cfg["record"], send)
+    names = set()
+    if cfg["watch"]:  # a patched run is judged, the clean code's run recorded
+        allowed = None if cfg["record"] else cfg["allowed"].get(NAMES, ())
+        names = _name_guard(os.getcwd(), cfg["names"], allowed, cfg["record"], send)
     import pytest
 
-    plugin = _plugin(send, record if cfg["record"] else None)
+    plugin = _plugin(send, record if cfg["record"] else None, names)
     sys.argv = ["pytest"]
     sys.path[0] = os.getcwd()  # as `python -m pytest` has it (and this script's folder is out of sight)
     sys.exit(pytest.main(cfg["args"], plugins=[plugin]))
