@@ -63,8 +63,9 @@ What it cannot judge
 Meaning: a patch inside these rules can still be wrong, and the tests decide. Objects' behaviour: what a
 parameter, an attribute of a non-module object, an imported function from another file or a container
 holds (a string a changed function stores in `self` that unchanged code later hands to getattr, a class
-in the package whose `__eq__` always agrees). The runtime guard and the verdict's canaries are the
-second layer. `changed_functions` names the functions a patch touched, for that guard.
+in the package whose `__eq__` always agrees). The runtime guard, its name guard (which judges the name
+a getattr in the package's own modules receives, wherever it came from) and the verdict's canaries are
+the second layer. `changed_functions` names the functions a patch touched, for that guard.
 """
 
 from __future__ import annotations

@@ -13,7 +13,14 @@ from .conftest import cli_env, run_cli, smoke_args
 @pytest.mark.slow
 def test_a_60_round_run_prints_under_100_lines(prefect_api, tmp_path):
     rc, out = run_cli(
-        smoke_args(tmp_path, "rounds=60", "tracking.eval_every=10", "checkpoint.every=10", "env.tasks_per_round=4"),
+        smoke_args(
+            tmp_path,
+            "rounds=60",
+            "tracking.eval_every=10",
+            "checkpoint.every=10",
+            "env.tasks_per_round=4",
+            "tracking.register_models=true",  # as users run it: the registration's library notes stay quiet too
+        ),
         tmp_path / "cli.log",
         env=cli_env(),
     )

@@ -149,7 +149,7 @@ def test_aflow_deployment_searches_and_logs_to_mlflow(worker, mlflow_server, afl
     cfg = AFlowConfig(
         run_name="dep-aflow",
         root=str(tmp_path),
-        limit=20,
+        limit=8,
         executor={"checkpoint": aflow_executor},
         shards=1,
         search={"max_rounds": 3, "validation_repeats": 1},

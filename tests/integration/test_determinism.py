@@ -38,9 +38,7 @@ def test_same_seed_twice_gives_identical_metric_histories(prefect_api, tmp_path)
     # Side by side (each run mostly waits on its start-up): also shows two runs do not disturb each other.
     procs = {
         k: start_cli(
-            smoke_args(
-                tmp_path / f"run{k}", "run_name=det", "actor.resources.replicas=2", "tracking.register_models=false"
-            ),
+            smoke_args(tmp_path / f"run{k}", "run_name=det", "actor.resources.replicas=2"),
             tmp_path / f"run{k}.log",
             env=cli_env(),
         )

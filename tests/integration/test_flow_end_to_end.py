@@ -20,6 +20,7 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
             tmp_path,
             "run_name=e2e",
             f"tracking.tracking_uri={mlflow_server}",
+            "tracking.register_models=true",
             "rounds=3",
             "aflow.every_rounds=3",
             "aflow.max_rounds=2",

@@ -130,7 +130,6 @@ def test_plan_act_run_with_two_ranks_per_role_resumes_after_sigkill(prefect_api,
         "actor.resources.trainer_workers=2",
         "actor.resources.fsdp=true",  # the planner's group is data-parallel, the actor's sharded
         "ray.num_cpus=4",
-        "tracking.register_models=false",
     )
     proc = start_cli(args, tmp_path / "first.log")
     deadline = time.time() + 400

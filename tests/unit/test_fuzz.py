@@ -24,13 +24,14 @@ from graph_planner.patching import PatchError, apply_diff
 from planact.config import ConfigError, RunConfig, flatten, load_config, validate_config
 from planact.envs.plan_act import OPS, PLAN_SEP, format_plan, parse_plan
 
+# derandomized: every run replays the same examples, so more of them find nothing new after the first run
 MANY = settings(
-    max_examples=2000,
+    max_examples=1000,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-SOME = settings(max_examples=500, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+SOME = settings(max_examples=250, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 noise = st.text(alphabet=st.characters(codec="utf-8"), max_size=200)
 
