@@ -27,7 +27,8 @@ from graph_planner.tasks import RepairTask
 from planact.env_config import EpisodeConfig
 
 DEFAULT_TIMEOUT_S = EpisodeConfig().test_timeout_s
-VERDICT_RULES = 4  # 4: the name guard; 3: signed channel, runtime guard, passes confirmed by a second run, the scoped patch check
+# 4: the name guard; 3: signed channel, runtime guard, passes confirmed by a second run, the scoped patch check
+VERDICT_RULES = 4
 
 
 class ResultCache:
