@@ -6,7 +6,7 @@ depends on is the CPU all its processes spend. Each xdist worker moves itself in
 is counted against it, even after it is reparented. The shared Prefect and MLflow servers are moved into a
 third cgroup when first seen, so they are reported apart instead of charged to whichever test started them.
 
-    python -m pytest tests -n 2 -p tools.suite_cpu ...   # writes runs/test-cpu-<worker>.jsonl
+    python -m pytest tests -n 2 -p tools.suite_cpu ...   # writes runs/test-cpu-<worker>.jsonl (make test does)
     python tools/suite_cpu.py runs/test-cpu-*.jsonl       # CPU-seconds per file and the top tests
 """
 
