@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from .conftest import REPO, SMOKE
@@ -11,13 +13,18 @@ from .conftest import REPO, SMOKE
 def test_quickstart_then_compare_runs(prefect_api, tmp_path):
     import papermill as pm
 
+    # the smoke config with registration on, as the notebook's last cell loads the registered actor
+    config = tmp_path / "smoke.yaml"
+    text = Path(SMOKE).read_text()
+    assert "register_models: false" in text
+    config.write_text(text.replace("register_models: false", "register_models: true"))
     pm.execute_notebook(
         str(REPO / "notebooks" / "01_quickstart.ipynb"),
         str(tmp_path / "01.ipynb"),
         cwd=str(REPO / "notebooks"),
         kernel_name="python3",
         progress_bar=False,
-        parameters={"config": SMOKE, "rounds": 2, "run_name": "nb", "checkpoint_root": str(tmp_path)},
+        parameters={"config": str(config), "rounds": 2, "run_name": "nb", "checkpoint_root": str(tmp_path)},
     )
     assert (tmp_path / "nb-curves.png").stat().st_size > 1000
     assert (tmp_path / "nb" / "checkpoints" / "round_00002").is_dir()

@@ -67,8 +67,9 @@ def _signer(fd, key):
     return send
 
 
-def _guard(watch, allowed, record, send):
-    """Add the audit hook; returns the record (function -> events) it fills in record mode."""
+def _guard(watch, allowed, record, send, quiet):
+    """Add the audit hook; returns the record (function -> events) it fills in record mode. Events set off
+    directly by code in `quiet` (the name guard's own frame lookups) are the host's, not the patch's."""
     spans = {}
     for path, first, last, name in watch:
         spans.setdefault(path, []).append((first, last, name))
@@ -97,6 +98,8 @@ def _guard(watch, allowed, record, send):
         busy.add(me)
         try:
             frame = getframe(1)
+            if frame is not None and frame.f_code in quiet:
+                return
             while frame is not None:
                 code = frame.f_code
                 if code.co_filename in _IMPORT_SYSTEM:
@@ -124,7 +127,7 @@ def _guard(watch, allowed, record, send):
     return seen
 
 
-def _name_guard(root, cfg, allowed, record, send):
+def _name_guard(root, cfg, allowed, record, send, quiet):
     """Wrap the string-to-attribute and string-to-module builtins; returns the keys it records."""
     import builtins
     import importlib
@@ -213,6 +216,7 @@ def _name_guard(root, cfg, allowed, record, send):
             judge("import_module", f"{package}:{name}" if name[:1] == "." else name, walk=True)
         return import_module_(name, package)
 
+    quiet.add(judge.__code__)  # its sys._getframe is the guard's own, not the code under test's
     wrapped = {"getattr": getattr, "setattr": setattr, "delattr": delattr}
     originals = ((getattr, getattr_), (setattr, setattr_), (delattr, delattr_), (import_module, import_module_))
     for fn, original in originals:
@@ -297,11 +301,12 @@ def main():
         os.close(fd)
         fd = cfg["move_to"]
     send = _signer(fd, bytes.fromhex(cfg.pop("key")))
-    record = _guard(cfg["watch"], cfg["allowed"], cfg["record"], send)
+    quiet = set()
+    record = _guard(cfg["watch"], cfg["allowed"], cfg["record"], send, quiet)
     names = set()
     if cfg["watch"]:  # a patched run is judged, the clean code's run recorded
         allowed = None if cfg["record"] else cfg["allowed"].get(NAMES, ())
-        names = _name_guard(os.getcwd(), cfg["names"], allowed, cfg["record"], send)
+        names = _name_guard(os.getcwd(), cfg["names"], allowed, cfg["record"], send, quiet)
     import pytest
 
     plugin = _plugin(send, record if cfg["record"] else None, names)
