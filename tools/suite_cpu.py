@@ -54,11 +54,14 @@ def pytest_configure(config) -> None:
     if not ROOT.is_dir() or os.geteuid() != 0:
         return
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    group = _group(worker)
-    (group / "cgroup.procs").write_text(str(os.getpid()))
+    try:
+        group, services = _group(worker), _group("services")
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+    except OSError:  # a read-only cgroup file system (a container): the suite runs, unmeasured
+        return
     out = Path("runs") / f"test-cpu-{worker}.jsonl"
     out.parent.mkdir(exist_ok=True)
-    _state.update(group=group, services=_group("services"), out=open(out, "w"))
+    _state.update(group=group, services=services, out=open(out, "w"))
 
 
 def pytest_runtest_protocol(item, nextitem):
