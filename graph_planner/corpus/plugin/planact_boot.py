@@ -170,9 +170,12 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
             send({"guard": key, "in": NAMES})
             os._exit(GUARD_EXIT)
 
+    def plain(name):
+        """A str subclass as the plain string it holds: its own methods could lie to the checks below."""
+        return exact("", name) if type(name) is not str and isinstance(name, str) else name
+
     def risky(name):
-        """A private or dunder name, or a frame or code word (a str subclass was made a plain str first:
-        its own methods could lie to these checks)."""
+        """A private or dunder name, or a frame or code word."""
         return name[:1] == "_" or name == "mro" or (name.partition("_")[0] in stems and word(name) is not None)
 
     def capable(value):
@@ -185,8 +188,7 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
         return False
 
     def getattr(obj, name, *default):
-        if type(name) is not str and isinstance(name, str):
-            name = exact("", name)
+        name = plain(name)
         if type(name) is str and risky(name):
             judge("getattr", name, obj)
             return getattr_(obj, name, *default)
@@ -196,22 +198,19 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
         return value
 
     def setattr(obj, name, value):
-        if type(name) is not str and isinstance(name, str):
-            name = exact("", name)
+        name = plain(name)
         if type(name) is str and (risky(name) or isinstance(obj, module_type) or capable(value)):
             judge("setattr", name, obj)
         return setattr_(obj, name, value)
 
     def delattr(obj, name):
-        if type(name) is not str and isinstance(name, str):
-            name = exact("", name)
+        name = plain(name)
         if type(name) is str and (risky(name) or isinstance(obj, module_type)):
             judge("delattr", name, obj)
         return delattr_(obj, name)
 
     def import_module(name, package=None):
-        if type(name) is not str and isinstance(name, str):
-            name = exact("", name)
+        name = plain(name)
         if name not in own_modules:
             judge("import_module", f"{package}:{name}" if name[:1] == "." else name, walk=True)
         return import_module_(name, package)
