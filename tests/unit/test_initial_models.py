@@ -33,3 +33,33 @@ def test_a_pretrained_model_alias_fails_before_any_work_naming_what_to_run(tmp_p
         check_runtime(cfg)
     with pytest.raises(mi.ModelUnavailable, match="planact models import smollm2-135m-instruct"):
         mi.import_known("smollm2-135m-instruct", offline=True)
+
+
+def test_a_second_run_of_a_config_copies_its_starting_models_without_importing_transformers(tmp_path):
+    """The tiny model of a (shape, seed, tokenizer text) is built once per machine; a later run copies the same
+    bytes into its own folder, and its driver never imports transformers (~5 CPU-s). Another seed builds anew."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from planact.config import load_config; from planact.initial_models import prebuild_initial_models;"
+        "cfg = load_config(None, [f'checkpoint.root={sys.argv[1]}', f'seed={sys.argv[2]}']);"
+        "prebuild_initial_models(cfg, ['planner', 'actor']); print('transformers' in sys.modules)"
+    )
+    env = {**os.environ, "PLANACT_CACHE": str(tmp_path / "cache")}
+
+    def build(root: str, seed: int) -> str:
+        args = [sys.executable, "-c", code, str(tmp_path / root), str(seed)]
+        out = subprocess.run(args, env=env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout.strip()
+
+    assert build("first", 1) == "True"  # built: transformers imported
+    assert build("second", 1) == "False"  # copied from the cache
+    for role in ("planner", "actor"):
+        a, b = (next((tmp_path / run).glob(f"*/models/{role}-init")) for run in ("first", "second"))
+        names = sorted(p.name for p in a.iterdir())
+        assert names == sorted(p.name for p in b.iterdir()) and "model.safetensors" in names
+        assert all((a / n).read_bytes() == (b / n).read_bytes() for n in names)
+    assert build("third", 2) == "True"  # another seed: another model
