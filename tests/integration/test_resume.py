@@ -1,7 +1,9 @@
 """SIGKILL a (pipelined) training run after round k completed; the same command resumes at k+1 in the same MLflow run.
 
 The actor is frozen (`actor.train: false`) here, so the same two runs also show that a frozen role is
-skipped by training and stays frozen across a resume.
+skipped by training and stays frozen across a resume; the planner trains in a group of two sharded ranks
+(FSDP2), so they also show a trainer group restored from a checkpoint. (Two ranks against one process,
+data-parallel and sharded, and a killed rank: test_trainer_group.py.)
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ def test_sigkill_then_resume_without_duplicate_steps(prefect_api, tmp_path):
         # lands with a round generated and recorded but its predecessor's training not yet finished.
         "pipeline.max_staleness=1",
         "planner.resources.colocate_trainer=false",
+        "planner.resources.trainer_workers=2",
+        "planner.resources.fsdp=true",
+        "ray.num_cpus=4",
     )
     proc = start_cli(args, tmp_path / "first.log")
     deadline = time.time() + 400
@@ -83,6 +88,9 @@ def test_sigkill_then_resume_without_duplicate_steps(prefect_api, tmp_path):
     table = read_state(tmp_path / "resume")["table"]
     assert [r["round"] for r in table] == [1, 2, 3, 4, 5, 6]
     assert all(r["actor/loss"] is None and r["planner/loss"] is not None for r in table)  # frozen stays frozen
+    # Both runs trained the planner in its two ranks, each holding half of its parameters.
+    assert {m.value for m in client.get_metric_history(run_id, "planner/trainer_workers")} == {2.0}
+    assert {round(m.value, 1) for m in client.get_metric_history(run_id, "planner/param_share")} == {0.5}
     # Acknowledged experience of the rounds before the kill is still there.
     pool = ExperienceStore(tmp_path / "resume" / "experience")
     assert all(pool.query(run="resume", round=r, role="actor") for r in range(1, 7))
