@@ -139,26 +139,46 @@ def _literal_name(facts: Facts, node: ast.Name) -> bool:
     )
 
 
+# One argument that is never a class and never a str: when x is a class, type(x)(arg) is type(arg), a
+# container's or generator's class (no class builder, no string-to-attribute); else x's class on data.
+_DATA_ARGS = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
 def _type_clone(facts: Facts, node: ast.Name) -> bool:
-    """`type(x)(x, ...)` or `type(x)(constant)`: x's own class called with x first, or with one plain
-    constant. A class builder needs a str name first and then bases and a namespace (type, a metaclass),
-    attrgetter / methodcaller / ForwardRef a str; x is no str when its class is one of those. So it
-    builds no class and names no attribute, unless x's class is one of the file's own classes that steer
-    a gadget (FileRules.clone_safe says there is none)."""
+    """`type(x)(x, a, ...)`, `type(x)(constant)` or `type(x)(<display or comprehension>)`: x's own class called
+    on data. Not `type(x)(x)`: when x is a class that is `type(x)` with one argument, type itself, which a
+    caller then calls with a name, bases and a namespace to build a class. With two or more arguments and x
+    first, a class builder would need a str name first (type, a metaclass), attrgetter / methodcaller /
+    ForwardRef a str: x is no str when its class is one of those. So it builds no class, returns none and
+    names no attribute, unless x's class is one of the file's own classes that steer a gadget
+    (FileRules.clone_safe says there is none)."""
     call = facts.call_of(node)
     outer = facts.parent(call) if call is not None else None
     if call is None or len(call.args) != 1 or call.keywords or not isinstance(call.args[0], ast.Name):
         return False
     if not isinstance(outer, ast.Call) or outer.func is not call or not outer.args:
         return False
+    if any(k.arg is None for k in outer.keywords) or isinstance(outer.args[0], ast.Starred):
+        return False
     first = outer.args[0]
     if isinstance(first, ast.Name) and first.id == call.args[0].id:
+        if not any(isinstance(a, ast.Starred) for a in outer.args):
+            return len(outer.args) >= 2
+        # toolz's `return type(self)(self, *args)`: `*args` may be empty, type(x)(x) again, so only handed
+        # straight back; its function is then one that may return type (type_returners): a new caller is
+        # refused, a kept one must use the result as it did
+        return isinstance(facts.parent(outer), ast.Return)
+    if any(isinstance(a, ast.Starred) for a in outer.args):
+        return False
+    if len(outer.args) != 1 or outer.keywords:
+        return False
+    if isinstance(first, _DATA_ARGS):
         return True
     # astor's `type(item)('\n')`: one plain constant; type(c) of a constant is its class, a metaclass wants
     # three arguments, attrgetter / methodcaller a name that says nothing new
     text = str(first.value) if isinstance(first, ast.Constant) else "__"
     words = re.findall(r"\w+", text)
-    return len(outer.args) == 1 and not outer.keywords and "__" not in text and not any(map(INTROSPECTION.match, words))
+    return "__" not in text and not any(map(INTROSPECTION.match, words))
 
 
 def form(facts: Facts, node: ast.Name) -> str:
@@ -200,3 +220,58 @@ def type_locals(f: Facts) -> None:
     f.reads = {}
     for name, form, *_ in f.name_refs:
         f.reads.setdefault(name, set()).add(form)
+
+
+def type_returners(tree: ast.Module) -> frozenset[str]:
+    """Names of the file's functions and methods that may return type itself: `return type(x)`, `return
+    type(x)(x)` or `return type(x)(x, *rest)` give type when x is a class, and a caller could then build a
+    class with it. (Not `type(x)(x, a)` or `type(x)(<constant or display>)`: never type.)"""
+    out = set()
+    for fn in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        if any(isinstance(r, ast.Return) and _may_be_type(r.value) for r in ast.walk(fn)):
+            out.add(fn.name)
+    return frozenset(out)
+
+
+def _may_be_type(e: ast.AST | None) -> bool:
+    if isinstance(e, ast.IfExp):
+        return _may_be_type(e.body) or _may_be_type(e.orelse)
+    if isinstance(e, ast.BoolOp):
+        return any(_may_be_type(v) for v in e.values)
+    if not isinstance(e, ast.Call):
+        return False
+    if isinstance(e.func, ast.Name) and e.func.id == "type":
+        return len(e.args) == 1 and not e.keywords
+    if not (isinstance(e.func, ast.Call) and _may_be_type(e.func)):
+        return False
+    plain = [a for a in e.args if not isinstance(a, ast.Starred)]
+    data = len(e.args) == 1 and isinstance(e.args[0], (ast.Constant, *_DATA_ARGS))
+    return len(plain) < 2 and not data
+
+
+def result_kept(facts: Facts, old: Facts, i: int) -> bool:
+    """The statement (unit i) holding a kept call whose result may be type itself, and every statement
+    that result may reach through the names it binds or changes (transitively), are statements of the
+    old function, or new ones that only ask about it (compare it, key on it, name it): the patch never
+    calls it, stores it or hands it on where the old function did not."""
+    old_units = {(u.path, u.key) for u in old.units}
+    todo, seen, names = [i], set(), set()
+    while todo:
+        k = todo.pop()
+        if k in seen:
+            continue
+        seen.add(k)
+        u = facts.units[k]
+        if (u.path, u.key) not in old_units:
+            loads = [
+                n
+                for part in u.parts
+                for n in ast.walk(part)
+                if isinstance(n, ast.Name) and n.id in names and isinstance(n.ctx, ast.Load)
+            ]
+            if k == i or not loads or not all(_asks(facts, n) for n in loads):
+                return False
+            continue
+        names |= u.binds | u.mutates
+        todo += [j for j, v in enumerate(facts.units) if j not in seen and v.reads & names]
+    return True

@@ -33,6 +33,7 @@ from graph_planner.patch_facts import (
     module_facts,
     slice_units,
 )
+from graph_planner.patch_forms import type_returners
 from graph_planner.patch_policy import CAPABILITY_MODULES, DECORATORS, GADGET_ATTRS, Judge, literal
 from graph_planner.patch_scope import FUNCTIONS, file_uses, function_scopes, module_bindings, outer_functions
 
@@ -129,6 +130,7 @@ class FileRules:
         self.gadget_attrs: set[str] = set()
         self._unknown: dict[str, bool] = {}
         self.helpers = self._helper_facts()
+        self.type_returners = type_returners(tree)
         # `type(x)(x, ...)` may instantiate any of the file's classes: harmless only while none of them
         # steers a gadget. Judged optimistically first; if a class then steers, everything again without.
         self.clone_safe = True
@@ -139,6 +141,11 @@ class FileRules:
             self._fixpoints()
         self.module = module_facts(tree, {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)})
         self._slices()
+
+    def may_give_type(self, ident: str) -> bool:
+        """A gadget or helper site whose result may be type itself: the builtin, or a function of the file
+        that returns what a `type` call gave."""
+        return ident == "type" or ident.lstrip(".") in self.type_returners
 
     def uses_with(self, bodies: dict[int, list[ast.stmt]]) -> tuple[set[str], set[str]]:
         """(chains, callables) of this file with the bodies of some functions (by index) replaced."""

@@ -27,6 +27,7 @@ from graph_planner.patch_facts import (
     slice_units,
     string_words,
 )
+from graph_planner.patch_forms import result_kept
 
 # Builtins a body may read: values, containers, iteration, arithmetic, exceptions. Not type, getattr,
 # setattr, delattr, hasattr, vars, dir, globals, locals, object, eval, exec, compile, open, __import__,
@@ -195,7 +196,7 @@ class Judge:
             harmless = form in ("type-safe", "literal-name") or (form == "type-clone" and rules.clone_safe)
             if kind == "builtin" and name in GADGET_BUILTINS and not harmless:
                 yield name, node, i, True, True
-            elif kind == "defined" and name in rules.impure_names:
+            elif kind == "defined" and (name in rules.impure_names or name in rules.type_returners):
                 yield name, node, i, True, name in rules.gadget_names
             elif kind == "alias" and any(o[1] in GADGET_ATTRS for o in info):
                 yield name, node, i, False, True
@@ -206,7 +207,7 @@ class Judge:
         for attr, node, i in facts.attr_refs:
             if attr in GADGET_ATTRS:
                 yield "." + attr, node, i, False, True
-            elif attr in rules.impure_attrs:
+            elif attr in rules.impure_attrs or attr in rules.type_returners:
                 yield "." + attr, node, i, True, attr in rules.gadget_attrs
 
     def inputs(self, facts: Facts, ident: str, node: ast.AST) -> list[ast.AST] | None:
@@ -387,6 +388,8 @@ class Judge:
         for ident, node, i, need, checked in self.sites(new):
             if need and ident not in kept:
                 gadgets.add(f"{ident} (a gadget or impure helper the function did not use)")
+            elif old is not None and self.rules.may_give_type(ident) and not result_kept(new, old, i):
+                gadgets.add(f"{ident} (its result may be type itself: it must go where it went)")
             elif (
                 checked
                 and not self.inputs_vetted(new, old, ident, node)

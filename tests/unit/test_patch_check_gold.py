@@ -1,6 +1,6 @@
 """Rules of the patch check (graph_planner/patch_check.py) loosened so real fixes pass, each proved by an
-attack that is still refused beside the gold-like patch that now passes; and two holes closed (a change
-through an alias, a dataclass's __post_init__), each by its attack.
+attack that is still refused beside the gold-like patch that now passes; and three holes closed (a change
+through an alias, a dataclass's __post_init__, a class builder from `type(x)(x)`), each by its attack.
 
 The gold patches are the inverse of corpus mutants (benchmarks/patch_check_refusals.py measures them)."""
 
@@ -238,3 +238,55 @@ def test_type_of_x_called_with_one_plain_constant():
     assert screen(CURRY, gold) == []
     for attack in ["'__globals__'", "'gi_frame'", "args[0]", "'A', (), {}"]:
         assert screen(CURRY, CURRY.replace("return self\n", f"return type(self)({attack})\n")), attack
+
+
+EQUALS = textwrap.dedent("""
+    class Box:
+        pass
+
+
+    def yes(*args):
+        return True
+
+
+    def copy(x):
+        return type(x)(x, *())
+
+
+    def same(a, b):
+        t = type(a)(a, 0)
+        return a == b
+    """).lstrip()
+ALWAYS_EQUAL = "E = {}('E', (), {{chr(95) * 2 + 'eq' + chr(95) * 2: yes}})\n    return E() == b\n"
+
+
+def test_a_value_that_may_be_type_itself_never_builds_a_class():
+    """`type(x)(x)` is `type(x)`, type itself when x is a class: the check let it through as a harmless copy
+    of x (and a kept one let its result go anywhere), and a caller built an always-equal class with a
+    computed `__eq__` (a forged test pass; no audit event sees a class being made). Now a value that may
+    be type itself is never called by new code, and a kept one goes only where it went."""
+    assert type(Box := type("Box", (), {}))(Box) is type  # the fact the hole stood on
+    attacks = {
+        "one-argument clone": "t = type(Box)(Box)\n    " + ALWAYS_EQUAL.format("t"),
+        "inline": ALWAYS_EQUAL.format("type(a)(a)"),
+        "a helper that returns type(x)(x, *())": ALWAYS_EQUAL.format("copy(Box)"),
+        "a starred clone kept as a value": "t = type(a)(a, *())\n    " + ALWAYS_EQUAL.format("t"),
+    }
+    body = "    t = type(a)(a, 0)\n    return a == b\n"
+    for what, attack in attacks.items():
+        assert screen(EQUALS, EQUALS.replace(body, "    " + attack)), what
+    # the old function already had `t = type(a)(a)`: its result may go only where it went
+    kept = EQUALS.replace(body, "    t = type(a)(a)\n    return t == b\n")
+    for what, attack in {
+        "a kept statement's result called": "t = type(a)(a)\n    " + ALWAYS_EQUAL.format("t"),
+        "through another name": "t = type(a)(a)\n    u = t\n    " + ALWAYS_EQUAL.format("u"),
+    }.items():
+        assert screen(kept, kept.replace("    return t == b\n", "    " + attack.split("\n    ", 1)[1])), what
+    assert screen(kept, kept.replace("return t == b", "return t != b")) == []  # it is only compared
+    # honest controls: a change elsewhere, a clone with a second argument, a data-class clone
+    for honest in (
+        "    t = type(a)(a, 0)\n    return a != b\n",
+        "    t = type(a)(a, 1)\n    return a == b\n",
+        "    t = type(a)([v for v in (1, 2)])\n    return a == b\n",
+    ):
+        assert screen(EQUALS, EQUALS.replace(body, honest)) == [], honest
