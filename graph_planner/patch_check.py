@@ -21,8 +21,12 @@ What a patch may do
    safe builtins (`SAFE_BUILTINS`: no type, getattr, setattr, delattr, hasattr, vars, dir, globals,
    locals, object, eval, exec, compile, open, __import__, breakpoint, input, memoryview...); `type(x)`
    only asked about (compared, a lookup key, its name or text, isinstance's class argument, a local only
-   so used), or `type(x)(x, ...)` / `type(x)(plain constant)` (a class builder would need a str, bases
-   and a namespace) while no class of the file steers a gadget; (c) names the old function already read
+   so used), or x's class called on data while no class of the file steers a gadget: `type(x)(x, a, ...)`,
+   `type(x)(plain constant)`, `type(x)(<display or comprehension>)`, `return type(x)(x, *rest)` (a class
+   builder would need a str, bases and a namespace). Never `type(x)(x)`: when x is a class that is type
+   itself. A value that may be type itself (a `type` call; a function of the file that returns one, see
+   `type_returners`) is never read anew, and where the old function had it, its result goes only to the
+   old statements or is only asked about; (c) names the old function already read
    (an import alias: in the same form); (d) names imported from modules outside `CAPABILITY_MODULES`,
    called (`f(x)`) or used as a class (a module alias never as a bare value: `m = re` would let `m.sys`
    through). A dotted chain through an imported name (`os.path.join`, `re.compile`) must appear in the
