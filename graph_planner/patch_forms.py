@@ -1,5 +1,5 @@
 """How a body reads a name, for the patch check (graph_planner/patch_check.py): a dotted chain
-(`os.path.join`), a call, `type` only asked about (compared, a lookup key, its name or text, the class
+(`os.path.join`), a call, `type` only asked about (compared, its name or text, the class
 argument of isinstance), `getattr(x, "name")` with a plain literal name, or a value.
 """
 
@@ -63,17 +63,46 @@ def dotted(node: ast.AST) -> str:
     return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else ""
 
 
+def _local(facts: Facts, name: str) -> bool:
+    return name in facts.locals or name in facts.params
+
+
+def _inert(facts: Facts, e: ast.AST) -> bool:
+    """An operand whose `__eq__` is not the patch's to choose: a constant, a global or builtin name or a
+    dotted chain from one (a class, a module constant), another `type(...)` call, or a display of these.
+    (A local or parameter may be an object whose `__eq__` keeps what it is compared with.)"""
+    if isinstance(e, ast.Constant):
+        return True
+    if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
+        return all(_inert(facts, x) for x in e.elts)
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "type":
+        return not _local(facts, "type") and len(e.args) == 1 and not e.keywords
+    root = dotted(e).split(".")[0]
+    return bool(root) and not _local(facts, root)
+
+
+def _compared(facts: Facts, target: ast.AST, cmp: ast.Compare) -> bool:
+    """`target` only compared: by identity with anything, else (==, <, in...) with inert operands only:
+    a comparison hands the value to the other operand's `__eq__`, which may keep it."""
+    operands = [cmp.left, *cmp.comparators]
+    k = next(i for i, o in enumerate(operands) if o is target)
+    pairs = [(cmp.ops[i], operands[j]) for i, j in ((k - 1, k - 1), (k, k + 1)) if 0 <= i < len(cmp.ops)]
+    return all(isinstance(op, (ast.Is, ast.IsNot)) or _inert(facts, other) for op, other in pairs)
+
+
 def _asks(facts: Facts, target: ast.AST) -> bool:
-    """A type object used only to ask about it: compared, a lookup key, asked for its name, turned into
-    text, or the class argument of isinstance / issubclass."""
+    """A type object used only to ask about it: compared (see _compared), asked for its name, turned into
+    text, or the class argument of isinstance / issubclass (the builtins, not a local of that name).
+    Not a subscript: `d[type(x)]` keeps it in a defaultdict or Counter, `typing.Union[type]` is it."""
     p = facts.parent(target)
-    if isinstance(p, ast.Compare) or (isinstance(p, ast.Attribute) and p.attr in NAME_ATTRS):
+    if isinstance(p, ast.Compare):
+        return _compared(facts, target, p)
+    if isinstance(p, ast.Attribute) and p.attr in NAME_ATTRS:
         return True
     if isinstance(p, (ast.Tuple, ast.List, ast.Set)) and isinstance(facts.parent(p), ast.Compare):
-        return True  # `x in (type(a), type(b))`
-    if isinstance(p, ast.Subscript) and p.slice is target:
-        return True  # a lookup key: `handlers[type(x)]` hashes and compares it, nothing else
-    if isinstance(p, ast.Call) and isinstance(p.func, ast.Name) and p.func.id in ("str", "repr") and p.args == [target]:
+        cmp = facts.parent(p)  # `x in (type(a), type(b))`: x's `__eq__` sees each element
+        return _compared(facts, p, cmp) and all(isinstance(op, (ast.In, ast.NotIn)) for op in cmp.ops)
+    if _builtin_call(facts, p, ("str", "repr")) and p.args == [target]:
         return True
     if isinstance(p, ast.FormattedValue):
         return True  # its text in an f-string
@@ -93,13 +122,13 @@ def _asks(facts: Facts, target: ast.AST) -> bool:
         and isinstance(p.left, ast.Constant)
     ):
         return True  # its text in "...%s..." % (...)
-    return (
-        isinstance(p, ast.Call)
-        and isinstance(p.func, ast.Name)
-        and p.func.id in ("isinstance", "issubclass")
-        and len(p.args) == 2
-        and p.args[1] is target
-    )
+    return _builtin_call(facts, p, ("isinstance", "issubclass")) and len(p.args) == 2 and p.args[1] is target
+
+
+def _builtin_call(facts: Facts, p: ast.AST | None, names: tuple[str, ...]) -> bool:
+    """A call of one of these builtins by name (not of a local the body bound to that name)."""
+    named = isinstance(p, ast.Call) and isinstance(p.func, ast.Name) and p.func.id in names
+    return named and not _local(facts, p.func.id)
 
 
 def _type_safe(facts: Facts, node: ast.Name) -> bool:

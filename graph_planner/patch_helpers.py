@@ -80,19 +80,41 @@ def _constant(e: ast.AST) -> bool:
     return isinstance(e, ast.Constant)
 
 
-def _builds_classes(cls: ast.ClassDef) -> bool:
-    """A metaclass, or an Enum with no members (its functional API takes a namespace)."""
-    bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in cls.bases}
-    if bases & _METACLASSES:
-        return True
-    members = [
-        t
-        for s in cls.body
-        if isinstance(s, (ast.Assign, ast.AnnAssign))
-        for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
-        if isinstance(t, ast.Name) and not t.id.startswith("_")
-    ]
-    return bool(bases & _ENUMS) and not members
+def _class_builders(tree: ast.Module) -> set[int]:
+    """ids of the file's classes that build classes: metaclasses, and Enums with no members (the functional
+    API takes a namespace). Bases are read through the file's import aliases (`from enum import Enum as E`)
+    and through its own classes (a class based on one of these is one too); a member is an assignment
+    with a value that is not `nonmember(...)` (an annotation alone is none)."""
+    aliases = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom):
+            aliases.update({a.asname or a.name: a.name for a in n.names})
+    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    metas, enums = set(_METACLASSES), set(_ENUMS)
+
+    def base_names(cls: ast.ClassDef) -> set[str]:
+        names = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in cls.bases}
+        return {aliases.get(x, x) for x in names} | names
+
+    while True:  # a class based on a file metaclass (or Enum without members) is one too
+        grown_m = metas | {c.name for c in classes if base_names(c) & metas}
+        grown_e = enums | {c.name for c in classes if base_names(c) & enums and not _members(c)}
+        if (grown_m, grown_e) == (metas, enums):
+            break
+        metas, enums = grown_m, grown_e
+    return {id(c) for c in classes if base_names(c) & metas or (base_names(c) & enums and not _members(c))}
+
+
+def _members(cls: ast.ClassDef) -> list[str]:
+    out = []
+    for s in cls.body:
+        if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
+            call = s.value.func if isinstance(s.value, ast.Call) else None
+            if (getattr(call, "id", None) or getattr(call, "attr", None)) == "nonmember":
+                continue
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            out += [t.id for t in targets if isinstance(t, ast.Name) and not t.id.startswith("_")]
+    return out
 
 
 class FileRules:
@@ -255,9 +277,8 @@ class FileRules:
         self.impure = impure
         # steering: helper id -> parameter names ("*" for every argument)
         self.params = {h: _params(n) for h, n in nodes.items() if isinstance(n, FUNCTIONS)}
-        self.steer: dict[int, set[str]] = {
-            h: {"*"} for h in self.helpers if isinstance(nodes.get(h), ast.ClassDef) and _builds_classes(nodes[h])
-        }
+        builders = _class_builders(self.tree)
+        self.steer: dict[int, set[str]] = {h: {"*"} for h in self.helpers if h in builders}
         for h in self.helpers:
             if h not in nodes:  # an assigned value: a gadget when it reaches one
                 self._sets()

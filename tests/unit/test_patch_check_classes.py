@@ -1,0 +1,102 @@
+"""A class built at run time with a computed dunder (an always-equal object: `assert f(x) == expected`
+passes with the bug in place) has no audit event, so the patch check is the only layer against it. Each
+route an independent review found past the check (2026-11-29), refused, beside honest controls that pass.
+
+Every attack ends by calling what it reached with a name, bases and a namespace holding a computed
+`__eq__` (EQ builds the name without a `__` constant), or by changing what isinstance answers."""
+
+from __future__ import annotations
+
+import pytest
+
+from graph_planner.patch_check import screen
+
+EQ = '"_" * 2 + "eq" + "_" * 2'
+HEAD = "import collections\nimport collections.abc\nimport enum\nimport typing\n\n\n"
+ADD = 'def add(a, b):\n    """Sum of two numbers."""\n    return a + b\n'
+BUILD = f'    return t("Sum", (), {{{EQ}: str}})()\n'
+
+# (the file's head, the new body of add)
+ATTACKS = {
+    "enum.ReprEnum's functional API": (
+        "",
+        f'    return enum.ReprEnum("R", {{"A": 1, {EQ}: str}}, module="x", type=int).A\n',
+    ),
+    "enum.global_enum writes into any module": (
+        "",
+        '    enum.global_enum(enum.Enum("S", {"forged": 1}, module="builtins"))\n    return a + b\n',
+    ),
+    "type as a dict key, read back": ("", "    seen = {}\n    seen[type] = 1\n    t = list(seen)[0]\n" + BUILD),
+    "type(int) as a defaultdict key": (
+        "",
+        "    c = collections.defaultdict(int)\n    c[type(int)]\n    t = list(c)[0]\n" + BUILD,
+    ),
+    "a Counter key": ("", "    c = collections.Counter()\n    c[type] += 1\n    t = min(c)\n" + BUILD),
+    "a one-member Union is its member": ("", "    t = typing.Union[type]\n" + BUILD),
+    "get_args of a generic alias": ("", "    t = typing.get_args(list[type])[0]\n" + BUILD),
+    "a local named repr keeps it": (
+        "",
+        "    box = []\n    repr = box.append\n    repr(type)\n    t = box[0]\n" + BUILD,
+    ),
+    "a local named isinstance keeps it": (
+        "",
+        "    box = []\n    isinstance = box.insert\n    isinstance(0, type)\n    t = box[0]\n" + BUILD,
+    ),
+    "a compared object's __eq__ keeps it": (
+        "class Keeper:\n    def __eq__(self, other):\n        self.kept = other\n        return False\n\n\n",
+        "    k = Keeper()\n    k == type(int)\n    t = k.kept\n" + BUILD,
+    ),
+    "an Enum base through an import alias": (
+        "from enum import Enum as StdEnum\n\n\nclass Base(StdEnum):\n    def label(self):\n        return 1\n\n\n",
+        f'    return Base("Sum", {{"A": 1, {EQ}: str}}, module="x").A\n',
+    ),
+    "an Enum with only an annotation": (
+        "class Base(enum.Enum):\n    code: int\n\n\n",
+        f'    return Base("Sum", {{"A": 1, {EQ}: str}}, module="x").A\n',
+    ),
+    "an Enum with only a nonmember": (
+        "class Base(enum.Enum):\n    DEFAULT = enum.nonmember(0)\n\n\n",
+        f'    return Base("Sum", {{"A": 1, {EQ}: str}}, module="x").A\n',
+    ),
+    "a metaclass through an import alias": (
+        "from abc import ABCMeta as Meta\n\n\nclass Base(Meta):\n    pass\n\n\n",
+        f'    return Base("Sum", (), {{{EQ}: str}})()\n',
+    ),
+    "a metaclass of a file metaclass": (
+        "class Meta(type):\n    pass\n\n\nclass Sub(Meta):\n    pass\n\n\n",
+        f'    return Sub("Sum", (), {{{EQ}: str}})()\n',
+    ),
+    "ABCMeta.register makes isinstance lie": ("", "    collections.abc.Sequence.register(int)\n    return a + b\n"),
+}
+
+
+def _patch(head: str, body: str) -> tuple[str, str]:
+    before = HEAD + head + ADD
+    return before, before.replace("    return a + b\n", body)
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_a_class_builder_or_a_lie_is_refused(name):
+    head, body = ATTACKS[name]
+    assert screen(*_patch(head, body)), name
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    return a - b\n",  # the honest change
+        "    if type(a) is type(b):\n        return a + b\n    return a - b\n",  # identity: anything
+        "    if type(a) == int and type(b) in (int, float):\n        return a + b\n    return b\n",
+        "    if isinstance(a, (type(b), float)):\n        return a + b\n    return str(type(a))\n",
+        "    return f'{type(a)}' + repr(type(b)) + type(a).__name__\n",
+    ],
+)
+def test_asking_about_a_type_still_passes(body):
+    """Honest controls: identity with anything, equality with constants, builtins and other type calls,
+    isinstance's class argument, a type's text or name."""
+    assert screen(*_patch("", body)) == [], body
+
+
+def test_an_enum_with_members_is_still_a_plain_class():
+    head = "class Color(enum.Enum):\n    RED = 1\n    GREEN = 2\n\n\n"
+    assert screen(*_patch(head, "    return Color(a).value + b\n")) == []
