@@ -20,8 +20,10 @@ What a patch may do
    nothing the body could not compute); a builtin shadowed at module level is what the module binds; (b)
    safe builtins (`SAFE_BUILTINS`: no type, getattr, setattr, delattr, hasattr, vars, dir, globals,
    locals, object, eval, exec, compile, open, __import__, breakpoint, input, memoryview...); `type(x)`
-   only asked about (compared, a lookup key, its name or text, isinstance's class argument, a local only
-   so used), or x's class called on data while no class of the file steers a gadget: `type(x)(x, a, ...)`,
+   only asked about (compared by identity, or by equality with constants, globals and other type calls:
+   a local's `__eq__` could keep it; its name or text; the real isinstance's class argument; a local only
+   so used; never a subscript: a defaultdict keeps its key, `typing.Union[type]` is type), or x's class
+   called on data while no class of the file steers a gadget: `type(x)(x, a, ...)`,
    `type(x)(plain constant)`, `type(x)(<display or comprehension>)`, `return type(x)(x, *rest)` (a class
    builder would need a str, bases and a namespace). Never `type(x)(x)`: when x is a class that is type
    itself. A value that may be type itself (a `type` call; a function of the file that returns one, see
@@ -32,7 +34,11 @@ What a patch may do
    through). A dotted chain through an imported name (`os.path.join`, `re.compile`) must appear in the
    unpatched file (through a capability module: and be in `PURE_CHAINS` or read by the old function), or
    resolve on this interpreter, through a module in `RESOLVABLE` and public names only, to a plain
-   function, class or value. So `re.sys`, `collections._sys`, `enum.sys` are refused.
+   function, class or value (never a metaclass, an Enum without members, whose functional API builds a
+   class, or `ABCMeta.register`). So `re.sys`, `collections._sys`, `enum.sys`, `enum.ReprEnum` are
+   refused. A class of the file is a class builder when it is a metaclass or an Enum without members
+   (bases read through import aliases and the file's own classes; annotations and `nonmember` are no
+   members): calling one is a gadget.
 4. Use no dunder or introspection word the old function did not use: names, attributes, keyword names
    (`dict(__eq__=...)`), parameters, string constants containing `__` (`"__globals__"`, `"x.__class__"`,
    dict keys), format fields (`"{0.f_back}"`), literal module constants it reads. Benign: `__init__`,
