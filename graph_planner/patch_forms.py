@@ -190,15 +190,12 @@ def _type_clone(facts: Facts, node: ast.Name) -> bool:
     if any(k.arg is None for k in outer.keywords) or isinstance(outer.args[0], ast.Starred):
         return False
     first = outer.args[0]
-    if isinstance(first, ast.Name) and first.id == call.args[0].id:
-        if not any(isinstance(a, ast.Starred) for a in outer.args):
-            return len(outer.args) >= 2
-        # toolz's `return type(self)(self, *args)`: `*args` may be empty, type(x)(x) again, so only handed
-        # straight back; its function is then one that may return type (type_returners): a new caller is
-        # refused, a kept one must use the result as it did
-        return isinstance(facts.parent(outer), ast.Return)
     if any(isinstance(a, ast.Starred) for a in outer.args):
+        # toolz's `return type(self)(self, *args)`: `*args` may be empty, type(x)(x) again; handed back, a
+        # caller in another file (which this check, judging one file, does not see) could build with it
         return False
+    if isinstance(first, ast.Name) and first.id == call.args[0].id:
+        return len(outer.args) >= 2
     if len(outer.args) != 1 or outer.keywords:
         return False
     if isinstance(first, _DATA_ARGS):
@@ -252,14 +249,34 @@ def type_locals(f: Facts) -> None:
 
 
 def type_returners(tree: ast.Module) -> frozenset[str]:
-    """Names of the file's functions and methods that may return type itself: `return type(x)`, `return
-    type(x)(x)` or `return type(x)(x, *rest)` give type when x is a class, and a caller could then build a
-    class with it. (Not `type(x)(x, a)` or `type(x)(<constant or display>)`: never type.)"""
+    """Names of the file's functions and methods that may hand out a class, type itself included: any that
+    calls `type` other than to ask about it, or reads `__class__`. What they compute may reach the caller
+    through a return, a local, a tuple, a generator or object state, so a caller never reads one anew
+    and a kept call's result goes only where it went (result_kept)."""
     out = set()
+    parents = {id(c): n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
     for fn in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
-        if any(isinstance(r, ast.Return) and _may_be_type(r.value) for r in ast.walk(fn)):
+        if any(_hands_out_class(n, parents) for n in ast.walk(fn)):
             out.add(fn.name)
     return frozenset(out)
+
+
+def _hands_out_class(n: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """`x.__class__`, or a `type(...)` value (or a clone of one) that may be type itself and is not only
+    asked about (compared by identity, its name or text, or isinstance's class argument)."""
+    p = parents.get(id(n))
+    if isinstance(n, ast.Attribute) and n.attr == "__class__":
+        return not (isinstance(p, ast.Attribute) and p.attr in NAME_ATTRS)
+    if not (isinstance(n, ast.Call) and _may_be_type(n)):
+        return False
+    if isinstance(p, ast.Call) and p.func is n:
+        return False  # `type(x)(...)`: the outer call is judged itself
+    if isinstance(p, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in p.ops):
+        return False
+    if isinstance(p, ast.Attribute) and p.attr in NAME_ATTRS or isinstance(p, ast.FormattedValue):
+        return False
+    named = p.func.id if isinstance(p, ast.Call) and isinstance(p.func, ast.Name) else ""
+    return not (named in ("str", "repr") or named in ("isinstance", "issubclass") and n in p.args[1:])
 
 
 def _may_be_type(e: ast.AST | None) -> bool:

@@ -12,7 +12,7 @@ import pytest
 from graph_planner.patch_check import screen
 
 EQ = '"_" * 2 + "eq" + "_" * 2'
-HEAD = "import collections\nimport collections.abc\nimport enum\nimport typing\n\n\n"
+HEAD = "import collections\nimport collections.abc\nimport enum\nimport json\nimport json.encoder\nimport typing\n\n\n"
 ADD = 'def add(a, b):\n    """Sum of two numbers."""\n    return a + b\n'
 BUILD = f'    return t("Sum", (), {{{EQ}: str}})()\n'
 
@@ -67,6 +67,22 @@ ATTACKS = {
         f'    return Sub("Sum", (), {{{EQ}: str}})()\n',
     ),
     "ABCMeta.register makes isinstance lie": ("", "    collections.abc.Sequence.register(int)\n    return a + b\n"),
+    # second review: the verdict's reporter serializes with json, which reads these on every call
+    "a store into an imported module": ("", "    json.encoder.encode_basestring_ascii = repr\n    return a + b\n"),
+    "an augmented store into one": ("", "    json.encoder.INFINITY += 1.0\n    return a + b\n"),
+    "a delete from one": ("", "    del json.encoder.c_make_encoder\n    return a + b\n"),
+    "a store through a module-level alias": (
+        "ENC = json.encoder\n\n\n",
+        "    ENC.c_make_encoder = None\n    return a + b\n",
+    ),
+    "a file instance's __eq__ handed type": (
+        "class Version:\n    def __eq__(self, other):\n        return other\n\n\nZERO = Version()\n\n\n",
+        "    return (type(int) == ZERO)()\n",
+    ),
+    "a file instance in a tuple compared with type": (
+        "class Version:\n    def __eq__(self, other):\n        return other\n\n\nZERO = Version()\n\n\n",
+        "    return type(a) in (ZERO, int)\n",
+    ),
 }
 
 
@@ -97,6 +113,67 @@ def test_asking_about_a_type_still_passes(body):
     assert screen(*_patch("", body)) == [], body
 
 
+def test_stores_into_the_files_own_objects_and_locals_still_pass():
+    head = "class Box:\n    size = 1\n\n\nBOX = Box()\n\n\n"
+    body = "    box = Box()\n    box.size = a\n    BOX.size = b\n    Box.size = a + b\n    return box.size + BOX.size\n"
+    assert screen(*_patch(head, body)) == []
+    assert screen(*_patch(head, "    return a + b if type(a) == int else json.dumps(a)\n")) == []
+
+
 def test_an_enum_with_members_is_still_a_plain_class():
     head = "class Color(enum.Enum):\n    RED = 1\n    GREEN = 2\n\n\n"
     assert screen(*_patch(head, "    return Color(a).value + b\n")) == []
+
+
+KIND = """import operator
+
+
+def _kind(value):
+    t = type(value)
+    return t
+
+
+def _class_of(obj):
+    return obj.__class__
+
+
+class Record(tuple):
+    def kind(self):
+        return type(self)
+
+
+def label(cls):
+    meta = _kind(cls)
+    c = _class_of(cls)
+    return meta.__name__ + c.__name__
+
+
+def add(a, b):
+    return a + b
+"""
+LABEL = "    return meta.__name__ + c.__name__\n"
+ADD_BODY = "def add(a, b):\n    return a + b\n"
+BUILT = f'("Eq", (), {{{EQ}: repr}})()'
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        KIND.replace(LABEL, f"    return meta{BUILT}\n"),  # a kept helper's result (type, via a local) called
+        KIND.replace(LABEL, f"    return _class_of(int){BUILT}\n"),  # a kept helper called anew
+        KIND.replace(ADD_BODY, f'def add(a, b):\n    return operator.methodcaller("kind")(Record){BUILT}\n'),
+        KIND.replace(ADD_BODY, f'def add(a, b):\n    return operator.attrgetter("kind")(Record)(){BUILT}\n'),
+        KIND.replace(LABEL, "    return type(cls)(cls, *())\n"),  # `*rest` may be empty: type(x)(x)
+    ],
+    ids=["kept result called", "kept helper, new argument", "methodcaller", "attrgetter", "starred clone"],
+)
+def test_a_helper_that_hands_out_a_class_is_a_site_wherever_it_is_reached(after):
+    """A function of the file that computes a class (a `type` call kept in a local, `__class__`) may hand
+    it out however it likes: it is never called anew (by name, by attribute, or by a literal name given to
+    methodcaller / attrgetter) and a kept call's result goes only where it went. (Second review.)"""
+    assert screen(KIND, after)
+
+
+def test_a_helper_that_hands_out_a_class_may_still_be_asked_about():
+    assert screen(KIND, KIND.replace(LABEL, "    return c.__name__ + meta.__name__\n")) == []
+    assert screen(KIND, KIND.replace("    return a + b\n", "    return a - b\n")) == []

@@ -155,3 +155,22 @@ def test_the_name_guard_judges_a_computed_name_where_getattr_receives_it(tmp_pat
     other = "box = type('Other', (), {'_size': 3, 'name': '_size'})()"
     rc, report = run(other, allowed={NAMES: [key]})
     assert rc == GUARD_EXIT and report.guard[0].endswith("|_size|Other")
+
+
+# Code under test rebinds what json.dumps looks up on every call: the string encoder (and, by removing the
+# C encoder, the pure-Python path that reads it). The boot script's signer took its C functions before the
+# package was imported, so the signed report still says what pytest saw.
+REWRITE = (
+    "import json.encoder\n    json.encoder.c_make_encoder = None\n"
+    "    json.encoder.encode_basestring_ascii = "
+    "lambda s: '\"passed\"' if s == 'failed' else json.encoder.py_encode_basestring_ascii(s)\n    pass"
+)
+FAILING = TESTS.replace("peek(1, 2) == 3", "peek(1, 2) == 4")
+
+
+def test_rebinding_the_json_encoder_in_the_process_does_not_change_a_signed_line(tmp_path):
+    rc, report = _boot(tmp_path, REWRITE, watch_line=1, tests=FAILING)
+    assert not report.problem and report.outcomes["tests/test_pkg.py::test_peek"] == "failed", report
+    assert report.outcomes["tests/test_pkg.py::test_add"] == "passed" and rc == 1
+    rc, report = _boot(tmp_path, "pass", watch_line=1, tests=FAILING)  # control: the same verdict unpatched
+    assert report.outcomes["tests/test_pkg.py::test_peek"] == "failed" and rc == 1

@@ -29,7 +29,6 @@ name guard sees only calls of the wrapped functions: attribute syntax with a lit
 fields and the other gadgets stay the patch check's.
 """
 
-import hashlib
 import hmac
 import json
 import os
@@ -51,20 +50,36 @@ _IMPORT_SYSTEM = frozenset({"<frozen importlib._bootstrap>", "<frozen importlib.
 
 
 def _signer(fd, key):
-    """A function that writes one signed JSON line to `fd` (or nowhere when fd is None)."""
+    """A function that writes one signed JSON line to `fd` (or nowhere when fd is None).
+
+    Everything it calls is a C function taken here, before the package is imported: json.dumps and
+    hmac.new look up their helpers in module globals on every call (`json.encoder.encode_basestring_ascii`,
+    `hmac.HMAC`), which code under test could rebind to choose what a signed line says."""
     state = [0]
+    encode = json.encoder.c_make_encoder(
+        None, _unencodable, json.encoder.c_encode_basestring_ascii, None, ":", ",", False, False, True
+    )
+    try:
+        from _hashlib import hmac_digest as digest  # OpenSSL's one-shot HMAC, in C
+    except ImportError:  # a Python built without OpenSSL: hmac.digest, its own C-backed path
+        digest = hmac.digest
+    write, join = os.write, "".join
 
     def send(row):
         if fd is None:
             return
-        text = json.dumps(row, separators=(",", ":"))
-        mac = hmac.new(key, f"{state[0]}:{text}".encode(), hashlib.sha256).hexdigest()[:32]
+        text = join(encode(row, 0))
+        mac = digest(key, f"{state[0]}:{text}".encode(), "sha256").hex()[:32]
         state[0] += 1
         data = f"{mac} {text}\n".encode()
         while data:
-            data = data[os.write(fd, data) :]
+            data = data[write(fd, data) :]
 
     return send
+
+
+def _unencodable(value):
+    raise TypeError(f"not JSON: {type(value).__name__}")
 
 
 def _guard(watch, allowed, record, send, quiet):
