@@ -57,13 +57,14 @@ repair-smollm: install
 	$(PY) -m flows.cli models import smollm2-135m-instruct
 	$(PY) -m flows.plan_act --config configs/repair-smollm.yaml
 
-# Two phases: everything that tolerates a neighbour on 2 pytest-xdist workers (one file per worker at a time:
-# much of a test is waiting on services and single-threaded start-up), then the `serial` tests alone.
+# Two phases: everything that tolerates a neighbour on 3 pytest-xdist workers on the 2 cores (one file per worker
+# at a time: much of a test waits on services, on partners or on a timeout, and a third worker fills those
+# gaps: phase 1 took 1,753 s with 3 on 2026-11-29, 1,860 s with 2 the day before), then the `serial` tests alone.
 # Both phases always run; the target fails if either did. Each writes a JUnit report under runs/, and
 # tools/suite_times.py prints the seconds per file from them (what tests/conftest.py SLOW_FILES holds);
 # tools/suite_cpu.py (a plugin: each xdist worker in its own cpuacct cgroup when run as root) prints the
 # CPU-seconds every process a test started spent, the figure the suite's length follows on 2 cores.
-# Phase 1 runs with OMP_NUM_THREADS=1: its two workers already fill both cores, and a second torch thread in
+# Phase 1 runs with OMP_NUM_THREADS=1: its workers already fill both cores, and a second torch thread in
 # each process only spins against the other worker (measured: the unit tests 111 -> 104 CPU-s).
 # Style first (seconds): ruff's linter and formatter, configured in pyproject.toml.
 lint: install
@@ -78,7 +79,7 @@ docs: install
 test: install lint
 	@rc=0; \
 	rm -f runs/test-cpu-*.jsonl; \
-	OMP_NUM_THREADS=1 $(PY) -m pytest tests -n 2 --dist loadfile --no-loadscope-reorder -m "not serial" -v -rA --durations=20 \
+	OMP_NUM_THREADS=1 $(PY) -m pytest tests -n 3 --dist loadfile --no-loadscope-reorder -m "not serial" -v -rA --durations=20 \
 		-p tools.suite_cpu --junitxml=runs/tests-phase1.xml || rc=1; \
 	$(PY) -m pytest tests -m serial -v -rA --durations=5 -p tools.suite_cpu --junitxml=runs/tests-phase2.xml || rc=1; \
 	$(PY) tools/suite_times.py --top 10 runs/tests-phase1.xml runs/tests-phase2.xml || true; \

@@ -10,32 +10,32 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-# Seconds each slow file's tests took in a fresh-clone CI run (2 cores, 2026-11-28, `make test`'s JUnit report
+# Seconds each slow file's tests took in a `make test` run (2 cores, 3 workers, 2026-11-29, its JUnit report
 # summed by tools/suite_times.py). `make test` runs pytest-xdist with --dist loadfile --no-loadscope-reorder:
-# files go to the two workers in collection order as each frees up, so collecting the longest first
+# files go to the workers in collection order as each frees up, so collecting the longest first
 # (longest-processing-time first) keeps one worker from running a long file alone at the end. xdist's own
 # reorder sorts by number of tests, which put these one-test files last.
 SLOW_FILES = {
-    "test_deployments.py": 438,
-    "test_repair_rl.py": 421,
-    "test_round_overhead_benchmark.py": 277,
-    "test_trainer_group.py": 254,
-    "test_flow_end_to_end.py": 151,
-    "test_repair_cli.py": 109,
-    "test_two_job.py": 107,
-    "test_schedulemesh.py": 103,
-    "test_workflow_env.py": 100,
-    "test_notebooks.py": 100,
-    "test_resume.py": 99,
-    "test_console_output.py": 96,
-    "test_search_offline.py": 76,
-    "test_determinism.py": 76,
-    "test_agent_recovery.py": 72,
-    "test_corpus_validate.py": 69,
-    "test_repair_env.py": 67,
-    "test_ray_cluster.py": 66,
-    "test_openai_role.py": 63,
-    "test_aflow_llm_optimizer.py": 60,
+    "test_deployments.py": 644,
+    "test_repair_rl.py": 575,
+    "test_round_overhead_benchmark.py": 500,
+    "test_notebooks.py": 284,
+    "test_flow_end_to_end.py": 272,
+    "test_trainer_group.py": 247,
+    "test_workflow_env.py": 213,
+    "test_resume.py": 211,
+    "test_repair_cli.py": 186,
+    "test_console_output.py": 156,
+    "test_schedulemesh.py": 154,
+    "test_determinism.py": 133,
+    "test_agent_recovery.py": 127,
+    "test_two_job.py": 122,
+    "test_ray_cluster.py": 113,
+    "test_corpus_validate.py": 109,
+    "test_openai_role.py": 97,
+    "test_search_offline.py": 96,
+    "test_repair_env.py": 91,
+    "test_aflow_llm_optimizer.py": 82,
 }
 
 
