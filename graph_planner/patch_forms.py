@@ -266,17 +266,34 @@ def _hands_out_class(n: ast.AST, parents: dict[int, ast.AST]) -> bool:
     asked about (compared by identity, its name or text, or isinstance's class argument)."""
     p = parents.get(id(n))
     if isinstance(n, ast.Attribute) and n.attr == "__class__":
-        return not (isinstance(p, ast.Attribute) and p.attr in NAME_ATTRS)
+        return not _asked(n, parents)
     if not (isinstance(n, ast.Call) and _may_be_type(n)):
         return False
     if isinstance(p, ast.Call) and p.func is n:
         return False  # `type(x)(...)`: the outer call is judged itself
-    if isinstance(p, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in p.ops):
-        return False
-    if isinstance(p, ast.Attribute) and p.attr in NAME_ATTRS or isinstance(p, ast.FormattedValue):
-        return False
+    if isinstance(p, ast.Assign) and len(p.targets) == 1 and isinstance(p.targets[0], ast.Name):
+        # tabulate's `row_type = type(row)` then only compared: the class stays in the function
+        fn = n
+        while fn is not None and not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            fn = parents.get(id(fn))
+        name = p.targets[0].id
+        uses = [u for u in ast.walk(fn) if isinstance(u, ast.Name) and u.id == name] if fn is not None else []
+        return not all(_asked(u, parents) for u in uses if isinstance(u.ctx, ast.Load))
+    return not _asked(n, parents)
+
+
+def _asked(n: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """A class value used where it cannot leave the function: compared, named, turned into text, or
+    isinstance's class argument (the other operand of a comparison is judged where it is written)."""
+    p = parents.get(id(n))
+    if isinstance(p, (ast.Tuple, ast.List, ast.Set)) and isinstance(parents.get(id(p)), ast.Compare):
+        return True
+    if isinstance(p, ast.Compare) or isinstance(p, ast.FormattedValue):
+        return True
+    if isinstance(p, ast.Attribute) and p.attr in NAME_ATTRS:
+        return True
     named = p.func.id if isinstance(p, ast.Call) and isinstance(p.func, ast.Name) else ""
-    return not (named in ("str", "repr") or named in ("isinstance", "issubclass") and n in p.args[1:])
+    return named in ("str", "repr") or named in ("isinstance", "issubclass") and n in p.args[1:]
 
 
 def _may_be_type(e: ast.AST | None) -> bool:

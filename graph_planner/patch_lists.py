@@ -64,6 +64,26 @@ RESOLVABLE = frozenset(
 )
 
 
+# Calls and objects of pure modules that change state the whole process (the tests included) shares: the
+# thread's decimal context rounds every Decimal the tests compute (`getcontext().prec = 1` made 4.01 == 4),
+# the random generator's state, warning filters, the locale.
+STATEFUL = (
+    "decimal.getcontext",
+    "decimal.setcontext",
+    "decimal.localcontext",
+    "decimal.DefaultContext",
+    "decimal.BasicContext",
+    "decimal.ExtendedContext",
+    "random.seed",
+    "random.setstate",
+    "warnings.simplefilter",
+    "warnings.filterwarnings",
+    "warnings.resetwarnings",
+    "warnings.filters",
+    "locale.setlocale",
+)
+
+
 @functools.lru_cache(maxsize=4096)
 def resolves_pure(module: str, parts: tuple[str, ...]) -> bool:
     """`module.parts...` (module in RESOLVABLE), resolved on this interpreter (the one that runs the
@@ -81,6 +101,8 @@ def resolves_pure(module: str, parts: tuple[str, ...]) -> bool:
             isinstance(obj, types.ModuleType) and obj.__name__.split(".")[0] != module.split(".")[0]
         ):
             return False
+    if any(".".join((module, *parts)).startswith(s) for s in STATEFUL):
+        return False
     unsafe = [v for k, v in vars(builtins).items() if k not in SAFE_BUILTINS]
     return not (
         isinstance(obj, types.ModuleType)
@@ -115,6 +137,6 @@ TEMPLATES = frozenset({"format", "format_map"})  # str.format: the template (or 
 GADGET_ATTRS = frozenset(
     "format format_map vformat get_field get_value attrgetter methodcaller update_wrapper wraps "
     "make_dataclass import_module locate resolve_name ABCMeta EnumMeta EnumType Enum IntEnum "
-    "Flag IntFlag StrEnum ReprEnum global_enum Type new_class getattr_static _create_ get_type_hints ForwardRef "
-    "NamedTuple TypedDict".split()
+    "Flag IntFlag StrEnum ReprEnum global_enum register Type new_class getattr_static _create_ get_type_hints "
+    "ForwardRef NamedTuple TypedDict".split()
 )

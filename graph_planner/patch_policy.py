@@ -24,7 +24,7 @@ from graph_planner.patch_facts import (
     slice_units,
     string_words,
 )
-from graph_planner.patch_forms import dotted, result_kept
+from graph_planner.patch_forms import result_kept
 from graph_planner.patch_lists import (  # noqa: F401 - the lists are part of this module's interface
     CAPABILITY_MODULES,
     DECORATORS,
@@ -38,13 +38,9 @@ from graph_planner.patch_lists import (  # noqa: F401 - the lists are part of th
     TEMPLATES,
     resolves_pure,
 )
+from graph_planner.patch_state import foreign_stores, type_handed_over
 
 _BY_NAME = frozenset({"attrgetter", "methodcaller"})  # they take an attribute's name as a string
-
-
-def _elements(e: ast.AST) -> list[ast.AST]:
-    """The operand itself, or the elements of a tuple, list or set display (`x in (A, B)`)."""
-    return list(e.elts) if isinstance(e, (ast.Tuple, ast.List, ast.Set)) else [e]
 
 
 def literal(node: ast.AST | None) -> bool:
@@ -261,52 +257,6 @@ class Judge:
         mentions |= {getattr(n, "id", None) or getattr(n, "attr", None) for e in computed for n in ast.walk(e)}
         return not mentions & self.tainted
 
-    def type_handed_over(self, facts: Facts, old: Facts | None) -> bool:
-        """A new comparison (==, <, in...; not `is`) of a `type` value with a name the file binds at module
-        level (or an attribute chain from one): that object's `__eq__`, or its metaclass's, is the file's
-        code and may keep the type it is handed. (Constants, builtins and imported names are inert.)"""
-        old_keys = {(u.path, u.key) for u in old.units} if old else set()
-        if not any(name == "type" for name, *_ in facts.name_refs):
-            return False
-        for u in facts.units:
-            if (u.path, u.key) in old_keys:
-                continue
-            for part in u.parts:
-                for cmp in (n for n in ast.walk(part) if isinstance(n, ast.Compare)):
-                    if all(isinstance(op, (ast.Is, ast.IsNot)) for op in cmp.ops):
-                        continue
-                    names = {n.id for n in ast.walk(cmp) if isinstance(n, ast.Name)}
-                    if "type" not in names and not names & facts.locals:
-                        continue
-                    roots = {dotted(o).split(".")[0] for o in [cmp.left, *cmp.comparators] for o in _elements(o)}
-                    for root in roots - {""} - facts.locals - facts.params:
-                        if self.rules.kind(root, facts)[0] in ("defined", "unknown"):
-                            return True
-        return False
-
-    def foreign_stores(self, facts: Facts) -> set[str]:
-        """Attribute chains the code assigns, augments or deletes that start at an import alias, or at a
-        module-level name bound to one (`enc = json.encoder`): `json.encoder.encode_basestring_ascii = f`
-        rewrote every JSON line the process wrote, a signed report included."""
-        out = set()
-        for u in facts.units:
-            for part in u.parts:
-                for n in ast.walk(part):
-                    chain = dotted(n) if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load) else ""
-                    root = chain.split(".")[0]
-                    if root and root not in facts.locals and root not in facts.params and self.imported(root, facts):
-                        out.add(chain)
-        return out
-
-    def imported(self, name: str, facts: Facts) -> bool:
-        """An import alias, or a module-level name bound to an attribute chain from one."""
-        kind, info = self.rules.kind(name, facts)
-        if kind == "alias":
-            return True
-        value = info if kind == "defined" else None
-        root = dotted(value).split(".")[0] if isinstance(value, (ast.Name, ast.Attribute)) else ""
-        return bool(root) and root != name and self.imported(root, facts)
-
     def literal_words(self, facts: Facts) -> tuple[set[str], set[str]]:
         """(words, dunder strings) of the literal module constants the code reads."""
         words, dstrings = set(), set()
@@ -357,12 +307,12 @@ class Judge:
         private = sorted(private - {c[1:] for c in self.chains if c.startswith(".")} - (old.mentions if old else set()))
         if private:
             reasons.append(f"reaches {', '.join(private)} (private attributes the file never mentions)")
-        if self.type_handed_over(new, old):
+        if type_handed_over(self.rules, new, old):
             reasons.append(
                 "compares a type with a value of the file (a module-level object or class): its `__eq__` is "
                 "handed type itself"
             )
-        foreign = sorted(self.foreign_stores(new) - (self.foreign_stores(old) if old else set()))
+        foreign = sorted(foreign_stores(self.rules, new) - (foreign_stores(self.rules, old) if old else set()))
         if foreign:
             reasons.append(
                 f"changes {', '.join(foreign)} (an attribute of an imported module or object: other code, the "

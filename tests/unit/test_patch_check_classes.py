@@ -12,7 +12,7 @@ import pytest
 from graph_planner.patch_check import screen
 
 EQ = '"_" * 2 + "eq" + "_" * 2'
-HEAD = "import collections\nimport collections.abc\nimport enum\nimport json\nimport json.encoder\nimport typing\n\n\n"
+HEAD = "import collections\nimport collections.abc\nimport decimal\nimport enum\nimport json\nimport json.encoder\nimport typing\n\n\n"
 ADD = 'def add(a, b):\n    """Sum of two numbers."""\n    return a + b\n'
 BUILD = f'    return t("Sum", (), {{{EQ}: str}})()\n'
 
@@ -78,6 +78,21 @@ ATTACKS = {
     "a file instance's __eq__ handed type": (
         "class Version:\n    def __eq__(self, other):\n        return other\n\n\nZERO = Version()\n\n\n",
         "    return (type(int) == ZERO)()\n",
+    ),
+    # third review: state the whole process shares, changed by a call or through a local
+    "the thread's decimal context": ("", "    decimal.getcontext().prec = 1\n    return a + b\n"),
+    "a new decimal context": ("", "    decimal.setcontext(decimal.Context(prec=1))\n    return a + b\n"),
+    "an ABC registered through a local": (
+        "class Vec:\n    pass\n\n\n",
+        "    s = collections.abc.Sequence\n    s.register(Vec)\n    return a + b\n",
+    ),
+    "a store through a local alias of a module object": (
+        "",
+        "    c = decimal.DefaultContext\n    c.prec = 1\n    return a + b\n",
+    ),
+    "a store through a local alias of a module": (
+        "",
+        "    e = json.encoder\n    e.c_make_encoder = None\n    return a + b\n",
     ),
     "a file instance in a tuple compared with type": (
         "class Version:\n    def __eq__(self, other):\n        return other\n\n\nZERO = Version()\n\n\n",
@@ -177,3 +192,10 @@ def test_a_helper_that_hands_out_a_class_is_a_site_wherever_it_is_reached(after)
 def test_a_helper_that_hands_out_a_class_may_still_be_asked_about():
     assert screen(KIND, KIND.replace(LABEL, "    return c.__name__ + meta.__name__\n")) == []
     assert screen(KIND, KIND.replace("    return a + b\n", "    return a - b\n")) == []
+
+
+def test_a_type_kept_in_a_local_only_compared_leaves_no_helper_impure():
+    """tabulate's `row_type = type(row)` then only compared: the class never leaves the function, so a
+    patch may still call it anew (the broadened class-returner rule had refused 51 of its gold patches)."""
+    head = "def _is_row(row):\n    row_type = type(row)\n    return row_type == list or row_type is tuple\n\n\n"
+    assert screen(*_patch(head, "    return a - b if _is_row(a) else a + b\n")) == []
