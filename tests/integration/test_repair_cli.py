@@ -53,13 +53,16 @@ def test_an_unseen_package_builds_tasks_and_evaluate_prints_the_summary(tmp_path
         "--sha256",
         "6253adb39c70f6e51afed2fa7152bcd414c411286088fb4b9effb133885ab4cc",
         "--max-tried",
-        "6",
+        "10",
         "--out",
         str(tmp_path / "semver"),
     )
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads((tmp_path / "semver" / "report.json").read_text())["packages"][0]
-    assert report["tried"] == 6 and report["kept"] >= 3 and report["tests_passing"] > 100
+    # semver's `cls = type(self); return cls(...)`: a patch that changes that call is refused (the result of a
+    # type call may be type itself), so 6 of its first 10 mutants are dropped, each with its reason
+    assert report["tried"] == 10 and report["kept"] >= 3 and report["tests_passing"] > 100
+    assert set(report["dropped"]) <= {"gold patch refused by the patch check", "no test fails", "same failing tests"}
     ev = _cli(
         "evaluate",
         "--agent",
