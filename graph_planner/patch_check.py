@@ -67,13 +67,21 @@ What a patch may do
    function decides. So a computed dunder (`"_" + "_globals__"`, `"%s" % ...`, f-strings, `.join`,
    `chr(95)`) reaches no gadget. The same holds for gadgets in unchanged functions and module code: none
    may take a value a changed function returns.
+7. Change no state other code reads: no store, augmented store or delete into an attribute of an
+   imported module or object (through a module-level name or a local that may hold one:
+   `json.encoder.encode_basestring_ascii = f` rewrote every JSON line the process wrote); no chain to
+   process-wide state of a pure module (`STATEFUL`: the decimal contexts, `random.seed`, warning filters,
+   `locale.setlocale`); no comparison of a type with a module-level object of the file (its `__eq__`
+   would be handed type itself).
 
 What it cannot judge
 --------------------
 Meaning: a patch inside these rules can still be wrong, and the tests decide. Objects' behaviour: what a
 parameter, an attribute of a non-module object, an imported function from another file or a container
 holds (a string a changed function stores in `self` that unchanged code later hands to getattr, a class
-in the package whose `__eq__` always agrees). The runtime guard, its name guard (which judges the name
+in the package whose `__eq__` always agrees); a function of another file of the package that returns
+`type(x)` (the check judges one file); state a pure module's method changes that `STATEFUL` does not
+list. The runtime guard, its name guard (which judges the name
 a getattr in the package's own modules receives, wherever it came from) and the verdict's canaries are
 the second layer. `changed_functions` names the functions a patch touched, for that guard.
 """
