@@ -14,6 +14,8 @@ from graph_planner.patch_check import screen
 EQ = '"_" * 2 + "eq" + "_" * 2'
 HEAD = "import collections\nimport collections.abc\nimport decimal\nimport enum\nimport json\nimport json.encoder\nimport typing\n\n\n"
 ADD = 'def add(a, b):\n    """Sum of two numbers."""\n    return a + b\n'
+# a module-level instance whose `__eq__` hands back what it is compared with
+VERSION = "class Version:\n    def __eq__(self, other):\n        return other\n\n\nZERO = Version()\n\n\n"
 BUILD = f'    return t("Sum", (), {{{EQ}: str}})()\n'
 
 # (the file's head, the new body of add)
@@ -76,7 +78,7 @@ ATTACKS = {
         "    ENC.c_make_encoder = None\n    return a + b\n",
     ),
     "a file instance's __eq__ handed type": (
-        "class Version:\n    def __eq__(self, other):\n        return other\n\n\nZERO = Version()\n\n\n",
+        VERSION,
         "    return (type(int) == ZERO)()\n",
     ),
     # third review: state the whole process shares, changed by a call or through a local
@@ -95,7 +97,7 @@ ATTACKS = {
         "    e = json.encoder\n    e.c_make_encoder = None\n    return a + b\n",
     ),
     "a file instance in a tuple compared with type": (
-        "class Version:\n    def __eq__(self, other):\n        return other\n\n\nZERO = Version()\n\n\n",
+        VERSION,
         "    return type(a) in (ZERO, int)\n",
     ),
 }
