@@ -83,7 +83,7 @@ class Facts:
     loops: dict[int, bool] = field(default_factory=dict)  # loops among the wholes: only their jumps count
     ends: dict[int, int] = field(default_factory=dict)  # compound statement id -> its last unit
     defs: set[int] = field(default_factory=set)  # nested defs: their bodies run later
-    index: tuple | None = None  # patch_slice's index of the units, built on first use
+    index: dict | None = None  # patch_slice's index of the units per horizon, built on first use
     parents: dict[int, ast.AST] = field(default_factory=dict)
 
     @functools.cached_property

@@ -110,7 +110,7 @@ def slice_units(
     module state). Units in `exclude` (the gadget's own statement) neither join nor spread. In a loop
     `around` the gadget, jumps count only when a value is carried from one iteration to the next."""
     end = len(facts.units) if limit is None else limit
-    members, binders = _index(facts)
+    members, binders = _index(facts, end)
     units, names = set(), set(names)
     while True:
         grown = set(units)
@@ -144,10 +144,13 @@ def _fresh(unit: Unit) -> bool:
     )
 
 
-def _aliases(facts: Facts) -> dict[str, set[str]]:
+def _aliases(facts: Facts, end: int) -> dict[str, set[str]]:
     """{local name: the locals that may share an object with it}: a statement that binds or changes one
     local while reading another (`alias = name`, `for x in names`, `a.append(b)`) may make them share one,
-    so a change made through either is a change of both (`alias.append(...)` changes `name`)."""
+    so a change made through either is a change of both (`alias.append(...)` changes `name`). Only the
+    statements that may run before the slice's point count (units below `end`, the horizon): a link made
+    after the point cannot carry a change to the value the point reads (a link inside the point's own
+    statement is a name it reads, and input_slice then slices every name that statement reads)."""
     local = facts.locals | facts.params
     parent = {n: n for n in local}
 
@@ -157,7 +160,7 @@ def _aliases(facts: Facts) -> dict[str, set[str]]:
             n = parent[n]
         return n
 
-    for u in facts.units:
+    for u in facts.units[:end]:
         if not u.binds or _fresh(u):
             continue
         linked = [n for n in (u.binds | u.reads) if n in local]
@@ -169,10 +172,12 @@ def _aliases(facts: Facts) -> dict[str, set[str]]:
     return {n: classes[find(n)] for n in local}
 
 
-def _index(facts: Facts) -> tuple[dict[int, list[int]], dict[str, list[int]]]:
+def _index(facts: Facts, end: int) -> tuple[dict[int, list[int]], dict[str, list[int]]]:
     """({compound statement id: the units inside it}, {name: the units that may bind or change it, or
-    change in place a local that may share an object with it}), once per Facts."""
+    change in place a local that may share an object with it before `end`}), once per Facts and end."""
     if facts.index is None:
+        facts.index = {}
+    if end not in facts.index:
         members: dict[int, list[int]] = {}
         direct: dict[str, set[int]] = {}
         changed: dict[str, set[int]] = {}  # in place: what a change through an alias is
@@ -183,13 +188,13 @@ def _index(facts: Facts) -> tuple[dict[int, list[int]], dict[str, list[int]]]:
                 direct.setdefault(n, set()).add(j)
             for n in u.mutates:
                 changed.setdefault(n, set()).add(j)
-        aliases = _aliases(facts)
+        aliases = _aliases(facts, end)
         binders = {
             n: sorted(direct.get(n, set()).union(*(changed.get(a, set()) for a in aliases.get(n, {n}))))
             for n in {*direct, *aliases}
         }
-        facts.index = (members, binders)
-    return facts.index
+        facts.index[end] = (members, binders)
+    return facts.index[end]
 
 
 def _carried(facts: Facts, inside: list[int], units: set[int]) -> bool:

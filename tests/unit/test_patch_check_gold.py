@@ -88,6 +88,40 @@ def test_a_change_through_an_alias_changes_the_gadget_input():
     assert screen(src, src.replace("None)", "0)")) == []  # a fix beside the unchanged slice passes
 
 
+SLUG = textwrap.dedent("""
+    from importlib import import_module
+
+
+    def transliterate(text, backend):
+        if text.isascii():
+            return text
+        module = import_module(backend.replace("-", "_"))
+        result = getattr(module, "unidecode")(text)
+        return result
+
+
+    def slug(text, backend):
+        text = text.lower()
+        return transliterate(text, backend)
+    """).lstrip()
+
+
+def test_a_link_made_after_the_gadget_does_not_make_its_argument_steer():
+    """python-slugify's `_transliterate`: `getattr(module, ...)(text)` runs after import_module and may
+    link `text` with `module` (and so with `backend`), but a link made after a gadget cannot change what
+    the gadget read: `text` does not steer import_module, and a fix of how the caller computes `text`
+    passes (refused before 2026-11-29). A link made before it still counts (the attack below)."""
+    assert screen(SLUG, SLUG.replace("text.lower()", "text.upper()")) == []
+    steered = SLUG.replace("return transliterate(text, backend)", "return transliterate(text, text)")
+    assert "computed argument" in screen(SLUG, steered)[0]  # backend still steers
+    linked = SLUG.replace(
+        '    module = import_module(backend.replace("-", "_"))',
+        "    parts = [backend]\n    alias = parts\n    alias.append(text)\n    module = import_module(parts[-1])",
+    )
+    assert "computed argument" in screen(linked, linked.replace("text.lower()", f"{DUNDER}"))[0]
+    assert screen(linked, linked.replace("text.lower()", "text.upper()"))  # text steers now: refused
+
+
 LOADER = textwrap.dedent("""
     from importlib import import_module
 
