@@ -60,8 +60,11 @@ What a patch may do
    introspection words) is fine; otherwise the old function must have made the same call with the same
    inputs, and every statement that feeds them (their backward, flow-sensitive data-flow slice:
    statements before it or in a loop around it that may bind or change a name they read, or change in
-   place a local that may share an object with one, with the headers of their blocks and the whole of a
-   `try` / `with` around them) must be the same, in the same order, as for the old call (or all the old
+   place a local that may share an object with one by then, with the headers of their blocks and the
+   whole of a `try` / `with` around them; a try's handlers run before its else and finally; parameters
+   may be one object, and where an input may hold a parameter's, a default's or a module's object, every
+   change of that object counts, also after the gadget: another call, a recursion, made it first) must
+   be the same, in the same order, as for the old call (or all the old
    calls of that gadget with those inputs together); the gadget's own statement may bind a slice name
    only where it is unchanged; and the slice calls no changed function nor one whose result a changed
    function decides. So a computed dunder (`"_" + "_globals__"`, `"%s" % ...`, f-strings, `.join`,

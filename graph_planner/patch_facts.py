@@ -182,7 +182,8 @@ class _Builder:
             isinstance(self.compounds.get(c), (ast.Try, ast.With, ast.AsyncWith, *TRY_STAR)) for c in enclosing
         )
         f.units[i].mutates = mutates(parts)
-        if len(parts) == 1 and isinstance(parts[0], (ast.Return, ast.Raise)) and not guarded:
+        nested = any(isinstance(self.compounds.get(c), (ast.FunctionDef, ast.AsyncFunctionDef)) for c in enclosing)
+        if len(parts) == 1 and isinstance(parts[0], (ast.Return, ast.Raise)) and not guarded and not nested:
             f.units[i].binds = f.units[i].mutates = set()  # nothing of the function runs after it
         f.units[i].reads = {
             n.id
@@ -227,13 +228,19 @@ class _Builder:
             self.compounds[id(s)] = s
             if skip_defs and isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            for body in bodies:
+            # a try's handlers run before its else and finally: units stay in an order where nothing runs
+            # before a unit of lower index (horizon and the slices' aliases rely on it)
+            handlers = getattr(s, "handlers", [])
+            first, rest = (bodies[:1], bodies[1:]) if handlers else (bodies, [])
+            for body in first:
                 self.statements(body, inner, skip_defs)
-            for handler in getattr(s, "handlers", []):
+            for handler in handlers:
                 hk = "except:" + (handler.name or "") + (ast.dump(handler.type) if handler.type else "")
                 hh = self.unit(hk, [handler.type] if handler.type else [], inner, {handler.name} - {None})
                 self.f.headers[id(handler)] = hh
                 self.statements(handler.body, (*inner, id(handler)), skip_defs)
+            for body in rest:
+                self.statements(body, inner, skip_defs)
             for case in getattr(s, "cases", []):
                 ck = "case:" + ast.dump(case.pattern) + (ast.dump(case.guard) if case.guard else "")
                 self.f.headers[id(case)] = self.unit(

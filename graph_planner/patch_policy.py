@@ -89,8 +89,14 @@ class Judge:
                 # class or value (never a module, a metaclass or a capability builtin)
                 rest = tuple(chain.split(".")[1:])
                 return not cap and all(resolves_pure(o[3], (o[1],) * bool(o[1]) + rest) for o in info)
-            # a bare value: never a module (`import x` binds one; `m = re` would let `m.sys` through)
-            return not cap and all(o[2] for o in info) and name in self.callables
+            # a bare value: never a module (`import x` binds one; `m = re` would let `m.sys` through): a
+            # name the file calls, or one that resolves to a plain function, class or value here
+            # (`convert(Decimal)`: what `decimal.Decimal` as a chain already gives)
+            return (
+                not cap
+                and all(o[2] for o in info)
+                and (name in self.callables or all(resolves_pure(o[3], (o[1],)) for o in info))
+            )
         return False
 
     def sites(self, facts: Facts) -> Iterator[tuple[str, ast.AST, int, bool, bool]]:

@@ -44,12 +44,14 @@ def binds(parts: list[ast.AST]) -> set[str]:
 
 def mutates(parts: list[ast.AST]) -> set[str]:
     """Names whose object a statement may change in place (not rebind): the base of an attribute or item
-    store, the receiver of a method call, every argument of a call."""
+    store, the target of an augmented assignment, the receiver of a method call, every argument of a call."""
     out = set()
     for part in parts:
         for n in ast.walk(part):
             if isinstance(n, (ast.Attribute, ast.Subscript)) and not isinstance(n.ctx, ast.Load):
                 out.add(_root(n.value))
+            elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+                out.add(n.target.id)  # `alias += [x]` extends the list alias shares with others
             elif isinstance(n, ast.Call):
                 if isinstance(n.func, ast.Attribute):
                     out.add(_root(n.func.value))
@@ -110,12 +112,13 @@ def slice_units(
     module state). Units in `exclude` (the gadget's own statement) neither join nor spread. In a loop
     `around` the gadget, jumps count only when a value is carried from one iteration to the next."""
     end = len(facts.units) if limit is None else limit
-    members, binders = _index(facts, end)
+    members, binders, lasting = _index(facts, end)
     units, names = set(), set(names)
     while True:
         grown = set(units)
         for n in names:
             grown.update(j for j in binders.get(n, ()) if j < end)
+            grown.update(lasting.get(n, ()))
         grown -= exclude
         expanded: set[int] = set()
         for i in list(grown):
@@ -144,14 +147,19 @@ def _fresh(unit: Unit) -> bool:
     )
 
 
+def _outside(facts: Facts) -> set[str]:
+    """Names whose objects outlive one call: the parameters (a caller may pass one object as several, or a
+    module's) and the module-level names the function changes in place."""
+    return facts.params | {n for u in facts.units for n in u.mutates if n not in facts.locals}
+
+
 def _aliases(facts: Facts, end: int) -> dict[str, set[str]]:
-    """{local name: the locals that may share an object with it}: a statement that binds or changes one
-    local while reading another (`alias = name`, `for x in names`, `a.append(b)`) may make them share one,
-    so a change made through either is a change of both (`alias.append(...)` changes `name`). Only the
-    statements that may run before the slice's point count (units below `end`, the horizon): a link made
-    after the point cannot carry a change to the value the point reads (a link inside the point's own
-    statement is a name it reads, and input_slice then slices every name that statement reads)."""
-    local = facts.locals | facts.params
+    """{name: the names that may share an object with it}: a statement that binds or changes one local
+    while reading another (`alias = name`, `for x in names`, `a.append(b)`) may make them share one, so a
+    change made through either is a change of both (`alias.append(...)` changes `name`); the parameters
+    and changed module names may share one from the start. Only the statements below `end` count."""
+    outside = _outside(facts)
+    local = facts.locals | outside
     parent = {n: n for n in local}
 
     def find(n: str) -> str:
@@ -160,6 +168,8 @@ def _aliases(facts: Facts, end: int) -> dict[str, set[str]]:
             n = parent[n]
         return n
 
+    for n in outside:
+        parent[find(n)] = find(min(outside))
     for u in facts.units[:end]:
         if not u.binds or _fresh(u):
             continue
@@ -172,9 +182,15 @@ def _aliases(facts: Facts, end: int) -> dict[str, set[str]]:
     return {n: classes[find(n)] for n in local}
 
 
-def _index(facts: Facts, end: int) -> tuple[dict[int, list[int]], dict[str, list[int]]]:
-    """({compound statement id: the units inside it}, {name: the units that may bind or change it, or
-    change in place a local that may share an object with it before `end`}), once per Facts and end."""
+def _index(facts: Facts, end: int) -> tuple[dict[int, list[int]], dict[str, list[int]], dict[str, list[int]]]:
+    """({compound statement id: the units inside it}, {name: the units below `end` that may bind or change
+    it, or change in place a name that may share an object with it}, {name that may hold a parameter's or
+    a module name's object below `end`: every unit that may change that object in place}), once per
+    Facts and end.
+
+    A slice's point reads what statements before it did, within this call; but an object that outlives
+    the call (a parameter's, a default's, a module's) also carries what statements after the point did
+    in an earlier call, or in a call that this one's callees make first (recursion)."""
     if facts.index is None:
         facts.index = {}
     if end not in facts.index:
@@ -188,12 +204,17 @@ def _index(facts: Facts, end: int) -> tuple[dict[int, list[int]], dict[str, list
                 direct.setdefault(n, set()).add(j)
             for n in u.mutates:
                 changed.setdefault(n, set()).add(j)
-        aliases = _aliases(facts, end)
+        aliases, whole, outside = _aliases(facts, end), _aliases(facts, len(facts.units)), _outside(facts)
         binders = {
             n: sorted(direct.get(n, set()).union(*(changed.get(a, set()) for a in aliases.get(n, {n}))))
             for n in {*direct, *aliases}
         }
-        facts.index[end] = (members, binders)
+        # a name that may hold an outliving object at the point: every change of that object, made by any
+        # name that may hold it at any time
+        lasting = {
+            n: sorted(set().union(*(changed.get(a, set()) for a in whole[n]))) for n in aliases if aliases[n] & outside
+        }
+        facts.index[end] = (members, binders, lasting)
     return facts.index[end]
 
 
