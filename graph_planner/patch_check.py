@@ -107,6 +107,7 @@ from graph_planner.patch_policy import (  # noqa: F401 - the lists are part of t
     literal,
 )
 from graph_planner.patch_scope import function_scopes, outer_functions
+from graph_planner.patch_slice import roots
 from graph_planner.pyparse import PARSE_LOCK
 
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
@@ -230,11 +231,36 @@ def _check_function(judge: Judge, old: Facts, new: Facts, where: str, generators
     return reasons + [f"{where}: {r}" for r in judge.violations(old, new)]
 
 
-def _feeds_unchanged_gadget(rules: FileRules, changed: set[int], tainted: set[str]) -> list[str]:
-    """Gadgets in unchanged functions and module code must take no value a changed function computes."""
+def _state(rules: FileRules, changed: set[int]) -> dict[int, frozenset]:
+    """Per changed function: the module-level data it may change in place or rebind (`global`): names the
+    file binds by assignment (`CACHE = []`), and its functions and classes where an attribute or item of
+    them is stored into (a builtin, an import or a def merely called is no state)."""
+    found = {}
+    for k in changed:
+        facts, out = rules.helpers[id(rules.functions[k][1])][0], set()
+        for u in facts.units:
+            stored = {
+                r
+                for p in u.parts
+                for n in ast.walk(p)
+                if isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, ast.Store)
+                for r in roots(n.value)
+            }
+            for n in (u.mutates | (u.binds & facts.declared)) - facts.locals - facts.params:
+                kinds = {b.kind for b in rules.bindings.get(n, [])}
+                if kinds - {"import", "def", "class"} or (kinds & {"def", "class"} and n in stored):
+                    out.add(n)
+        found[k] = frozenset(out)
+    return found
+
+
+def _feeds_unchanged_gadget(rules: FileRules, changed: set[int], tainted: set[str], state: frozenset) -> list[str]:
+    """Gadgets in unchanged functions and module code must take no value a changed function computes:
+    none it returns, and (for a gadget the name guard does not judge at run time) none it left in a
+    module-level object."""
     reasons = []
-    for k, mentions in rules.site_mentions.items():
-        if k not in changed and any(m & tainted for m in mentions):
+    for k, sites in rules.site_mentions.items():
+        if k not in changed and any(m & tainted or (outliving and m & state) for m, outliving in sites):
             where = rules.functions[k][0] if k >= 0 else "module code"
             reasons.append(f"in {where} (unchanged): a gadget takes a value from a changed function")
     return reasons
@@ -271,10 +297,15 @@ def screen(before: str, after: str) -> list[str]:
     old_scopes, _ = function_scopes(old_text)
     chains, callables = rules.uses_with({k: old.body for k, _, old in changed})
     tainted = _tainted(rules, {q for _, q, _ in changed})
+    state = _state(rules, {k for k, *_ in changed})
     judge = Judge(rules, chains, callables, tainted)
     reasons = []
     for k, qual, old in changed:
+        # what the other changed functions leave in module data (its own changes: its slices, in order)
+        judge.state = frozenset().union(*(v for j, v in state.items() if j != k))
         o, n = _facts(judge, old, old_scopes, qual), _facts(judge, rules.functions[k][1], rules.scopes, qual)
         kept = _generators(old) == _generators(rules.functions[k][1])
         reasons += _check_function(judge, o, n, f"in {qual.split('.')[-1]}", kept)
-    return reasons + _feeds_unchanged_gadget(rules, {k for k, *_ in changed}, tainted)
+    return reasons + _feeds_unchanged_gadget(
+        rules, {k for k, *_ in changed}, tainted, frozenset().union(*state.values())
+    )

@@ -181,7 +181,11 @@ class _Builder:
         guarded = any(
             isinstance(self.compounds.get(c), (ast.Try, ast.With, ast.AsyncWith, *TRY_STAR)) for c in enclosing
         )
-        f.units[i].mutates = mutates(parts)
+        # a call through a local changes what it may hold: `add = parts.append` then `add(x)` changes parts
+        through = {
+            n.func.id for p in parts for n in ast.walk(p) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        }
+        f.units[i].mutates = mutates(parts) | (through & f.locals)
         nested = any(isinstance(self.compounds.get(c), (ast.FunctionDef, ast.AsyncFunctionDef)) for c in enclosing)
         if len(parts) == 1 and isinstance(parts[0], (ast.Return, ast.Raise)) and not guarded and not nested:
             f.units[i].binds = f.units[i].mutates = set()  # nothing of the function runs after it

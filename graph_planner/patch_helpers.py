@@ -284,12 +284,16 @@ class FileRules:
                 self._sets()
                 if judge.expr_status(self.helpers[h][0].units[0].parts[0]) == "gadget":
                     self.steer[h] = {"*"}
+        # helpers that steer a gadget the boot script's name guard does not judge at run time (see
+        # Judge.outliving): their sites' slices count changes made after them to outliving objects
+        self.deep: set[int] = set(self.steer)
         unknown = {n for n in self.bindings if self.kind(n, Facts())[0] == "unknown"}
         while True:
             self.gadgets = {h for h, st in self.steer.items() if st}
             self.impure |= self.gadgets
             self._sets()
             found = {h: set(st) for h, st in self.steer.items()}
+            deep = set(self.deep)
             for h, (facts, _) in self.helpers.items():
                 if h not in self.params:
                     continue
@@ -303,17 +307,22 @@ class FileRules:
                         inputs is not None and all(_constant(e) or judge.vetted(e, facts, None) for e in inputs)
                     ):
                         continue
-                    _, reach, _ = input_slice(facts, i, inputs, facts.locals | unknown, node)
+                    outliving = judge.outliving(facts, ident, node)
+                    _, reach, _ = input_slice(facts, i, inputs, facts.locals | unknown, node, outliving)
                     found.setdefault(h, set()).update(reach & params)
+                    if reach & params and outliving:
+                        deep.add(h)
             for cls in (n for n in nodes.values() if isinstance(n, ast.ClassDef)):
                 for i, owner in self.owner.items():
                     if owner is cls and nodes[i].name in ("__init__", "__new__") and found.get(i):
                         found.setdefault(id(cls), set()).update(found[i] - set(self.params[i][0][:1]))
                     elif owner is cls and nodes[i].name == "__post_init__" and found.get(i):
                         found.setdefault(id(cls), set()).add("*")  # a dataclass's __init__ hands it InitVars
-            if found == {h: st for h, st in self.steer.items()}:
+                    if owner is cls and i in deep and found.get(i):
+                        deep.add(id(cls))
+            if found == {h: st for h, st in self.steer.items()} and deep == self.deep:
                 break
-            self.steer = found
+            self.steer, self.deep = found, deep
         self.gadgets = {h for h, st in self.steer.items() if st}
         self.impure |= self.gadgets
         self._sets()
@@ -351,11 +360,12 @@ class FileRules:
 
     def _slices(self) -> None:
         """Per outermost function: the mentions of the slice of its return / yield / raise statements
-        (`returns`, by short name), and of each gadget's inputs (`site_mentions`, by index)."""
+        (`returns`, by short name), and of each gadget's inputs with whether its slice counts outliving
+        objects (`site_mentions`, by index)."""
         judge = Judge(self, self.chains, self.callables, set())
         unknown = {n for n in self.bindings if self.kind(n, Facts())[0] == "unknown"}
         self.returns: dict[str, set[str]] = {}
-        self.site_mentions: dict[int, list[set[str]]] = {}
+        self.site_mentions: dict[int, list[tuple[set[str], bool]]] = {}  # (mentions, outliving)
         code = [(k, self.helpers[id(fn)][0]) for k, (_, fn) in enumerate(self.functions)] + [(-1, self.module)]
         for k, facts in code:
             keep = facts.locals | unknown
@@ -377,5 +387,6 @@ class FileRules:
                 if checked and not (
                     inputs is not None and all(_constant(e) or judge.vetted(e, facts, None) for e in inputs)
                 ):
-                    mentions.append(input_slice(facts, i, inputs, keep, node)[2])
+                    outliving = judge.outliving(facts, ident, node)
+                    mentions.append((input_slice(facts, i, inputs, keep, node, outliving)[2], outliving))
             self.site_mentions[k] = mentions

@@ -41,6 +41,7 @@ from graph_planner.patch_lists import (  # noqa: F401 - the lists are part of th
 from graph_planner.patch_state import foreign_stores, type_handed_over
 
 _BY_NAME = frozenset({"attrgetter", "methodcaller"})  # they take an attribute's name as a string
+_JUDGED_AT_RUN = frozenset({"getattr", "setattr", "delattr"})  # the builtins the boot script wraps
 
 
 def literal(node: ast.AST | None) -> bool:
@@ -56,8 +57,9 @@ class Judge:
     """Judges Facts in one file (`rules`: a patch_helpers.FileRules); `chains` / `callables` are the
     unpatched file's, `tainted` the short names of functions whose results a changed function decides."""
 
-    def __init__(self, rules, chains: set[str], callables: set[str], tainted: set[str]):
+    def __init__(self, rules, chains: set[str], callables: set[str], tainted: set[str], state: frozenset = frozenset()):
         self.rules, self.chains, self.callables, self.tainted = rules, chains, callables, tainted
+        self.state = state  # module names a changed function stores into or changes in place
 
     def name_ok(self, name: str, form: str, facts: Facts, old: Facts | None) -> bool:
         """Whether a body may read a global or builtin `name` in this form (see patch_check's docstring)."""
@@ -98,6 +100,27 @@ class Judge:
                 and (name in self.callables or all(resolves_pure(o[3], (o[1],)) for o in info))
             )
         return False
+
+    def outliving(self, facts: Facts, ident: str, node: ast.AST) -> bool:
+        """Whether a site's slice must count changes of outliving objects made after it (another call made
+        them first). Not for getattr / setattr / delattr and importlib's import_module: the boot script's
+        name guard judges every name they receive, by its value, whatever computed it; a helper of the
+        file only when every gadget it steers is one of those."""
+        callees = self.rules.callees(ident)
+        if callees:
+            return any(h in self.rules.deep for h in callees)
+        if ident in _JUDGED_AT_RUN:
+            return self.rules.kind(ident, facts)[0] != "builtin"
+        origins = []
+        if ident == "import_module":
+            kind, origins = self.rules.kind(ident, facts)
+            origins = origins if kind == "alias" else [None]
+        elif ident == ".import_module" and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            kind, found = self.rules.kind(node.value.id, facts)
+            origins = (
+                [o and (o[0], "import_module") if not o[1] else None for o in found] if kind == "alias" else [None]
+            )
+        return not origins or any(o is None or tuple(o[:2]) != ("importlib", "import_module") for o in origins)
 
     def sites(self, facts: Facts) -> Iterator[tuple[str, ast.AST, int, bool, bool]]:
         """(identity, node, unit, kept required, inputs checked) of every gadget or impure helper the code
@@ -227,9 +250,12 @@ class Judge:
         # all the old calls together, or one of them alone: two calls with the same inputs (a second
         # import_module(name) after a first) each have their own slice, which the union would not match
         candidates = [seeds_old] + ([{j} for j in sorted(seeds_old)] if len(seeds_old) > 1 else [])
-        return any(self._same_slice(facts, old, node, i, computed, seeds) for seeds in candidates)
+        outliving = self.outliving(facts, ident, node)
+        return any(self._same_slice(facts, old, node, i, computed, seeds, outliving) for seeds in candidates)
 
-    def _same_slice(self, facts: Facts, old: Facts, node: ast.AST, i: int, computed: list, seeds_old: set) -> bool:
+    def _same_slice(
+        self, facts: Facts, old: Facts, node: ast.AST, i: int, computed: list, seeds_old: set, outliving: bool
+    ) -> bool:
         """The computed inputs of the gadget at `node` (unit i) are fed by the same statements, in the
         same order and blocks, as the old calls `seeds_old`, none of them mentioning a tainted function."""
         unit = facts.units[i]
@@ -241,8 +267,8 @@ class Judge:
         around_new = loops_around(facts, i)
         around_old = set.intersection(*(loops_around(old, j) for j in seeds_old))
         while True:
-            new_units, new_names = slice_units(facts, names, {i}, keep, limit_new, around_new)
-            old_units, old_names = slice_units(old, names, seeds_old, keep, limit_old, around_old)
+            new_units, new_names = slice_units(facts, names, {i}, keep, limit_new, around_new, outliving)
+            old_units, old_names = slice_units(old, names, seeds_old, keep, limit_old, around_old, outliving)
             if new_names | old_names == names:
                 break
             names = new_names | old_names
@@ -261,7 +287,7 @@ class Judge:
         if rest_binds:  # ... and then what it calls must be unchanged too: `[g(names), getattr(o, names[0])]`
             mentions |= unit.names | unit.attrs
         mentions |= {getattr(n, "id", None) or getattr(n, "attr", None) for e in computed for n in ast.walk(e)}
-        return not mentions & self.tainted
+        return not mentions & self.tainted and not (outliving and mentions & self.state)
 
     def literal_words(self, facts: Facts) -> tuple[set[str], set[str]]:
         """(words, dunder strings) of the literal module constants the code reads."""

@@ -14,11 +14,25 @@ if TYPE_CHECKING:
     from graph_planner.patch_facts import Facts, Unit
 
 
-def _root(node: ast.AST) -> str | None:
-    """The name an attribute / subscript / call chain starts from (`x` in `x.a[1].b`)."""
+def roots(node: ast.AST) -> set[str]:
+    """The names whose objects an attribute / subscript / call chain may reach: `x` in `x.a[1].b`; every
+    name a base that is no plain name reads (`(a or b).append(...)`, `[a][0][-1] = ...` change a or b)."""
     while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call, ast.Starred)):
         node = node.func if isinstance(node, ast.Call) else node.value
-    return node.id if isinstance(node, ast.Name) else None
+    if isinstance(node, ast.Name):
+        return {node.id}
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _pattern_names(node: ast.AST) -> set[str]:
+    """Names a match pattern captures (`case (_, name)`, `case [*rest]`, `case {**rest}`)."""
+    out = set()
+    for n in ast.walk(node):
+        if isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+            out.add(n.name)
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            out.add(n.rest)
+    return out
 
 
 def binds(parts: list[ast.AST]) -> set[str]:
@@ -26,20 +40,23 @@ def binds(parts: list[ast.AST]) -> set[str]:
     item store, the receiver of a method call and every argument of a call (the callee may change it)."""
     out = set()
     for part in parts:
+        out |= _pattern_names(part)
         for n in ast.walk(part):
             if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
                 out.add(n.id)
             elif isinstance(n, (ast.Attribute, ast.Subscript)) and not isinstance(n.ctx, ast.Load):
-                out.add(_root(n.value))
+                out |= roots(n.value)
             elif isinstance(n, ast.Call):
                 if isinstance(n.func, ast.Attribute):
-                    out.add(_root(n.func.value))
-                out |= {_root(a) for a in [*n.args, *(k.value for k in n.keywords)]}
+                    out |= roots(n.func.value)
+                elif not isinstance(n.func, ast.Name):  # `fns[0](x)` may be a bound method of anything it reads
+                    out |= roots(n.func)
+                out |= set().union(*(roots(a) for a in [*n.args, *(k.value for k in n.keywords)]))
             elif isinstance(n, ast.alias):
                 out.add((n.asname or n.name).split(".")[0])
             elif isinstance(n, (ast.Global, ast.Nonlocal)):
                 out |= set(n.names)
-    return out - {None}
+    return out
 
 
 def mutates(parts: list[ast.AST]) -> set[str]:
@@ -49,14 +66,16 @@ def mutates(parts: list[ast.AST]) -> set[str]:
     for part in parts:
         for n in ast.walk(part):
             if isinstance(n, (ast.Attribute, ast.Subscript)) and not isinstance(n.ctx, ast.Load):
-                out.add(_root(n.value))
+                out |= roots(n.value)
             elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
                 out.add(n.target.id)  # `alias += [x]` extends the list alias shares with others
             elif isinstance(n, ast.Call):
                 if isinstance(n.func, ast.Attribute):
-                    out.add(_root(n.func.value))
-                out |= {_root(a) for a in [*n.args, *(k.value for k in n.keywords)]}
-    return out - {None}
+                    out |= roots(n.func.value)
+                elif not isinstance(n.func, ast.Name):  # `fns[0](x)` may be a bound method of anything it reads
+                    out |= roots(n.func)
+                out |= set().union(*(roots(a) for a in [*n.args, *(k.value for k in n.keywords)]))
+    return out
 
 
 def names_outside(unit: Unit, inside: list[ast.AST]) -> set[str]:
@@ -80,6 +99,8 @@ def horizon(facts: Facts, i: int, node: ast.AST | None = None) -> int:
     if lazy or any(c in facts.defs for c in facts.units[i].enclosing):
         return len(facts.units)
     loops = [facts.ends[c] for c in facts.units[i].enclosing if facts.loops.get(c)]
+    # a loop's own header runs again after its body (a while test, a for target's next value)
+    loops += [facts.ends[c] for c, h in facts.headers.items() if h == i and facts.loops.get(c)]
     return max([i, *(e + 1 for e in loops)])
 
 
@@ -104,13 +125,15 @@ def slice_units(
     keep: set[str],
     limit: int | None = None,
     around: set[int] = frozenset(),
+    outliving: bool = True,
 ) -> tuple[set[int], set[str]]:
     """(units, names) of the backward data-flow slice of `names`: every unit below `limit` (see horizon;
     None: anywhere) that may bind or change one of them, with the headers of the blocks around it (and
     the whole of a `try`, `with` or nested def around it, and the jumps inside a loop around it: they
     decide how far it ran), and again for every name those read (only names in `keep` spread: locals and
     module state). Units in `exclude` (the gadget's own statement) neither join nor spread. In a loop
-    `around` the gadget, jumps count only when a value is carried from one iteration to the next."""
+    `around` the gadget, jumps count only when a value is carried from one iteration to the next. With
+    `outliving`, every change of an object that outlives the call counts, also one after the point."""
     end = len(facts.units) if limit is None else limit
     members, binders, lasting = _index(facts, end)
     units, names = set(), set(names)
@@ -118,7 +141,8 @@ def slice_units(
         grown = set(units)
         for n in names:
             grown.update(j for j in binders.get(n, ()) if j < end)
-            grown.update(lasting.get(n, ()))
+            if outliving:
+                grown.update(lasting.get(n, ()))
         grown -= exclude
         expanded: set[int] = set()
         for i in list(grown):
@@ -142,6 +166,8 @@ def _fresh(unit: Unit) -> bool:
     comparison, a `not`): its target aliases nothing."""
     part = unit.parts[0] if len(unit.parts) == 1 else None
     value = part.value if isinstance(part, ast.Assign) else None
+    if value is not None and any(isinstance(n, ast.NamedExpr) for n in ast.walk(value)):
+        return False  # `ok = (alias := parts) is None` binds alias to parts
     return isinstance(value, (ast.Constant, ast.JoinedStr, ast.Compare)) or (
         isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not)
     )
@@ -149,8 +175,8 @@ def _fresh(unit: Unit) -> bool:
 
 def _outside(facts: Facts) -> set[str]:
     """Names whose objects outlive one call: the parameters (a caller may pass one object as several, or a
-    module's) and the module-level names the function changes in place."""
-    return facts.params | {n for u in facts.units for n in u.mutates if n not in facts.locals}
+    module's) and the module-level and builtin names the function reads or changes (`cache = CACHE`)."""
+    return facts.params | {n for u in facts.units for n in u.mutates | u.reads if n not in facts.locals}
 
 
 def _aliases(facts: Facts, end: int) -> dict[str, set[str]]:
@@ -211,8 +237,18 @@ def _index(facts: Facts, end: int) -> tuple[dict[int, list[int]], dict[str, list
         }
         # a name that may hold an outliving object at the point: every change of that object, made by any
         # name that may hold it at any time
+        # (and every rebinding of a global it declares: `global KEY` then `KEY = ...` after the gadget)
         lasting = {
-            n: sorted(set().union(*(changed.get(a, set()) for a in whole[n]))) for n in aliases if aliases[n] & outside
+            n: sorted(
+                set().union(
+                    *(
+                        changed.get(a, set()) | (direct.get(a, set()) if a in facts.declared else set())
+                        for a in whole[n]
+                    )
+                )
+            )
+            for n in aliases
+            if aliases[n] & outside
         }
         facts.index[end] = (members, binders, lasting)
     return facts.index[end]
@@ -229,7 +265,12 @@ def _carried(facts: Facts, inside: list[int], units: set[int]) -> bool:
 
 
 def input_slice(
-    facts: Facts, i: int, inputs: list[ast.AST] | None, keep: set[str], node: ast.AST | None = None
+    facts: Facts,
+    i: int,
+    inputs: list[ast.AST] | None,
+    keep: set[str],
+    node: ast.AST | None = None,
+    outliving: bool = True,
 ) -> tuple[set[int], set[str], set[str]]:
     """(units, names, mentions) of the backward slice of a gadget's inputs (None: the whole statement
     escapes) at `node` in unit `i`. The gadget's own statement stays out unless the rest of it mentions a
@@ -238,9 +279,9 @@ def input_slice(
     exprs = list(facts.units[i].parts) if inputs is None else inputs
     names = {n.id for e in exprs for n in ast.walk(e) if isinstance(n, ast.Name)}
     limit, around = horizon(facts, i, node), loops_around(facts, i)
-    units, names = slice_units(facts, names, {i}, keep, limit, around)
+    units, names = slice_units(facts, names, {i}, keep, limit, around, outliving)
     if inputs is None or names_outside(facts.units[i], inputs) & names:
-        units, names = slice_units(facts, names | facts.units[i].reads, set(), keep, limit, around)
+        units, names = slice_units(facts, names | facts.units[i].reads, set(), keep, limit, around, outliving)
     mentions = {m for j in units for m in facts.units[j].names | facts.units[j].attrs}
     for e in exprs:
         mentions |= {getattr(n, "id", None) or getattr(n, "attr", None) for n in ast.walk(e)} - {None}

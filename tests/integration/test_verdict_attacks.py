@@ -72,14 +72,28 @@ CORE = """
 
     def spread(values):
         return max(values) - min(values)
+
+
+    def pick(obj, name, seen=[]):
+        value = getattr(obj, seen[-1] if seen else name)
+        seen.append(name)
+        return value
+
+
+    def label(fn):
+        return pick(fn, "__name__") + ":" + pick(fn, "__name__")
     """
 
 TESTS = """
-    from gadgets.core import clamp, spread
+    from gadgets.core import clamp, label, spread
 
 
     def test_clamp():
         assert clamp(5, 0, 10) == 5 and clamp(-1, 0, 10) == 0 and clamp(11, 0, 10) == 10
+
+
+    def test_label():
+        assert label(len) == "len:len"
 
 
     def test_spread():
@@ -206,4 +220,25 @@ def test_a_name_stored_in_object_state_is_judged_where_getattr_receives_it(envs,
     # check refuses the new call of the getattr helper, so this is the runtime layers' control)
     obs, reward = _submit_body(env, task, "k = Lookup()\nk.name = 'real'\nk.get(1.0)")
     assert reward == 0.0 and (screen or (obs["tests"]["status"] == "ok" and not obs["resolved"])), obs
+    assert all(r.get("confirmed") or r.get("n_failed") for r in env.cache.entries.values())
+
+
+def test_a_name_left_in_a_default_for_the_next_call_is_judged_where_getattr_receives_it(envs, task):
+    """A change made after getattr to an object that outlives the call (here a default list) reaches the
+    next call's getattr. The patch check leaves that route to the name guard for getattr, setattr, delattr
+    and import_module (it judges each name by its value), so the patch is accepted, runs, and the guard
+    voids the run at the second call's getattr: reward 0, counted as tampering, nothing cached."""
+    env = envs[True]
+    env.reset(task)
+    path = task.meta["file"]
+    text = env._read_base(path)
+    new = text.replace("    seen.append(name)\n", "    seen.append(chr(95) * 2 + 'self' + chr(95) * 2)\n")
+    assert new != text
+    before = env.stats.tampering
+    obs, _, _, _ = env.step({"type": "repair", "apply": False, "edits": [{"file": path, "old": text, "new": new}]})
+    assert obs["applied"], obs  # within the check's rules: the guard is the layer here
+    obs, reward, done, _ = env.step({"type": "submit"})
+    assert done and reward == 0.0, obs
+    assert obs["tests"]["status"] == "tampered" and "pick|getattr|__self__" in obs["tests"]["tampered"], obs
+    assert env.stats.tampering == before + 1
     assert all(r.get("confirmed") or r.get("n_failed") for r in env.cache.entries.values())

@@ -1,9 +1,9 @@
 """The patch check's data-flow slices follow run order and objects that outlive a call.
 
-Each attack below was accepted by the check on 2026-11-29 (found by an independent review) and hands a
-computed "__globals__" to getattr when it runs; each is refused now, beside an honest control in the same
+Each attack below was accepted by the check on 2026-11-29 (found by two independent reviews) and hands a
+computed "__globals__" to a gadget when it runs; each is refused now, beside an honest control in the same
 function (a change that feeds no gadget) that passes. The attacks run here, on the patched text, to show
-that each really reaches the gadget."""
+that each really reaches the globals."""
 
 from __future__ import annotations
 
@@ -24,6 +24,33 @@ def _code(text: str) -> str:
     return textwrap.dedent(text).lstrip()
 
 
+RETURN = ("    return value\n", "    return value or None\n")  # the honest control most attacks share
+UNUSED = ("    return getattr", "    unused = 1\n    return getattr")
+PICK = """
+    def pick(obj, name):
+        parts = [name]
+        return getattr(obj, parts[-1], None)
+    """
+
+
+def _inserted(lines: str) -> tuple[str, str]:
+    return ("    return getattr", "".join(f"    {x}\n" for x in lines.splitlines()) + "    return getattr")
+
+
+def _once(ns: dict, *args):
+    return ns["pick"](target, *args)
+
+
+def _pick_x(ns: dict):
+    return ns["pick"](target, "x")
+
+
+def _twice(ns: dict, *args):
+    ns["pick"](target, *args)
+    return ns["pick"](target, *args)
+
+
+# name: (source, the attack's replacement, a call that returns what the gadget gave, the honest replacement)
 ATTACKS = {
     # a try's handler runs before its finally: a link made there counts for a gadget in the finally
     "a link in an except handler, the gadget in finally": (
@@ -40,7 +67,9 @@ ATTACKS = {
                 value = getattr(obj, parts[-1], None)
             return value
         """,
-        lambda ns: ns["pick"](target, "x", "abc"),
+        ("text.lower()", DUNDER),
+        lambda ns: _once(ns, "x", "abc"),
+        RETURN,
     ),
     "a change in an except handler, the gadget in finally": (
         """
@@ -54,45 +83,9 @@ ATTACKS = {
                 value = getattr(obj, parts[-1], None)
             return value
         """,
-        lambda ns: ns["pick"](target, "x", "abc"),
-    ),
-    # a mutable default outlives the call: what a later statement stored, the next call's gadget reads
-    "a default list changed after the gadget": (
-        """
-        def pick(obj, name, seen=[]):
-            value = getattr(obj, seen[-1] if seen else name, None)
-            seen.append(name.lower())
-            return value
-        """,
-        lambda ns: (ns["pick"](target, "x"), ns["pick"](target, "x"))[1],
-    ),
-    "a module list changed after the gadget": (
-        """
-        CACHE = []
-
-
-        def pick(obj, name):
-            value = getattr(obj, CACHE[-1] if CACHE else name, None)
-            CACHE.append(name.lower())
-            return value
-        """,
-        lambda ns: (ns["pick"](target, "x"), ns["pick"](target, "x"))[1],
-    ),
-    # the inner call of a recursion runs the outer one's later statements before its gadget
-    "a parameter changed after the gadget, through recursion": (
-        """
-        def walk(obj, names, depth):
-            if depth:
-                visit(obj, names, depth - 1)
-            value = getattr(obj, names[-1], None)
-            names.append(str(depth))
-            return value
-
-
-        def visit(obj, names, depth):
-            walk(obj, names, depth)
-        """,
-        lambda ns: ns["walk"](target, ["x"], 1),
+        ("text.lower()", DUNDER),
+        lambda ns: _once(ns, "x", "abc"),
+        RETURN,
     ),
     # a caller may pass one object as two parameters
     "one object passed as two parameters": (
@@ -106,7 +99,9 @@ ATTACKS = {
             parts = ["size"]
             return pick(obj, parts, parts, text)
         """,
+        ("text.lower()", DUNDER),
         lambda ns: ns["use"](target, "x"),
+        ("    parts = ", "    unused = 1\n    parts = "),
     ),
     # a return inside a nested def ends the nested def, not the function: its call still changes parts
     "a nested def's return statement changes a local": (
@@ -120,7 +115,9 @@ ATTACKS = {
             add()
             return getattr(obj, parts[-1], None)
         """,
-        lambda ns: ns["pick"](target, "x"),
+        ("name.lower()", DUNDER),
+        lambda ns: _once(ns, "x"),
+        UNUSED,
     ),
     # `alias += [...]` extends the list alias shares with parts
     "an augmented assignment through an alias": (
@@ -131,39 +128,186 @@ ATTACKS = {
             alias += [name + "x"]
             return getattr(obj, parts[-1], None)
         """,
-        lambda ns: ns["pick"](target, "x"),
+        ('name + "x"', DUNDER),
+        lambda ns: _once(ns, "x"),
+        UNUSED,
     ),
-}
+    # a change through an expression that is no plain name changes every name it reads
+    "a change through a boolean expression": (PICK, _inserted(f"(parts or parts).append({DUNDER})"), _pick_x, UNUSED),
+    "a store through a list display": (PICK, _inserted(f"[parts][0][-1] = {DUNDER}"), _pick_x, UNUSED),
+    # a call through a local changes what it may hold
+    "a saved bound method": (PICK, _inserted(f"add = parts.append\nadd({DUNDER})"), _pick_x, UNUSED),
+    # a walrus binds inside an assignment whose own value shares nothing
+    "a walrus inside a comparison": (
+        PICK,
+        _inserted(f"ok = (alias := parts) is None\nalias.append({DUNDER})"),
+        _pick_x,
+        UNUSED,
+    ),
+    # a case pattern binds names
+    "a match capture pattern": (
+        """
+        def pick(obj, name, kind):
+            match kind:
+                case "a":
+                    kind = "b"
+            return getattr(obj, name, None)
+        """,
+        ('match kind:\n        case "a":', f"match (kind, {DUNDER}):\n        case (_, name):"),
+        lambda ns: _once(ns, "x", "a"),
+        ('case "a"', 'case "c"'),
+    ),
+    # a while test runs again after its body
+    "a gadget in a while test": (
+        """
+        def pick(obj):
+            parts = ["size"]
+            while (value := getattr(obj, parts[-1], None)) is None and len(parts) < 3:
+                parts.append("name")
+            return value
+        """,
+        ('"name"', DUNDER),
+        _once,
+        RETURN,
+    ),
+    # Objects that outlive a call: what a statement after the gadget stored, the next call's gadget reads.
+    # attrgetter is a gadget the boot script's name guard cannot see; for getattr see the last test.
+    "a default list changed after the gadget": (
+        """
+        from operator import attrgetter
 
-HONEST = {
-    "a link in an except handler, the gadget in finally": ("    return value", "    return value or None"),
-    "a change in an except handler, the gadget in finally": ("    return value", "    return value or None"),
-    "a default list changed after the gadget": ("    return value", "    return value or None"),
-    "a module list changed after the gadget": ("    return value", "    return value or None"),
-    "a parameter changed after the gadget, through recursion": ("    return value", "    return value or None"),
-    "one object passed as two parameters": ("    parts = ", "    unused = 1\n    parts = "),
-    "a nested def's return statement changes a local": ("    add()\n", "    add()\n    unused = 2\n"),
-    "an augmented assignment through an alias": ("    alias = parts", "    alias = parts\n    unused = 3"),
+
+        def pick(obj, name, seen=[]):
+            value = attrgetter(seen[-1] if seen else name)(obj)
+            seen.append(name.lower())
+            return value
+        """,
+        ("name.lower()", DUNDER),
+        lambda ns: _twice(ns, "__name__"),
+        RETURN,
+    ),
+    "a module list changed after the gadget": (
+        """
+        from operator import attrgetter
+
+        CACHE = []
+
+
+        def pick(obj, name):
+            value = attrgetter(CACHE[-1] if CACHE else name)(obj)
+            CACHE.append(name.lower())
+            return value
+        """,
+        ("name.lower()", DUNDER),
+        lambda ns: _twice(ns, "__name__"),
+        RETURN,
+    ),
+    "a local alias of a module list changed after the gadget": (
+        """
+        from operator import attrgetter
+
+        CACHE = []
+
+
+        def pick(obj):
+            cache = CACHE
+            value = attrgetter(cache[-1] if cache else "__name__")(obj)
+            cache.append("__name__")
+            return value
+        """,
+        ('cache.append("__name__")', f"cache.append({DUNDER})"),
+        _twice,
+        RETURN,
+    ),
+    "a global rebound after the gadget": (
+        """
+        from operator import attrgetter
+
+        KEY = "__name__"
+
+
+        def pick(obj):
+            global KEY
+            value = attrgetter(KEY)(obj)
+            KEY = "__doc__"
+            return value
+        """,
+        ('"__doc__"', DUNDER),
+        _twice,
+        RETURN,
+    ),
+    # the inner call of a recursion runs the outer one's later statements before its gadget
+    "a parameter changed after the gadget, through recursion": (
+        """
+        from operator import attrgetter
+
+
+        def walk(obj, names, depth):
+            if depth:
+                visit(obj, names, depth - 1)
+            value = attrgetter(names[-1])(obj)
+            names.append(str(depth))
+            return value
+
+
+        def visit(obj, names, depth):
+            walk(obj, names, depth)
+        """,
+        ("str(depth)", DUNDER),
+        lambda ns: ns["walk"](target, ["__name__"], 1),
+        RETURN,
+    ),
+    # one changed function leaves the name in module data, an unchanged one hands it to the gadget
+    "a module list another function fills": (
+        """
+        from operator import attrgetter
+
+        CACHE = []
+
+
+        def remember(name):
+            CACHE.append(name.lower())
+
+
+        def pick(obj):
+            return attrgetter(CACHE[-1])(obj)
+        """,
+        ("name.lower()", DUNDER),
+        lambda ns: (ns["remember"]("x"), ns["pick"](target))[1],
+        ("    return attrgetter", "    unused = 1\n    return attrgetter"),
+    ),
 }
 
 
 @pytest.mark.parametrize("name", list(ATTACKS))
 def test_a_value_computed_by_changed_code_reaches_no_gadget_through_order_or_sharing(name):
-    """The attack is refused; it really reaches the gadget when run; an honest change beside it passes."""
-    source, run = ATTACKS[name]
+    """The attack is refused; it really reaches the globals when run; an honest change beside it passes."""
+    source, (old, new), run, (h_old, h_new) = ATTACKS[name]
     before = _code(source)
-    changed = "text.lower()" if "text.lower()" in before else ("name.lower()" if "name.lower()" in before else None)
-    attack = before.replace(changed, DUNDER) if changed else None
-    if attack is None:
-        attack = (
-            before.replace("str(depth)", DUNDER) if "str(depth)" in before else before.replace('name + "x"', DUNDER)
-        )
+    attack = before.replace(old, new, 1)
     assert attack != before
     reasons = screen(before, attack)
-    assert reasons and "computed argument" in " ".join(reasons), reasons
+    assert reasons and ("computed argument" in reasons[0] or "changed function" in reasons[0]), reasons
     namespace: dict = {}
     exec(compile(attack, "<attack>", "exec"), namespace)
     assert run(namespace) is target.__globals__  # refused for a reason: it does reach the globals
-    old, new = HONEST[name]
-    honest = before.replace(old, new, 1)
+    honest = before.replace(h_old, h_new, 1)
     assert honest != before and screen(before, honest) == [], screen(before, honest)
+
+
+def test_getattr_fed_across_calls_is_left_to_the_name_guard():
+    """A change made after getattr to an object that outlives the call (a default, a module list, one
+    changed function filling a list another reads) reaches a later call's getattr. For getattr, setattr,
+    delattr and import_module the check leaves that route to the boot script's name guard, which judges
+    each name they receive by its value (tests/integration/test_verdict_attacks.py voids such a run end
+    to end): counting every later change of every outliving object refused 45% of the gold fixes of
+    three corpus packages (2026-11-29). Within one call, the order still counts (the attacks above)."""
+    for name in (
+        "a default list changed after the gadget",
+        "a module list changed after the gadget",
+        "a module list another function fills",
+    ):
+        source, (old, new), _, _ = ATTACKS[name]
+        before = _code(source).replace("attrgetter(", "getattr(obj, ").replace(")(obj)", ", None)")
+        assert "getattr(obj, " in before and "attrgetter" not in before.split("\n", 1)[1]
+        assert screen(before, before.replace(old, new, 1)) == [], name
