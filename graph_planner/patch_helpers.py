@@ -129,6 +129,9 @@ class FileRules:
             and (n.level == 0 and (n.module or "").split(".")[0] in CAPABILITY_MODULES)
             for n in ast.walk(tree)
         )
+        # any star import: a name the file neither binds nor gets from the builtins may be a gadget from it
+        # (`from operator import *` binds attrgetter unseen)
+        self.star = any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in ast.walk(tree))
         self.scopes, self.class_scopes = function_scopes(text)
         self.functions = outer_functions(tree)
         self.owner = _owners(tree)

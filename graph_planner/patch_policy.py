@@ -140,6 +140,8 @@ class Judge:
                 yield name, node, i, False, True
             elif kind == "unknown" and name in rules.bindings and rules.gadget_unknown(name):
                 yield name, node, i, True, True
+            elif kind == "unknown" and name not in rules.bindings and rules.star:
+                yield name, node, i, True, True  # what a star import bound: it may be any gadget
             elif kind == "param" and info == "gadget":
                 yield name, node, i, True, True
         for attr, node, i in facts.attr_refs:
@@ -160,7 +162,9 @@ class Judge:
             for a in call.args if call is not None else []:
                 text = a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else ""
                 for part in text.split(".") if text else []:
-                    if part in rules.impure_attrs or part in rules.type_returners:
+                    if part in GADGET_ATTRS:  # methodcaller("format", x)(template) is template.format(x)
+                        yield "." + part, node, i, True, True
+                    elif part in rules.impure_attrs or part in rules.type_returners:
                         yield "." + part, node, i, True, part in rules.gadget_attrs
 
     def inputs(self, facts: Facts, ident: str, node: ast.AST) -> list[ast.AST] | None:
@@ -170,8 +174,18 @@ class Judge:
         call = facts.call_of(node)
         if call is None:
             return None
+        by = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+        if ident.startswith(".") and ident[1:] != by and (by in _BY_NAME or by in NAME_ARGUMENT):
+            # a method named by a literal string (`methodcaller("format", x)(t)`, `getattr(t, "format")(x)`):
+            # its receiver and arguments are those of the result's call, so the whole statement counts
+            return None
         args = [*call.args, *(k.value for k in call.keywords)]
-        callees = [] if ident[1:] in GADGET_ATTRS else self.rules.callees(ident)
+        callees = self.rules.callees(ident)
+        if callees and ident[1:] in GADGET_ATTRS:
+            # a method of the file named like a library gadget (`Field().format(obj, name)`): either may
+            # run, so every argument and the receiver count
+            receiver = [node.value] if isinstance(node, ast.Attribute) else []
+            return args + receiver
         if callees:  # a helper of the file: only the arguments that reach its steering parameters
             steered = self.rules.steered_args(callees, call, method=isinstance(node, ast.Attribute))
             if steered is not None:

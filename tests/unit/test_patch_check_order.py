@@ -311,3 +311,97 @@ def test_getattr_fed_across_calls_is_left_to_the_name_guard():
         before = _code(source).replace("attrgetter(", "getattr(obj, ").replace(")(obj)", ", None)")
         assert "getattr(obj, " in before and "attrgetter" not in before.split("\n", 1)[1]
         assert screen(before, before.replace(old, new, 1)) == [], name
+
+
+TEMPLATE = f"chr(123) + '0.' + {DUNDER} + chr(125)"  # a computed "{0.__globals__}"
+
+# Gadgets the check had not seen as gadgets (the third review): each accepted before, refused now.
+HIDDEN = {
+    # methodcaller / attrgetter / getattr with a literal name reach the named method: a template's format
+    "methodcaller('format', x) on a computed template": (
+        """
+        import operator
+
+
+        def show(obj, spec):
+            return operator.methodcaller("format", obj)(spec.lower())
+        """,
+        ("spec.lower()", TEMPLATE),
+        lambda ns: ns["show"](target, "{0}"),
+    ),
+    "attrgetter('format') of a computed template": (
+        """
+        import operator
+
+
+        def show(obj, spec):
+            return operator.attrgetter("format")(spec.lower())(obj)
+        """,
+        ("spec.lower()", TEMPLATE),
+        lambda ns: ns["show"](target, "{0}"),
+    ),
+    # a star import binds gadgets the file never names in an import
+    "attrgetter from a star import": (
+        """
+        from operator import *
+
+
+        def pick(obj, name):
+            return attrgetter(name.lower())(obj)
+        """,
+        ("name.lower()", DUNDER),
+        lambda ns: ns["pick"](target, "X"),
+    ),
+    # a method of the file named like a library gadget: its steering argument counts
+    "a file method named format": (
+        """
+        from operator import attrgetter
+
+
+        class Field:
+            def format(self, obj, name):
+                return attrgetter(name)(obj)
+
+
+        def show(obj, name):
+            return Field().format(obj, name.lower())
+        """,
+        ("name.lower()", DUNDER),
+        lambda ns: ns["show"](target, "X"),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(HIDDEN))
+def test_a_gadget_reached_by_a_literal_name_a_star_import_or_a_method_name_is_judged(name):
+    """Refused; it really reaches the globals when run; the same statement without the computed value passes."""
+    source, (old, new), run = HIDDEN[name]
+    before = _code(source)
+    attack = before.replace(old, new, 1)
+    assert attack != before and screen(before, attack), name
+    namespace: dict = {}
+    exec(compile(attack, "<attack>", "exec"), namespace)
+    result = run(namespace)
+    assert result is target.__globals__ or str(target.__globals__) == result
+    head, _, tail = before.rpartition("\n    return")  # the last function's return, at its own indent
+    assert screen(before, head + "\n    unused = 1\n    return" + tail) == []
+
+
+def test_methodcaller_register_cannot_make_isinstance_lie():
+    """`methodcaller("register", int)(Sequence)` registers int as a Sequence for the whole process (every
+    isinstance the tests ask then agrees): a literal name that is a gadget method counts as that method."""
+    before = _code(
+        """
+        import collections.abc
+        import operator
+
+
+        def is_seq(x):
+            return isinstance(x, collections.abc.Sequence)
+        """
+    )
+    attack = before.replace(
+        "    return isinstance",
+        "    operator.methodcaller('register', int)(collections.abc.Sequence)\n    return isinstance",
+    )
+    assert "register" in " ".join(screen(before, attack))
