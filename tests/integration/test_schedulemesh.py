@@ -12,6 +12,7 @@ import signal
 import socket
 import time
 
+import psutil
 import pytest
 import ray
 
@@ -385,6 +386,14 @@ def test_task_queue_priorities_and_task_preemption_on_real_actors(sched):
         sched.submit_task("no-such-pool", None)
 
 
+def _gone(pid: int) -> bool:
+    """The process has exited (a zombie its parent has not reaped yet counts as gone)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def test_heartbeat_reports_stay_bounded_while_the_supervisor_stalls(sched):
     """A stalled scheduler head (SIGSTOP: alive, answering nothing) must not pile up an agent's load reports:
     at most `max_pending_reports` wait, the rest are dropped and counted; once it resumes they drain."""
@@ -393,8 +402,13 @@ def test_heartbeat_reports_stay_bounded_while_the_supervisor_stalls(sched):
     sup_pid = ray.get(sched.supervisor.__ray_call__.remote(lambda self: os.getpid()))
     os.kill(sup_pid, signal.SIGSTOP)
     try:
-        time.sleep(0.2 * (Echo.max_pending_reports + 6))  # heartbeat_interval_s=0.2: ten beats
+        # heartbeat_interval_s=0.2: poll the agent (alive; only its head is stopped) until the queue is full
+        # and beats are being dropped, not a fixed wait
+        deadline = time.time() + 30
         stalled = ref.call("sm_pending_reports")
+        while time.time() < deadline and (stalled["pending"] < Echo.max_pending_reports or stalled["dropped"] < 3):
+            time.sleep(0.1)
+            stalled = ref.call("sm_pending_reports")
     finally:
         os.kill(sup_pid, signal.SIGCONT)
     assert stalled["pending"] == Echo.max_pending_reports and stalled["dropped"] >= 3
@@ -456,7 +470,9 @@ def test_a_crashed_head_recovers_on_its_own_reattaches_survivors_and_keeps_its_q
         assert s.choose("p", strategy="least_busy").name == "kept"
         # A health check on demand finds an agent killed after the restart, before the monitor would.
         os.kill(agents["kept"]["pid"], signal.SIGKILL)
-        time.sleep(0.5)
+        deadline = time.time() + 10
+        while not _gone(agents["kept"]["pid"]) and time.time() < deadline:
+            time.sleep(0.05)  # dead: the check below asks about a process that is gone
         checked = s.reconcile(stale_after_s=60)
         assert "kept" in checked["stale"] or s.agent_info("kept")["incarnation"] == 1
         assert s.wait_alive("kept", min_incarnation=1, timeout_s=30)["pid"] != pids["kept"]
