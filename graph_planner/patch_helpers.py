@@ -391,5 +391,7 @@ class FileRules:
                     inputs is not None and all(_constant(e) or judge.vetted(e, facts, None) for e in inputs)
                 ):
                     outliving = judge.outliving(facts, ident, node)
-                    mentions.append((input_slice(facts, i, inputs, keep, node, outliving)[2], outliving))
+                    # module code runs once, at import: nothing after a gadget there runs before it
+                    slice_ = input_slice(facts, i, inputs, keep, node, outliving and k >= 0)
+                    mentions.append((slice_[2], outliving))
             self.site_mentions[k] = mentions
