@@ -77,6 +77,7 @@ class Facts:
     smuggled: dict[str, str] = field(default_factory=dict)  # parameters with an impure default
     params: set[str] = field(default_factory=set)  # the function's own parameters
     locals: set[str] = field(default_factory=set)
+    module: bool = False  # module code: runs once, no caller hands it objects
     units: list[Unit] = field(default_factory=list)
     headers: dict[int, int] = field(default_factory=dict)  # compound statement id -> its header unit
     wholes: set[int] = field(default_factory=set)
@@ -403,5 +404,6 @@ def class_facts(cls: ast.ClassDef, judged: set[str], local: set[str]) -> Facts:
 def module_facts(tree: ast.Module, judged: set[str]) -> Facts:
     """Facts of the module's own statements (class bodies included, function bodies left out)."""
     b = _Builder(set(judged), set(), class_body=False)
+    b.f.module = True
     b.statements(tree.body, (), skip_defs=True)
     return b.f

@@ -109,6 +109,9 @@ class Judge:
         callees = self.rules.callees(ident)
         if callees:
             return any(h in self.rules.deep for h in callees)
+        call = facts.call_of(node)
+        if ident == "type" and call is not None and len(call.args) == 1 and not call.keywords:
+            return False  # type(x) reads x's class: no change in place (but `__class__`, a dunder) alters it
         if ident in _JUDGED_AT_RUN:
             return self.rules.kind(ident, facts)[0] != "builtin"
         origins = []

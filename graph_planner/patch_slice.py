@@ -174,18 +174,22 @@ def _fresh(unit: Unit) -> bool:
 
 
 def _outside(facts: Facts) -> set[str]:
-    """Names whose objects outlive one call: the parameters (a caller may pass one object as several, or a
-    module's) and the module-level and builtin names the function reads or changes (`cache = CACHE`)."""
+    """Names whose objects outlive one call: the parameters, and the module-level and builtin names the
+    function reads or changes (`cache = CACHE`). Module code has none: it runs once."""
+    if facts.module:
+        return set()
     return facts.params | {n for u in facts.units for n in u.mutates | u.reads if n not in facts.locals}
 
 
 def _aliases(facts: Facts, end: int) -> dict[str, set[str]]:
-    """{name: the names that may share an object with it}: a statement that binds or changes one local
-    while reading another (`alias = name`, `for x in names`, `a.append(b)`) may make them share one, so a
-    change made through either is a change of both (`alias.append(...)` changes `name`); the parameters
-    and changed module names may share one from the start. Only the statements below `end` count."""
+    """{name: the names that may share an object with it}: a statement that binds or changes one name
+    while reading another (`alias = name`, `for x in names`, `a.append(b)`, `cache = CACHE`) may make them
+    share one, so a change made through either is a change of both (`alias.append(...)` changes `name`).
+    A caller may pass one object as several parameters, or pass a module object the function changes
+    itself: those start as one. Only the statements below `end` count."""
     outside = _outside(facts)
-    local = facts.locals | outside
+    names = {n for u in facts.units for n in u.mutates | u.reads | u.binds}
+    local = facts.locals | outside | (names if facts.module else set())
     parent = {n: n for n in local}
 
     def find(n: str) -> str:
@@ -194,8 +198,9 @@ def _aliases(facts: Facts, end: int) -> dict[str, set[str]]:
             n = parent[n]
         return n
 
-    for n in outside:
-        parent[find(n)] = find(min(outside))
+    shared = facts.params | {n for u in facts.units for n in u.mutates if n in outside}
+    for n in shared:
+        parent[find(n)] = find(min(shared))
     for u in facts.units[:end]:
         if not u.binds or _fresh(u):
             continue
