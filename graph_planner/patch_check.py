@@ -243,6 +243,13 @@ def _check_function(judge: Judge, old: Facts, new: Facts, where: str, generators
     return reasons + [f"{where}: {r}" for r in judge.violations(old, new)]
 
 
+def _immutable(value: ast.AST) -> bool:
+    """A literal no code changes in place: a constant, or a tuple of such."""
+    if isinstance(value, ast.Tuple):
+        return all(_immutable(v) for v in value.elts)
+    return isinstance(value, ast.Constant)
+
+
 def _state(rules: FileRules, changed: set[int]) -> dict[int, frozenset]:
     """Per changed function: the module-level data it may change in place or rebind (`global`): names the
     file binds by assignment (`CACHE = []`), and its functions and classes where an attribute or item of
@@ -259,8 +266,11 @@ def _state(rules: FileRules, changed: set[int]) -> dict[int, frozenset]:
                 for r in roots(n.value)
             }
             for n in (u.mutates | (u.binds & facts.declared)) - facts.locals - facts.params:
+                kind, value = rules.kind(n, facts)
+                if kind == "literal" and _immutable(value) and n not in facts.declared:
+                    continue  # `f(NAME)` with NAME = "x" or (1, 2): nothing changes that object in place
                 kinds = {b.kind for b in rules.bindings.get(n, [])}
-                if kinds - {"import", "def", "class"} or (kinds & {"def", "class"} and n in stored):
+                if "import" not in kinds and (kinds - {"def", "class"} or (kinds & {"def", "class"} and n in stored)):
                     out.add(n)
         found[k] = frozenset(out)
     return found
