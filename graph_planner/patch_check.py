@@ -88,7 +88,9 @@ Meaning: a patch inside these rules can still be wrong, and the tests decide. Ob
 parameter, an attribute of a non-module object, an imported function from another file or a container
 holds (a string a changed function stores in `self`, or in module data through a call of one of the
 file's functions, that unchanged code later hands to a gadget; a class in the package whose `__eq__`
-always agrees; `type` itself read back from a dataclass field annotated `type`); a function of another
+always agrees; `type` itself read back from a dataclass field annotated `type`; in module code, a value a
+changed function returns at import time that reaches a gadget through a second module name for the
+same object, `B = A; B.append(f())`); a function of another
 file of the package that returns `type(x)` (the check judges one file); state a pure module's method
 changes that `STATEFUL` does not list. Three independent reviews (2026-11-29) each found accepted
 routes of these kinds; the ones they found inside the rules are refused and tested
