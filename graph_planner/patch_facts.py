@@ -33,6 +33,7 @@ from graph_planner.patch_forms import (  # noqa: F401 - the words are part of th
     string_words,
     type_locals,
 )
+from graph_planner.patch_scope import free_names  # noqa: F401 - re-exported for the helpers and policy
 from graph_planner.patch_slice import (  # noqa: F401 - re-exported for the policy
     binds,
     horizon,
@@ -311,27 +312,6 @@ class _Builder:
             u.names.add(node.name)
         elif isinstance(node, ast.MatchMapping) and node.rest:
             u.names.add(node.rest)
-
-
-def free_names(expr: ast.AST) -> set[str]:
-    """Names an expression reads from its enclosing scope: those bound by its own comprehensions and
-    lambdas are local to them (a comprehension's first iterable and a lambda's defaults are not)."""
-    if isinstance(expr, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-        gens, inner, bound = expr.generators, [], set()
-        out = free_names(gens[0].iter)
-        for k, g in enumerate(gens):
-            bound |= {n.id for n in ast.walk(g.target) if isinstance(n, ast.Name)}
-            inner += ([g.iter] if k else []) + g.ifs
-        elts = [expr.key, expr.value] if isinstance(expr, ast.DictComp) else [expr.elt]
-        return out | {n for e in inner + elts for n in free_names(e)} - bound
-    if isinstance(expr, ast.Lambda):
-        a = expr.args
-        params = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x}
-        defaults = [d for d in [*a.defaults, *a.kw_defaults] if d is not None]
-        return {n for d in defaults for n in free_names(d)} | (free_names(expr.body) - params)
-    if isinstance(expr, ast.Name):
-        return {expr.id}
-    return {n for c in ast.iter_child_nodes(expr) for n in free_names(c)}
 
 
 def local_aliases(nodes: list[ast.AST]) -> dict[str, list[tuple[str, str, bool]]]:

@@ -225,3 +225,24 @@ def file_uses(nodes: list[ast.AST]) -> tuple[set[str], set[str]]:
         elif isinstance(n, ast.ExceptHandler) and n.type is not None:
             callables |= {e.id for e in ast.walk(n.type) if isinstance(e, ast.Name)}
     return chains, callables
+
+
+def free_names(expr: ast.AST) -> set[str]:
+    """Names an expression reads from its enclosing scope: those bound by its own comprehensions and
+    lambdas are local to them (a comprehension's first iterable and a lambda's defaults are not)."""
+    if isinstance(expr, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        gens, inner, bound = expr.generators, [], set()
+        out = free_names(gens[0].iter)
+        for k, g in enumerate(gens):
+            bound |= {n.id for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+            inner += ([g.iter] if k else []) + g.ifs
+        elts = [expr.key, expr.value] if isinstance(expr, ast.DictComp) else [expr.elt]
+        return out | {n for e in inner + elts for n in free_names(e)} - bound
+    if isinstance(expr, ast.Lambda):
+        a = expr.args
+        params = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x}
+        defaults = [d for d in [*a.defaults, *a.kw_defaults] if d is not None]
+        return {n for d in defaults for n in free_names(d)} | (free_names(expr.body) - params)
+    if isinstance(expr, ast.Name):
+        return {expr.id}
+    return {n for c in ast.iter_child_nodes(expr) for n in free_names(c)}

@@ -24,6 +24,13 @@ def _code(text: str) -> str:
     return textwrap.dedent(text).lstrip()
 
 
+def _reached(attack: str, run) -> object:
+    """What the patched module's gadget hands out when `run` calls into it."""
+    namespace: dict = {}
+    exec(compile(attack, "<attack>", "exec"), namespace)
+    return run(namespace)
+
+
 RETURN = ("    return value\n", "    return value or None\n")  # the honest control most attacks share
 UNUSED = ("    return getattr", "    unused = 1\n    return getattr")
 PICK = """
@@ -288,9 +295,7 @@ def test_a_value_computed_by_changed_code_reaches_no_gadget_through_order_or_sha
     assert attack != before
     reasons = screen(before, attack)
     assert reasons and ("computed argument" in reasons[0] or "changed function" in reasons[0]), reasons
-    namespace: dict = {}
-    exec(compile(attack, "<attack>", "exec"), namespace)
-    assert run(namespace) is target.__globals__  # refused for a reason: it does reach the globals
+    assert _reached(attack, run) is target.__globals__  # refused for a reason: it does reach the globals
     honest = before.replace(h_old, h_new, 1)
     assert honest != before and screen(before, honest) == [], screen(before, honest)
 
@@ -379,10 +384,8 @@ def test_a_gadget_reached_by_a_literal_name_a_star_import_or_a_method_name_is_ju
     before = _code(source)
     attack = before.replace(old, new, 1)
     assert attack != before and screen(before, attack), name
-    namespace: dict = {}
-    exec(compile(attack, "<attack>", "exec"), namespace)
-    result = run(namespace)
-    assert result is target.__globals__ or str(target.__globals__) == result
+    result = _reached(attack, run)
+    assert result is target.__globals__ or str(target.__globals__) == result  # a template gives its text
     head, _, tail = before.rpartition("\n    return")  # the last function's return, at its own indent
     assert screen(before, head + "\n    unused = 1\n    return" + tail) == []
 
