@@ -57,9 +57,11 @@ class Judge:
     """Judges Facts in one file (`rules`: a patch_helpers.FileRules); `chains` / `callables` are the
     unpatched file's, `tainted` the short names of functions whose results a changed function decides."""
 
-    def __init__(self, rules, chains: set[str], callables: set[str], tainted: set[str], state: frozenset = frozenset()):
+    def __init__(self, rules, chains: set[str], callables: set[str], tainted: set[str]):
         self.rules, self.chains, self.callables, self.tainted = rules, chains, callables, tainted
-        self.state = state  # module names a changed function stores into or changes in place
+        # module names other changed functions store into or change in place (patch_check sets it for
+        # each changed function it judges)
+        self.state: frozenset = frozenset()
 
     def name_ok(self, name: str, form: str, facts: Facts, old: Facts | None) -> bool:
         """Whether a body may read a global or builtin `name` in this form (see patch_check's docstring)."""
