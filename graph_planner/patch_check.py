@@ -26,7 +26,10 @@ What a patch may do
    called on data while no class of the file steers a gadget: `type(x)(x, a, ...)`,
    `type(x)(plain constant)`, `type(x)(<display or comprehension>)`, `return type(x)(x, *rest)` (a class
    builder would need a str, bases and a namespace). Never `type(x)(x)`: when x is a class that is type
-   itself. A value that may be type itself (a `type` call; a function of the file that returns one, see
+   itself. A `type(x)` whose value a comparison or a question consumes (`type(v) not in kinds`) may take
+   any x: the class reaches only the comparison's other operands, which count as its inputs (rule 6)
+   where a class of the file defines its own comparison or membership method, and not otherwise (a
+   builtin's keeps nothing it is asked about). A value that may be type itself (a `type` call; a function of the file that returns one, see
    `type_returners`) is never read anew, and where the old function had it, its result goes only to the
    old statements or is only asked about; (c) names the old function already read
    (an import alias: in the same form); (d) names imported from modules outside `CAPABILITY_MODULES`,

@@ -312,12 +312,26 @@ def _may_be_type(e: ast.AST | None) -> bool:
     return len(plain) < 2 and not data
 
 
-def result_kept(facts: Facts, old: Facts, i: int) -> bool:
+def type_receivers(facts: Facts, call: ast.Call) -> list[ast.AST] | None:
+    """What a `type(x)` call's value reaches when a comparison or a question consumes it: the other
+    operands that may keep it (`type(v) not in kinds`: kinds' `__contains__` sees the class), none for a
+    question (`type(v).__name__`); None when the value may flow on (bound, called, returned, passed)."""
+    p = facts.parent(call)
+    if isinstance(p, ast.Compare):
+        return [o for o in (p.left, *p.comparators) if o is not call and not _inert(facts, o)]
+    return [] if _asks(facts, call) else None
+
+
+def result_kept(facts: Facts, old: Facts, i: int, node: ast.AST | None = None) -> bool:
     """The statement (unit i) holding a kept call whose result may be type itself, and every statement
     that result may reach through the names it binds or changes (transitively), are statements of the
     old function, or new ones that only ask about it (compare it, key on it, name it): the patch never
-    calls it, stores it or hands it on where the old function did not."""
+    calls it, stores it or hands it on where the old function did not. A call at `node` whose value a
+    comparison or a question consumes (`type(v) not in kinds`) reaches no name its statement binds."""
     old_units = {(u.path, u.key) for u in old.units}
+    call = facts.call_of(node) if node is not None else None
+    if call is not None and type_receivers(facts, call) is not None:
+        return (facts.units[i].path, facts.units[i].key) in old_units
     todo, seen, names = [i], set(), set()
     while todo:
         k = todo.pop()

@@ -24,7 +24,7 @@ from graph_planner.patch_facts import (
     slice_units,
     string_words,
 )
-from graph_planner.patch_forms import result_kept
+from graph_planner.patch_forms import result_kept, type_receivers
 from graph_planner.patch_lists import (  # noqa: F401 - the lists are part of this module's interface
     CAPABILITY_MODULES,
     DECORATORS,
@@ -185,6 +185,13 @@ class Judge:
             # its receiver and arguments are those of the result's call, so the whole statement counts
             return None
         args = [*call.args, *(k.value for k in call.keywords)]
+        if ident == "type" and len(call.args) == 1 and not call.keywords and not isinstance(call.args[0], ast.Starred):
+            # x only decides which class comes out; consumed by a comparison, the class reaches only the
+            # other operands' comparison methods: builtin ones keep nothing, so the operands must be
+            # computed as before only where a class of the file defines one
+            receivers = type_receivers(facts, call)
+            if receivers is not None:
+                return receivers if self.rules.comparers else []
         callees = self.rules.callees(ident)
         if callees and ident[1:] in GADGET_ATTRS:
             # a method of the file named like a library gadget (`Field().format(obj, name)`): either may
@@ -374,7 +381,7 @@ class Judge:
         for ident, node, i, need, checked in self.sites(new):
             if need and ident not in kept:
                 gadgets.add(f"{ident} (a gadget or impure helper the function did not use)")
-            elif old is not None and self.rules.may_give_type(ident) and not result_kept(new, old, i):
+            elif old is not None and self.rules.may_give_type(ident) and not result_kept(new, old, i, node):
                 gadgets.add(f"{ident} (its result may be type itself: it must go where it went)")
             elif (
                 checked
