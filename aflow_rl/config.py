@@ -304,7 +304,6 @@ def api_llms(cfg: AFlowConfig) -> list[tuple[str, LLMConfig]]:
 
 def check_aflow_runtime(cfg: AFlowConfig) -> None:
     """Before any work: the LLM optimizer has an API model, and every API model can find its key."""
-    import os
 
     path = cfg.optimizer_rl.model_path
     if path and not (Path(path) / "config.json").is_file():
@@ -318,10 +317,6 @@ def check_aflow_runtime(cfg: AFlowConfig) -> None:
             "offline, use search.optimizer: structured"
         )
     for path, llm in api_llms(cfg):
-        api = getattr(llm, llm.kind)
-        if api.api_key_env and not api.api_key_secret and not os.environ.get(api.api_key_env):
-            raise ConfigError(
-                f"{path}.{llm.kind}.api_key_env: ${api.api_key_env} is not set (export it, name a "
-                f"Prefect Secret in {path}.{llm.kind}.api_key_secret, or set api_key_env: '' for an "
-                "endpoint without keys)"
-            )
+        missing = getattr(llm, llm.kind).missing_key(f"{path}.{llm.kind}")
+        if missing:
+            raise ConfigError(missing)

@@ -4,6 +4,7 @@ documented. Keys never live here: only the name of the environment variable or P
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Literal
 
@@ -46,6 +47,16 @@ class RemoteAPIConfig(_Strict):
     system_prompt: str | None = Field(None, description="System prompt sent with every request.")
     stop: list[str] = Field(default_factory=list, description="Stop sequences.")
     prices: PriceConfig = Field(default_factory=PriceConfig, description="Price table for cost accounting.")
+
+    def missing_key(self, where: str) -> str:
+        """Why a run cannot start for want of this endpoint's key ('' when it can): `where` is the
+        config path of this block (`planner.openai`), named in the message."""
+        if self.api_key_env and not self.api_key_secret and not os.environ.get(self.api_key_env):
+            return (
+                f"{where}.api_key_env: ${self.api_key_env} is not set (export it, name a Prefect Secret in "
+                f"{where}.api_key_secret, or set api_key_env: '' for an endpoint without keys)"
+            )
+        return ""
 
     @model_validator(mode="before")
     @classmethod

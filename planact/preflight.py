@@ -3,7 +3,6 @@ models, imported pretrained models, a repair run's corpus. (Static validation is
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from planact.config import ConfigError, RunConfig
@@ -38,10 +37,6 @@ def check_runtime(cfg: RunConfig) -> None:
                     f"{tracking_uri(cfg)} ({type(exc).__name__}: {str(exc)[:200]})"
                 ) from None
         if rc.engine in API_ENGINES:
-            api = getattr(rc, rc.engine)
-            if api.api_key_env and not api.api_key_secret and not os.environ.get(api.api_key_env):
-                raise ConfigError(
-                    f"{role}.{rc.engine}.api_key_env: ${api.api_key_env} is not set (export it, name a "
-                    f"Prefect Secret in {role}.{rc.engine}.api_key_secret, or set api_key_env: '' "
-                    "for an endpoint without keys)"
-                )
+            missing = getattr(rc, rc.engine).missing_key(f"{role}.{rc.engine}")
+            if missing:
+                raise ConfigError(missing)

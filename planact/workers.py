@@ -86,15 +86,7 @@ class RoleWorker(AgentActor):
         self, prompts: list[str], temperature: float | None = None, *, n: int, seed: int | None = None
     ) -> list[list[Completion]]:
         """n completions per prompt with the role's sampling config (temperature overridable)."""
-        s = self.rc.sampling
-        params = SamplingParams(
-            temperature=s.temperature if temperature is None else temperature,
-            top_p=s.top_p,
-            max_new_tokens=s.max_new_tokens,
-            n=n,
-            seed=seed,
-            raw_prompt=not s.chat_template,
-        )
+        params = self._sampling(temperature, n, seed, self.rc.sampling.top_p)
         with self.busy():
             faults.point("engine.mid_generate")
             return self.engine.generate(prompts, params)
@@ -115,17 +107,21 @@ class RoleWorker(AgentActor):
                 "constrained decoding needs the in-process 'hf' engine (set decoding: free "
                 "to let a real model write its actions and patches)"
             )
+        params = self._sampling(temperature, n, seed, top_p=1.0)  # a candidate set is scored whole
+        with self.busy():
+            return choose(requests, params)
+
+    def _sampling(self, temperature: float | None, n: int, seed: int | None, top_p: float) -> SamplingParams:
+        """The role's sampling config as engine parameters (temperature overridable)."""
         s = self.rc.sampling
-        params = SamplingParams(
+        return SamplingParams(
             temperature=s.temperature if temperature is None else temperature,
-            top_p=1.0,
+            top_p=top_p,
             max_new_tokens=s.max_new_tokens,
             n=n,
             seed=seed,
             raw_prompt=not s.chat_template,
         )
-        with self.busy():
-            return choose(requests, params)
 
     def health(self) -> dict:
         """Engine identity, weight version, process id."""

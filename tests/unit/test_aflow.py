@@ -268,3 +268,14 @@ def test_a_real_optimizer_model_is_checked_before_any_work(tmp_path):
     )  # no API key asked for: the local model answers
     with pytest.raises(ConfigError, match="search.optimizer: llm"):
         validate_aflow_config({"optimizer_rl": {"model_path": str(tmp_path)}})
+
+
+def test_an_api_executor_without_its_key_fails_before_any_work_naming_the_field(monkeypatch):
+    from aflow_rl.config import check_aflow_runtime
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    cfg = AFlowConfig.model_validate({"executor": {"kind": "openai"}})
+    with pytest.raises(ConfigError, match=r"executor\.openai\.api_key_env: \$OPENAI_API_KEY is not set"):
+        check_aflow_runtime(cfg)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    check_aflow_runtime(cfg)
