@@ -26,10 +26,12 @@ What a patch may do
    called on data while no class of the file steers a gadget: `type(x)(x, a, ...)`,
    `type(x)(plain constant)`, `type(x)(<display or comprehension>)`, `return type(x)(x, *rest)` (a class
    builder would need a str, bases and a namespace). Never `type(x)(x)`: when x is a class that is type
-   itself. A `type(x)` whose value a comparison or a question consumes (`type(v) not in kinds`) may take
-   any x: the class reaches only the comparison's other operands, which count as its inputs (rule 6)
-   where a class of the file defines its own comparison or membership method, and not otherwise (a
-   builtin's keeps nothing it is asked about). A value that may be type itself (a `type` call; a function of the file that returns one, see
+   itself. "Asked about" counts only where every operand the class meets is plain (`plain_operand`:
+   constants, builtins, functions, literals and plainly-metaclassed classes of the file or of pure standard
+   modules, tuples and displays of these): a local, parameter, instance or other imported object may keep
+   it in its `__eq__` / `__contains__`, or return it from a rich comparison. There a `type(x)` may take a
+   computed x (the class reaches nothing that could keep it); elsewhere x and those operands are the
+   call's inputs (rule 6). A value that may be type itself (a `type` call; a function of the file that returns one, see
    `type_returners`) is never read anew, and where the old function had it, its result goes only to the
    old statements or is only asked about; (c) names the old function already read
    (an import alias: in the same form); (d) names imported from modules outside `CAPABILITY_MODULES`,
@@ -196,6 +198,10 @@ def _rules(text: str) -> FileRules:
     return FileRules(ast.parse(text), text)
 
 
+# Methods Python calls with a class's class (`type` itself, when it checks a class): a changed body could keep it.
+CLASS_HOOKS = frozenset({"__subclasshook__", "__subclasscheck__", "__instancecheck__"})
+
+
 def _facts(judge: Judge, fn: ast.AST, scopes: dict, qual: str) -> Facts:
     """A function's Facts; a parameter whose default is not pure is read as what it might be."""
     scope = scopes.get((qual, fn.lineno))
@@ -326,7 +332,12 @@ def screen(before: str, after: str) -> list[str]:
     tainted = _tainted(rules, {q for _, q, _ in changed})
     state = _state(rules, {k for k, *_ in changed})
     judge = Judge(rules, chains, callables, tainted)
-    reasons = []
+    reasons = [
+        f"in {qual.split('.')[-1]}: changes a method the interpreter hands a class's class (type itself: "
+        "`isinstance(int, SomeABC)` calls `__subclasshook__(type)`)"
+        for _, qual, _ in changed
+        if qual.split(".")[-1] in CLASS_HOOKS
+    ]
     for k, qual, old in changed:
         # what the other changed functions leave in module data (its own changes: its slices, in order)
         judge.state = frozenset().union(*(v for j, v in state.items() if j != k))

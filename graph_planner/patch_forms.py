@@ -174,18 +174,23 @@ _DATA_ARGS = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp,
 
 
 def _type_clone(facts: Facts, node: ast.Name) -> bool:
-    """`type(x)(x, a, ...)`, `type(x)(constant)` or `type(x)(<display or comprehension>)`: x's own class called
-    on data. Not `type(x)(x)`: when x is a class that is `type(x)` with one argument, type itself, which a
-    caller then calls with a name, bases and a namespace to build a class. With two or more arguments and x
-    first, a class builder would need a str name first (type, a metaclass), attrgetter / methodcaller /
-    ForwardRef a str: x is no str when its class is one of those. So it builds no class, returns none and
-    names no attribute, unless x's class is one of the file's own classes that steer a gadget
-    (FileRules.clone_safe says there is none)."""
+    """`type(x)(x, a, ...)`, `type(x)(constant)` or `type(x)(<display or comprehension>)`: see class_clone."""
     call = facts.call_of(node)
-    outer = facts.parent(call) if call is not None else None
-    if call is None or len(call.args) != 1 or call.keywords or not isinstance(call.args[0], ast.Name):
+    if call is None or len(call.args) != 1 or call.keywords:
         return False
-    if not isinstance(outer, ast.Call) or outer.func is not call or not outer.args:
+    return class_clone(facts, call.args[0], call)
+
+
+def class_clone(facts: Facts, x: ast.AST, cls: ast.AST) -> bool:
+    """`cls(x, a, ...)`, `cls(constant)` or `cls(<display or comprehension>)` where `cls` is x's class
+    (`type(x)` or `x.__class__`): x's own class called on data. Not `cls(x)`: when x is a class that is
+    `type(x)` with one argument, type itself, which a caller then calls with a name, bases and a namespace
+    to build a class. With two or more arguments and x first, a class builder would need a str name first
+    (type, a metaclass), attrgetter / methodcaller / ForwardRef a str: x is no str when its class is one of
+    those. So it builds no class, returns none and names no attribute, unless x's class is one of the
+    file's own classes that steer a gadget (FileRules.clone_safe says there is none)."""
+    outer = facts.parent(cls)
+    if not isinstance(x, ast.Name) or not isinstance(outer, ast.Call) or outer.func is not cls or not outer.args:
         return False
     if any(k.arg is None for k in outer.keywords) or isinstance(outer.args[0], ast.Starred):
         return False
@@ -194,7 +199,7 @@ def _type_clone(facts: Facts, node: ast.Name) -> bool:
         # toolz's `return type(self)(self, *args)`: `*args` may be empty, type(x)(x) again; handed back, a
         # caller in another file (which this check, judging one file, does not see) could build with it
         return False
-    if isinstance(first, ast.Name) and first.id == call.args[0].id:
+    if isinstance(first, ast.Name) and first.id == x.id:
         return len(outer.args) >= 2
     if len(outer.args) != 1 or outer.keywords:
         return False
@@ -312,25 +317,31 @@ def _may_be_type(e: ast.AST | None) -> bool:
     return len(plain) < 2 and not data
 
 
-def type_receivers(facts: Facts, call: ast.Call) -> list[ast.AST] | None:
-    """What a `type(x)` call's value reaches when a comparison or a question consumes it: the other
-    operands that may keep it (`type(v) not in kinds`: kinds' `__contains__` sees the class), none for a
+def type_receivers(facts: Facts, value: ast.AST) -> list[ast.AST] | None:
+    """What a class `value` reaches when a comparison or a question consumes it: the operands compared
+    with it by anything but identity (`type(v) not in kinds`: kinds' `__contains__`, or its elements'
+    `__eq__`, sees the class; `x in (type(a), type(b))`: x's `__eq__` does), none for identity or a
     question (`type(v).__name__`); None when the value may flow on (bound, called, returned, passed)."""
-    p = facts.parent(call)
+    p = facts.parent(value)
+    if isinstance(p, (ast.Tuple, ast.List, ast.Set)) and isinstance(facts.parent(p), ast.Compare):
+        value, p = p, facts.parent(p)
     if isinstance(p, ast.Compare):
-        return [o for o in (p.left, *p.comparators) if o is not call and not _inert(facts, o)]
-    return [] if _asks(facts, call) else None
+        operands = [p.left, *p.comparators]
+        k = next(i for i, o in enumerate(operands) if o is value)
+        pairs = [(p.ops[i], operands[j]) for i, j in ((k - 1, k - 1), (k, k + 1)) if 0 <= i < len(p.ops)]
+        return [o for op, o in pairs if not isinstance(op, (ast.Is, ast.IsNot))]
+    return [] if _asks(facts, value) else None
 
 
-def result_kept(facts: Facts, old: Facts, i: int, node: ast.AST | None = None) -> bool:
+def result_kept(facts: Facts, old: Facts, i: int, consumed: bool = False) -> bool:
     """The statement (unit i) holding a kept call whose result may be type itself, and every statement
     that result may reach through the names it binds or changes (transitively), are statements of the
     old function, or new ones that only ask about it (compare it, key on it, name it): the patch never
-    calls it, stores it or hands it on where the old function did not. A call at `node` whose value a
-    comparison or a question consumes (`type(v) not in kinds`) reaches no name its statement binds."""
+    calls it, stores it or hands it on where the old function did not. A call whose value a comparison
+    with plain operands or a question consumes (`consumed`: `type(v) not in (int, float)`) reaches no
+    name its statement binds."""
     old_units = {(u.path, u.key) for u in old.units}
-    call = facts.call_of(node) if node is not None else None
-    if call is not None and type_receivers(facts, call) is not None:
+    if consumed:
         return (facts.units[i].path, facts.units[i].key) in old_units
     todo, seen, names = [i], set(), set()
     while todo:

@@ -117,9 +117,6 @@ def _members(cls: ast.ClassDef) -> list[str]:
     return out
 
 
-COMPARERS = frozenset("__eq__ __ne__ __lt__ __le__ __gt__ __ge__ __contains__".split())
-
-
 class FileRules:
     """What the check knows of one file text: bindings, scopes, helpers and their levels."""
 
@@ -137,12 +134,6 @@ class FileRules:
         self.star = any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in ast.walk(tree))
         self.scopes, self.class_scopes = function_scopes(text)
         self.functions = outer_functions(tree)
-        # a class of the file with its own comparison or membership method: handed a class to compare,
-        # it may keep it (type itself, when that class is a class's)
-        self.comparers = any(
-            isinstance(n, ast.ClassDef) and any(isinstance(d, FUNCTIONS) and d.name in COMPARERS for d in ast.walk(n))
-            for n in ast.walk(tree)
-        )
         self.owner = _owners(tree)
         # chains and callables outside the bodies, and of each body: the unpatched file's are these with
         # the changed bodies' own (the skeletons are equal)
@@ -179,7 +170,7 @@ class FileRules:
     def may_give_type(self, ident: str) -> bool:
         """A gadget or helper site whose result may be type itself: the builtin, or a function of the file
         that returns what a `type` call gave."""
-        return ident == "type" or ident.lstrip(".") in self.type_returners
+        return ident in ("type", ".__class__") or ident.lstrip(".") in self.type_returners
 
     def uses_with(self, bodies: dict[int, list[ast.stmt]]) -> tuple[set[str], set[str]]:
         """(chains, callables) of this file with the bodies of some functions (by index) replaced."""

@@ -117,6 +117,18 @@ def resolves_pure(module: str, parts: tuple[str, ...]) -> bool:
 
 
 _MISSING = object()
+UNRESOLVED = object()  # what `resolved` gives for a chain it will not resolve
+
+
+def resolved(module: str, parts: tuple[str, ...]) -> object:
+    """`module.parts...` on this interpreter when `resolves_pure` allows it, else UNRESOLVED."""
+    if not resolves_pure(module, parts):
+        return UNRESOLVED
+    obj = importlib.import_module(module)
+    for p in parts:
+        obj = getattr(obj, p)
+    return obj
+
 
 # Gadgets: callables that turn a string into an attribute, code or a module, or a namespace into a class.
 # A builtin gadget is read only where the function already read it; any gadget is called only with

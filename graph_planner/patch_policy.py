@@ -24,7 +24,7 @@ from graph_planner.patch_facts import (
     slice_units,
     string_words,
 )
-from graph_planner.patch_forms import result_kept, type_receivers
+from graph_planner.patch_forms import class_clone, result_kept
 from graph_planner.patch_lists import (  # noqa: F401 - the lists are part of this module's interface
     CAPABILITY_MODULES,
     DECORATORS,
@@ -38,7 +38,7 @@ from graph_planner.patch_lists import (  # noqa: F401 - the lists are part of th
     TEMPLATES,
     resolves_pure,
 )
-from graph_planner.patch_state import foreign_stores, type_handed_over
+from graph_planner.patch_state import foreign_stores, type_handed_over, type_reaches
 
 _BY_NAME = frozenset({"attrgetter", "methodcaller"})  # they take an attribute's name as a string
 _JUDGED_AT_RUN = frozenset({"getattr", "setattr", "delattr"})  # the builtins the boot script wraps
@@ -137,6 +137,8 @@ class Judge:
                 continue  # fixed by the skeleton: a class's bases, a decorator applied to its def once
             kind, info = rules.kind(name, facts)
             harmless = form in ("type-safe", "literal-name") or (form == "type-clone" and rules.clone_safe)
+            if form == "type-safe" and type_reaches(rules, facts, node) != []:
+                harmless = False  # asked about, but by an object whose comparison methods may keep the class
             if kind == "builtin" and name in GADGET_BUILTINS and not harmless:
                 yield name, node, i, True, True
             elif kind == "defined" and (name in rules.impure_names or name in rules.type_returners):
@@ -150,7 +152,15 @@ class Judge:
             elif kind == "param" and info == "gadget":
                 yield name, node, i, True, True
         for attr, node, i in facts.attr_refs:
-            if attr in GADGET_ATTRS:
+            if attr == "__class__":
+                # x.__class__ is type(x): type itself when x is a class (`self.__class__.__class__(...)`);
+                # harmless where only asked about, or called fresh or on data like type(x)
+                outer = facts.parent(node)
+                fresh = isinstance(outer, ast.Call) and outer.func is node and not outer.args + outer.keywords
+                clone = rules.clone_safe and class_clone(facts, node.value, node)
+                if not (fresh or clone or type_reaches(rules, facts, node) == []):
+                    yield ".__class__", node, i, True, True
+            elif attr in GADGET_ATTRS:
                 yield "." + attr, node, i, False, True
             elif attr in rules.impure_attrs or attr in rules.type_returners:
                 yield "." + attr, node, i, True, attr in rules.gadget_attrs
@@ -186,12 +196,11 @@ class Judge:
             return None
         args = [*call.args, *(k.value for k in call.keywords)]
         if ident == "type" and len(call.args) == 1 and not call.keywords and not isinstance(call.args[0], ast.Starred):
-            # x only decides which class comes out; consumed by a comparison, the class reaches only the
-            # other operands' comparison methods: builtin ones keep nothing, so the operands must be
-            # computed as before only where a class of the file defines one
-            receivers = type_receivers(facts, call)
+            # x only decides which class comes out: where only comparisons with plain operands (or questions)
+            # consume it, it reaches no code that could keep it; otherwise x and the operands it meets count
+            receivers = type_reaches(self.rules, facts, node)
             if receivers is not None:
-                return receivers if self.rules.comparers else []
+                return [*call.args, *receivers] if receivers else []
         callees = self.rules.callees(ident)
         if callees and ident[1:] in GADGET_ATTRS:
             # a method of the file named like a library gadget (`Field().format(obj, name)`): either may
@@ -381,7 +390,11 @@ class Judge:
         for ident, node, i, need, checked in self.sites(new):
             if need and ident not in kept:
                 gadgets.add(f"{ident} (a gadget or impure helper the function did not use)")
-            elif old is not None and self.rules.may_give_type(ident) and not result_kept(new, old, i, node):
+            elif (
+                old is not None
+                and self.rules.may_give_type(ident)
+                and not result_kept(new, old, i, ident == "type" and type_reaches(self.rules, new, node) == [])
+            ):
                 gadgets.add(f"{ident} (its result may be type itself: it must go where it went)")
             elif (
                 checked

@@ -1,24 +1,127 @@
 """The patch check's rules on state other code reads (graph_planner/patch_check.py states them): stores
-into imported modules' attributes, and a type handed to a module-level object's `__eq__`. `rules` is the
+into imported modules' attributes, and a type handed to an object's comparison methods. `rules` is the
 file's FileRules (graph_planner/patch_helpers.py)."""
 
 from __future__ import annotations
 
+import abc
 import ast
+import builtins
+import enum
+import types
 
 from graph_planner.patch_facts import Facts
-from graph_planner.patch_forms import dotted
+from graph_planner.patch_forms import dotted, type_receivers
+from graph_planner.patch_lists import UNRESOLVED, resolved
+
+# Metaclasses whose comparison and membership methods are the interpreter's or keep nothing they are handed.
+_PLAIN_METACLASSES = (type, abc.ABCMeta, enum.EnumMeta)
+_PLAIN_VALUES = (int, float, complex, str, bytes, bool, type(None), types.BuiltinFunctionType, types.FunctionType)
 
 
-def _elements(e: ast.AST) -> list[ast.AST]:
-    """The operand itself, or the elements of a tuple, list or set display (`x in (A, B)`)."""
-    return list(e.elts) if isinstance(e, (ast.Tuple, ast.List, ast.Set)) else [e]
+def _plain_object(obj: object) -> bool:
+    """A value whose comparison methods keep nothing: a builtin scalar or function, or a class whose
+    metaclass is type, ABCMeta or EnumMeta."""
+    if obj is UNRESOLVED:
+        return False
+    return isinstance(obj, _PLAIN_VALUES) or (isinstance(obj, type) and type(obj) in _PLAIN_METACLASSES)
+
+
+def plain_operand(rules, facts: Facts, e: ast.AST, depth: int = 0) -> bool:
+    """An operand that a class compared with it cannot reach past the interpreter: a constant, a builtin, a
+    literal or function of the file, a class of the file (or of a pure standard module) whose metaclass is
+    plain, a module-level tuple of these, or a display of these. Not a local, a parameter, an instance, a
+    class attribute or an imported object of another kind: its `__eq__` or `__contains__` (or its
+    elements') may keep what it is handed (`type` itself, when the compared value was a class)."""
+    if depth > 8:
+        return False
+    if isinstance(e, ast.Constant):
+        return True
+    if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
+        return all(plain_operand(rules, facts, x, depth + 1) for x in e.elts)
+    if isinstance(e, ast.Call):
+        # the class of a constant (`type(None)`); never of anything else: `type(a) == type(b)` hands
+        # type(b)'s metaclass's `__eq__` type(a)
+        return (
+            isinstance(e.func, ast.Name)
+            and e.func.id == "type"
+            and rules.kind("type", facts)[0] == "builtin"
+            and len(e.args) == 1
+            and not e.keywords
+            and isinstance(e.args[0], ast.Constant)
+        )
+    name = dotted(e)
+    root, _, rest = name.partition(".")
+    if not root or root in facts.locals or root in facts.params:
+        return False
+    kind, info = rules.kind(root, facts)
+    if kind == "alias":
+        parts = tuple(rest.split(".")) if rest else ()
+        return all(o[1] is not None and _plain_object(resolved(o[3], (o[1],) * bool(o[1]) + parts)) for o in info)
+    if rest:
+        return False  # an attribute of the file's object or class may hold anything
+    if kind == "builtin":
+        return _plain_object(getattr(builtins, root, None))
+    if kind == "literal":
+        return True
+    if kind != "defined":
+        return False
+    if isinstance(info, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and info.decorator_list:
+        return False  # a decorator may bind the name to anything
+    if isinstance(info, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return True
+    if isinstance(info, ast.ClassDef):
+        # compared, the class object meets its metaclass's methods: its bases' metaclass, unless it names one
+        return not info.keywords and all(plain_operand(rules, facts, b, depth + 1) for b in info.bases)
+    # an assigned value (the binding's node is the value): a tuple of plain operands stays one
+    return isinstance(info, ast.Tuple) and all(plain_operand(rules, facts, x, depth + 1) for x in info.elts)
+
+
+def type_reaches(rules, facts: Facts, node: ast.AST) -> list[ast.AST] | None:
+    """The operands that may keep the class a `type` read at `node` hands over (the read itself, or a
+    one-argument call of it, or a local `t = type(x)` only asked about): [] when every comparison it meets
+    has plain operands or is by identity; None when its value flows on."""
+    call = facts.call_of(node) if isinstance(node, ast.Name) else None  # `x.__class__` is the class itself
+    value = call if call is not None else node
+    parent = facts.parent(value)
+    if call is not None and len(call.args) == 1 and isinstance(call.args[0], ast.Constant):
+        return []  # the class of a constant is never type itself
+    if call is not None and isinstance(parent, ast.Call) and parent.func is call and not parent.args + parent.keywords:
+        return []  # type(x)(): a fresh value; when x is a class, type() with no arguments fails
+    targets = [value]
+    if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+        t = parent.targets[0].id
+        targets = [
+            n
+            for u in facts.units
+            for part in u.parts
+            for n in ast.walk(part)
+            if isinstance(n, ast.Name) and n.id == t and isinstance(n.ctx, ast.Load)
+        ]
+    out = []
+    for target in targets:
+        receivers = type_receivers(facts, target)
+        if receivers is None or not _real_question(rules, facts, target):
+            return None
+        out += [r for r in receivers if not plain_operand(rules, facts, r)]
+    return out
+
+
+def _real_question(rules, facts: Facts, value: ast.AST) -> bool:
+    """A question (`str(t)`, `isinstance(x, t)`...) is asked of the builtin, not of a function of that name
+    the module binds (which would be handed the class)."""
+    p = facts.parent(value)
+    if isinstance(p, ast.Tuple):
+        p = facts.parent(p)
+    named = p.func.id if isinstance(p, ast.Call) and isinstance(p.func, ast.Name) else None
+    return named is None or rules.kind(named, facts)[0] == "builtin"
 
 
 def type_handed_over(rules, facts: Facts, old: Facts | None) -> bool:
     """A new comparison (==, <, in...; not `is`) of a `type` value with a name the file binds at module
-    level (or an attribute chain from one): that object's `__eq__`, or its metaclass's, is the file's
-    code and may keep the type it is handed. (Constants, builtins and imported names are inert.)"""
+    level, at any depth of the operands: that object's `__eq__`, or its metaclass's, is the file's code
+    and may keep the type it is handed. (Constants, builtins and plain names are inert; an imported
+    object is judged where a `type` value meets it, see type_reaches.)"""
     old_keys = {(u.path, u.key) for u in old.units} if old else set()
     if not any(name == "type" for name, *_ in facts.name_refs):
         return False
@@ -32,9 +135,12 @@ def type_handed_over(rules, facts: Facts, old: Facts | None) -> bool:
                 names = {n.id for n in ast.walk(cmp) if isinstance(n, ast.Name)}
                 if "type" not in names and not names & facts.locals:
                     continue
-                roots = {dotted(o).split(".")[0] for o in [cmp.left, *cmp.comparators] for o in _elements(o)}
-                for root in roots - {""} - facts.locals - facts.params:
-                    if rules.kind(root, facts)[0] in ("defined", "unknown"):
+                # every name in the operands, at any depth (`[type(v)] in [[handler]]`), unless plain
+                operands = [n for o in [cmp.left, *cmp.comparators] for n in ast.walk(o) if isinstance(n, ast.Name)]
+                for n in operands:
+                    if n.id in facts.locals or n.id in facts.params:
+                        continue
+                    if rules.kind(n.id, facts)[0] in ("defined", "unknown") and not plain_operand(rules, facts, n):
                         return True
     return False
 
