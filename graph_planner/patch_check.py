@@ -27,14 +27,19 @@ What a patch may do
    `type(x)(plain constant)`, `type(x)(<display or comprehension>)`, `return type(x)(x, *rest)` (a class
    builder would need a str, bases and a namespace). Never `type(x)(x)`: when x is a class that is type
    itself. "Asked about" counts only where every operand the class meets is plain (`plain_operand`:
-   constants, builtins, functions, literals and plainly-metaclassed classes of the file or of pure standard
-   modules, tuples and displays of these): a local, parameter, instance or other imported object may keep
-   it in its `__eq__` / `__contains__`, or return it from a rich comparison. There a `type(x)` may take a
-   computed x (the class reaches nothing that could keep it); elsewhere x and those operands are the
-   call's inputs (rule 6). A value that may be type itself (a `type` call; a function of the file that returns one, see
-   `type_returners`) is never read anew, and where the old function had it, its result goes only to the
-   old statements or is only asked about; (c) names the old function already read
-   (an import alias: in the same form); (d) names imported from modules outside `CAPABILITY_MODULES`,
+   constants, builtins, undecorated functions, literals and classes of the file without a metaclass of
+   their own, classes of pure standard modules, tuples and displays of these; `type(<constant>)`), and a
+   question calls the real builtin (a module-level `repr` would be handed the class): a local, parameter,
+   instance, other `type(...)` (its metaclass's `__eq__`) or other imported object may keep it in its
+   `__eq__` / `__contains__`, or return it from a rich comparison. There a `type(x)` may take a computed x
+   (the class reaches nothing that could keep it); elsewhere x and those operands are the call's inputs
+   (rule 6). `x.__class__` is `type(x)`: where the old function read it, it is judged like a `type` call
+   (harmless only asked about, called with no arguments or in the clone forms above). No patch changes
+   `__subclasshook__`, `__subclasscheck__` or `__instancecheck__` (`CLASS_HOOKS`): `isinstance(int, Abc)`
+   hands the hook `type` itself. A value that may be type itself (a `type` call; a function of the file
+   that returns one, see `type_returners`) is never read anew, and where the old function had it, its
+   result goes only to the old statements or is only asked about; (c) names the old function already
+   read (an import alias: in the same form); (d) names imported from modules outside `CAPABILITY_MODULES`,
    called (`f(x)`) or used as a class (a module alias never as a bare value: `m = re` would let `m.sys`
    through). A dotted chain through an imported name (`os.path.join`, `re.compile`) must appear in the
    unpatched file (through a capability module: and be in `PURE_CHAINS` or read by the old function), or
@@ -99,7 +104,9 @@ same object, `B = A; B.append(f())`); a function of another
 file of the package that returns `type(x)` (the check judges one file); state a pure module's method
 changes that `STATEFUL` does not list. Three independent reviews (2026-11-29) each found accepted
 routes of these kinds; the ones they found inside the rules are refused and tested
-(tests/unit/test_patch_check_order.py). The runtime guard, its name guard (which judges the name a
+(tests/unit/test_patch_check_order.py); two more (same day) found 14 routes to `type` itself through
+comparisons, `x.__class__` and class hooks, refused and tested in tests/unit/test_patch_check_type_compare.py.
+The runtime guard, its name guard (which judges the name a
 getattr, setattr, delattr or import_module in the package's own modules receives, wherever it came from)
 and the verdict's canaries are the second layer; for those four gadgets, a name carried from one call to
 the next in an outliving object is the name guard's alone (the check judges their inputs within a call:
