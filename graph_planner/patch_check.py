@@ -14,41 +14,43 @@ What a patch may do
 2. Not add, inside a body, an import, `global`, `nonlocal`, class, def, lambda, `match`, `yield` or
    `await` (a `yield` only where the function, and each def in it, is a generator exactly when it was);
    import statements and `global` / `nonlocal` names stay exactly as they were.
-3. Read, as a global or builtin (every scope in the function: comprehensions, lambdas, nested defs),
-   only: (a) names the file binds once, at top level, by a `def`, a `class`, a literal constant, or a
-   value that would itself pass these rules as new code (`PATTERN = re.compile("x")`: reading it gives
-   nothing the body could not compute); a builtin shadowed at module level is what the module binds; (b)
-   safe builtins (`SAFE_BUILTINS`: no type, getattr, setattr, delattr, hasattr, vars, dir, globals,
-   locals, object, eval, exec, compile, open, __import__, breakpoint, input, memoryview...); `type(x)`
-   only asked about (compared by identity, or by equality with constants, globals and other type calls:
-   a local's `__eq__` could keep it; its name or text; the real isinstance's class argument; a local only
-   so used; never a subscript: a defaultdict keeps its key, `typing.Union[type]` is type), or x's class
-   called on data while no class of the file steers a gadget: `type(x)(x, a, ...)`,
-   `type(x)(plain constant)`, `type(x)(<display or comprehension>)`, `return type(x)(x, *rest)` (a class
-   builder would need a str, bases and a namespace). Never `type(x)(x)`: when x is a class that is type
-   itself. "Asked about" counts only where every operand the class meets is plain (`plain_operand`:
-   constants, builtins, undecorated functions, literals and classes of the file without a metaclass of
-   their own, classes of pure standard modules, tuples and displays of these; `type(<constant>)`), and a
-   question calls the real builtin (a module-level `repr` would be handed the class): a local, parameter,
-   instance, other `type(...)` (its metaclass's `__eq__`) or other imported object may keep it in its
-   `__eq__` / `__contains__`, or return it from a rich comparison. There a `type(x)` may take a computed x
-   (the class reaches nothing that could keep it); elsewhere x and those operands are the call's inputs
-   (rule 6). `x.__class__` is `type(x)`: where the old function read it, it is judged like a `type` call
-   (harmless only asked about, called with no arguments or in the clone forms above). No patch changes
-   `__subclasshook__`, `__subclasscheck__` or `__instancecheck__` (`CLASS_HOOKS`): `isinstance(int, Abc)`
-   hands the hook `type` itself. A value that may be type itself (a `type` call; a function of the file
-   that returns one, see `type_returners`) is never read anew, and where the old function had it, its
-   result goes only to the old statements or is only asked about; (c) names the old function already
-   read (an import alias: in the same form); (d) names imported from modules outside `CAPABILITY_MODULES`,
-   called (`f(x)`) or used as a class (a module alias never as a bare value: `m = re` would let `m.sys`
-   through). A dotted chain through an imported name (`os.path.join`, `re.compile`) must appear in the
-   unpatched file (through a capability module: and be in `PURE_CHAINS` or read by the old function), or
-   resolve on this interpreter, through a module in `RESOLVABLE` and public names only, to a plain
-   function, class or value (never a metaclass, an Enum without members, whose functional API builds a
-   class, or `ABCMeta.register`). So `re.sys`, `collections._sys`, `enum.sys`, `enum.ReprEnum` are
-   refused. A class of the file is a class builder when it is a metaclass or an Enum without members
-   (bases read through import aliases and the file's own classes; annotations and `nonmember` are no
-   members): calling one is a gadget.
+3. Read, as a global or builtin (every scope in the function: comprehensions, lambdas, nested defs), only:
+   (a) names the file binds once, at top level, by a `def`, a `class`, a literal constant, or a value that
+   would itself pass these rules as new code (`PATTERN = re.compile("x")`: reading it gives nothing the body
+   could not compute); a builtin shadowed at module level is what the module binds; (b) safe builtins
+   (`SAFE_BUILTINS`: no type, getattr, setattr, delattr, hasattr, vars, dir, globals, locals, object, eval,
+   exec, compile, open, __import__, breakpoint, input, memoryview...); `type(x)` only asked about (compared
+   by identity, or by equality with constants, globals and other type calls: a local's `__eq__` could keep
+   it; its name or text; the real isinstance's class argument; a local only so used; never a subscript: a
+   defaultdict keeps its key, `typing.Union[type]` is type), or x's class called on data while no class of
+   the file steers a gadget: `type(x)(x, a, ...)`, `type(x)(plain constant)`, `type(x)(<display or
+   comprehension>)`, `return type(x)(x, *rest)` (a class builder would need a str, bases and a namespace).
+   Never `type(x)(x)`: when x is a class that is type itself. "Asked about" counts only where every operand
+   the class meets is plain (`plain_operand`: constants, builtins, undecorated functions, literals and
+   classes of the file without a metaclass of their own, classes of pure standard modules, tuples and
+   displays of these; `type(<constant>)`), and a question calls the real builtin (a module-level `repr`
+   would be handed the class): a local, parameter, instance, other `type(...)` (its metaclass's `__eq__`) or
+   other imported object may keep it in its `__eq__` / `__contains__`, or return it from a rich comparison.
+   There a `type(x)` may take a computed x (the class reaches nothing that could keep it); elsewhere x and
+   those operands are the call's inputs (rule 6). `x.__class__` is `type(x)`: where the old function read
+   it, it is judged like a `type` call (harmless only asked about, called with no arguments or in the clone
+   forms above). No patch changes `__subclasshook__`, `__subclasscheck__` or `__instancecheck__`
+   (`CLASS_HOOKS`): `isinstance(int, Abc)` hands the hook `type` itself; nor a method of a class builder (a
+   metaclass, an Enum without members), whose first parameter builds classes. In a module that may rebind
+   its names at run time (`globals()`, `vars()`, `.modules`, a star import) no name is plain and no builtin
+   is sure to be one; a `type` value stored in a global or nonlocal is never only asked about. A value that
+   may be type itself (a `type` call; a function of the file that returns one, see `type_returners`) is
+   never read anew, and where the old function had it, its result goes only to the old statements or is only
+   asked about; (c) names the old function already read (an import alias: in the same form); (d) names
+   imported from modules outside `CAPABILITY_MODULES`, called (`f(x)`) or used as a class (a module alias
+   never as a bare value: `m = re` would let `m.sys` through). A dotted chain through an imported name
+   (`os.path.join`, `re.compile`) must appear in the unpatched file (through a capability module: and be in
+   `PURE_CHAINS` or read by the old function), or resolve on this interpreter, through a module in
+   `RESOLVABLE` and public names only, to a plain function, class or value (never a metaclass, an Enum
+   without members, whose functional API builds a class, or `ABCMeta.register`). So `re.sys`,
+   `collections._sys`, `enum.sys`, `enum.ReprEnum` are refused. A class of the file is a class builder when
+   it is a metaclass or an Enum without members (bases read through import aliases and the file's own
+   classes; annotations and `nonmember` are no members): calling one is a gadget.
 4. Use no dunder or introspection word the old function did not use: names, attributes, keyword names
    (`dict(__eq__=...)`), parameters, string constants containing `__` (`"__globals__"`, `"x.__class__"`,
    dict keys), format fields (`"{0.f_back}"`), literal module constants it reads. Benign: `__init__`,
@@ -85,12 +87,12 @@ What a patch may do
    function decides. So a computed dunder (`"_" + "_globals__"`, `"%s" % ...`, f-strings, `.join`,
    `chr(95)`) reaches no gadget. The same holds for gadgets in unchanged functions and module code: none
    may take a value a changed function returns.
-7. Change no state other code reads: no store, augmented store or delete into an attribute of an
-   imported module or object (through a module-level name or a local that may hold one:
-   `json.encoder.encode_basestring_ascii = f` rewrote every JSON line the process wrote); no chain to
-   process-wide state of a pure module (`STATEFUL`: the decimal contexts, `random.seed`, warning filters,
-   `locale.setlocale`); no comparison of a type with a module-level object of the file (its `__eq__`
-   would be handed type itself).
+7. Change no state other code reads: no store, augmented store or delete (`setattr` / `delattr` with a
+   literal name included) into an attribute of an imported module or object (through a module-level name or
+   a local that may hold one: `json.encoder.encode_basestring_ascii = f` rewrote every JSON line the process
+   wrote); no chain to process-wide state of a pure module (`STATEFUL`: the decimal contexts, `random.seed`,
+   warning filters, `locale.setlocale`); no comparison of a type with a module-level object of the file (its
+   `__eq__` would be handed type itself).
 
 What it cannot judge
 --------------------
@@ -104,8 +106,9 @@ same object, `B = A; B.append(f())`); a function of another
 file of the package that returns `type(x)` (the check judges one file); state a pure module's method
 changes that `STATEFUL` does not list. Three independent reviews (2026-11-29) each found accepted
 routes of these kinds; the ones they found inside the rules are refused and tested
-(tests/unit/test_patch_check_order.py); two more (same day) found 14 routes to `type` itself through
-comparisons, `x.__class__` and class hooks, refused and tested in tests/unit/test_patch_check_type_compare.py.
+(tests/unit/test_patch_check_order.py); three more (same day) found 20 routes to `type` itself or a
+class builder through comparisons, `x.__class__`, class hooks, metaclass and Enum methods and names the
+module rebinds at run time, refused and tested in tests/unit/test_patch_check_type_compare.py.
 The runtime guard, its name guard (which judges the name a
 getattr, setattr, delattr or import_module in the package's own modules receives, wherever it came from)
 and the verdict's canaries are the second layer; for those four gadgets, a name carried from one call to
@@ -344,6 +347,12 @@ def screen(before: str, after: str) -> list[str]:
         "`isinstance(int, SomeABC)` calls `__subclasshook__(type)`)"
         for _, qual, _ in changed
         if qual.split(".")[-1] in CLASS_HOOKS
+    ]
+    reasons += [
+        f"in {qual.split('.')[-1]}: changes a method of a class builder (a metaclass or an Enum without "
+        "members): its first parameter builds classes (`mcs('X', (), ns)`, `cls('X', members)`)"
+        for k, qual, _ in changed
+        if id(rules.owner.get(id(rules.functions[k][1]))) in rules.builders
     ]
     for k, qual, old in changed:
         # what the other changed functions leave in module data (its own changes: its slices, in order)

@@ -246,7 +246,14 @@ def type_locals(f: Facts) -> None:
             for n in uses
             if not isinstance(n.ctx, ast.Load)
         )
-        if t and t not in f.params and stores_ok and all(_asks(f, n) for n in uses if isinstance(n.ctx, ast.Load)):
+        local = t in f.locals  # not a global or nonlocal (`global F; F = type(x)`): other code reads it
+        if (
+            t
+            and local
+            and t not in f.params
+            and stores_ok
+            and all(_asks(f, n) for n in uses if isinstance(n.ctx, ast.Load))
+        ):
             f.name_refs[k] = (name, "type-safe", node, i)
     f.reads = {}
     for name, form, *_ in f.name_refs:

@@ -134,6 +134,14 @@ class FileRules:
         self.star = any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in ast.walk(tree))
         self.scopes, self.class_scopes = function_scopes(text)
         self.functions = outer_functions(tree)
+        # names the module may rebind at run time, unseen by its bindings (`globals()['f'] = Keeper(f)`,
+        # `setattr(sys.modules[__name__], ...)`, a star import after a def): none of its names is plain
+        self.dynamic = self.star or any(
+            (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("globals", "vars"))
+            or (isinstance(n, ast.Attribute) and n.attr == "modules")
+            for n in ast.walk(tree)
+        )
+        self.builders = _class_builders(tree)
         self.owner = _owners(tree)
         # chains and callables outside the bodies, and of each body: the unpatched file's are these with
         # the changed bodies' own (the skeletons are equal)

@@ -52,7 +52,7 @@ def plain_operand(rules, facts: Facts, e: ast.AST, depth: int = 0) -> bool:
         )
     name = dotted(e)
     root, _, rest = name.partition(".")
-    if not root or root in facts.locals or root in facts.params:
+    if not root or root in facts.locals or root in facts.params or rules.dynamic:
         return False
     kind, info = rules.kind(root, facts)
     if kind == "alias":
@@ -91,6 +91,8 @@ def type_reaches(rules, facts: Facts, node: ast.AST) -> list[ast.AST] | None:
     targets = [value]
     if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
         t = parent.targets[0].id
+        if t not in facts.locals:
+            return None  # a global or nonlocal: other code reads it
         targets = [
             n
             for u in facts.units
@@ -114,7 +116,7 @@ def _real_question(rules, facts: Facts, value: ast.AST) -> bool:
     if isinstance(p, ast.Tuple):
         p = facts.parent(p)
     named = p.func.id if isinstance(p, ast.Call) and isinstance(p.func, ast.Name) else None
-    return named is None or rules.kind(named, facts)[0] == "builtin"
+    return named is None or (rules.kind(named, facts)[0] == "builtin" and not rules.dynamic)
 
 
 def type_handed_over(rules, facts: Facts, old: Facts | None) -> bool:
@@ -165,6 +167,14 @@ def foreign_stores(rules, facts: Facts) -> set[str]:
     out = set()
     for n in nodes:
         chain = dotted(n) if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load) else ""
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id in ("setattr", "delattr")
+            and rules.kind(n.func.id, facts)[0] == "builtin"
+            and n.args
+        ):
+            chain = dotted(n.args[0])  # `setattr(JSONEncoder, "item_separator", ";")` is a store too
         if chain and _from_import(rules, ast.Name(chain.split(".")[0], ast.Load()), facts, held):
             out.add(chain)
     return out

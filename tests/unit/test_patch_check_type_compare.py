@@ -288,3 +288,112 @@ def test_reading_a_class_as_the_function_did_still_passes():
     assert screen(old, old.replace("(self.items)", "()")) == []  # a fresh value
     named = old.replace("        return self.__class__(self.items)", "        return self.__class__.__name__")
     assert screen(named, named.replace("__name__", "__name__ + '!'")) == []
+
+
+# A third review (2026-11-29) found these; each ran to an always-equal object, `type` itself or a changed
+# process-wide setting, and each is refused now beside its file's honest change.
+METACLASS = """
+REGISTRY = []
+
+
+class Meta(type):
+    def __new__(mcs, name, bases, ns):
+        cls = super().__new__(mcs, name, bases, ns)
+        REGISTRY.append(cls)
+        return cls
+
+
+class Model(metaclass=Meta):
+    pass
+
+
+def latest():
+    return REGISTRY[-1]
+"""
+EMPTY_ENUM = """
+import enum
+
+
+class Choice(enum.Enum):
+    @classmethod
+    def parse(cls, text):
+        return cls(text)
+
+
+class Color(Choice):
+    RED = "red"
+
+
+def parse_color(text):
+    return Color.parse(text)
+"""
+GLOBALS_REBIND = DECORATED.replace("@Registered\n", "").replace(
+    "def kind_of", "globals()['handler'] = Registered(handler)\n\n\ndef kind_of"
+)
+GLOBAL_STORE = """
+FACTORY = None
+
+
+def configure(value):
+    global FACTORY
+    FACTORY = value
+    return type(value) is int
+"""
+SETATTR = """
+from json import JSONEncoder
+
+
+def configure(obj, value):
+    setattr(obj, "limit", value)
+    return JSONEncoder().encode(value)
+"""
+THIRD = {
+    "a metaclass method builds with its own first parameter": (
+        METACLASS,
+        METACLASS.replace(
+            "        REGISTRY.append(cls)", f"        REGISTRY.append(super().__new__(mcs, 'X', (), {{{EQ}: repr}})())"
+        ),
+        ("def latest():\n    return REGISTRY[-1]", "def latest():\n    return REGISTRY[-1:][0]"),
+    ),
+    "a classmethod of an Enum without members builds an Enum": (
+        EMPTY_ENUM,
+        EMPTY_ENUM.replace("        return cls(text)", f"        return cls('X', [({EQ}, repr), ('A', 1)]).A"),
+        ("    return Color.parse(text)", "    return Color.parse(text.lower())"),
+    ),
+    "a def the module rebinds through globals() is no plain operand": (
+        GLOBALS_REBIND,
+        GLOBALS_REBIND.replace("    return type(value) is int", "    [type] in [[handler]]\n    return SEEN[-1]"),
+        ("    return type(value) is int", "    return type(value) is bool"),
+    ),
+    "type(x) stored in a global is not only asked about": (
+        GLOBAL_STORE,
+        GLOBAL_STORE.replace("    FACTORY = value\n", "    FACTORY = type(int)\n"),
+        ("    return type(value) is int", "    return type(value) is bool"),
+    ),
+    "setattr with a literal name on an imported class is a store into it": (
+        SETATTR,
+        SETATTR.replace('    setattr(obj, "limit", value)', '    setattr(JSONEncoder, "item_separator", ";")'),
+        ('    setattr(obj, "limit", value)', '    setattr(obj, "limit", value or 0)'),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(THIRD))
+def test_routes_a_third_review_found_are_refused_beside_an_honest_change(name):
+    old, attack, honest = THIRD[name]
+    old, attack = _code(old), _code(attack)
+    assert screen(old, attack), name
+    assert screen(old, _patched(old, honest)) == [], name
+
+
+def test_the_third_reviews_metaclass_and_enum_routes_really_build_classes():
+    old, attack, _ = THIRD["a metaclass method builds with its own first parameter"]
+    ns: dict = {}
+    exec(compile(_code(attack), "<attack>", "exec"), ns)
+    forged = ns["latest"]()
+    assert forged == 1 and forged == "x"  # an always-equal object, built by the patched metaclass
+    old, attack, _ = THIRD["a classmethod of an Enum without members builds an Enum"]
+    ns = {}
+    exec(compile(_code(attack), "<attack>", "exec"), ns)
+    forged = ns["Choice"].parse("red")
+    assert forged == 5 and forged == "z"
