@@ -34,23 +34,25 @@ What a patch may do
    There a `type(x)` may take a computed x (the class reaches nothing that could keep it); elsewhere x and
    those operands are the call's inputs (rule 6). `x.__class__` is `type(x)`: where the old function read
    it, it is judged like a `type` call (harmless only asked about, called with no arguments or in the clone
-   forms above). No patch changes `__subclasshook__`, `__subclasscheck__` or `__instancecheck__`
-   (`CLASS_HOOKS`): `isinstance(int, Abc)` hands the hook `type` itself; nor a method of a class builder (a
-   metaclass, an Enum without members), whose first parameter builds classes. In a module that may rebind
-   its names at run time (`globals()`, `vars()`, `.modules`, a star import) no name is plain and no builtin
-   is sure to be one; a `type` value stored in a global or nonlocal is never only asked about. A value that
-   may be type itself (a `type` call; a function of the file that returns one, see `type_returners`) is
-   never read anew, and where the old function had it, its result goes only to the old statements or is only
-   asked about; (c) names the old function already read (an import alias: in the same form); (d) names
-   imported from modules outside `CAPABILITY_MODULES`, called (`f(x)`) or used as a class (a module alias
-   never as a bare value: `m = re` would let `m.sys` through). A dotted chain through an imported name
-   (`os.path.join`, `re.compile`) must appear in the unpatched file (through a capability module: and be in
-   `PURE_CHAINS` or read by the old function), or resolve on this interpreter, through a module in
-   `RESOLVABLE` and public names only, to a plain function, class or value (never a metaclass, an Enum
-   without members, whose functional API builds a class, or `ABCMeta.register`). So `re.sys`,
-   `collections._sys`, `enum.sys`, `enum.ReprEnum` are refused. A class of the file is a class builder when
-   it is a metaclass or an Enum without members (bases read through import aliases and the file's own
-   classes; annotations and `nonmember` are no members): calling one is a gadget.
+   forms above). No patch changes a function whose parameters Python may fill with `type` itself or a class
+   builder (graph_planner/patch_hooks.py): `__subclasshook__`, `__subclasscheck__`, `__instancecheck__`
+   (`isinstance(int, Abc)` hands the hook `type`), a method of a class builder (a metaclass, an Enum without
+   sure members), in a file with a class builder `__set_name__`, `__get__`, `__init_subclass__`,
+   `__class_getitem__`, `__mro_entries__`, and every function of the file one of these hands a parameter to.
+   In a module that may rebind its names at run time (`globals()`, `vars()`, `.modules`, a star import) no
+   name is plain and no builtin is sure to be one; a `type` value stored in a global or nonlocal is never
+   only asked about. A value that may be type itself (a `type` call; a function of the file that returns
+   one, see `type_returners`) is never read anew, and where the old function had it, its result goes only to
+   the old statements or is only asked about; (c) names the old function already read (an import alias: in
+   the same form); (d) names imported from modules outside `CAPABILITY_MODULES`, called (`f(x)`) or used as
+   a class (a module alias never as a bare value: `m = re` would let `m.sys` through). A dotted chain
+   through an imported name (`os.path.join`, `re.compile`) must appear in the unpatched file (through a
+   capability module: and be in `PURE_CHAINS` or read by the old function), or resolve on this interpreter,
+   through a module in `RESOLVABLE` and public names only, to a plain function, class or value (never a
+   metaclass, an Enum without members, whose functional API builds a class, or `ABCMeta.register`). So
+   `re.sys`, `collections._sys`, `enum.sys`, `enum.ReprEnum` are refused. A class of the file is a class
+   builder when it is a metaclass or an Enum without members (bases read through import aliases and the
+   file's own classes; annotations and `nonmember` are no members): calling one is a gadget.
 4. Use no dunder or introspection word the old function did not use: names, attributes, keyword names
    (`dict(__eq__=...)`), parameters, string constants containing `__` (`"__globals__"`, `"x.__class__"`,
    dict keys), format fields (`"{0.f_back}"`), literal module constants it reads. Benign: `__init__`,
@@ -88,10 +90,12 @@ What a patch may do
    `chr(95)`) reaches no gadget. The same holds for gadgets in unchanged functions and module code: none
    may take a value a changed function returns.
 7. Change no state other code reads: no store, augmented store or delete (`setattr` / `delattr` with a
-   literal name included) into an attribute of an imported module or object (through a module-level name or
-   a local that may hold one: `json.encoder.encode_basestring_ascii = f` rewrote every JSON line the process
+   literal name, an item store, `operator.setitem`, an in-place method such as `.update` or `.clear`
+   included) into an attribute or item of an imported module or object (through a module-level name or a
+   local that may hold one: `json.encoder.encode_basestring_ascii = f` rewrote every JSON line the process
    wrote); no chain to process-wide state of a pure module (`STATEFUL`: the decimal contexts, `random.seed`,
-   warning filters, `locale.setlocale`); no comparison of a type with a module-level object of the file (its
+   warning filters, `locale.setlocale`, class decorators such as `dataclasses.dataclass` handed a library's
+   class anew, `copy.dispatch_table`); no comparison of a type with a module-level object of the file (its
    `__eq__` would be handed type itself).
 
 What it cannot judge
@@ -106,8 +110,8 @@ same object, `B = A; B.append(f())`); a function of another
 file of the package that returns `type(x)` (the check judges one file); state a pure module's method
 changes that `STATEFUL` does not list. Three independent reviews (2026-11-29) each found accepted
 routes of these kinds; the ones they found inside the rules are refused and tested
-(tests/unit/test_patch_check_order.py); three more (same day) found 20 routes to `type` itself or a
-class builder through comparisons, `x.__class__`, class hooks, metaclass and Enum methods and names the
+(tests/unit/test_patch_check_order.py); four more (same day) found 28 routes to `type` itself, a
+class builder or library state through comparisons, `x.__class__`, class hooks, metaclass and Enum methods and names the
 module rebinds at run time, refused and tested in tests/unit/test_patch_check_type_compare.py.
 The runtime guard, its name guard (which judges the name a
 getattr, setattr, delattr or import_module in the package's own modules receives, wherever it came from)
@@ -126,6 +130,7 @@ import re
 
 from graph_planner.patch_facts import Facts, function_facts
 from graph_planner.patch_helpers import FileRules
+from graph_planner.patch_hooks import CLASS_HOOKS, hook_reasons  # noqa: F401 - CLASS_HOOKS: the docstring's list
 from graph_planner.patch_policy import (  # noqa: F401 - the lists are part of this module's interface
     CAPABILITY_MODULES,
     GADGET_ATTRS,
@@ -206,10 +211,6 @@ def changed_functions(before: str, after: str) -> list[tuple[str, tuple[int, int
 def _rules(text: str) -> FileRules:
     """The rules of one file text (pure helpers are worked out once per text)."""
     return FileRules(ast.parse(text), text)
-
-
-# Methods Python calls with a class's class (`type` itself, when it checks a class): a changed body could keep it.
-CLASS_HOOKS = frozenset({"__subclasshook__", "__subclasscheck__", "__instancecheck__"})
 
 
 def _facts(judge: Judge, fn: ast.AST, scopes: dict, qual: str) -> Facts:
@@ -342,18 +343,7 @@ def screen(before: str, after: str) -> list[str]:
     tainted = _tainted(rules, {q for _, q, _ in changed})
     state = _state(rules, {k for k, *_ in changed})
     judge = Judge(rules, chains, callables, tainted)
-    reasons = [
-        f"in {qual.split('.')[-1]}: changes a method the interpreter hands a class's class (type itself: "
-        "`isinstance(int, SomeABC)` calls `__subclasshook__(type)`)"
-        for _, qual, _ in changed
-        if qual.split(".")[-1] in CLASS_HOOKS
-    ]
-    reasons += [
-        f"in {qual.split('.')[-1]}: changes a method of a class builder (a metaclass or an Enum without "
-        "members): its first parameter builds classes (`mcs('X', (), ns)`, `cls('X', members)`)"
-        for k, qual, _ in changed
-        if id(rules.owner.get(id(rules.functions[k][1]))) in rules.builders
-    ]
+    reasons = hook_reasons(rules, [qual for _, qual, _ in changed])
     for k, qual, old in changed:
         # what the other changed functions leave in module data (its own changes: its slices, in order)
         judge.state = frozenset().union(*(v for j, v in state.items() if j != k))

@@ -106,11 +106,14 @@ def _class_builders(tree: ast.Module) -> set[int]:
 
 
 def _members(cls: ast.ClassDef) -> list[str]:
+    """Names an Enum body surely makes members: assigned a value that is no descriptor (a call may build
+    one, `label = Desc("x")`, which Enum keeps as a plain attribute) and not `nonmember(...)`; `auto()`
+    and literals are members."""
     out = []
     for s in cls.body:
         if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
             call = s.value.func if isinstance(s.value, ast.Call) else None
-            if (getattr(call, "id", None) or getattr(call, "attr", None)) == "nonmember":
+            if call is not None and (getattr(call, "id", None) or getattr(call, "attr", None)) != "auto":
                 continue
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
             out += [t.id for t in targets if isinstance(t, ast.Name) and not t.id.startswith("_")]

@@ -81,6 +81,15 @@ STATEFUL = (
     "warnings.resetwarnings",
     "warnings.filters",
     "locale.setlocale",
+    # decorators that rewrite the class they are handed (a class of a library, handed anew by a body)
+    "dataclasses.dataclass",
+    "typing.no_type_check",
+    "typing.runtime_checkable",
+    "typing.final",
+    "functools.total_ordering",
+    "abc.update_abstractmethods",
+    "copy.dispatch_table",
+    "copyreg.dispatch_table",
 )
 
 

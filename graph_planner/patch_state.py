@@ -147,6 +147,13 @@ def type_handed_over(rules, facts: Facts, old: Facts | None) -> bool:
     return False
 
 
+# Methods that change a container in place: called on an imported object, they change the library's state.
+MUTATORS = frozenset(
+    "append extend insert remove pop popitem clear update setdefault add discard sort reverse __setitem__ "
+    "__delitem__ appendleft extendleft rotate".split()
+)
+
+
 def foreign_stores(rules, facts: Facts) -> set[str]:
     """Attribute chains the code assigns, augments or deletes that start at an import alias, or at a
     module-level name bound to one (`enc = json.encoder`): `json.encoder.encode_basestring_ascii = f`
@@ -167,14 +174,15 @@ def foreign_stores(rules, facts: Facts) -> set[str]:
     out = set()
     for n in nodes:
         chain = dotted(n) if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load) else ""
-        if (
-            isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Name)
-            and n.func.id in ("setattr", "delattr")
-            and rules.kind(n.func.id, facts)[0] == "builtin"
-            and n.args
-        ):
-            chain = dotted(n.args[0])  # `setattr(JSONEncoder, "item_separator", ";")` is a store too
+        if isinstance(n, ast.Subscript) and not isinstance(n.ctx, ast.Load):
+            chain = dotted(n.value)  # `html.entities.html5["amp;"] = "Z"` changes every later unescape
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in MUTATORS:
+            chain = dotted(n.func.value)  # `copy.dispatch_table.update(...)`: the library's own table
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.args:
+            if n.func.id in ("setattr", "delattr") and rules.kind(n.func.id, facts)[0] == "builtin":
+                chain = dotted(n.args[0])  # `setattr(JSONEncoder, "item_separator", ";")` is a store too
+        if isinstance(n, ast.Call) and dotted(n.func).split(".")[-1] in ("setitem", "delitem") and n.args:
+            chain = chain or dotted(n.args[0])  # operator.setitem(table, key, value)
         if chain and _from_import(rules, ast.Name(chain.split(".")[0], ast.Load()), facts, held):
             out.add(chain)
     return out
