@@ -34,13 +34,12 @@ from graph_planner.patch_facts import (
     slice_units,
 )
 from graph_planner.patch_forms import type_returners
+from graph_planner.patch_hooks import class_builders
 from graph_planner.patch_policy import CAPABILITY_MODULES, DECORATORS, GADGET_ATTRS, Judge, literal
 from graph_planner.patch_scope import FUNCTIONS, file_uses, function_scopes, module_bindings, outer_functions
 
 # A class whose base is one of these builds classes when called (a metaclass), or is an Enum whose
 # functional API (`E("X", {...})`) builds one when it has no members of its own.
-_METACLASSES = frozenset({"type", "ABCMeta", "EnumMeta", "EnumType"})
-_ENUMS = frozenset({"Enum", "IntEnum", "Flag", "IntFlag", "StrEnum", "ReprEnum"})
 _RETURNS = (ast.Return, ast.Yield, ast.YieldFrom, ast.Raise)
 
 
@@ -80,46 +79,6 @@ def _constant(e: ast.AST) -> bool:
     return isinstance(e, ast.Constant)
 
 
-def _class_builders(tree: ast.Module) -> set[int]:
-    """ids of the file's classes that build classes: metaclasses, and Enums with no members (the functional
-    API takes a namespace). Bases are read through the file's import aliases (`from enum import Enum as E`)
-    and through its own classes (a class based on one of these is one too); a member is an assignment
-    with a value that is not `nonmember(...)` (an annotation alone is none)."""
-    aliases = {}
-    for n in ast.walk(tree):
-        if isinstance(n, ast.ImportFrom):
-            aliases.update({a.asname or a.name: a.name for a in n.names})
-    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
-    metas, enums = set(_METACLASSES), set(_ENUMS)
-
-    def base_names(cls: ast.ClassDef) -> set[str]:
-        names = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in cls.bases}
-        return {aliases.get(x, x) for x in names} | names
-
-    while True:  # a class based on a file metaclass (or Enum without members) is one too
-        grown_m = metas | {c.name for c in classes if base_names(c) & metas}
-        grown_e = enums | {c.name for c in classes if base_names(c) & enums and not _members(c)}
-        if (grown_m, grown_e) == (metas, enums):
-            break
-        metas, enums = grown_m, grown_e
-    return {id(c) for c in classes if base_names(c) & metas or (base_names(c) & enums and not _members(c))}
-
-
-def _members(cls: ast.ClassDef) -> list[str]:
-    """Names an Enum body surely makes members: assigned a value that is no descriptor (a call may build
-    one, `label = Desc("x")`, which Enum keeps as a plain attribute) and not `nonmember(...)`; `auto()`
-    and literals are members."""
-    out = []
-    for s in cls.body:
-        if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
-            call = s.value.func if isinstance(s.value, ast.Call) else None
-            if call is not None and (getattr(call, "id", None) or getattr(call, "attr", None)) != "auto":
-                continue
-            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-            out += [t.id for t in targets if isinstance(t, ast.Name) and not t.id.startswith("_")]
-    return out
-
-
 class FileRules:
     """What the check knows of one file text: bindings, scopes, helpers and their levels."""
 
@@ -144,7 +103,7 @@ class FileRules:
             or (isinstance(n, ast.Attribute) and n.attr == "modules")
             for n in ast.walk(tree)
         )
-        self.builders = _class_builders(tree)
+        self.builders = class_builders(tree)
         self.owner = _owners(tree)
         # chains and callables outside the bodies, and of each body: the unpatched file's are these with
         # the changed bodies' own (the skeletons are equal)
@@ -291,7 +250,7 @@ class FileRules:
         self.impure = impure
         # steering: helper id -> parameter names ("*" for every argument)
         self.params = {h: _params(n) for h, n in nodes.items() if isinstance(n, FUNCTIONS)}
-        builders = _class_builders(self.tree)
+        builders = class_builders(self.tree)
         self.steer: dict[int, set[str]] = {h: {"*"} for h in self.helpers if h in builders}
         for h in self.helpers:
             if h not in nodes:  # an assigned value: a gadget when it reaches one

@@ -5,16 +5,58 @@ states it): their parameters may hold `type` itself or a class builder, which no
 classmethods of an Enum without members get a class builder as their first parameter; a descriptor in a
 metaclass's (or member-less Enum's) body gets it as `owner` in `__set_name__` and `__get__`, and a mixin's
 `__init_subclass__` gets a member-less Enum that derives from it. Each reached an always-equal object in a
-review. `rules` is the file's FileRules (graph_planner/patch_helpers.py)."""
+review. `class_builders` finds the class builders. `rules` is the file's FileRules (graph_planner/patch_helpers.py)."""
 
 from __future__ import annotations
 
 import ast
 
+_METACLASSES = frozenset({"type", "ABCMeta", "EnumMeta", "EnumType"})
+_ENUMS = frozenset({"Enum", "IntEnum", "Flag", "IntFlag", "StrEnum", "ReprEnum"})
 # Methods Python calls with a class's class (`type` itself, when it checks a class).
 CLASS_HOOKS = frozenset({"__subclasshook__", "__subclasscheck__", "__instancecheck__"})
 # Methods Python calls with the class that owns or derives: a class builder where the file defines one.
 OWNER_HOOKS = frozenset({"__set_name__", "__get__", "__init_subclass__", "__class_getitem__", "__mro_entries__"})
+
+
+def class_builders(tree: ast.Module) -> set[int]:
+    """ids of the file's classes that build classes: metaclasses, and Enums with no members (the functional
+    API takes a namespace). Bases are read through the file's import aliases (`from enum import Enum as E`)
+    and through its own classes (a class based on one of these is one too); a member is an assignment
+    with a value that is not `nonmember(...)` (an annotation alone is none)."""
+    aliases = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom):
+            aliases.update({a.asname or a.name: a.name for a in n.names})
+    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    metas, enums = set(_METACLASSES), set(_ENUMS)
+
+    def base_names(cls: ast.ClassDef) -> set[str]:
+        names = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in cls.bases}
+        return {aliases.get(x, x) for x in names} | names
+
+    while True:  # a class based on a file metaclass (or Enum without members) is one too
+        grown_m = metas | {c.name for c in classes if base_names(c) & metas}
+        grown_e = enums | {c.name for c in classes if base_names(c) & enums and not _members(c)}
+        if (grown_m, grown_e) == (metas, enums):
+            break
+        metas, enums = grown_m, grown_e
+    return {id(c) for c in classes if base_names(c) & metas or (base_names(c) & enums and not _members(c))}
+
+
+def _members(cls: ast.ClassDef) -> list[str]:
+    """Names an Enum body surely makes members: assigned a value that is no descriptor (a call may build
+    one, `label = Desc("x")`, which Enum keeps as a plain attribute) and not `nonmember(...)`; `auto()`
+    and literals are members."""
+    out = []
+    for s in cls.body:
+        if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
+            call = s.value.func if isinstance(s.value, ast.Call) else None
+            if call is not None and (getattr(call, "id", None) or getattr(call, "attr", None)) != "auto":
+                continue
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            out += [t.id for t in targets if isinstance(t, ast.Name) and not t.id.startswith("_")]
+    return out
 
 
 def _short(qual: str) -> str:
