@@ -8,6 +8,7 @@ import abc
 import ast
 import builtins
 import enum
+import sys
 import types
 
 from graph_planner.patch_facts import Facts
@@ -25,6 +26,18 @@ def _plain_object(obj: object) -> bool:
     if obj is UNRESOLVED:
         return False
     return isinstance(obj, _PLAIN_VALUES) or (isinstance(obj, type) and type(obj) in _PLAIN_METACLASSES)
+
+
+def _standard(module: str, parts: tuple[str, ...]) -> object:
+    """`module.parts...` of a standard-library module this process has already imported (`ast.Name`), or
+    what `resolved` gives: only to learn what a compared object is, so capability modules count too, but
+    nothing is imported for it and no private name is followed."""
+    found = sys.modules.get(module)
+    if module.split(".")[0] not in sys.stdlib_module_names or found is None or any(p.startswith("_") for p in parts):
+        return resolved(module, parts)
+    for p in parts:
+        found = getattr(found, p, UNRESOLVED)
+    return found
 
 
 def plain_operand(rules, facts: Facts, e: ast.AST, depth: int = 0) -> bool:
@@ -57,7 +70,7 @@ def plain_operand(rules, facts: Facts, e: ast.AST, depth: int = 0) -> bool:
     kind, info = rules.kind(root, facts)
     if kind == "alias":
         parts = tuple(rest.split(".")) if rest else ()
-        return all(o[1] is not None and _plain_object(resolved(o[3], (o[1],) * bool(o[1]) + parts)) for o in info)
+        return all(o[1] is not None and _plain_object(_standard(o[3], (o[1],) * bool(o[1]) + parts)) for o in info)
     if rest:
         return False  # an attribute of the file's object or class may hold anything
     if kind == "builtin":
