@@ -90,13 +90,14 @@ What a patch may do
    `chr(95)`) reaches no gadget. The same holds for gadgets in unchanged functions and module code: none
    may take a value a changed function returns.
 7. Change no state other code reads: no store, augmented store or delete (`setattr` / `delattr` with a
-   literal name, an item store, `operator.setitem`, an in-place method such as `.update` or `.clear`
-   included) into an attribute or item of an imported module or object (through a module-level name or a
-   local that may hold one: `json.encoder.encode_basestring_ascii = f` rewrote every JSON line the process
-   wrote); no chain to process-wide state of a pure module (`STATEFUL`: the decimal contexts, `random.seed`,
-   warning filters, `locale.setlocale`, class decorators such as `dataclasses.dataclass` handed a library's
-   class anew, `copy.dispatch_table`); no comparison of a type with a module-level object of the file (its
-   `__eq__` would be handed type itself).
+   literal name, an item store, `operator.setitem` / `ior`, an in-place method such as `.update` or
+   `.clear`, called or handed on as a value, included) into an attribute or item of an imported module or
+   object (through a module-level name, a logger a capability module returns, a local that may hold one
+   however it was bound, or any expression that hands one on: `json.encoder.encode_basestring_ascii = f`
+   rewrote every JSON line the process wrote); no chain to process-wide state of a pure module (`STATEFUL`:
+   the decimal contexts, `random.seed`, warning filters, `locale.setlocale`, class decorators such as
+   `dataclasses.dataclass` handed a library's class anew, `copy.dispatch_table`); no comparison of a type
+   with a module-level object of the file (its `__eq__` would be handed type itself).
 
 What it cannot judge
 --------------------
@@ -110,9 +111,15 @@ same object, `B = A; B.append(f())`); a function of another
 file of the package that returns `type(x)` (the check judges one file); state a pure module's method
 changes that `STATEFUL` does not list. Three independent reviews (2026-11-29) each found accepted
 routes of these kinds; the ones they found inside the rules are refused and tested
-(tests/unit/test_patch_check_order.py); four more (same day) found 28 routes to `type` itself, a
-class builder or library state through comparisons, `x.__class__`, class hooks, metaclass and Enum methods and names the
-module rebinds at run time, refused and tested in tests/unit/test_patch_check_type_compare.py.
+(tests/unit/test_patch_check_order.py); five more (same day) found 48 routes to `type` itself, a class builder
+or library state; 33 are refused and tested (tests/unit/test_patch_check_type_compare.py,
+tests/unit/test_patch_check_hooks.py). Open, found by the fifth (the class-hook rule follows calls by
+name only): a hook that hands its parameter on through a container, an alias, `functools.partial`, a
+walrus, `C.__mro__`, a class's `__init__` or a hook bound by assignment (`__subclasshook__ =
+classmethod(_hook)`); class builders the file does not show (a metaclass based on `type(object)` or an
+alias, a builder imported from another file of the package, an Enum whose `_ignore_` hides its only
+member); and unchanged code that hands `type(x)` to a function or object of the file (`_handler_for(type(obj))`,
+a dict subclass's `__missing__`, a keeper's `__contains__`), whose changed body may keep it.
 The runtime guard, its name guard (which judges the name a
 getattr, setattr, delattr or import_module in the package's own modules receives, wherever it came from)
 and the verdict's canaries are the second layer; for those four gadgets, a name carried from one call to

@@ -13,7 +13,7 @@ import types
 
 from graph_planner.patch_facts import Facts
 from graph_planner.patch_forms import dotted, type_receivers
-from graph_planner.patch_lists import UNRESOLVED, resolved
+from graph_planner.patch_lists import CAPABILITY_MODULES, UNRESOLVED, resolved
 
 # Metaclasses whose comparison and membership methods are the interpreter's or keep nothing they are handed.
 _PLAIN_METACLASSES = (type, abc.ABCMeta, enum.EnumMeta)
@@ -163,40 +163,119 @@ def type_handed_over(rules, facts: Facts, old: Facts | None) -> bool:
 # Methods that change a container in place: called on an imported object, they change the library's state.
 MUTATORS = frozenset(
     "append extend insert remove pop popitem clear update setdefault add discard sort reverse __setitem__ "
-    "__delitem__ appendleft extendleft rotate".split()
+    "__delitem__ appendleft extendleft rotate intersection_update difference_update symmetric_difference_update "
+    "setLevel addHandler removeHandler addFilter removeFilter disable".split()
 )
+
+
+# Builtins whose result is a new object built from their argument's items.
+COPIES = frozenset("dict list set frozenset tuple sorted str repr bytes bytearray len bool int float".split())
+# operator's functions that change their first argument in place.
+IN_PLACE = frozenset(
+    "setitem delitem iadd iand iconcat ifloordiv ilshift imod imul imatmul ior ipow irshift isub itruediv ixor".split()
+)
+
+
+def _imported_chain(rules, chain: str, facts: Facts, held: set[str]) -> bool:
+    return bool(chain) and _from_import(rules, ast.Name(chain.split(".")[0], ast.Load()), facts, held)
+
+
+def _library_value(rules, e: ast.AST, facts: Facts, held: set[str]) -> str:
+    """The first chain in `e` that hands on an imported object itself (not only calls it): `[table][0]`,
+    `None or table`, `helper(table)`, a library call's result (`logging.getLogger()`); '' when none."""
+    calls = [c for c in ast.walk(e) if isinstance(c, ast.Call)]
+    called = {id(x) for c in calls for x in ast.walk(c.func)}
+    # `dict(table)`, `sorted(table)`: a builtin's fresh copy of it, not the object
+    called |= {
+        id(x)
+        for c in calls
+        if isinstance(c.func, ast.Name) and c.func.id in COPIES and rules.kind(c.func.id, facts)[0] == "builtin"
+        for a in c.args
+        if dotted(a)
+        for x in ast.walk(a)
+    }
+    for n in ast.walk(e):
+        root = dotted(n.func).split(".")[0] if isinstance(n, ast.Call) else ""
+        if root and rules.kind(root, facts)[0] == "alias" and _capability_alias(rules, root, facts):
+            return dotted(n.func) + "()"  # the shared object a capability module returns (a logger, a module)
+        if isinstance(n, ast.Name) and id(n) not in called and _imported_chain(rules, n.id, facts, held):
+            top = n
+            while isinstance(facts.parent(top), ast.Attribute) and facts.parent(top).value is top:
+                top = facts.parent(top)
+            return dotted(top) or n.id
+    return ""
+
+
+def _bindings(nodes: list[ast.AST], facts: Facts) -> list[tuple[list[ast.AST], ast.AST]]:
+    """(targets, value) of every binding: assignments, walrus, for and comprehension targets, with-as (a
+    loop's header is a unit of its own: its target is found through its parent)."""
+    out = []
+    for n in nodes:
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            top = n
+            while isinstance(facts.parent(top), (ast.Tuple, ast.List, ast.Starred)):
+                top = facts.parent(top)
+            loop = facts.parent(top)
+            if isinstance(loop, (ast.For, ast.AsyncFor, ast.comprehension)) and loop.target is top:
+                out.append(([n], loop.iter))
+    for a in nodes:
+        if isinstance(a, (ast.Assign, ast.NamedExpr, ast.AnnAssign, ast.AugAssign)) and a.value is not None:
+            out.append((a.targets if isinstance(a, ast.Assign) else [a.target], a.value))
+        elif isinstance(a, (ast.For, ast.AsyncFor, ast.comprehension)):
+            out.append(([a.target], a.iter))
+        elif isinstance(a, ast.withitem) and a.optional_vars is not None:
+            out.append(([a.optional_vars], a.context_expr))
+    return out
 
 
 def foreign_stores(rules, facts: Facts) -> set[str]:
     """Attribute chains the code assigns, augments or deletes that start at an import alias, or at a
     module-level name bound to one (`enc = json.encoder`): `json.encoder.encode_basestring_ascii = f`
-    rewrote every JSON line the process wrote, a signed report included."""
+    rewrote every JSON line the process wrote, a signed report included. So do item stores, in-place
+    methods (also handed on as values) and operator functions on such objects, through any local that
+    may hold one (however bound) and any expression that hands one on."""
     nodes = [n for u in facts.units for part in u.parts for n in ast.walk(part)]
-    held = set()  # locals that may hold an imported object: `c = decimal.DefaultContext; c.prec = 1`
+    held: set[str] = set()  # locals that may hold an imported object: `c = decimal.DefaultContext; c.prec = 1`
     while True:
         grown = held | {
             t.id
-            for a in nodes
-            if isinstance(a, (ast.Assign, ast.NamedExpr, ast.AnnAssign)) and a.value is not None
-            for t in (a.targets if isinstance(a, ast.Assign) else [a.target])
-            if isinstance(t, ast.Name) and _from_import(rules, a.value, facts, held)
+            for targets, value in _bindings(nodes, facts)
+            if _library_value(rules, value, facts, held)
+            for target in targets
+            for t in ast.walk(target)
+            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)  # `rv["c"] = x` does not rebind rv
         }
         if grown == held:
             break
         held = grown
     out = set()
     for n in nodes:
-        chain = dotted(n) if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load) else ""
-        if isinstance(n, ast.Subscript) and not isinstance(n.ctx, ast.Load):
-            chain = dotted(n.value)  # `html.entities.html5["amp;"] = "Z"` changes every later unescape
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in MUTATORS:
-            chain = dotted(n.func.value)  # `copy.dispatch_table.update(...)`: the library's own table
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.args:
-            if n.func.id in ("setattr", "delattr") and rules.kind(n.func.id, facts)[0] == "builtin":
-                chain = dotted(n.args[0])  # `setattr(JSONEncoder, "item_separator", ";")` is a store too
-        if isinstance(n, ast.Call) and dotted(n.func).split(".")[-1] in ("setitem", "delitem") and n.args:
-            chain = chain or dotted(n.args[0])  # operator.setitem(table, key, value)
-        if chain and _from_import(rules, ast.Name(chain.split(".")[0], ast.Load()), facts, held):
+        chain = ""
+        if isinstance(n, (ast.Attribute, ast.Subscript)) and not isinstance(n.ctx, ast.Load):
+            # `html.entities.html5["amp;"] = "Z"`, `[table][0]["k"] = v`, `logging.getLogger().disabled = True`
+            chain = dotted(n) if isinstance(n, ast.Attribute) else ""
+            chain = chain if _imported_chain(rules, chain, facts, held) else _library_value(rules, n.value, facts, held)
+        elif isinstance(n, ast.Attribute) and n.attr in MUTATORS:
+            # `copy.dispatch_table.update(...)`, and the bound method as a value (`map(table.update, ...)`)
+            chain = _library_value(rules, n.value, facts, held)
+        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id in held:
+            chain = n.target.id  # `d = json.encoder.ESCAPE_DCT; d |= {...}` changes it in place
+        elif isinstance(n, ast.Call) and n.args:
+            name = dotted(n.func)
+            last = name.split(".")[-1]
+            builtin = isinstance(n.func, ast.Name) and rules.kind(n.func.id, facts)[0] == "builtin"
+            if (
+                (builtin and last in ("setattr", "delattr"))
+                or last in IN_PLACE
+                or (last in MUTATORS and name.count(".") == 1)
+            ):
+                # `setattr(JSONEncoder, "item_separator", ";")`, operator.setitem / ior, dict.update(table, ...)
+                chain = _library_value(rules, n.args[0], facts, held)
+            elif isinstance(n.func, ast.Call) and dotted(n.func.func).split(".")[-1] == "methodcaller":
+                named = n.func.args[0] if n.func.args else None
+                if isinstance(named, ast.Constant) and named.value in MUTATORS:
+                    chain = _library_value(rules, n.args[0], facts, held)  # methodcaller("update", d)(table)
+        if chain:
             out.add(chain)
     return out
 
@@ -216,5 +295,13 @@ def imported(rules, name: str, facts: Facts) -> bool:
     if kind == "alias":
         return True
     value = info if kind == "defined" else None
+    if isinstance(value, ast.Call):  # `LOG = logging.getLogger(__name__)`: the library's shared logger
+        root = dotted(value.func).split(".")[0]
+        return bool(root) and rules.kind(root, facts)[0] == "alias" and _capability_alias(rules, root, facts)
     root = dotted(value).split(".")[0] if isinstance(value, (ast.Name, ast.Attribute)) else ""
     return bool(root) and root != name and imported(rules, root, facts)
+
+
+def _capability_alias(rules, name: str, facts: Facts) -> bool:
+    """An import alias of (something from) a capability module."""
+    return any((o[3] or "").split(".")[0] in CAPABILITY_MODULES for o in rules.kind(name, facts)[1])

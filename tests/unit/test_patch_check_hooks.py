@@ -97,7 +97,10 @@ import dataclasses
 import html
 import html.entities
 import json
+import logging
 import operator
+
+LOG = logging.getLogger(__name__)
 
 
 def unescape(s):
@@ -180,3 +183,31 @@ def test_the_hook_helper_route_really_builds_an_always_equal_object():
     ns["probe"](int)  # isinstance(int, Sized) hands the hook int's class: type itself
     forged = ns["SEEN"][-1]
     assert forged == 5 and forged == "anything"
+
+
+# A fifth review (same day): the library's table changed through a builtin's unbound method, an in-place
+# operator function, or its bound method handed on as a value.
+FIFTH = {
+    "dict.update unbound on a library table": "    dict.update(html.entities.html5, {'amp;': 'Z'})\n",
+    "operator.ior on a library table": "    operator.ior(html.entities.html5, {'amp;': 'Z'})\n",
+    "the table's bound update handed to map": "    list(map(html.entities.html5.update, [{'amp;': 'Z'}]))\n",
+    "the table's bound update saved in a local": "    put = html.entities.html5.update\n    put({'amp;': 'Z'})\n",
+    "methodcaller naming an in-place method": "    operator.methodcaller('update', {'amp;': 'Z'})(html.entities.html5)\n",
+    "a for target holding the table": "    for tab in [html.entities.html5]:\n        tab['amp;'] = 'Z'\n",
+    "a tuple unpacking holding the table": "    tab, = html.entities.html5,\n    tab['amp;'] = 'Z'\n",
+    "an or expression holding the table": "    tab = None or html.entities.html5\n    tab['amp;'] = 'Z'\n",
+    "a display indexed": "    [html.entities.html5][0]['amp;'] = 'Z'\n",
+    "a walrus": "    (tab := html.entities.html5)['amp;'] = 'Z'\n",
+    "an in-place operator on a local holding the table": "    tab = html.entities.html5\n    tab |= {'amp;': 'Z'}\n",
+    "the root logger reached through a call": "    logging.getLogger().disabled = True\n",
+    "a module-level logger's manager": "    LOG.manager.disable = 100\n",
+}
+
+
+@pytest.mark.parametrize("name", list(FIFTH))
+def test_library_state_changed_through_methods_handed_on_is_refused(name):
+    old = _code(LIBRARY)
+    assert screen(old, _patched(old, (UNESCAPE, FIFTH[name] + UNESCAPE))), name
+    # a copy of the table is the body's own; a library call's result is data
+    copy = "    table = dict(html.entities.html5)\n    table.update({})\n    parsed = json.loads('{}')\n    parsed['k'] = 1\n"
+    assert screen(old, _patched(old, (UNESCAPE, copy + UNESCAPE))) == []
