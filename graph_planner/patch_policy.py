@@ -22,7 +22,6 @@ from graph_planner.patch_facts import (
     loops_around,
     names_outside,
     slice_units,
-    string_words,
 )
 from graph_planner.patch_forms import class_clone, result_kept
 from graph_planner.patch_lists import (  # noqa: F401 - the lists are part of this module's interface
@@ -38,7 +37,7 @@ from graph_planner.patch_lists import (  # noqa: F401 - the lists are part of th
     TEMPLATES,
     resolves_pure,
 )
-from graph_planner.patch_state import foreign_stores, type_handed_over, type_reaches
+from graph_planner.patch_state import foreign_stores, literal_words, type_handed_over, type_reaches
 
 _BY_NAME = frozenset({"attrgetter", "methodcaller"})  # they take an attribute's name as a string
 _JUDGED_AT_RUN = frozenset({"getattr", "setattr", "delattr"})  # the builtins the boot script wraps
@@ -324,18 +323,6 @@ class Judge:
         mentions |= {getattr(n, "id", None) or getattr(n, "attr", None) for e in computed for n in ast.walk(e)}
         return not mentions & self.tainted and not (outliving and mentions & self.state)
 
-    def literal_words(self, facts: Facts) -> tuple[set[str], set[str]]:
-        """(words, dunder strings) of the literal module constants the code reads."""
-        words, dstrings = set(), set()
-        for name in facts.reads:
-            kind, value = self.rules.kind(name, facts)
-            for c in ast.walk(value) if kind == "literal" else ():
-                if isinstance(c, ast.Constant) and isinstance(c.value, str):
-                    w = string_words(c.value)
-                    words |= {x for x in w if "__" not in x}
-                    dstrings |= {c.value} if any("__" in x for x in w) else set()
-        return words, dstrings
-
     def expr_status(self, expr: ast.AST) -> str:
         """ "pure" when a module-level expression would pass as new code, "gadget" when it reaches a
         gadget, else "capability"."""
@@ -362,8 +349,8 @@ class Judge:
                 f"reads {', '.join(bad)}, which the function did not use (process, file, import-system or "
                 "introspection names, module attributes the file never used, or names the file does not define)"
             )
-        old_words, old_d = self.literal_words(old) if old else (set(), set())
-        new_words, new_d = self.literal_words(new)
+        old_words, old_d = literal_words(self.rules, old) if old else (set(), set())
+        new_words, new_d = literal_words(self.rules, new)
         words = sorted((new.words | new_words) - ((old.words | old_words) if old else set()))
         dstrings = sorted((new.dstrings | new_d) - ((old.dstrings | old_d) if old else set()))
         if words or dstrings:

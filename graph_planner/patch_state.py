@@ -12,7 +12,7 @@ import sys
 import types
 
 from graph_planner.patch_facts import Facts
-from graph_planner.patch_forms import dotted, type_receivers
+from graph_planner.patch_forms import dotted, string_words, type_receivers
 from graph_planner.patch_lists import CAPABILITY_MODULES, UNRESOLVED, resolved
 
 # Metaclasses whose comparison and membership methods are the interpreter's or keep nothing they are handed.
@@ -305,3 +305,16 @@ def imported(rules, name: str, facts: Facts) -> bool:
 def _capability_alias(rules, name: str, facts: Facts) -> bool:
     """An import alias of (something from) a capability module."""
     return any((o[3] or "").split(".")[0] in CAPABILITY_MODULES for o in rules.kind(name, facts)[1])
+
+
+def literal_words(rules, facts: Facts) -> tuple[set[str], set[str]]:
+    """(words, dunder strings) of the literal module constants the code reads."""
+    words, dstrings = set(), set()
+    for name in facts.reads:
+        kind, value = rules.kind(name, facts)
+        for c in ast.walk(value) if kind == "literal" else ():
+            if isinstance(c, ast.Constant) and isinstance(c.value, str):
+                w = string_words(c.value)
+                words |= {x for x in w if "__" not in x}
+                dstrings |= {c.value} if any("__" in x for x in w) else set()
+    return words, dstrings
