@@ -36,8 +36,16 @@ class SupervisionMixin:
         rec.take_report(report)
 
     async def _monitor_loop(self) -> None:
+        last = time.time()
         while True:
             await asyncio.sleep(self.check_interval_s)
+            now = time.time()
+            # The head itself did not run for a while (stopped, swapped out, or starved on a loaded machine):
+            # beats sent meanwhile are still queued, so silence counts only from now. Without this, a stalled
+            # head condemned every healthy agent on waking (seen in CI: four agents recreated at once).
+            if now - last > self.check_interval_s + max(1.0, self.stale_after_s / 4):
+                self._awake_since = now
+            last = now
             try:
                 self._check_once()
             except Exception:  # supervision must outlive any one bad record
@@ -60,7 +68,8 @@ class SupervisionMixin:
             if probe is None and name in self.handles:
                 # One outstanding probe per agent: a busy agent queues it instead of piling up pings.
                 self.probes[name] = asyncio.ensure_future(self._probe(self.handles[name]))
-            silent = now - rec.last_heartbeat > self._silence_limit(rec)
+            heard = max(rec.last_heartbeat, self._awake_since)
+            silent = now - heard > self._silence_limit(rec)
             if dead or silent:
                 why = "actor died" if dead else f"no heartbeat for {now - rec.last_heartbeat:.1f}s"
                 self.recovering.add(name)

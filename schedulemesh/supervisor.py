@@ -86,6 +86,7 @@ class Supervisor(SupervisionMixin, RecoveryMixin, QueueingMixin):
         self.recovering: set[str] = set()
         self.events: list[dict] = []
         self._monitor: asyncio.Task | None = None
+        self._awake_since = 0.0  # when the monitor last resumed after a stall of its own (supervision.py)
         self._starting: asyncio.Future | None = None
         if state_path:
             self.pools, self.agents, saved = load_state(state_path)
