@@ -35,9 +35,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from graph_planner.corpus.build import _source_files  # noqa: E402 - the builder's own choice of files
 from graph_planner.corpus.fetch import DEFAULT_CACHE, fetch_sdist, unpack  # noqa: E402
 from graph_planner.corpus.mutate import KINDS, mutants  # noqa: E402
+from graph_planner.corpus.source import source_files  # noqa: E402 - the builder's own choice of files
 from graph_planner.corpus.spec import PackageSpec, load_corpus_config  # noqa: E402
 from graph_planner.patch_check import screen  # noqa: E402
 
@@ -93,7 +93,7 @@ def package_files(spec, cache: Path, tmp: Path) -> dict[str, str]:
         else unpack(fetch_sdist(spec.name, spec.version, spec.sha256, cache), tmp / spec.key)
     )
     out = {}
-    for rel in _source_files(src):
+    for rel in source_files(src):
         try:
             out[rel] = (src / rel).read_text()
         except UnicodeDecodeError:

@@ -3,7 +3,8 @@
     import sandbox
     done = sandbox.run(["python", "-c", code], view=sandbox.CODE, limits=sandbox.Limits(timeout_s=10))
 
-`process` runs commands (limits, namespaces, channels, kills), `view` builds the file-system view from an
+`process` runs commands (waits, channels, kills), `child` sets up what they start in (backend,
+environment, bwrap's namespaces, rlimits), `view` builds the file-system view from an
 allow-list, `uids` hands out a fresh unprivileged uid per run, `describe` prints what a sandbox sees.
 aflow_rl (workflow and benchmark code) and graph_planner (repository tests) both run through it.
 """

@@ -12,16 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graph_planner import patch_check
-from graph_planner.corpus.build import (
-    VALIDITY,
-    source_root,
-    submit_positions,
-)
+from graph_planner.corpus.build import VALIDITY, submit_positions
 from graph_planner.corpus.fetch import fetch_sdist, git, sha256, unpack
 from graph_planner.corpus.history_diff import Change, ReleaseDiff, apply_changes, diff_releases
 from graph_planner.corpus.history_spec import HISTORY_SPLIT, HistoryConfig, HistoryPair, Release
 from graph_planner.corpus.history_tree import SuiteOutcomes, callers, compose, outcomes, release_tree, restore
 from graph_planner.corpus.mutate import unified_diff
+from graph_planner.corpus.source import source_root
 from graph_planner.corpus.testrun import Suite, load_proof
 from graph_planner.corpus.validate import Baseline, Verdict, problem_statement, run_tests, uncollectable
 from graph_planner.pyparse import parse

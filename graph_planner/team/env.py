@@ -19,9 +19,8 @@ from pathlib import Path
 import torch
 
 from graph_planner.corpus.fetch import git
-from graph_planner.patching import PatchError, apply_diff
-from graph_planner.team import file_prompts, free, prompts
-from graph_planner.team.context import load_contexts, unseen_function
+from graph_planner.team import demos, file_prompts, free, prompts
+from graph_planner.team.context import load_contexts
 from graph_planner.team.evaluate import evaluate_team
 from graph_planner.team.real import load_real
 from graph_planner.team.sandbox import Sandbox
@@ -166,7 +165,8 @@ class RepairTeamEnv:
             self._levels[task_id] = [prompts.edit_level(v) for v in self.ctx[task_id].nodes]
         return self._levels[task_id]
 
-    def _teacher(self, ctx) -> list[tuple[str, str]]:
+    def teacher(self, ctx) -> list[tuple[str, str]]:
+        """The imperfect teacher's planner episode on one task: (prompt, answer) per turn."""
         levels = self.edit_levels(ctx.instance_id)
         if self.file_style:
             return file_prompts.teacher_answers(ctx, prompts.teacher_index(self.r.teacher, levels), levels)
@@ -310,90 +310,13 @@ class RepairTeamEnv:
 
     # --- warm start, evaluation, tokenizer ---
 
-    def _fixed_file(self, task) -> tuple[str, str] | None:
-        path = task.meta.get("file", "")
-        try:
-            buggy = git(task.repo_dir, "show", f"{task.base_commit}:{path}", strip=False)
-            fixed = apply_diff(task.gold_patch, lambda p: buggy, {path})[path]
-        except (PatchError, KeyError, RuntimeError):
-            return None
-        return buggy, fixed
-
-    def _train_packages(self) -> dict[str, str]:
-        """Unpacked folder name -> package name of the training packages."""
-        return {
-            f"{self.tasks[i].repo}-{self.tasks[i].meta.get('version', '')}": self.tasks[i].repo
-            for i in self.split["train"]
-        }
-
-    def _sft_sources(self) -> list[tuple[str, str, str]]:
-        """(package, path, text) of the training packages' code (unseen functions are filtered later)."""
-        return [
-            (pkg, p, t)
-            for folder, pkg in sorted(self._train_packages().items())
-            for p, t in prompts.package_files(self.corpus, {folder})
-        ]
-
     def demonstrations(self, role: str, count: int, rng: random.Random) -> list[tuple[str, str]]:
-        """Planner: the imperfect teacher's episodes; actor: true inverse edits of validated training tasks
-        (repeated 4x) plus unvalidated token-level mutants of the training packages and the standard library."""
-        train = [self.ctx[i] for i in self.split["train"]]
-        if role == "planner":
-            return [pair for ctx in train for pair in self._teacher(ctx)]
-        if self.free:  # the gold fix of each offered bug's function, written in the reply format
-            pairs = free.demonstrations(self, self._fixed_file)
-            return [pairs[rng.randrange(len(pairs))] for _ in range(count)] if pairs else []
-        validated = []
-        for ctx in train:
-            texts = self._fixed_file(self.tasks[ctx.instance_id])
-            if self.file_style:
-                pair = self._true_function(ctx, *texts) if texts else None
-            else:
-                pair = prompts.true_edit(ctx, *texts, marks=self.r.actor_marks) if texts else None
-            if pair:
-                validated.append(pair)
-        if self.file_style:  # a pretrained patch model learns from the validated fixes alone
-            return [validated[rng.randrange(len(validated))] for _ in range(count)] if validated else []
-        frac = self.r.unseen_function_frac
-        sources = self._sft_sources()
-        package_of = {path: pkg for pkg, path, _ in sources}
-
-        def keep(path: str, qual: str) -> bool:
-            # Unseen functions stay unseen: no warm-start example may come from them (standard library: all kept).
-            return path not in package_of or not unseen_function(package_of[path], path, qual, frac)
-
-        extra = prompts.unvalidated_demos(
-            [(p, t) for _, p, t in sources] + prompts.stdlib_files(self.r.sft_extra_sources),
-            self.r.max_function_chars,
-            keep,
-            rng,
-            max(0, count - 4 * len(validated)),
-            self.traced_fraction(),
-            self.r.actor_marks,
-        )
-        return validated * 4 + extra
-
-    def _true_function(self, ctx, buggy: str, fixed: str) -> tuple[str, str] | None:
-        """(file context, the fixed function) when the localisation offers the bug's function and a
-        candidate edit turns the buggy file into the fixed one."""
-        view = next((v for v in ctx.nodes if v.node == ctx.target), None)
-        if view is None:
-            return None
-        texts, cands = file_prompts.edited_functions(view)
-        for text, c in zip(texts, cands):
-            if buggy.replace(c.edit["old"], c.edit["new"], 1) == fixed:
-                return self.actor_request(ctx.instance_id, view)[0], text
-        return None
+        """The warm start's (prompt, answer) pairs for `role` (graph_planner.team.demos)."""
+        return demos.demonstrations(self, role, count, rng)
 
     def traced_fraction(self) -> float:
         """How often a training bug's line is on its failing tests' traceback (when its function is offered)."""
-        hits = [
-            self.tasks[c.instance_id].meta.get("line") in v.trace_lines
-            for c in (self.ctx[i] for i in self.split["train"])
-            for v in c.nodes
-            if v.node == c.target
-        ]
-        return sum(hits) / len(hits) if hits else 0.0
+        return demos.traced_fraction(self)
 
     def evaluate(self, planner, actor, progress: ProgressFn | None = None) -> dict[str, float]:
         """Solve rates at test budgets 1..eval_budget on unseen functions and unseen packages: the team
@@ -402,9 +325,11 @@ class RepairTeamEnv:
 
     def tokenizer_texts(self) -> list[str]:
         """The training packages' code, the standard-library modules of the warm start, and teacher prompts."""
-        texts = [t for _, _, t in self._sft_sources()] + [t for _, t in prompts.stdlib_files(self.r.sft_extra_sources)]
+        texts = [t for _, _, t in demos.sft_sources(self)] + [
+            t for _, t in prompts.stdlib_files(self.r.sft_extra_sources)
+        ]
         train = [self.ctx[i] for i in self.split["train"]]
-        return texts + [p + t for ctx in train for p, t in self._teacher(ctx)]
+        return texts + [p + t for ctx in train for p, t in self.teacher(ctx)]
 
 
 def _mean(xs) -> float:
