@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from planact.engines.base import SamplingParams
+from planact.engines.remote import Usage
 
 # The local Plan/Act pair understands exactly two prompt shapes (planact.envs.plan_act).
 ACTOR_PROMPT_RE = re.compile(r":\s*\d+\s*=\s*$")
@@ -36,25 +37,6 @@ def request_seed(scope: str, prompt: str, temperature: float, occurrence: int) -
     """A 63-bit seed from a request's identity (stable across processes, unlike hash())."""
     digest = hashlib.blake2b(f"{scope}\x00{temperature!r}\x00{occurrence}\x00{prompt}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") >> 1
-
-
-@dataclass
-class Usage:
-    """Calls, tokens and cost spent by one LLM instance."""
-
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_cost: float = 0.0
-
-    def as_dict(self) -> dict:
-        """Figures for results.json and metrics."""
-        return {
-            "calls": self.calls,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_cost": self.total_cost,
-        }
 
 
 class _Batcher:
@@ -145,7 +127,7 @@ class LLM:
 
     def __init__(self, backend: Backend, temperature: float):
         self.backend, self.temperature = backend, temperature
-        self.usage = Usage()
+        self.usage = Usage(*backend.prices)  # the engines' own counter: requests, tokens, cost at these prices
         self._asked: dict[tuple, int] = {}  # (scope, prompt, temperature) -> times asked, for request seeds
 
     @property
@@ -167,18 +149,18 @@ class LLM:
             k = self._asked[key] = self._asked.get(key, -1) + 1
             seed = request_seed(scope, prompt, temp, k)
         text, u = await self.backend.complete(prompt, temp, seed)
-        self.usage.calls += 1
-        self.usage.prompt_tokens += int(u.get("prompt_tokens") or 0)
-        self.usage.completion_tokens += int(u.get("completion_tokens") or 0)
-        inp, outp = self.backend.prices
-        self.usage.total_cost += (
-            int(u.get("prompt_tokens") or 0) * inp + int(u.get("completion_tokens") or 0) * outp
-        ) / 1e6
+        self.usage.add(u.get("prompt_tokens"), u.get("completion_tokens"))
         return text
 
     def get_usage_summary(self) -> dict:
-        """AFlow's accessor: {'total_cost': ...} plus token counts."""
-        return self.usage.as_dict()
+        """AFlow's accessor, in AFlow's names: calls, token counts and `total_cost` (results.json)."""
+        u = self.usage
+        return {
+            "calls": u.requests,
+            "prompt_tokens": u.prompt_tokens,
+            "completion_tokens": u.completion_tokens,
+            "total_cost": u.cost_usd,
+        }
 
 
 _BACKENDS: dict[str, Backend] = {}

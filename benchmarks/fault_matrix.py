@@ -27,13 +27,11 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import psutil
@@ -42,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from planact.experience import ExperienceStore  # noqa: E402
+from tools.services import free_port, kill_tree, start_mlflow, start_prefect, stop  # noqa: E402
 
 # (point, n): the n-th pass of the point in one process, chosen to land in round 2 of the smoke run.
 CELLS = [
@@ -60,13 +59,6 @@ CELLS = [
     ("outage.prefect", 30),  # the Prefect API server down for 30 s from the end of round 1
 ]
 KEYS = ("success", "planner/loss", "actor/loss", "planner/reward_mean", "actor/reward_mean")
-
-
-def free_port() -> int:
-    """A loopback TCP port free now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def ray_processes(ray_tmp: Path) -> set[int]:
@@ -109,73 +101,6 @@ def _name(pid: int) -> str:
         return " ".join(psutil.Process(pid).cmdline())[:60]
     except psutil.NoSuchProcess:
         return "?"
-
-
-def _serve(args: list[str], env: dict, health: str, log: Path | None = None) -> subprocess.Popen:
-    """Start a server process in its own session and wait for its health URL."""
-    out = open(log, "a") if log else subprocess.DEVNULL
-    proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    for _ in range(180):
-        try:
-            urllib.request.urlopen(health, timeout=2)
-            return proc
-        except OSError:
-            time.sleep(0.5)
-    proc.kill()
-    raise SystemExit(f"{args[0]} did not start ({health})")
-
-
-def start_prefect(home: Path, port: int | None = None) -> tuple[subprocess.Popen, str]:
-    """One Prefect server for every cell (a run without one starts a temporary server each time)."""
-    port = port or free_port()
-    env = {
-        **os.environ,
-        "PREFECT_HOME": str(home),
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_UI_ENABLED": "false",
-    }
-    env.pop("PREFECT_API_URL", None)
-    url = f"http://127.0.0.1:{port}/api"
-    proc = _serve(
-        [str(Path(sys.executable).parent / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env,
-        url + "/health",
-    )
-    return proc, url
-
-
-def start_mlflow(root: Path, port: int) -> subprocess.Popen:
-    """An MLflow tracking server over the cell's own SQLite store (what `check` reads afterwards)."""
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    return _serve(
-        [
-            str(Path(sys.executable).parent / "mlflow"),
-            "server",
-            "--backend-store-uri",
-            f"sqlite:///{root / 'mlflow.db'}",
-            "--artifacts-destination",
-            str(root / "mlartifacts"),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            "1",
-        ],
-        env,
-        f"http://127.0.0.1:{port}/health",
-        root / "mlflow-server.log",
-    )
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """Kill a server and everything it started."""
-    for p in _tree(proc.pid):
-        try:
-            p.kill()
-        except psutil.NoSuchProcess:
-            pass
-    proc.wait()
 
 
 class Outage(threading.Thread):
@@ -225,17 +150,8 @@ def run_cli(root: Path, rounds: int, env: dict, log: Path, extra: tuple[str, ...
         try:
             proc.wait(timeout=600)
         finally:
-            for p in _tree(proc.pid):
-                p.kill()
+            kill_tree(proc.pid)
     return proc.returncode
-
-
-def _tree(pid: int) -> list:
-    try:
-        root = psutil.Process(pid)
-        return root.children(recursive=True) + [root]
-    except psutil.NoSuchProcess:
-        return []
 
 
 def check(root: Path, rounds: int) -> list[str]:
@@ -303,10 +219,13 @@ def cell(point: str, nth: int, rounds: int, work: Path, prefect: dict, base: tup
     outage = mlflow = None
     if point == "outage.mlflow":
         port = free_port()
-        mlflow = {"proc": start_mlflow(root, port)}
+        mlflow = {"proc": start_mlflow(root, port, root / "mlartifacts")[0]}
         extra = (*base, "--set", f"tracking.tracking_uri=http://127.0.0.1:{port}")
         outage = Outage(
-            root, lambda: stop(mlflow["proc"]), lambda: mlflow.update(proc=start_mlflow(root, port)), seconds=nth
+            root,
+            lambda: stop(mlflow["proc"]),
+            lambda: mlflow.update(proc=start_mlflow(root, port, root / "mlartifacts")[0]),
+            seconds=nth,
         )
     elif point == "outage.prefect":
         outage = Outage(
@@ -360,8 +279,11 @@ def main(argv: list[str] | None = None) -> int:
     cells = [("trainer.mid_train", 2)] if args.tiny else [c for c in CELLS if not args.points or c[0] in args.points]
     rounds = 2 if args.tiny else 4
     work = Path(tempfile.mkdtemp(prefix="planact-faults-"))
-    prefect = {"home": work / "prefect", "port": free_port()}
-    prefect["proc"], prefect["url"] = start_prefect(prefect["home"], prefect["port"])
+    prefect = {"home": work / "prefect", "port": free_port(), "proc": None, "url": os.environ.get("PREFECT_API_URL")}
+    if not prefect["url"] or any(p == "outage.prefect" for p, _ in cells):
+        # one server for every cell (a run without one starts a temporary server each time); a Prefect API
+        # already in the environment (the test suite's) serves unless a cell takes the server down
+        prefect["proc"], prefect["url"] = start_prefect(prefect["home"], prefect["port"])
     failed = 0
     try:
         print(f"{'kill point':26s} outcome")
@@ -371,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
             failed += outcome.startswith(("FAILED", "fault never"))
             print(f"{point + ':' + str(nth):26s} {outcome}  ({time.perf_counter() - t0:.0f} s)", flush=True)
     finally:
-        stop(prefect["proc"])
+        if prefect["proc"] is not None:
+            stop(prefect["proc"])
     print(f"{len(cells) - failed} of {len(cells)} cells completed or resumed with nothing lost")
     return 1 if failed else 0
 

@@ -10,6 +10,12 @@ Layers, highest first; a module may import its own package and any package on a 
     graph_planner              (code repair; its team environment plugs into planact by entry point)
     planact                    (the library: roles, engines, training, rounds; never imports its users)
     sandbox, schedulemesh      (rooms of their own: no planact, no workload)
+
+Inside graph_planner the same rule holds between its rooms (`GRAPH_PLANNER_ROOMS`, lowest first): parsing,
+the code graph and the patch check; the corpus's parts (fetching, mutating, running and judging a
+package's tests); tasks and verdicts (the task record, the sandboxed runtime, the judge); the corpus
+builders, which prove every task's gold patch through the judge and so sit above it; the environment and
+the agents; the team and the command line. A module of no room is an error: a new one gets a place.
 """
 
 from __future__ import annotations
@@ -80,6 +86,62 @@ def graph() -> dict[str, set[str]]:
     return edges
 
 
+# (room, module prefixes), lowest first. A prefix ending in "." or "_" is a family; otherwise it names a module
+# and its submodules. The longest matching prefix decides (corpus.build is a builder, corpus.fetch a part).
+GRAPH_PLANNER_ROOMS = [
+    ("parsing, code graph, patch check", ("graph_planner.pyparse", "graph_planner.patch_", "graph_planner.graph")),
+    ("corpus parts", ("graph_planner.corpus", "graph_planner.patching")),
+    ("tasks and verdicts", ("graph_planner.tasks", "graph_planner.runtime", "graph_planner.judge")),
+    (
+        "corpus builders",
+        ("graph_planner.corpus.build", "graph_planner.corpus.history", "graph_planner.corpus.history_tasks"),
+    ),
+    (
+        "environment and agents",
+        (
+            "graph_planner.env",
+            "graph_planner.localise",
+            "graph_planner.sbfl",
+            "graph_planner.candidates",
+            "graph_planner.proposals",
+            "graph_planner.actions",
+            "graph_planner.agents",
+            "graph_planner.free_edit",
+            "graph_planner.evaluate",
+            "graph_planner.config",
+        ),
+    ),
+    ("team and command line", ("graph_planner.team", "graph_planner.free_eval", "graph_planner.cli")),
+]
+
+
+def room_of(mod: str) -> int | None:
+    """The floor of a graph_planner module among GRAPH_PLANNER_ROOMS (None: the package itself, or no room)."""
+    best = None
+    for floor, (_, prefixes) in enumerate(GRAPH_PLANNER_ROOMS):
+        for p in prefixes:
+            family = p.endswith((".", "_"))
+            if (mod.startswith(p) if family else mod == p or mod.startswith(p + ".")) and (
+                best is None or len(p) > best[1]
+            ):
+                best = (floor, len(p))
+    return None if best is None else best[0]
+
+
+def upward_inside(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Imports between graph_planner's rooms that point up, and (mod, "no room") for a module without one."""
+    bad = []
+    for mod, targets in edges.items():
+        if not mod.startswith("graph_planner.") or mod == "graph_planner":
+            continue
+        a = room_of(mod)
+        if a is None:
+            bad.append((mod, "no room"))
+            continue
+        bad += [(mod, t) for t in targets if (b := room_of(t)) is not None and b > a]
+    return sorted(bad)
+
+
 def upward(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
     """Imports from a lower floor to a higher one, or between the two workloads."""
     bad = []
@@ -128,7 +190,7 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 if __name__ == "__main__":
     g = graph()
-    up, cyc = upward(g), cycles(g)
+    up, cyc = upward(g) + upward_inside(g), cycles(g)
     for a, b in up:
         print(f"upward: {a} -> {b}")
     for comp in cyc:

@@ -10,128 +10,30 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import psutil
 import pytest
+
+from tools.services import free_port, kill_tree, start_mlflow, start_prefect, stop, wait_http  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
 BIN = Path(PY).parent
 # Keep every Ray process of the tests on loopback (Ray otherwise binds the primary interface).
 LOOPBACK_RAY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
-IDLE_PREFECT_SERVICES = (
-    "SCHEDULER",
-    "LATE_RUNS",
-    "PAUSE_EXPIRATIONS",
-    "CANCELLATION_CLEANUP",
-    "FOREMAN",
-    "TRIGGERS",
-    "REPOSSESSOR",
-    "DB_VACUUM",
-    "CLEANUP_RECONCILER",
-    "EVENT_LOGGER",
-)
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_http(url: str, timeout: float, proc: subprocess.Popen | None = None) -> None:
-    """Poll `url` until it answers 200 (fail early if `proc` exits)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"{url}: server exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise TimeoutError(f"{url} not ready after {timeout}s")
-
-
-def kill_tree(pid: int, sig: int = signal.SIGKILL) -> None:
-    """Signal a process and every descendant (Ray and Prefect spawn helpers)."""
-    try:
-        root = psutil.Process(pid)
-        procs = root.children(recursive=True) + [root]
-    except psutil.NoSuchProcess:
-        return
-    for p in procs:
-        try:
-            p.send_signal(sig)
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(procs, timeout=10)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """SIGTERM (then SIGINT, then SIGKILL) a service and its children."""
-    if proc.poll() is None:
-        kids = []
-        try:
-            kids = psutil.Process(proc.pid).children(recursive=True)
-        except psutil.NoSuchProcess:
-            pass
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        for k in kids:
-            try:
-                k.kill()
-            except psutil.NoSuchProcess:
-                pass
 
 
 @pytest.fixture(scope="session")
 def prefect_api(tmp_path_factory):
     """A real Prefect server; yields its API URL and exports it for this process and its children."""
     home = tmp_path_factory.mktemp("prefect_home")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/api"
     # The UI is on: a test opens a finished flow run's page in a real browser (test_flow_end_to_end.py).
-    env = {
-        **os.environ,
-        "PREFECT_HOME": str(home),
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_UI_ENABLED": "true",
-        "PREFECT_UI_API_URL": url,
-        # Loop services the tests never need (no active schedule, automation, pause or lease): idle, the
-        # server spent 2.5% of a core on them, ~1.5 CPU-min per server over a suite run. The services that
-        # record task runs and events (what the UI and the tests read) stay on.
-        **{f"PREFECT_SERVER_SERVICES_{s}_ENABLED": "false" for s in IDLE_PREFECT_SERVICES},
-    }
-    env.pop("PREFECT_API_URL", None)
-    log = open(home / "server.log", "w")
-    proc = subprocess.Popen(
-        [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    proc, url = start_prefect(home, ui=True)
     old = {k: os.environ.get(k) for k in ("PREFECT_API_URL", "PREFECT_HOME")}
     try:
-        wait_http(url + "/health", 90, proc)
         os.environ["PREFECT_API_URL"] = url
         os.environ["PREFECT_HOME"] = str(home)
         yield url
@@ -147,33 +49,9 @@ def prefect_api(tmp_path_factory):
 @pytest.fixture(scope="session")
 def mlflow_server(tmp_path_factory):
     """A real MLflow tracking server (SQLite backend, one worker); yields its URI."""
-    root = tmp_path_factory.mktemp("mlflow")
-    port = free_port()
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    log = open(root / "server.log", "w")
-    proc = subprocess.Popen(
-        [
-            str(BIN / "mlflow"),
-            "server",
-            "--backend-store-uri",
-            f"sqlite:///{root / 'mlflow.db'}",
-            "--artifacts-destination",
-            str(root / "artifacts"),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            "1",
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    proc, uri = start_mlflow(tmp_path_factory.mktemp("mlflow"))
     try:
-        wait_http(f"http://127.0.0.1:{port}/health", 90, proc)
-        yield f"http://127.0.0.1:{port}"
+        yield uri
     finally:
         stop(proc)
 

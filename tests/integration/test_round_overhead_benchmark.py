@@ -65,10 +65,11 @@ def test_rl_vs_sft_benchmark_over_seeds_tiny():
 
 
 @pytest.mark.slow
-def test_fault_matrix_tiny_mode():
+def test_fault_matrix_tiny_mode(prefect_api):
     """benchmarks/fault_matrix.py with one cell: a trainer actor SIGKILLs itself mid-train; the run completes
     with every round, metric step, update and experience item once, and no Ray process left behind.
-    (A SIGKILLed driver and planact.reaper are tested in test_resume.py.)"""
+    (A SIGKILLed driver and planact.reaper are tested in test_resume.py.) The suite's Prefect server serves
+    it: only a cell that takes the server down starts its own."""
     out = subprocess.run(
         [sys.executable, "benchmarks/fault_matrix.py", "--tiny"],
         cwd=REPO,
