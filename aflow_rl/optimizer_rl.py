@@ -97,16 +97,7 @@ class OptimizerModel:
                 [(o.text(), o.allowed) for o in observations], params, length_normalise=self.cfg.scoring == "mean"
             )
         ]
-        return [
-            {
-                "text": c.text,
-                "prompt_ids": c.prompt_ids,
-                "token_ids": c.token_ids,
-                "logprobs": c.logprobs,
-                "weight_version": c.weight_version,
-            }
-            for c in picks
-        ]
+        return [c.sample_fields() for c in picks]
 
     def update(self, transitions: list[dict], advantages: list[float]) -> dict[str, float]:
         """One GRPO step over the transitions' choices with their GiGPO advantages; the engine sees it at once."""
@@ -166,16 +157,7 @@ class FreeFormOptimizerModel(OptimizerModel):
         params = SamplingParams(
             temperature=self.cfg.temperature, max_new_tokens=self.cfg.max_new_tokens, n=1, row_seeds=seeds
         )
-        return [
-            {
-                "text": c.text,
-                "prompt_ids": c.prompt_ids,
-                "token_ids": c.token_ids,
-                "logprobs": c.logprobs,
-                "weight_version": c.weight_version,
-            }
-            for c in (g[0] for g in self.engine.generate(requests, params))
-        ]
+        return [g[0].sample_fields() for g in self.engine.generate(requests, params)]
 
 
 class FrozenAPIOptimizer:

@@ -1,6 +1,8 @@
 """What orchestration costs: the same N Plan/Act rounds through the Prefect flow and through a plain loop.
 
-Both drive the same named Ray actors (same models, same batch sizes), in alternating blocks of rounds
+Both run the one round implementation (flows/rounds.py): as named task runs of a flow on Ray, and as plain
+calls in this process (`play_round(..., plain=True)`). Both drive the same named Ray actors (same models,
+same batch sizes, same seeds and barrier), in alternating blocks of rounds
 so that both sides are timed on the same stretch of training. Prints
 seconds per round for each and the ratio flow/loop, measured in this run.
 
@@ -27,7 +29,6 @@ from prefect import flow  # noqa: E402
 from flows import runtime  # noqa: E402
 from flows.rounds import play_round  # noqa: E402
 from planact.config import load_config  # noqa: E402
-from planact.loop import run_round  # noqa: E402
 from planact.session import TrainingSession  # noqa: E402
 from tasks import QUIET_ENV, quiet_state_lines  # noqa: E402
 
@@ -129,7 +130,7 @@ def main() -> None:
         times, rows = [], []
         for r in range(first, first + n):
             t0 = time.perf_counter()
-            m = run_round(cfg, r, planner, actor, pool=session.experience)
+            m = play_round(cfg, r, planner, actor, session.experience, session.incarnation, plain=True)["metrics"]
             times.append(time.perf_counter() - t0)
             rows.append({k: v for k, v in m.items() if k.startswith("time/") and k != "time/round_s"})
         return times, rows

@@ -14,12 +14,18 @@ takes microseconds, and a task run costs ~10 ms of flow process and ~15 ms of Pr
 A composition is a round's generation side; `Rounds` adds the training: right after it (synchronous) or
 overlapping the next round's generation (`pipeline.max_staleness: 1`, then a `sync-<role>` stage hands
 the engines the new weights once that generation is done).
+
+The same round runs without Prefect (`Round(..., plain=True)`, `play_round(..., plain=True)`): each stage is
+its task's own function, called in this process (a fan-out on threads), with the same agents, seeds and
+barrier. It is the baseline of benchmarks/round_overhead.py (what orchestration costs) and the quickest
+way to drive the agents from a notebook or a test; there is no second round implementation.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from prefect_ray.context import remote_options
@@ -39,6 +45,25 @@ def named(task, round_idx: int, stage: str) -> Stage:
     return Stage(task.with_options(task_run_name=f"round-{round_idx}/{stage}"))
 
 
+# A plain round's fan-out (actor shards, both roles' training) runs on these threads: the work itself is in
+# the agents, as it is for the flow's stages.
+_THREADS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="plain-round")
+
+
+class PlainStage:
+    """A stage without Prefect: the task's own function, called here, or submitted to a thread (a future)."""
+
+    def __init__(self, task):
+        self.fn = task.fn
+
+    def __call__(self, *args, wait_for=None, **kwargs):
+        return self.fn(*args, **kwargs)
+
+    def submit(self, *args, **kwargs):
+        """Run on a thread of this process; the returned future's `result()` is the stage's result."""
+        return _THREADS.submit(self.fn, *args, **kwargs)
+
+
 @dataclass
 class Round:
     """What one round's stages share: the run's config and agents, and the figures the round gathers."""
@@ -47,16 +72,25 @@ class Round:
     idx: int
     planner: agents.RoleGroup | None
     actor: agents.RoleGroup | None
-    pool: PoolRef
+    pool: PoolRef | None
     incarnation: str | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     env_metrics: dict[str, float] = field(default_factory=dict)  # the scorer's figures (rewards, success)
     rollouts: list = field(default_factory=list)
     workers: list = field(default_factory=list)
+    plain: bool = False
+    """Run the stages as plain calls in this process (no task runs; see the module docstring)."""
 
     def __post_init__(self) -> None:
         self.clock = Stopwatch(self.timings)
+
+    def stage(self, task, name: str, agent: bool = False):
+        """`task` as this round's stage `name` (`agent`: one that only calls agents, see flows.runtime)."""
+        if self.plain:
+            return PlainStage(task)
+        stage = named(task, self.idx, name)
+        return agent_stage(stage, self.cfg) if agent else stage
 
     # -- stages -------------------------------------------------------------------------------------------
     # Stage results travel as the Payload a task returned: Prefect draws the edge from that task run to the
@@ -69,12 +103,12 @@ class Round:
     def plan(self, batch: Payload) -> Payload:
         """G plans (or graph-planner episodes) per task from the planner's engines."""
         with self.clock("planner_generate"):
-            return named(planner_generate, self.idx, "planner-generate")(self.cfg, self.planner, batch, self.idx)
+            return self.stage(planner_generate, "planner-generate")(self.cfg, self.planner, batch, self.idx)
 
     def meet(self, plans: Payload | None) -> list | None:
         """The plans barrier: returns the plans the actor executes (None when the round fell back)."""
         with self.clock("barrier"):
-            ready = named(barrier, self.idx, "barrier")(
+            ready = self.stage(barrier, "barrier")(
                 self.cfg, self.idx, self.cfg.agent_role, plans, "plans", self.incarnation
             ).data
         fallback = ready["status"] == "fallback"
@@ -88,7 +122,7 @@ class Round:
         with self.clock("actor_execute"), remote_options(num_cpus=self.cfg.ray.task_num_cpus):
             shards = agents.shard(prompts, len(self.actor.engines))
             futures = [
-                agent_stage(named(actor_execute, self.idx, f"actor-execute-{i}"), self.cfg).submit(
+                self.stage(actor_execute, f"actor-execute-{i}", agent=True).submit(
                     self.cfg, self.actor, name, Payload(s), self.idx, i, env.actor_method
                 )
                 for i, (name, s) in enumerate(zip(self.actor.engines, shards))
@@ -98,7 +132,7 @@ class Round:
         answers = [a for res in results for a in res.data]
         with self.clock("score"):
             # wait_for: the UI's run graph draws actor-execute-<i> -> score (the answers arrive in a fresh box)
-            scored = named(score_rewards, self.idx, "score")(
+            scored = self.stage(score_rewards, "score")(
                 self.cfg, batch, Payload(plans), Payload(answers), wait_for=futures
             ).data
         self.env_metrics = scored.metrics
@@ -108,14 +142,14 @@ class Round:
     def hand_feedback(self, planner_samples: list) -> None:
         """Two-job mode, actor side: give the planner job its credited samples."""
         with self.clock("feedback"):
-            named(barrier, self.idx, "feedback")(
+            self.stage(barrier, "feedback")(
                 self.cfg, self.idx, self.cfg.agent_role, Payload(planner_samples), "feedback", self.incarnation
             )
 
     def await_feedback(self) -> list:
         """Two-job mode, planner side: the actor job's credit for this round's plans ([] when it never came)."""
         with self.clock("feedback"):
-            fb = named(barrier, self.idx, "feedback")(
+            fb = self.stage(barrier, "feedback")(
                 self.cfg, self.idx, self.cfg.agent_role, None, "feedback", self.incarnation
             ).data
         samples = fb["payloads"].get("actor") if fb["status"] == "complete" else None
@@ -123,11 +157,14 @@ class Round:
         return samples or []
 
     def record(self, samples: dict[str, list]) -> None:
-        """Persist the round's experience, every role's samples, through the pool actor (one task run)."""
+        """Persist the round's experience, every role's samples, through the pool actor (one task run; a
+        plain round without a pool keeps none)."""
+        if self.pool is None:
+            return
         with self.clock("experience"):
             items = [it for role, s in samples.items() for it in experience_items(self.cfg.run_name, self.idx, role, s)]
             if items:
-                out = named(record_experience, self.idx, "experience")(self.pool, Payload(items))
+                out = self.stage(record_experience, "experience")(self.pool, Payload(items))
                 self.metrics["experience/items"] = float(out["items"])
 
     def train(self, samples: dict[str, list], sync: bool = True) -> None:
@@ -145,9 +182,9 @@ class Round:
                 if group.trainer is None:
                     print(f"{group.role} is frozen (train: false): skipping its training this round")
                 elif samples.get(group.role):
-                    futures[group.role] = agent_stage(
-                        named(train_role, self.idx, f"train-{group.role}"), self.cfg
-                    ).submit(group, Payload(samples[group.role]), self.idx, sync)
+                    futures[group.role] = self.stage(train_role, f"train-{group.role}", agent=True).submit(
+                        group, Payload(samples[group.role]), self.idx, sync
+                    )
         self._train_started = time.perf_counter()
         return futures
 
@@ -162,7 +199,7 @@ class Round:
         with self.clock("sync"):
             for group in (self.planner, self.actor):
                 if group is not None and group.trainer is not None:
-                    self.metrics[f"{group.role}/sync_time_s"] = named(sync_role, self.idx, f"sync-{group.role}")(group)
+                    self.metrics[f"{group.role}/sync_time_s"] = self.stage(sync_role, f"sync-{group.role}")(group)
 
     def result(self) -> dict:
         """The round's metrics (stage timings included), rollout rows and the workers that executed it."""
@@ -211,13 +248,18 @@ def play_round(
     round_idx: int,
     planner: agents.RoleGroup | None,
     actor: agents.RoleGroup | None,
-    pool: PoolRef,
+    pool: PoolRef | None,
     incarnation: str | None = None,
+    plain: bool = False,
 ) -> dict:
-    """Run round `round_idx` synchronously as named task runs of the calling flow: generate, then train."""
-    rnd = Round(cfg, round_idx, planner, actor, pool, incarnation)
+    """Run round `round_idx` synchronously, generate then train: as named task runs of the calling flow, or
+    (`plain`) as plain calls in this process."""
+    t0 = time.perf_counter()
+    rnd = Round(cfg, round_idx, planner, actor, pool, incarnation, plain=plain)
     rnd.train(COMPOSITIONS[cfg.agent_role](rnd))
-    return rnd.result()
+    out = rnd.result()
+    out["metrics"]["time/round_s"] = time.perf_counter() - t0
+    return out
 
 
 class Rounds:

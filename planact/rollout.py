@@ -40,18 +40,15 @@ class RoundResult:
 
 
 def sample_record(c: Completion, reward: float, advantage: float, role: str, task_id: str, group: str) -> dict:
+    """A training sample: the completion's fields, its reward and advantage, and whose episode it is."""
     return {
         "role": role,
         "task_id": task_id,
         "group": group,
-        "prompt_ids": c.prompt_ids,
-        "token_ids": c.token_ids,
-        "logprobs": c.logprobs,
+        **c.sample_fields(),
         "reward": reward,
         "advantage": advantage,
-        "weight_version": c.weight_version,
         "finish_reason": c.finish_reason,
-        "text": c.text,
     }
 
 

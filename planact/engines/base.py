@@ -35,6 +35,16 @@ class Completion:
     weight_version: int
     meta: dict = field(default_factory=dict)
 
+    def sample_fields(self) -> dict:
+        """What a training sample keeps of it (the one conversion: rollouts, AFlow's optimizer RL)."""
+        return {
+            "text": self.text,
+            "prompt_ids": self.prompt_ids,
+            "token_ids": self.token_ids,
+            "logprobs": self.logprobs,
+            "weight_version": self.weight_version,
+        }
+
 
 def encode_prompt(tokenizer, prompt: str, raw: bool = False) -> list[int]:
     """The ids every local engine (hf, sglang) feeds the model: for an instruct model (its tokenizer has a

@@ -1,4 +1,5 @@
-"""Role agents on a real local Ray: replicas, a separate trainer, weight sync and the plain round loop."""
+"""Role agents on a real local Ray: replicas, a separate trainer, weight sync and plain rounds (the flow's round
+without Prefect: flows.rounds.play_round(..., plain=True))."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import pytest
 import ray
 import torch
 
+from flows.rounds import play_round
 from planact import agents
 from planact.config import load_config
-from planact.loop import run_round
 
 from .conftest import LOOPBACK_RAY, SMOKE
 
@@ -49,8 +50,8 @@ def test_replicas_and_separate_trainer_stay_in_sync(local_ray, tmp_path):
         assert curve[-1]["step"] == 30
     versions = []
     for r in (1, 2):
-        m = run_round(cfg, r, planner, actor)
-        assert 0.0 <= m["success"] <= 1.0 and m["time/round_s"] > 0
+        m = play_round(cfg, r, planner, actor, None, plain=True)["metrics"]
+        assert 0.0 <= m["success"] <= 1.0 and m["time/round_s"] > 0 and m["time/barrier_s"] >= 0
         versions.append([agents.call(g, n, "health")["weight_version"] for g in (planner, actor) for n in g.engines])
     for g in (planner, actor):
         ref, v = agents.call(g, g.trainer, "get_weights")
