@@ -11,10 +11,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import ray
 
 from planact.config import RunConfig
+from planact.engines.base import Completion
 from planact.progress import ProgressFn, read_progress
 from planact.trainer_group import TrainerRank, rank_names, rank_pool
 from planact.workers import RoleWorker
@@ -40,6 +42,55 @@ class RoleGroup:
         supervisor = ray.get_actor(SUPERVISOR_NAME, namespace=self.namespace)
         ray.get(supervisor.wait_alive.remote(name, 0, timeout_s))
         return ray.get_actor(name, namespace=self.namespace)
+
+    def worker(self, name: str) -> Worker:
+        """The agent `name` of this group, with RoleWorker's methods as typed calls."""
+        return Worker(self, name)
+
+
+Decoding = Literal["generate", "choose"]  # free sampling, or a choice among each request's candidates
+
+
+@dataclass(frozen=True)
+class Worker:
+    """One agent of a role group: RoleWorker's methods, each called on the Ray actor and waited for.
+
+    Calls go through the group's `handle`, so one made while the supervisor recreates a dead agent waits
+    for the new one. `actor` is the Ray handle itself, for calls sent without waiting (a fan-out)."""
+
+    group: RoleGroup
+    name: str
+
+    @property
+    def actor(self):
+        """The Ray actor handle (once the agent is alive)."""
+        return self.group.handle(self.name)
+
+    def sample(self, decoding: Decoding, requests: list, **kwargs) -> list[list[Completion]]:
+        """`generate` (prompts) or `choose` (prompt, candidates) requests, as the environment decodes."""
+        actor = self.actor
+        method = actor.choose if decoding == "choose" else actor.generate
+        return ray.get(method.remote(requests, **kwargs))
+
+    def health(self) -> dict:
+        """RoleWorker.health: pid, weight version, busy state."""
+        return ray.get(self.actor.health.remote())
+
+    def train(self, samples: list[dict], step_id: str | None = None) -> dict:
+        """RoleWorker.train: one RL update (a retried `step_id` does not train twice); its metrics."""
+        return ray.get(self.actor.train.remote(samples, step_id))
+
+    def warm_start(self, seed: int, steps: int | None = None) -> list[dict]:
+        """RoleWorker.warm_start: the supervised warm start's loss curve."""
+        return ray.get(self.actor.warm_start.remote(seed, steps))
+
+    def get_weights(self) -> tuple[dict | str, int]:
+        """RoleWorker.get_weights: (a CPU state_dict, adapters or an exported folder, the weight version)."""
+        return ray.get(self.actor.get_weights.remote())
+
+    def save_checkpoint(self, folder: str, expect_version: int | None = None) -> str:
+        """RoleWorker.save_checkpoint: the folder written."""
+        return ray.get(self.actor.save_checkpoint.remote(folder, expect_version))
 
 
 def worker_name(run_name: str, role: str, replica: int | str) -> str:
@@ -167,15 +218,13 @@ def delete_role_groups(cfg: RunConfig, groups: list[RoleGroup]) -> None:
                 scheduler.delete_pool(pool, force=True)
 
 
-def call(group: RoleGroup, name: str, method: str, *args, **kwargs):
-    """Call `method` on a named actor of the group and wait for the result."""
-    return ray.get(getattr(group.handle(name), method).remote(*args, **kwargs))
-
-
-def generate_sharded(group: RoleGroup, prompts: list, method: str = "generate", **kwargs) -> list:
-    """Spread prompts (or candidate-set requests, method 'choose') over the group's replicas; results in order."""
-    shards = shard(prompts, len(group.engines))
-    refs = [getattr(group.handle(n), method).remote(s, **kwargs) for n, s in zip(group.engines, shards) if s]
+def generate_sharded(group: RoleGroup, prompts: list, decoding: Decoding = "generate", **kwargs) -> list:
+    """Spread prompts (or candidate-set requests, decoding 'choose') over the group's replicas; results in order."""
+    refs = []
+    for name, part in zip(group.engines, shard(prompts, len(group.engines))):
+        if part:
+            actor = group.handle(name)
+            refs.append((actor.choose if decoding == "choose" else actor.generate).remote(part, **kwargs))
     return [c for part in ray.get(refs) for c in part]
 
 
@@ -208,7 +257,7 @@ def shard(items: list, n: int) -> list[list]:
 def sync_weights(group: RoleGroup) -> None:
     """Push the trainer's weights to every engine that does not share its model in-process."""
     if group.extra_sync:
-        weights, version = call(group, group.trainer, "get_weights")
+        weights, version = group.worker(group.trainer).get_weights()
         ref = ray.put(weights)
         ray.get([group.handle(n).update_weights.remote(ref, version) for n in group.extra_sync])
 
@@ -220,7 +269,7 @@ def train_and_sync(group: RoleGroup, samples: list[dict], step_id: str | None = 
     With a step_id a retried call (after an engine died during the sync) does not train twice.
     """
     t0 = time.perf_counter()
-    metrics = call(group, group.trainer, "train", samples, step_id)
+    metrics = group.worker(group.trainer).train(samples, step_id)
     if sync:
         sync_weights(group)
         metrics["sync_time_s"] = time.perf_counter() - t0 - metrics.get("train_time_s", 0.0)
@@ -239,7 +288,7 @@ def warm_start_and_sync(
     With `progress` and `progress_file`, the trainer writes its phases' updates (localisation contexts, the
     warm start's steps) to that file and this call hands each new one to `progress` while it waits."""
     if progress is None or progress_file is None:
-        curve = call(group, group.trainer, "warm_start", seed, steps)
+        curve = group.worker(group.trainer).warm_start(seed, steps)
     else:
         Path(progress_file).unlink(missing_ok=True)  # a previous run's last line is not this one's
         ref = group.handle(group.trainer).warm_start.remote(seed, steps, progress_file)

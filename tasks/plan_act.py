@@ -139,14 +139,14 @@ def actor_execute(
     prompts: list,
     round_idx: int,
     shard_idx: int,
-    method: str = "generate",
+    method: agents.Decoding = "generate",
 ) -> Payload:
     """K answers per request from one actor engine replica (one task per replica: the fan-out)."""
     prompts = _open(prompts)
     if not prompts:
         return Payload([])
-    answers = agents.call(
-        actor, engine, method, prompts, n=cfg.actor.group_size, seed=_seed(cfg, round_idx, f"act{shard_idx}")
+    answers = actor.worker(engine).sample(
+        method, prompts, n=cfg.actor.group_size, seed=_seed(cfg, round_idx, f"act{shard_idx}")
     )
     return Payload(answers, where_am_i())
 
@@ -196,7 +196,7 @@ def checkpoint(groups: list[agents.RoleGroup], folder: str, versions: dict[str, 
     """Save every trained role's weights, optimizer, RNG and weight version into `folder` (refused when a role's
     trainer holds another version than `versions` says the run reached)."""
     for g in groups:
-        agents.call(g, g.trainer or g.engines[0], "save_checkpoint", folder, (versions or {}).get(g.role))
+        g.worker(g.trainer or g.engines[0]).save_checkpoint(folder, (versions or {}).get(g.role))
     return folder
 
 

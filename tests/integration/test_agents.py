@@ -42,7 +42,7 @@ def test_replicas_and_separate_trainer_stay_in_sync(local_ray, tmp_path):
     planner = agents.create_role_group(cfg, "planner")
     actor = agents.create_role_group(cfg, "actor")
     assert planner.trainer not in planner.engines and len(actor.engines) == 2
-    pids = {agents.call(actor, n, "health")["pid"] for n in actor.engines}
+    pids = {actor.worker(n).health()["pid"] for n in actor.engines}
     assert len(pids) == 2  # two engine processes: generation really fans out
 
     for g in (planner, actor):
@@ -52,11 +52,11 @@ def test_replicas_and_separate_trainer_stay_in_sync(local_ray, tmp_path):
     for r in (1, 2):
         m = play_round(cfg, r, planner, actor, None, plain=True)["metrics"]
         assert 0.0 <= m["success"] <= 1.0 and m["time/round_s"] > 0 and m["time/barrier_s"] >= 0
-        versions.append([agents.call(g, n, "health")["weight_version"] for g in (planner, actor) for n in g.engines])
+        versions.append([g.worker(n).health()["weight_version"] for g in (planner, actor) for n in g.engines])
     for g in (planner, actor):
-        ref, v = agents.call(g, g.trainer, "get_weights")
+        ref, v = g.worker(g.trainer).get_weights()
         for n in g.engines:
-            w, vn = agents.call(g, n, "get_weights")
+            w, vn = g.worker(n).get_weights()
             assert vn == v and all(torch.equal(ref[k], w[k]) for k in ref)  # every engine serves the trained weights
     with pytest.raises(RuntimeError, match="cannot host"):
         agents.check_feasible(load_config(SMOKE, ["actor.resources.num_gpus=1"]), ["actor"])

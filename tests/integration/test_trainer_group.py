@@ -83,16 +83,16 @@ def test_two_ranks_match_one_process_and_survive_a_killed_rank(local_ray, tmp_pa
     single.train_step(first)
     assert metrics["trainer_workers"] == 2 and metrics["ranks_resent"] == 1  # the new rank got rank 0's state
     assert metrics["param_share"] == pytest.approx(0.5 if fsdp else 1.0, abs=0.02)  # rank 0 trained on half
-    weights, version = agents.call(group, group.trainer, "get_weights")
+    weights, version = group.worker(group.trainer).get_weights()
     assert version == 1 and _max_diff(weights, model.state_dict()) < 1e-5
-    engine_weights, engine_version = agents.call(group, "tg:actor:1", "get_weights")  # synced like today
+    engine_weights, engine_version = group.worker("tg:actor:1").get_weights()  # synced like today
     assert engine_version == 1 and _max_diff(engine_weights, weights) == 0.0
     # A second step starts from the optimizer state the first one left (gathered and re-sharded under FSDP).
     second = _samples(48, 3, 30)
     metrics = agents.train_and_sync(group, second, "step-1b")
     single.train_step(second)
     assert metrics["ranks_resent"] == 0  # in step: nothing re-sent
-    weights, version = agents.call(group, group.trainer, "get_weights")
+    weights, version = group.worker(group.trainer).get_weights()
     assert version == 2 and _max_diff(weights, model.state_dict()) < 1e-5
 
     # SIGKILL rank 1 in the middle of a long step (several minibatch updates): the step fails cleanly ...
@@ -115,7 +115,7 @@ def test_two_ranks_match_one_process_and_survive_a_killed_rank(local_ray, tmp_pa
     single.train_step(big)
     assert metrics["ranks_resent"] == 1
     assert ray.get(group.handle(group.ranks[0]).sm_ready.remote())["pid"] != pid
-    weights, version = agents.call(group, group.trainer, "get_weights")
+    weights, version = group.worker(group.trainer).get_weights()
     assert version == 3 and _max_diff(weights, model.state_dict()) < 1e-5
     agents.delete_role_groups(cfg, [group])
 
