@@ -36,6 +36,7 @@ from planact.engines.base import SamplingParams
 from planact.engines.hf import HFEngine
 from planact.models import build_bpe_tokenizer, build_tiny_model, load_model
 from planact.rl.trainer import RoleTrainer
+from planact.samples import Sample
 
 
 def observation_corpus(benchmark: str, n: int = 400, seed: int = 0) -> list[str]:
@@ -101,7 +102,7 @@ class OptimizerModel:
 
     def update(self, transitions: list[dict], advantages: list[float]) -> dict[str, float]:
         """One GRPO step over the transitions' choices with their GiGPO advantages; the engine sees it at once."""
-        samples = [
+        samples: list[Sample] = [
             {**{k: tr["completion"][k] for k in ("prompt_ids", "token_ids", "logprobs")}, "advantage": a}
             for tr, a in zip(transitions, advantages)
         ]

@@ -18,6 +18,7 @@ import ray
 from planact.config import RunConfig
 from planact.engines.base import Completion
 from planact.progress import ProgressFn, read_progress
+from planact.samples import Sample
 from planact.trainer_group import TrainerRank, rank_names, rank_pool
 from planact.workers import RoleWorker
 from schedulemesh import Scheduler
@@ -76,7 +77,7 @@ class Worker:
         """RoleWorker.health: pid, weight version, busy state."""
         return ray.get(self.actor.health.remote())
 
-    def train(self, samples: list[dict], step_id: str | None = None) -> dict:
+    def train(self, samples: list[Sample], step_id: str | None = None) -> dict:
         """RoleWorker.train: one RL update (a retried `step_id` does not train twice); its metrics."""
         return ray.get(self.actor.train.remote(samples, step_id))
 
@@ -262,7 +263,7 @@ def sync_weights(group: RoleGroup) -> None:
         ray.get([group.handle(n).update_weights.remote(ref, version) for n in group.extra_sync])
 
 
-def train_and_sync(group: RoleGroup, samples: list[dict], step_id: str | None = None, sync: bool = True) -> dict:
+def train_and_sync(group: RoleGroup, samples: list[Sample], step_id: str | None = None, sync: bool = True) -> dict:
     """Train the role on its samples, then (unless `sync` is False: pipelined rounds sync later) sync the
     new weights to its engines.
 

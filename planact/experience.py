@@ -22,6 +22,7 @@ from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
+from planact.samples import Sample
 from planact.storage import atomic_write, fsync_path
 
 INDEX_FIELDS = ("run", "round", "role", "anchor")
@@ -211,7 +212,9 @@ def pool_actor(path: str | Path, name: str, namespace: str = "planact"):
     return cls.options(name=name, namespace=namespace, get_if_exists=True).remote(str(Path(path).resolve()))
 
 
-def experience_items(run: str, round_idx: int, role: str, samples: list[dict], anchor_key: str = "group") -> list[dict]:
+def experience_items(
+    run: str, round_idx: int, role: str, samples: list[Sample], anchor_key: str = "group"
+) -> list[dict]:
     """Plan/Act samples as pool items with stable ids (a re-run round replaces its own items)."""
     return [
         {

@@ -16,6 +16,7 @@ from planact.config import CreditConfig
 from planact.engines.base import Completion
 from planact.envs.plan_act import CHARSET_PLAN, actor_prompt, parse_plan, planner_prompt, verify
 from planact.rl.grpo import group_advantages
+from planact.samples import Sample
 
 GenerateFn = Callable[[list[str], float, int], list[list[Completion]]]  # (prompts, temperature, n) -> completions
 
@@ -33,13 +34,13 @@ def clean_plan(text: str) -> str:
 class RoundResult:
     """Everything a round produced: per-role training samples, metrics, a few rollouts to show."""
 
-    planner_samples: list[dict] = field(default_factory=list)
-    actor_samples: list[dict] = field(default_factory=list)
+    planner_samples: list[Sample] = field(default_factory=list)
+    actor_samples: list[Sample] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
     rollouts: list[dict] = field(default_factory=list)
 
 
-def sample_record(c: Completion, reward: float, advantage: float, role: str, task_id: str, group: str) -> dict:
+def sample_record(c: Completion, reward: float, advantage: float, role: str, task_id: str, group: str) -> Sample:
     """A training sample: the completion's fields, its reward and advantage, and whose episode it is."""
     return {
         "role": role,

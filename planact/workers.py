@@ -20,6 +20,7 @@ from planact.engines.base import Completion, SamplingParams
 from planact.engines.factory import make_engine, needs_local_model
 from planact.envs.base import RoundEnv, make_env
 from planact.initial_models import initial_model_path
+from planact.samples import Sample
 from planact.storage import RunState, fsync_tree
 from schedulemesh import AgentActor
 
@@ -189,7 +190,7 @@ class RoleWorker(AgentActor):
         self._publish(self.engine.weight_version + 1)
         return curve
 
-    def train(self, samples: list[dict], step_id: str | None = None) -> dict:
+    def train(self, samples: list[Sample], step_id: str | None = None) -> dict:
         """One GRPO update on this role's samples, then sync the colocated engine (once per step_id)."""
         done = getattr(self, "_last_step", (None, None))
         if step_id is not None and done[0] == step_id:

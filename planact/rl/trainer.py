@@ -16,6 +16,7 @@ from planact.rl.grpo import grpo_loss
 from planact.rl.logprobs import make_batch, token_logprobs
 from planact.rl.sampler_gap import GapMeter, check_fresh, check_stale, previous_version
 from planact.rl.sft import demo_loss, sft, sft_continuation  # noqa: F401  (their home until they moved to rl/sft.py)
+from planact.samples import Sample
 
 # What grpo_loss reports per step (kl only with a reference model; entropy always here).
 STEP_STATS = ("clip_frac", "entropy", "kl", "loss", "pg_loss")
@@ -63,7 +64,7 @@ class RoleTrainer:
             for p in self.ref_model.parameters():
                 p.requires_grad_(False)
 
-    def train_step(self, samples: list[dict], dp: DataParallel | None = None) -> dict[str, float]:
+    def train_step(self, samples: list[Sample], dp: DataParallel | None = None) -> dict[str, float]:
         """One GRPO update over a round's samples of this role, split into num_minibatches steps.
 
         Each sample: prompt_ids, token_ids, logprobs (from the engine), advantage. With `dp` this
