@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+import shutil
 import textwrap
 from pathlib import Path
+
+from filelock import FileLock
 
 from graph_planner.corpus.build import build_corpus
 from graph_planner.corpus.spec import CorpusConfig, PackageSpec
@@ -78,11 +82,36 @@ def write_package(root: Path) -> Path:
     return write_files(root / "minilib-src", FILES)
 
 
-def build_minilib(root: Path, kinds: list[str] | None = None) -> Path:
-    """A corpus of minilib tasks in `root`/corpus; returns the corpus folder."""
+def _build(root: Path, kinds: list[str] | None) -> Path:
     spec = PackageSpec(name="minilib", version="0.1", source=str(write_package(root)), split="heldout")
     cfg = CorpusConfig(
         packages=[spec], per_function=3, max_tried=14, max_kept=14, timeout_s=30, **({"kinds": kinds} if kinds else {})
     )
     build_corpus(cfg, root / "corpus", log=lambda _: None)
+    return root / "corpus"
+
+
+def _session_dir(path: Path) -> Path | None:
+    """pytest's folder for this test session (`.../pytest-<N>`, shared by its xdist workers), if `path` is in one."""
+    return next((p for p in [path, *path.parents] if re.fullmatch(r"pytest-\d+", p.name)), None)
+
+
+def build_minilib(root: Path, kinds: list[str] | None = None) -> Path:
+    """A corpus of minilib tasks in `root`/corpus; returns the corpus folder.
+
+    Built once per test session and `kinds` (~10 CPU-s; six test files use it), then copied: every caller
+    gets a fresh folder of its own (its result cache, contexts), the same tasks as a build of its own (two
+    builds give identical tasks, tools/same_corpus.py)."""
+    session = _session_dir(Path(root).resolve())
+    if session is None:
+        return _build(root, kinds)
+    shared = session / "minilib-corpora" / "-".join(sorted(kinds or ["all"]))
+    shared.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(shared) + ".lock"):
+        if not (shared / "built").is_file():
+            shutil.rmtree(shared, ignore_errors=True)
+            _build(shared, kinds)
+            (shared / "built").touch()
+    write_package(root)  # the package's source beside the corpus, as a build of its own leaves it
+    shutil.copytree(shared / "corpus", root / "corpus")
     return root / "corpus"
