@@ -11,9 +11,9 @@ from planact.config import (
     ConfigError,
     RayConfig,
     RLConfig,
+    StrictConfig,
     TinyModelSpec,
     _format_error,
-    _Strict,
     check_run_name,
     load_config,
 )
@@ -22,7 +22,7 @@ from planact.engine_config import AnthropicConfig, OpenAIConfig
 BENCHMARKS = ("planact", "gsm8k", "math", "humaneval", "mbpp", "hotpotqa", "drop")
 
 
-class LLMConfig(_Strict):
+class LLMConfig(StrictConfig):
     """A model that workflows (executor) or the optimizer call: local Plan/Act models or an API model."""
 
     kind: Literal["planact", "openai", "anthropic"] = Field(
@@ -78,7 +78,7 @@ class LLMConfig(_Strict):
     )
 
 
-class SearchConfig(_Strict):
+class SearchConfig(StrictConfig):
     """AFlow's MCTS over workflows (defaults follow AFlow's reference code)."""
 
     max_rounds: int = Field(10, ge=1, le=200, description="Rounds in total, round 1 (the initial workflow) included.")
@@ -117,7 +117,7 @@ class SearchConfig(_Strict):
     )
 
 
-class PolicyConfig(_Strict):
+class PolicyConfig(StrictConfig):
     """The edit policy trained with GiGPO on the search's own experience; disabled = plain MCTS."""
 
     enabled: bool = Field(
@@ -137,7 +137,7 @@ class PolicyConfig(_Strict):
     entropy_coef: float = Field(0.01, ge=0.0, description="Entropy bonus that keeps some exploration.")
 
 
-class TrackingConfig(_Strict):
+class TrackingConfig(StrictConfig):
     """MLflow tracking of an optimisation."""
 
     tracking_uri: str | None = Field(
@@ -146,7 +146,7 @@ class TrackingConfig(_Strict):
     experiment: str = Field("planact-aflow", description="MLflow experiment name.")
 
 
-class OptimizerRLConfig(_Strict):
+class OptimizerRLConfig(StrictConfig):
     """Training the optimizer model itself on WorkflowEnv (aflow_rl.optimizer_rl): parallel searches, GiGPO."""
 
     searches: int = Field(
@@ -197,7 +197,7 @@ class OptimizerRLConfig(_Strict):
     step_weight: float = Field(1.0, ge=0.0, description="w in A = A_episode + w * A_step.")
 
 
-class AFlowConfig(_Strict):
+class AFlowConfig(StrictConfig):
     """An AFlow optimisation: benchmark, executor, search, policy, where to write."""
 
     run_name: str = Field(

@@ -8,11 +8,11 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator
 
 from planact.config import ConfigError, RayConfig, TrackingConfig, _format_error, check_run_name, load_config
-from planact.engine_config import OpenAIConfig, _Strict
+from planact.engine_config import OpenAIConfig, StrictConfig
 from planact.env_config import EpisodeConfig
 
 
-class RepairEvalConfig(_Strict):
+class RepairEvalConfig(StrictConfig):
     """Evaluate an agent on a code-repair corpus split."""
 
     run_name: str = Field("repair-eval", description="Names the run folder and the MLflow run.")

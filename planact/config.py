@@ -13,7 +13,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from planact.engine_config import _Strict
+from planact.engine_config import StrictConfig
 from planact.env_config import EnvConfig
 
 # Role-level models live in role_config; importable from here as before (RLConfig, TinyModelSpec, ...).
@@ -32,7 +32,7 @@ class ConfigError(ValueError):
     """A run config is invalid; the message names every offending field."""
 
 
-class CreditConfig(_Strict):
+class CreditConfig(StrictConfig):
     """How the verifier's outcome is credited to each role."""
 
     actor: Literal["outcome", "plan_fidelity"] = Field(
@@ -48,7 +48,7 @@ class CreditConfig(_Strict):
     )
 
 
-class BarrierConfig(_Strict):
+class BarrierConfig(StrictConfig):
     """The per-(run, round) barrier held by PlanActOrchestrator."""
 
     timeout_s: float = Field(1800.0, gt=0.0, description="Seconds the actor side waits for the planner's plans.")
@@ -64,14 +64,14 @@ class BarrierConfig(_Strict):
     )
 
 
-class RegisteredNames(_Strict):
+class RegisteredNames(StrictConfig):
     """MLflow Model Registry names of the trained roles."""
 
     planner: str | None = Field(None, description="Registered model name of the planner; empty = '<run_name>-planner'.")
     actor: str | None = Field(None, description="Registered model name of the actor; empty = '<run_name>-actor'.")
 
 
-class TrackingConfig(_Strict):
+class TrackingConfig(StrictConfig):
     """MLflow tracking."""
 
     tracking_uri: str | None = Field(
@@ -93,7 +93,7 @@ class TrackingConfig(_Strict):
     )
 
 
-class CheckpointConfig(_Strict):
+class CheckpointConfig(StrictConfig):
     """Checkpointing and resume."""
 
     root: str = Field(
@@ -102,7 +102,7 @@ class CheckpointConfig(_Strict):
     every: int = Field(1, ge=1, description="Checkpoint every this many rounds (and always after the last).")
 
 
-class RayConfig(_Strict):
+class RayConfig(StrictConfig):
     """How to reach Ray."""
 
     address: str | None = Field(
@@ -137,7 +137,7 @@ class RayConfig(_Strict):
         return self.address in (None, "", "local")
 
 
-class AFlowHookConfig(_Strict):
+class AFlowHookConfig(StrictConfig):
     """Optimise the workflow around the current models every N rounds (an aflow-optimize sub-flow)."""
 
     every_rounds: int = Field(
@@ -158,7 +158,7 @@ class AFlowHookConfig(_Strict):
     policy: bool = Field(True, description="Guide the search with the GiGPO edit policy (False = plain MCTS).")
 
 
-class PipelineConfig(_Strict):
+class PipelineConfig(StrictConfig):
     """Overlap of rounds: generation of the next round while this one trains (docs/plan-act.md, "Pipelined rounds")."""
 
     max_staleness: Literal[0, 1] = Field(
@@ -173,7 +173,7 @@ class PipelineConfig(_Strict):
 FREE_REPLY_TOKENS = 128  # env.repair.decoding 'free': the shortest reply limit that fits a small function
 
 
-class RunConfig(_Strict):
+class RunConfig(StrictConfig):
     """A Plan/Act training run."""
 
     run_name: str = Field("demo", description="Run id: names the run folder and MLflow run; re-using it resumes.")

@@ -11,18 +11,21 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
-class _Strict(BaseModel):
+class StrictConfig(BaseModel):
+    """The base of every config model of the project (planact's, each environment's, AFlow's): an unknown
+    field is an error naming it, and assignments are validated too."""
+
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
-class PriceConfig(_Strict):
+class PriceConfig(StrictConfig):
     """Prices for cost accounting, in USD per million tokens."""
 
     input_per_mtok: float = Field(0.0, ge=0.0, description="USD per million prompt (input) tokens.")
     output_per_mtok: float = Field(0.0, ge=0.0, description="USD per million completion (output) tokens.")
 
 
-class RemoteAPIConfig(_Strict):
+class RemoteAPIConfig(StrictConfig):
     """What the OpenAI and Anthropic engines (on the official SDKs) share: endpoint, key source, timeouts, retries,
     limits."""
 
@@ -92,7 +95,7 @@ class AnthropicConfig(RemoteAPIConfig):
     api_version: str = Field("2023-06-01", description="anthropic-version header.")
 
 
-class SGLangConfig(_Strict):
+class SGLangConfig(StrictConfig):
     """An SGLang server per engine replica, launched and supervised by the replica's Ray actor."""
 
     launch_command: list[str] = Field(

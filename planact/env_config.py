@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from planact.engine_config import _Strict
+from planact.engine_config import StrictConfig
 
 # One definition for the episode config and the repair team environment (a test run's limit is one setting).
 TEST_TIMEOUT_S = Field(
@@ -17,7 +17,7 @@ TEST_TIMEOUT_S = Field(
 )
 
 
-class EpisodeConfig(_Strict):
+class EpisodeConfig(StrictConfig):
     """Budgets of one code-repair episode (graph_planner's PlannerEnv; its EnvLimits are built from this)."""
 
     steps: int = Field(24, ge=1, description="Actions per episode (malformed ones count).")
@@ -52,7 +52,7 @@ class EpisodeConfig(_Strict):
 TOKEN_KINDS = ("comparison", "boolop", "constant", "binop", "bound", "swap_args")
 
 
-class RepairEnvConfig(_Strict):
+class RepairEnvConfig(StrictConfig):
     """Code repair by the planner/actor team (env.kind: repair): the graph planner localises, the patch model edits."""
 
     corpus: str = Field(
@@ -192,7 +192,7 @@ class RepairEnvConfig(_Strict):
         return self
 
 
-class EnvConfig(_Strict):
+class EnvConfig(StrictConfig):
     """The environment of a run: the synthetic Plan/Act task or code repair."""
 
     kind: Literal["synthetic", "repair"] = Field(

@@ -10,12 +10,12 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from planact.engine_config import AnthropicConfig, OpenAIConfig, SGLangConfig, _Strict
+from planact.engine_config import AnthropicConfig, OpenAIConfig, SGLangConfig, StrictConfig
 
 API_ENGINES = ("openai", "anthropic")
 
 
-class TinyModelSpec(_Strict):
+class TinyModelSpec(StrictConfig):
     """Shape of a locally built Llama-style model (used when `model_path` is empty)."""
 
     hidden_size: int = Field(96, ge=8, description="Width of the residual stream.")
@@ -37,7 +37,7 @@ class TinyModelSpec(_Strict):
         return self
 
 
-class SamplingConfig(_Strict):
+class SamplingConfig(StrictConfig):
     """How a role's engine samples during rollouts."""
 
     temperature: float = Field(1.0, ge=0.0, le=5.0, description="Softmax temperature; 0 means greedy.")
@@ -51,7 +51,7 @@ class SamplingConfig(_Strict):
     )
 
 
-class RLConfig(_Strict):
+class RLConfig(StrictConfig):
     """GRPO hyper-parameters for one role (docs/plan-act.md)."""
 
     lr: float = Field(
@@ -115,7 +115,7 @@ class RLConfig(_Strict):
     )
 
 
-class WarmStartConfig(_Strict):
+class WarmStartConfig(StrictConfig):
     """Supervised warm start on teacher demonstrations, run once before RL."""
 
     enabled: bool = Field(True, description="Run the warm start when the run has no checkpoint yet.")
@@ -158,7 +158,7 @@ class WarmStartConfig(_Strict):
     )
 
 
-class LoRAConfig(_Strict):
+class LoRAConfig(StrictConfig):
     """Low-rank adapters (peft LoRA) instead of full fine-tuning: the base stays frozen, only adapters train."""
 
     enabled: bool = Field(
@@ -183,7 +183,7 @@ class LoRAConfig(_Strict):
     )
 
 
-class ResourceConfig(_Strict):
+class ResourceConfig(StrictConfig):
     """Where a role's engines and trainer run on Ray."""
 
     num_cpus: float = Field(0.5, ge=0.0, description="Ray CPUs reserved by each engine/trainer actor of this role.")
@@ -234,7 +234,7 @@ class ResourceConfig(_Strict):
     )
 
 
-class RoleConfig(_Strict):
+class RoleConfig(StrictConfig):
     """Everything about one role (planner or actor): model, engine, sampling, RL."""
 
     model_path: str | None = Field(

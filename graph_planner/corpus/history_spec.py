@@ -10,12 +10,12 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from graph_planner.corpus.spec import HISTORY_SPLIT, PackageRef
 from planact.config import ConfigError
-from planact.engine_config import _Strict
+from planact.engine_config import StrictConfig
 
 __all__ = ["HISTORY_SPLIT", "HistoryConfig", "HistoryPair", "Release", "load_history_config"]
 
 
-class Release(_Strict):
+class Release(StrictConfig):
     """One release of the pair: its version and the sdist's sha256 (or a local folder standing in for it)."""
 
     version: str = Field(description="Exact version on the index.")
@@ -32,7 +32,7 @@ class Release(_Strict):
         return v
 
 
-class HistoryPair(_Strict):
+class HistoryPair(StrictConfig):
     """Two consecutive releases of one package: the older one's code, the newer one's fixes and tests."""
 
     name: str = Field(description="Package name on the index (e.g. parse).")
@@ -67,7 +67,7 @@ class HistoryPair(_Strict):
         return f"{self.name}-{self.old.version}-{self.new.version}"
 
 
-class HistoryConfig(_Strict):
+class HistoryConfig(StrictConfig):
     """Release-history tasks: pairs of releases plus the test-run limits."""
 
     pairs: list[HistoryPair] = Field(description="The release pairs to build tasks from.")

@@ -11,7 +11,7 @@ from pydantic import Field, ValidationError, field_validator
 
 from graph_planner.corpus.mutate import KINDS
 from planact.config import ConfigError
-from planact.engine_config import _Strict
+from planact.engine_config import StrictConfig
 
 # One task file per split; unseen_2025 holds packages first released in 2025 or later.
 CorpusSplit = Literal["train", "heldout", "unseen_2025"]
@@ -23,7 +23,7 @@ HISTORY_SPLIT = "real"
 TASK_SPLITS: tuple[str, ...] = (*CORPUS_SPLITS, HISTORY_SPLIT)
 
 
-class PackageRef(_Strict):
+class PackageRef(StrictConfig):
     """A pinned sdist: name==version with the archive's sha256."""
 
     name: str = Field(description="Package name on the index (e.g. text-unidecode).")
@@ -81,7 +81,7 @@ class PackageSpec(PackageRef):
         return v
 
 
-class CorpusConfig(_Strict):
+class CorpusConfig(StrictConfig):
     """A task corpus: packages plus the mutation and validation budget."""
 
     packages: list[PackageSpec] = Field(description="The packages to build tasks from.")
