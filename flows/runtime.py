@@ -17,7 +17,6 @@ from prefect_ray import RayTaskRunner
 from pydantic import BaseModel
 
 from planact.config import ConfigError, load_config
-from planact.envs.base import HEADLINE_KEYS
 from planact.preflight import check_runtime
 from tasks import QUIET_ENV, quiet_state_lines
 
@@ -273,8 +272,8 @@ def print_summary(run_name: str, summary: dict, seconds: float) -> None:
     table.add_column("warm start", justify="right")
     table.add_column("after RL", justify="right")
     table.add_column("change (points)", justify="right")
-    for key in HEADLINE_KEYS:
-        if f"final/{key}" in summary:
+    for key in [k.removeprefix("final/") for k in summary if k.startswith("final/")]:  # the env's headline order
+        if f"warm_start/{key}" in summary:
             a, b = summary[f"warm_start/{key}"], summary[f"final/{key}"]
             table.add_row(key, f"{a:.3f}", f"{b:.3f}", f"{100 * (b - a):+.1f}")
     Console().print(table)

@@ -11,6 +11,7 @@ shows a round that a resume would run again.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -25,7 +26,7 @@ import yaml
 
 from planact import agents, faults
 from planact.config import RunConfig
-from planact.envs.base import HEADLINE_KEYS
+from planact.envs.base import headline_keys
 from planact.experience import PoolRef, pool_actor
 from planact.initial_models import prebuild_initial_models
 from planact.orchestrator import get_or_create_orchestrator, orchestrator_state
@@ -285,13 +286,18 @@ class TrainingSession:
         )
         self.registered = {role: f"models:/{names[role]}/{v}" for role, v in versions.items()}
 
+    @functools.cached_property
+    def headline_keys(self) -> tuple[str, ...]:
+        """The environment's headline held-out metrics (it names its own: planact.envs.base.headline_keys)."""
+        return headline_keys(self.cfg.env.kind)
+
     def summary(self) -> dict:
         """Warm start vs final held-out metrics, and their differences."""
         if not self.evals:
             return {}
         first, last = self.evals[min(self.evals)], self.evals[max(self.evals)]
         out = {"rounds_completed": self.state.data["last_completed_round"]}
-        for key in HEADLINE_KEYS:
+        for key in self.headline_keys:
             if key in first and key in last:
                 out[f"warm_start/{key}"] = first[key]
                 out[f"final/{key}"] = last[key]
@@ -338,7 +344,7 @@ class TrainingSession:
         body = "".join(
             "| {} | ".format(r["round"]) + " | ".join(_fmt(r.get(k)) for k in TABLE_KEYS) + " |\n" for r in rows
         )
-        keys = [k for k in HEADLINE_KEYS if any(k in m for m in self.evals.values())]
+        keys = [k for k in self.headline_keys if any(k in m for m in self.evals.values())]
         evals = "".join(
             f"| {r} | " + " | ".join(_fmt(m.get(k)) for k in keys) + " |\n" for r, m in sorted(self.evals.items())
         )
@@ -359,7 +365,7 @@ class TrainingSession:
         held = ""
         if self.evals:
             last = max(self.evals)
-            key = next((k for k in HEADLINE_KEYS if k in self.evals[last]), None)
+            key = next((k for k in self.headline_keys if k in self.evals[last]), None)
             held = f" | held-out {key} {_fmt(self.evals[last][key])} (round {last})" if key else ""
         return (
             f"{bar(round_idx, total)} round {round_idx}/{self.cfg.rounds}: "

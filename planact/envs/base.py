@@ -40,6 +40,9 @@ class RoundEnv(Protocol):
 
     actor_method: str
     """The actor engine method that answers actor_requests: 'generate' (prompts) or 'choose' (candidate sets)."""
+    headline_keys: tuple[str, ...]
+    """Held-out metrics (of `evaluate`) a run's summary compares between the warm start and the end of RL,
+    the most telling first (the progress line shows the first one present)."""
 
     def sample_tasks(self, round_idx: int) -> list[dict]:
         """The round's training tasks (deterministic in seed and round: both jobs of two-job mode agree)."""
@@ -63,22 +66,6 @@ class RoundEnv(Protocol):
 
     def tokenizer_texts(self) -> list[str]:
         """Text a locally trained tokenizer learns from (tiny models with tokenizer: bpe)."""
-
-
-# Held-out metrics a run's summary compares between the warm start and the end of RL.
-HEADLINE_KEYS = (
-    "pass@1",
-    "greedy/success",
-    "greedy/success_but_first",
-    "unseen_packages/team/solve_at_1",
-    "unseen_functions/team/solve_at_1",
-    "unseen_packages/team/solve_at_2",
-    "unseen_functions/team/solve_at_2",
-    "unseen_2025/team/solve_at_1",
-    "unseen_2025/team/solve_at_2",
-    "real/team/solve_at_1",  # release-history fixes (env.repair.eval_real_corpus)
-    "real/team/solve_at_2",
-)
 
 
 # Environments register from above: a package that builds on planact (graph_planner's repair team)
@@ -105,6 +92,11 @@ def env_factory(kind: str) -> Callable[[Any], RoundEnv]:
             f"{ENTRY_POINT_GROUP!r}: {sorted(found) or 'none'}; reinstall the project: pip install -e .)"
         )
     return found[kind].load()
+
+
+def headline_keys(kind: str) -> tuple[str, ...]:
+    """The headline held-out metrics of the environment of `kind` (its class's `headline_keys`)."""
+    return tuple(getattr(env_factory(kind), "headline_keys", ()))
 
 
 def make_env(cfg, progress: ProgressFn | None = None) -> RoundEnv:

@@ -12,6 +12,7 @@ class SyntheticEnv:
     """Instructions over digit lists: one plan completion per sample, free-text answers."""
 
     actor_method = "generate"
+    headline_keys = ("pass@1", "greedy/success", "greedy/success_but_first")
 
     def __init__(self, cfg):
         self.cfg = cfg
