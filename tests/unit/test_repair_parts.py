@@ -151,6 +151,72 @@ def test_a_reward_run_is_judged_by_cpu_time_and_an_old_wall_clock_timeout_is_jud
     assert again["cached"] and again["status"] == "timeout" and len(hang.suites) == 1
 
 
+class _NameGuardRuntime:
+    """Stands in for LocalRuntime under the name guard: an unchanged function of the package calls getattr
+    with a private name (key KEY) in every run; a run stops there unless its guard allows KEY, and the
+    clean code's recording run reports KEY."""
+
+    KEY = "pkg/m.py|helper|getattr|_cache|Box"
+
+    def __init__(self, tmp_path):
+        self.tmp_path, self.runs = tmp_path, []
+
+    def reset(self, task):
+        return self.tmp_path
+
+    def run_tests(self, tests, suite, guard=None, confirm=False):
+        from graph_planner.corpus.testrun import NAMES, TestRun
+
+        allowed = dict(guard.allowed).get(NAMES, ())
+        self.runs.append(("record" if guard.record else "confirm" if confirm else "run", self.KEY in allowed))
+        if guard.record:
+            return TestRun({t: "failed" for t in tests}, "error", 1.0, record={NAMES: [self.KEY]})
+        if self.KEY not in allowed:
+            return TestRun({}, "error", 1.0, guard=(self.KEY, NAMES))
+        return TestRun({t: "passed" for t in tests}, "ok", 1.0)
+
+
+def test_a_task_without_a_clean_record_is_confirmed_against_the_base_commits_record(tmp_path):
+    """A release-history task carries no clean record: the base commit's run of the same tests stands in,
+    and the confirming run is judged against it too (it once kept the bare guard and voided every such
+    gold fix: "the confirming run disagrees"). A key the base never set off still voids the run."""
+    from graph_planner.judge import ResultCache, passed, run_patch
+    from graph_planner.tasks import RepairTask
+
+    task = RepairTask("t1", "", ["tests/test_m.py::test_x"], [], "abc", "pkg")
+    (tmp_path / "pkg").mkdir()
+    base = "def helper(box):\n    return box\n\n\ndef f(x):\n    return x\n"
+    fixed = base.replace("return x\n", "return x + 1\n")
+    runtime = _NameGuardRuntime(tmp_path)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("graph_planner.judge.base_text", lambda task, path: base)
+        result = run_patch(runtime, ResultCache(None), task, {"pkg/m.py": fixed}, task.fail_to_pass, "submit", 30.0)
+        assert passed(result) and result["confirmed"] and "tampered" not in result, result
+        assert [r[0] for r in runtime.runs] == ["run", "record", "run", "confirm"]
+        assert runtime.runs[-1] == ("confirm", True)  # the confirming run allowed what the base commit did
+        # control: a key the base commit's run never set off is the patch's, in the first run and after
+        runtime = _NameGuardRuntime(tmp_path)
+        runtime.KEY = "pkg/m.py|f|getattr|__globals__|function"
+        mp.setattr(_NameGuardRuntime, "run_tests", _recording_other_key(_NameGuardRuntime.run_tests))
+        again = run_patch(runtime, ResultCache(None), task, {"pkg/m.py": fixed}, task.fail_to_pass, "submit", 30.0)
+        assert not passed(again)
+
+
+def _recording_other_key(run_tests):
+    """The stand-in's run_tests whose recording run reports some other key than the one the patch sets off."""
+    from graph_planner.corpus.testrun import NAMES, TestRun
+
+    def wrapped(self, tests, suite, guard=None, confirm=False):
+        if guard.record:
+            self.runs.append(("record", False))
+            return TestRun(
+                {t: "failed" for t in tests}, "error", 1.0, record={NAMES: ["pkg/m.py|helper|getattr|_x|Box"]}
+            )
+        return run_tests(self, tests, suite, guard, confirm)
+
+    return wrapped
+
+
 def test_every_parse_of_graph_planner_holds_the_one_parse_lock():
     """CPython 3.11's AST constructor is not thread-safe (judge slots parse while episodes do): every module
     parses through graph_planner.pyparse, except the patch check, whose entry points hold the same lock."""
