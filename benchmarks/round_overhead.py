@@ -43,8 +43,13 @@ def bench_flow(cfg, planner, actor, pool, incarnation, n: int, first: int) -> tu
         t0 = time.perf_counter()
         out = play_round(cfg, r, planner, actor, pool, incarnation)
         times.append(time.perf_counter() - t0)
-        stages.append({k: v for k, v in out["metrics"].items() if k.startswith("time/")})
+        stages.append(stage_times(out["metrics"]))
     return times, stages
+
+
+def stage_times(metrics: dict) -> dict:
+    """A round's per-stage seconds (its whole wall time, timed by the caller, left out), for both sides."""
+    return {k: v for k, v in metrics.items() if k.startswith("time/") and k != "time/round_s"}
 
 
 class GcClock:
@@ -132,7 +137,7 @@ def main() -> None:
             t0 = time.perf_counter()
             m = play_round(cfg, r, planner, actor, session.experience, session.incarnation, plain=True)["metrics"]
             times.append(time.perf_counter() - t0)
-            rows.append({k: v for k, v in m.items() if k.startswith("time/") and k != "time/round_s"})
+            rows.append(stage_times(m))
         return times, rows
 
     loop_rounds(args.warmup, 0)  # untimed: Ray worker start-up, first Prefect task runs
