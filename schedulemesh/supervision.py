@@ -41,15 +41,32 @@ class SupervisionMixin:
             await asyncio.sleep(self.check_interval_s)
             now = time.time()
             # The head itself did not run for a while (stopped, swapped out, or starved on a loaded machine):
-            # beats sent meanwhile are still queued, so silence counts only from now. Without this, a stalled
-            # head condemned every healthy agent on waking (seen in CI: four agents recreated at once).
-            if now - last > self.check_interval_s + max(1.0, self.stale_after_s / 4):
-                self._awake_since = now
+            # beats sent meanwhile are still queued, so that stretch is not the agents' silence. Without this, a
+            # stalled head condemned every healthy agent on waking (seen in CI: four agents recreated at once).
+            # Only the excess over a normal pass is discounted, so under steady load a silent agent still
+            # accumulates silence every pass and is replaced.
+            excess = now - last - (self.check_interval_s + self._stall_allowance())
+            if excess > 0:
+                self._stalls.append((now, excess))
+                self._stalls = [s for s in self._stalls if now - s[0] < self._stall_memory_s()]
             last = now
             try:
                 self._check_once()
             except Exception:  # supervision must outlive any one bad record
                 log.exception("schedulemesh monitor pass failed")
+
+    def _stall_allowance(self) -> float:
+        """How much later than planned a monitor pass may run before the delay counts as the head's stall."""
+        return max(1.0, self.stale_after_s / 4)
+
+    def _stall_memory_s(self) -> float:
+        # Long enough to cover the longest silence limit any agent has.
+        return 2 * max(self.stale_after_s, self.ready_timeout_s) + 60
+
+    def _silence(self, rec: AgentRecord, now: float) -> float:
+        """Seconds an agent has been silent while the head was awake to hear it."""
+        stalled = sum(excess for woke, excess in self._stalls if woke > rec.last_heartbeat)
+        return now - rec.last_heartbeat - stalled
 
     def _check_once(self) -> None:
         now = time.time()
@@ -68,8 +85,7 @@ class SupervisionMixin:
             if probe is None and name in self.handles:
                 # One outstanding probe per agent: a busy agent queues it instead of piling up pings.
                 self.probes[name] = asyncio.ensure_future(self._probe(self.handles[name]))
-            heard = max(rec.last_heartbeat, self._awake_since)
-            silent = now - heard > self._silence_limit(rec)
+            silent = self._silence(rec, now) > self._silence_limit(rec)
             if dead or silent:
                 why = "actor died" if dead else f"no heartbeat for {now - rec.last_heartbeat:.1f}s"
                 self.recovering.add(name)

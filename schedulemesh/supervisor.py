@@ -86,7 +86,7 @@ class Supervisor(SupervisionMixin, RecoveryMixin, QueueingMixin):
         self.recovering: set[str] = set()
         self.events: list[dict] = []
         self._monitor: asyncio.Task | None = None
-        self._awake_since = 0.0  # when the monitor last resumed after a stall of its own (supervision.py)
+        self._stalls: list[tuple[float, float]] = []  # (woke at, seconds) of the monitor's own stalls (supervision.py)
         self._starting: asyncio.Future | None = None
         if state_path:
             self.pools, self.agents, saved = load_state(state_path)
@@ -362,6 +362,7 @@ class Supervisor(SupervisionMixin, RecoveryMixin, QueueingMixin):
                 except Exception:  # exit_actor ends the call with an actor error; a hung agent times out
                     pass
             ray.kill(handle, no_restart=True)
+            await self._name_released(name, rec.namespace, timeout_s)
         pool = self.pools.get(rec.pool)
         if pool is not None and was_holding:
             pool.release(rec.resources)
@@ -370,6 +371,17 @@ class Supervisor(SupervisionMixin, RecoveryMixin, QueueingMixin):
         self.probes.pop(name, None)
         self._event("deleted", name)
         self._persist()
+
+    async def _name_released(self, name: str, namespace: str, timeout_s: float) -> None:
+        # ray.kill returns before the actor is gone; callers re-create agents under the same name at once.
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                ray.get_actor(name, namespace=namespace)
+            except ValueError:
+                return
+            await asyncio.sleep(0.05)
+        log.warning("agent %s: its name still resolves %gs after it was killed", name, timeout_s)
 
     async def wait_alive(self, name: str, min_incarnation: int = 0, timeout_s: float = 60.0) -> dict:
         """Block until the agent is alive at incarnation >= min_incarnation."""
