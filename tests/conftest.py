@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
+
+from tools.services import SHARED_ENV, stop_shared
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -51,3 +56,18 @@ def tiny_model_dir(tmp_path_factory):
     from planact.models import materialize_tiny
 
     return materialize_tiny(TinyModelSpec(), tmp_path_factory.mktemp("tiny") / "planner", seed=0)
+
+
+def pytest_configure(config):
+    """The run's owner (the xdist controller, or pytest alone) names the folder of its shared servers."""
+    # Workers inherit the variable: xdist starts them after this hook, with this process's environment.
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        os.environ[SHARED_ENV] = tempfile.mkdtemp(prefix="planact-services-")
+
+
+def pytest_unconfigure(config):
+    """The owner stops the servers its workers started (a worker may finish while others still use them)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ and SHARED_ENV in os.environ:
+        folder = Path(os.environ.pop(SHARED_ENV))
+        stop_shared(folder)
+        shutil.rmtree(folder, ignore_errors=True)

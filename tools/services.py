@@ -10,6 +10,7 @@ Each start waits for the server's health URL (and fails early, naming the log, i
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -77,28 +78,30 @@ def kill_tree(pid: int, sig: int = signal.SIGKILL) -> None:
     psutil.wait_procs(procs, timeout=10)
 
 
-def stop(proc: subprocess.Popen) -> None:
-    """SIGTERM (then SIGINT, then SIGKILL) a server, then kill what it started."""
-    if proc.poll() is None:
-        kids = []
+def stop(proc: subprocess.Popen | int) -> None:
+    """SIGTERM (then SIGINT, then SIGKILL) a server, given as its Popen or its PID, then kill what it started."""
+    pid = proc if isinstance(proc, int) else proc.pid
+    try:
+        root = psutil.Process(pid)
+        kids = root.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGKILL):
         try:
-            kids = psutil.Process(proc.pid).children(recursive=True)
+            root.send_signal(sig)
+            root.wait(timeout=10 if sig == signal.SIGTERM else 5)
+            break
+        except psutil.NoSuchProcess:
+            break
+        except psutil.TimeoutExpired:
+            continue
+    if not isinstance(proc, int):
+        proc.poll()  # reap it
+    for k in kids:
+        try:
+            k.kill()
         except psutil.NoSuchProcess:
             pass
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        for k in kids:
-            try:
-                k.kill()
-            except psutil.NoSuchProcess:
-                pass
 
 
 def _serve(args: list[str], env: dict[str, str], health: str, log: Path) -> subprocess.Popen:
@@ -151,3 +154,35 @@ def start_mlflow(root: Path, port: int | None = None, artifacts: Path | None = N
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     uri = f"http://127.0.0.1:{port}"
     return _serve(args, env, uri + "/health", Path(root) / "server.log"), uri
+
+
+# One server of each kind for a whole pytest run: pytest-xdist workers are separate processes, and each
+# starting its own Prefect and MLflow server cost ~13 and ~9 CPU-s to start plus ~1.5% of a core idle,
+# per worker. The run's owner (the xdist controller, or pytest alone) names a folder in SHARED_ENV; the
+# first worker that needs a server starts it, in its own session, and records it there; the others reuse
+# it; the owner stops every recorded server when the run ends (stop_shared).
+SHARED_ENV = "PLANACT_TEST_SERVICES"
+
+
+def shared(name: str, start) -> str:
+    """The URL of the run's shared server `name`, started by `start(folder) -> (proc, url)` if none is up."""
+    from filelock import FileLock
+
+    folder = Path(os.environ[SHARED_ENV])
+    record = folder / f"{name}.json"
+    with FileLock(str(folder / f"{name}.lock")):
+        if record.exists():
+            info = json.loads(record.read_text())
+            if psutil.pid_exists(info["pid"]):
+                return info["url"]
+        home = folder / name
+        home.mkdir(exist_ok=True)
+        proc, url = start(home)
+        record.write_text(json.dumps({"pid": proc.pid, "url": url}))
+        return url
+
+
+def stop_shared(folder: Path) -> None:
+    """Stop every server recorded in `folder` by `shared`."""
+    for record in Path(folder).glob("*.json"):
+        stop(json.loads(record.read_text())["pid"])

@@ -1,7 +1,8 @@
 """Real services for integration tests, on free loopback ports, always stopped by PID afterwards.
 
-* a Prefect server (`prefect server start`, its own PREFECT_HOME),
-* an MLflow tracking server (`mlflow server`, SQLite backend, one worker),
+* a Prefect server (`prefect server start`, its own PREFECT_HOME) and an MLflow tracking server (`mlflow
+  server`, SQLite backend, one worker), one of each for the whole pytest run (tools/services.py `shared`;
+  tests/conftest.py stops them when the run ends),
 * a Ray head started with `ray start --head` (own --temp-dir, loopback only),
 * helpers to run the training CLI as a subprocess and to kill a whole process tree.
 """
@@ -17,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tools.services import free_port, kill_tree, start_mlflow, start_prefect, stop, wait_http  # noqa: F401
+from tools.services import SHARED_ENV, free_port, kill_tree, shared, start_mlflow, start_prefect, stop, wait_http  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
@@ -27,11 +28,12 @@ LOOPBACK_RAY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABL
 
 
 @pytest.fixture(scope="session")
-def prefect_api(tmp_path_factory):
-    """A real Prefect server; yields its API URL and exports it for this process and its children."""
-    home = tmp_path_factory.mktemp("prefect_home")
+def prefect_api():
+    """The run's real Prefect server (shared by the xdist workers); yields its API URL and exports it for
+    this process and its children."""
     # The UI is on: a test opens a finished flow run's page in a real browser (test_flow_end_to_end.py).
-    proc, url = start_prefect(home, ui=True)
+    url = shared("prefect", lambda home: start_prefect(home, ui=True))
+    home = Path(os.environ[SHARED_ENV]) / "prefect"
     old = {k: os.environ.get(k) for k in ("PREFECT_API_URL", "PREFECT_HOME")}
     try:
         os.environ["PREFECT_API_URL"] = url
@@ -43,17 +45,12 @@ def prefect_api(tmp_path_factory):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        stop(proc)
 
 
 @pytest.fixture(scope="session")
-def mlflow_server(tmp_path_factory):
-    """A real MLflow tracking server (SQLite backend, one worker); yields its URI."""
-    proc, uri = start_mlflow(tmp_path_factory.mktemp("mlflow"))
-    try:
-        yield uri
-    finally:
-        stop(proc)
+def mlflow_server():
+    """The run's real MLflow tracking server (SQLite backend, one worker; shared by the xdist workers)."""
+    return shared("mlflow", start_mlflow)
 
 
 @pytest.fixture
