@@ -69,7 +69,7 @@ def episodes(tasks, slot_count: int) -> float:
     """Seconds to run gold-patch episodes of all `tasks` on `slot_count` slots."""
 
     def run(part):
-        env = PlannerEnv(limits=EnvLimits(test_timeout_s=120), cache=_NoCache())
+        env = PlannerEnv(limits=EnvLimits(test_cpu_s=120), cache=_NoCache())
         try:
             for task in part:
                 env.reset(task)

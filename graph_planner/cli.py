@@ -21,6 +21,7 @@ from pathlib import Path
 from graph_planner.corpus.build import build_corpus
 from graph_planner.corpus.fetch import DEFAULT_CACHE, FetchError
 from graph_planner.corpus.spec import CORPUS_SPLITS, TASK_SPLITS, CorpusConfig, PackageSpec, load_corpus_config
+from graph_planner.judge import DEFAULT_TEST_CPU_S
 from planact.progress import PhasePrinter
 
 CORPUS_CONFIG, HISTORY_CONFIG = "configs/repair-corpus.yaml", "configs/repair-history.yaml"
@@ -119,7 +120,7 @@ def _evaluate_free(args, tasks) -> list[dict]:
     from graph_planner.free_eval import engine_replies, evaluate_free, gold_replies
 
     replier = gold_replies if args.agent == "gold-free" else engine_replies(_engine(args), args.max_new_tokens)
-    return evaluate_free(tasks, replier, args.workers, args.test_timeout_s, args.telemetry)
+    return evaluate_free(tasks, replier, args.workers, args.test_cpu_s, args.telemetry)
 
 
 def _evaluate(args) -> int:
@@ -189,7 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="model / free agent: API endpoint")
     e.add_argument("--model", default="default", help="model / free agent: model name (hf: folder or planact:<name>)")
     e.add_argument("--max-new-tokens", type=int, default=1024, help="free agent: reply length limit")
-    e.add_argument("--test-timeout-s", type=float, default=30.0, help="free agents: CPU seconds per test run")
+    e.add_argument(
+        "--test-cpu-s", type=float, default=DEFAULT_TEST_CPU_S, help="free agents: CPU-seconds limit of a test run"
+    )
     e.add_argument("--api-key-env", default="", help="model agent: variable holding the key ('' = none)")
     args = ap.parse_args(argv)
     return _corpus(args) if args.cmd == "corpus" else _evaluate(args)

@@ -51,7 +51,7 @@ class EnvLimits:
     coverage_runs: int = _EPISODE.coverage_runs
     episode_s: float = _EPISODE.episode_s
     memory: Budget = field(default_factory=Budget)
-    test_timeout_s: float = _EPISODE.test_timeout_s
+    test_cpu_s: float = _EPISODE.test_cpu_s
     read_chars: int = _EPISODE.read_chars
     screen_patches: bool = _EPISODE.screen_patches
     guard_patches: bool = _EPISODE.guard_patches
@@ -216,7 +216,7 @@ class PlannerEnv:
         elif self.stats.coverage_runs >= self.limits.coverage_runs:
             return {"op": "coverage", "error": "coverage budget spent"}
         else:
-            result = localise.measure(self.runtime, self.task, self.graph, self.limits.test_timeout_s)
+            result = localise.measure(self.runtime, self.task, self.graph, self.limits.test_cpu_s)
             self.stats.coverage_runs += 1
             self.stats.coverage_s += result["seconds"]
             if result["status"] == "ok":
@@ -286,7 +286,7 @@ class PlannerEnv:
             self.patch,
             tests,
             mode,
-            self.limits.test_timeout_s,
+            self.limits.test_cpu_s,
             guarded=self.limits.guard_patches,
         )
         self.stats.tampering += int(bool(result.get("tampered")))

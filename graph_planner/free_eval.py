@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from graph_planner.free_edit import free_prompt, gold_reply, parse_reply, target_name, task_target
+from graph_planner.judge import DEFAULT_TEST_CPU_S
 from graph_planner.tasks import RepairTask
 from graph_planner.team.sandbox import Sandbox
 
@@ -47,7 +48,7 @@ def evaluate_free(
     tasks: list[RepairTask],
     replier: Replier,
     workers: int = 1,
-    test_timeout_s: float = 30.0,
+    test_cpu_s: float = DEFAULT_TEST_CPU_S,
     telemetry_dir: str | Path | None = None,
 ) -> list[dict]:
     """One reply per task, judged in Submit mode; per-task results in the shape `evaluate.summarize` reads."""
@@ -61,7 +62,7 @@ def evaluate_free(
         i: parse_reply(replies[i], tasks[i].meta["file"], targets[i][1], target_name(targets[i][0])) for i in asked
     }
     jobs = [i for i in asked if parsed[i].edit is not None]
-    box = Sandbox(workers, None, test_timeout_s, telemetry_dir)
+    box = Sandbox(workers, None, test_cpu_s, telemetry_dir)
     try:
         verdicts = dict(zip(jobs, box.judge_many([(tasks[i], parsed[i].edit) for i in jobs], "eval")))
     finally:

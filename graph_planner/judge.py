@@ -26,7 +26,7 @@ from graph_planner.patching import PatchError, apply_diff, screen
 from graph_planner.tasks import RepairTask
 from planact.env_config import EpisodeConfig
 
-DEFAULT_TIMEOUT_S = EpisodeConfig().test_timeout_s
+DEFAULT_TEST_CPU_S = EpisodeConfig().test_cpu_s
 # 4: the name guard; 3: signed channel, runtime guard, passes confirmed by a second run, the scoped patch check
 VERDICT_RULES = 4
 
@@ -131,7 +131,7 @@ def run_patch(
     patch: dict[str, str],
     tests: list[str],
     mode: str,
-    timeout_s: float,
+    cpu_s: float,
     guarded: bool = True,
 ) -> dict:
     """`tests` on a clean checkout of the task's base commit plus `patch` (path -> text), cached by
@@ -143,7 +143,7 @@ def run_patch(
     # machine: judge it again rather than keep a reward of 0 that the patch may not deserve.
     if cached is not None and not (cached.get("status") == "timeout" and "cpu_s" not in cached):
         return {**cached, "cached": True}
-    limit = min(task.suite.timeout_s, timeout_s)
+    limit = min(task.suite.timeout_s, cpu_s)  # CPU capped by the suite's wall-clock limit (one thread)
     suite = load_proof(task.suite, limit)
     guard, recorder = watched(task, patch) if guarded else (Guard(), Guard())
     guard = _allowing(guard, task.clean_events)
@@ -202,7 +202,7 @@ def passed(result: dict) -> bool:
     return result.get("status") == "ok" and not result.get("failed")
 
 
-def gold_submit(runtime, task: RepairTask, timeout_s: float = DEFAULT_TIMEOUT_S) -> str:
+def gold_submit(runtime, task: RepairTask, cpu_s: float = DEFAULT_TEST_CPU_S) -> str:
     """Why the task's own gold patch fails the path an agent's patch takes ("" when it resolves the task):
     applied to the base commit, through the patch check, then Submit's run of FAIL_TO_PASS + PASS_TO_PASS
     in the task's order, on a clean checkout in the sandbox."""
@@ -210,7 +210,7 @@ def gold_submit(runtime, task: RepairTask, timeout_s: float = DEFAULT_TIMEOUT_S)
         texts = gold_texts(task)
     except PatchError as e:
         return f"gold patch does not apply: {e}"
-    why = submit_texts(runtime, ResultCache(), task, texts, timeout_s)
+    why = submit_texts(runtime, ResultCache(), task, texts, cpu_s)
     return why and f"gold patch {why}"
 
 
@@ -226,14 +226,14 @@ def base_text(task: RepairTask, path: str) -> str:
 
 
 def submit_texts(
-    runtime, cache: ResultCache, task: RepairTask, texts: dict[str, str], timeout_s: float = DEFAULT_TIMEOUT_S
+    runtime, cache: ResultCache, task: RepairTask, texts: dict[str, str], cpu_s: float = DEFAULT_TEST_CPU_S
 ) -> str:
     """Why new file texts (path -> text) fail Submit ("" when they resolve the task): the patch check against
     the base commit, then FAIL_TO_PASS + PASS_TO_PASS in the task's order on a clean checkout."""
     refused = {p: r for p, t in texts.items() if (r := screen(base_text(task, p), t))}
     if refused:
         return f"refused by the patch check: {refused}"
-    result = run_patch(runtime, cache, task, texts, task.submit_tests(), "submit", timeout_s)
+    result = run_patch(runtime, cache, task, texts, task.submit_tests(), "submit", cpu_s)
     if passed(result):
         return ""
     what = (

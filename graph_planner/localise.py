@@ -39,11 +39,11 @@ def function_nodes(graph: RepoGraph) -> set[str]:
     return {nid for nid, n in graph.graph.nodes(data=True) if n["kind"] == "function" and not is_test_file(n["path"])}
 
 
-def measure(runtime, task: RepairTask, graph: RepoGraph, timeout_s: float) -> dict:
+def measure(runtime, task: RepairTask, graph: RepoGraph, cpu_s: float) -> dict:
     """Run the coverage run and return its spectrum: {status, failed, passed, spectrum: {node: [ef, ep]},
     seconds, tail}; status other than "ok" means no spectrum (timeout, nothing recorded)."""
     runtime.reset(task)  # the next run's reset removes the recorder's file again
-    limit = RECORDER_SLOWDOWN * min(task.suite.timeout_s, timeout_s)
+    limit = RECORDER_SLOWDOWN * min(task.suite.timeout_s, cpu_s)
     run = runtime.run_tests(coverage_tests(task), load_proof(task.suite, limit), coverage=True)
     out = {"status": run.status, "seconds": round(run.seconds, 2), "tail": run.tail[-1500:]}
     if run.status != "ok" or not run.coverage:

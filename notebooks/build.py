@@ -233,7 +233,7 @@ REPAIR = notebook(
             "from graph_planner.evaluate import evaluate_local, summarize\n"
             "from graph_planner.tasks import load_tasks\n\n"
             "tasks = load_tasks(corpus)[:limit]\n"
-            "episodes = evaluate_local(tasks, 'rule', workers=1, limits=EnvLimits(test_timeout_s=20))\n"
+            "episodes = evaluate_local(tasks, 'rule', workers=1, limits=EnvLimits(test_cpu_s=20))\n"
             "result = summarize(episodes)\n"
             "print(f\"solve rate {result['solve_rate']:.2f}, mean test runs {result['mean_test_runs']}\")\n"
             "pd.DataFrame(episodes)[['instance_id', 'mutation', 'difficulty', 'resolved', 'steps', 'test_runs', "
@@ -244,7 +244,7 @@ REPAIR = notebook(
             "code",
             "from graph_planner.agents import RuleAgent\nfrom graph_planner.env import PlannerEnv\n\n"
             "task = next((t for t, e in zip(tasks, episodes) if e['resolved']), tasks[0])\n"
-            "env, agent = PlannerEnv(limits=EnvLimits(test_timeout_s=20)), RuleAgent()\n"
+            "env, agent = PlannerEnv(limits=EnvLimits(test_cpu_s=20)), RuleAgent()\n"
             "obs = env.reset(task)\nprint(task.problem_statement[:600])\nagent.begin(obs)\n"
             "steps, done = [], False\n"
             "while not done:\n"

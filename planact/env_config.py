@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 from planact.engine_config import StrictConfig
 
 # One definition for the episode config and the repair team environment (a test run's limit is one setting).
-TEST_TIMEOUT_S = Field(
+TEST_CPU_S = Field(
     30.0,
     gt=0.0,
     description="CPU-seconds limit of one test run (wall-clock backstop 4x: verdicts do not depend on machine load); a "
@@ -30,7 +30,7 @@ class EpisodeConfig(StrictConfig):
         description="Explore(coverage) runs per episode: the failing tests' modules on the base commit under the "
         "call recorder, for spectrum-based localisation (counted apart from test_runs; 0 turns it off).",
     )
-    test_timeout_s: float = TEST_TIMEOUT_S
+    test_cpu_s: float = TEST_CPU_S
     episode_s: float = Field(
         600.0, gt=0, description="Wall-clock limit of one episode; past it the next step ends the episode unrewarded."
     )
@@ -124,7 +124,7 @@ class RepairEnvConfig(StrictConfig):
     )
     gigpo_gamma: float = Field(0.95, gt=0.0, le=1.0, description="Discount of the planner's turn returns.")
     workers: int = Field(2, ge=1, le=32, description="Sandbox slots that run tests in parallel when scoring a round.")
-    test_timeout_s: float = TEST_TIMEOUT_S
+    test_cpu_s: float = TEST_CPU_S
     eval_unseen_functions: int = Field(
         60,
         ge=1,

@@ -55,6 +55,11 @@ MAY_CHANGE = (
 )
 
 
+# Fields renamed since a run may have started (old leaf name -> new): a stored config is read under the
+# new names, so a rename alone never refuses a resume.
+RENAMED_LEAVES = {"test_timeout_s": "test_cpu_s"}
+
+
 class ResumeRefused(ConfigError):
     """Resuming would change fields that shape the run's checkpoint or data; the message names each."""
 
@@ -66,7 +71,14 @@ def shapes_run(key: str) -> bool:
 
 def _flat(data: dict) -> dict:
     # Through YAML both sides compare as the file stores them (tuples as lists, secrets redacted).
-    return flatten(yaml.safe_load(yaml.safe_dump(data, sort_keys=False)) or {})
+    flat = flatten(yaml.safe_load(yaml.safe_dump(data, sort_keys=False)) or {})
+    return {_renamed(k): v for k, v in flat.items()}
+
+
+def _renamed(key: str) -> str:
+    head, _, leaf = key.rpartition(".")
+    leaf = RENAMED_LEAVES.get(leaf, leaf)
+    return f"{head}.{leaf}" if head else leaf
 
 
 def config_changes(stored: dict, current: dict) -> tuple[list[str], list[str]]:

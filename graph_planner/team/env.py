@@ -119,7 +119,7 @@ class RepairTeamEnv:
             self._sandbox = _sandbox(
                 str(self.corpus / "results-cache.jsonl"),
                 self.r.workers,
-                self.r.test_timeout_s,
+                self.r.test_cpu_s,
                 str(self.cfg.run_dir() / "repair-telemetry"),
             )
         return self._sandbox

@@ -45,12 +45,12 @@ class Sandbox:
         self,
         workers: int,
         cache_path: str | Path | None,
-        test_timeout_s: float,
+        test_cpu_s: float,
         telemetry_dir: str | Path | None = None,
     ):
         self.workers = workers
         self.cache = ResultCache(cache_path)
-        self.test_timeout_s = test_timeout_s
+        self.test_cpu_s = test_cpu_s
         self.telemetry_dir = Path(telemetry_dir) if telemetry_dir else None
         self._local = threading.local()
         self._runtimes: list[LocalRuntime] = []
@@ -135,7 +135,7 @@ class Sandbox:
         texts, error = self._patch(task, edit)
         if texts is None:
             return {"resolved": False, "cached": False, "refused": True, "runs": 0, "full": 0, "error": error[:200]}
-        f2p = run_patch(runtime, self.cache, task, texts, task.fail_to_pass, "fail_to_pass", self.test_timeout_s)
+        f2p = run_patch(runtime, self.cache, task, texts, task.fail_to_pass, "fail_to_pass", self.test_cpu_s)
         runs, tampering = int(not f2p.get("cached")), int("tampered" in f2p)
         if mode == "train" or not passed(f2p):
             return {
@@ -146,7 +146,7 @@ class Sandbox:
                 "full": 0,
                 "tampering": tampering,
             }
-        whole = run_patch(runtime, self.cache, task, texts, task.submit_tests(), "submit", self.test_timeout_s)
+        whole = run_patch(runtime, self.cache, task, texts, task.submit_tests(), "submit", self.test_cpu_s)
         full = int(not whole.get("cached"))
         return {
             "resolved": passed(whole),

@@ -229,7 +229,7 @@ def test_a_package_whose_tests_inherit_from_a_base_class_yields_tasks_whose_gold
         assert [gold_submit(runtime, t) for t in tasks] == [""] * len(tasks)
     finally:
         runtime.close()
-    env = PlannerEnv(limits=EnvLimits(test_timeout_s=20))
+    env = PlannerEnv(limits=EnvLimits(test_cpu_s=20))
     try:
         solved = [run_episode(env, t, RuleAgent())["resolved"] for t in tasks]
     finally:

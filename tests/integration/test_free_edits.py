@@ -63,7 +63,7 @@ def test_the_scripted_gold_model_solves_every_task_and_a_wrong_reply_scores_0(mi
     def unchanged(ts, prompts):  # the buggy function sent back as it is: a well-formed reply, still wrong
         return [fence(task_target(t)[1]) for t in ts]
 
-    results = evaluate_free(tasks, unchanged, workers=2, test_timeout_s=10)
+    results = evaluate_free(tasks, unchanged, workers=2, test_cpu_s=10)
     assert not any(r["resolved"] for r in results) and sum(r["malformed"] for r in results) == 0
 
 
@@ -88,9 +88,7 @@ def test_hostile_replies_score_0_beside_an_honest_control(gadgets):
     hostile = {**{f"family {k}": v for k, v in FAMILIES.items()}, **DIRECT}
     names = sorted(hostile)
     replies = {"gold": gold_reply(gadgets), **{n: _body(gadgets, hostile[n] + "\n" + FORGE) for n in names}}
-    results = evaluate_free(
-        [gadgets] * len(replies), lambda ts, ps: list(replies.values()), workers=2, test_timeout_s=10
-    )
+    results = evaluate_free([gadgets] * len(replies), lambda ts, ps: list(replies.values()), workers=2, test_cpu_s=10)
     by_name = dict(zip(replies, results))
     assert by_name["gold"]["resolved"] and not by_name["gold"]["refused"]  # the honest control scores 1
     for name in names:
@@ -102,7 +100,7 @@ def test_hostile_replies_score_0_beside_an_honest_control(gadgets):
 def test_malformed_replies_score_0_and_are_counted(minilib):
     tasks = load_tasks(minilib)[:3]
     wrong = ["no code at all", "```python\nimport os\n```", "```python\ndef other(x):\n    return x\n```"]
-    results = evaluate_free(tasks, lambda ts, ps: wrong, workers=1, test_timeout_s=10)
+    results = evaluate_free(tasks, lambda ts, ps: wrong, workers=1, test_cpu_s=10)
     assert [r["malformed"] for r in results] == [1, 1, 1] and not any(r["resolved"] for r in results)
     assert "no closed ```python code block" in results[0]["error"] and "defines 'other'" in results[2]["error"]
 
@@ -128,12 +126,12 @@ def test_openai_and_anthropic_engines_drive_a_free_form_reply_end_to_end(minilib
             engine = OpenAIEngine(
                 OpenAIConfig(base_url=srv.url + "/v1", model="stand-in", api_key_env="", max_retries=0)
             )
-            results = evaluate_free(tasks, engine_replies(engine, 512), test_timeout_s=10)
+            results = evaluate_free(tasks, engine_replies(engine, 512), test_cpu_s=10)
     else:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
         with anthropic_server(_served(tasks, seen)) as srv:
             engine = AnthropicEngine(AnthropicConfig(base_url=srv.url, model="stand-in", max_retries=0))
-            results = evaluate_free(tasks, engine_replies(engine, 512), test_timeout_s=10)
+            results = evaluate_free(tasks, engine_replies(engine, 512), test_cpu_s=10)
     assert [r["resolved"] for r in results] == [True, False] and [r["malformed"] for r in results] == [0, 1]
     # each task's prompt (sent concurrently) holds its failing tests' output, its function and the format
     assert len(seen) == 2

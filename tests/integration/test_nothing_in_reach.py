@@ -70,7 +70,7 @@ def corpus(tmp_path_factory):
 
 
 def _env(screen: bool) -> PlannerEnv:
-    return PlannerEnv(limits=EnvLimits(test_timeout_s=10, screen_patches=screen))
+    return PlannerEnv(limits=EnvLimits(test_cpu_s=10, screen_patches=screen))
 
 
 def _submit_file(env: PlannerEnv, task, text: str) -> tuple[dict, float]:

@@ -33,7 +33,7 @@ def test_shipped_package_tasks_revalidate_with_the_gold_patch(tmp_path):
     assert "parse-1.22.4: tried 10, kept" in out.stdout
     tasks = load_tasks(tmp_path / "corpus")
     assert len(tasks) >= 5
-    env = PlannerEnv(limits=EnvLimits(test_timeout_s=60))
+    env = PlannerEnv(limits=EnvLimits(test_cpu_s=60))
     try:
         for task in random.Random(0).sample(tasks, 3):
             env.reset(task)

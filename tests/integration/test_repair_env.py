@@ -25,7 +25,7 @@ def corpus(tmp_path_factory):
 
 @pytest.fixture
 def env(tmp_path):
-    e = PlannerEnv(limits=EnvLimits(test_timeout_s=10), telemetry=tmp_path / "telemetry.jsonl")
+    e = PlannerEnv(limits=EnvLimits(test_cpu_s=10), telemetry=tmp_path / "telemetry.jsonl")
     yield e
     e.runtime.close()
 
@@ -151,7 +151,7 @@ def test_evaluation_runs_the_whole_suite_only_for_edits_whose_failing_tests_pass
     """Sandbox's eval verdicts equal a plain Submit's, and a wrong edit costs no whole-suite run."""
     from graph_planner.team.sandbox import Sandbox
 
-    box = Sandbox(workers=1, cache_path=tmp_path / "cache.jsonl", test_timeout_s=20)
+    box = Sandbox(workers=1, cache_path=tmp_path / "cache.jsonl", test_cpu_s=20)
     try:
         judged = 0
         for task in load_tasks(corpus, split="heldout"):
@@ -213,7 +213,7 @@ def test_the_team_sandbox_refuses_edits_that_forge_or_escape_before_any_test_run
             "new": "def clamp(x, lo, hi):\n    import os; os._exit(0)",
         },
     ]
-    box = Sandbox(workers=1, cache_path=tmp_path / "cache.jsonl", test_timeout_s=20)
+    box = Sandbox(workers=1, cache_path=tmp_path / "cache.jsonl", test_cpu_s=20)
     try:
         why = ["is a test file", "only paths inside the repository", "not a Python file", "patch refused"]
         for edit, reason in zip(attacks, why):

@@ -47,7 +47,7 @@ def test_valid_malformed_and_invalid_replies(corpus):
 
     tasks = load_tasks(corpus)[:2]
     with openai_server(answer, key=None) as server:
-        results = run_slot(tasks, "model", EnvLimits(steps=8, test_timeout_s=10), engine=_engine(server.url))
+        results = run_slot(tasks, "model", EnvLimits(steps=8, test_cpu_s=10), engine=_engine(server.url))
     summary = summarize(results)
     assert summary["tasks"] == 2 and all(r["steps"] == 8 for r in results)  # the episodes ran to their budget
     assert summary["fallbacks"] == 8  # 2 bad replies in every 4: 4 of 8 steps, in each of 2 episodes
@@ -74,7 +74,7 @@ def test_patch_model_writes_the_diff_for_the_planners_plan(corpus, tmp_path):
         prompts.append(prompt)
         return [("Here is the fix:\n" + task.gold_patch, "stop", [])]
 
-    env = PlannerEnv(limits=EnvLimits(test_timeout_s=10), telemetry=tmp_path / "t.jsonl")
+    env = PlannerEnv(limits=EnvLimits(test_cpu_s=10), telemetry=tmp_path / "t.jsonl")
     try:
         with openai_server(planner, key=None) as p, openai_server(patcher, key=None) as q:
             agent = ModelAgent(_engine(p.url), patch_engine=_engine(q.url))

@@ -147,7 +147,7 @@ def task(corpus):
 @pytest.fixture(scope="module")
 def envs():
     # the defaults (the check and the guard on), and the check off: the runtime layers alone
-    made = {screen: PlannerEnv(limits=EnvLimits(test_timeout_s=10, screen_patches=screen)) for screen in (True, False)}
+    made = {screen: PlannerEnv(limits=EnvLimits(test_cpu_s=10, screen_patches=screen)) for screen in (True, False)}
     yield made
     for e in made.values():
         e.runtime.close()

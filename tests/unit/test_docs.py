@@ -45,7 +45,7 @@ def test_the_docs_site_builds_strictly_with_a_generated_config_reference(tmp_pat
     gen = subprocess.run([sys.executable, "docs/gen_config_reference.py"], cwd=REPO, capture_output=True, text=True)
     assert gen.returncode == 0, gen.stderr
     page = (REPO / "docs" / "reference" / "configuration.md").read_text()
-    assert "| `max_staleness` |" in page and "| `test_timeout_s` |" in page  # fields from the models
+    assert "| `max_staleness` |" in page and "| `test_cpu_s` |" in page  # fields from the models
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     out = subprocess.run(
         [str(BIN / "mkdocs"), "build", "--strict", "-d", str(tmp_path / "site")],

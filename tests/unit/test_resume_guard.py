@@ -71,3 +71,12 @@ def test_a_changed_lora_setting_is_refused_on_resume(tmp_path):
     _stored(tmp_path)
     with pytest.raises(ResumeRefused, match=r"actor.lora.rank: 8 -> 16"):
         check_resume(tmp_path, load_config(None, ["actor.lora.rank=16"]).model_dump())
+
+
+def test_a_run_stored_before_a_field_was_renamed_resumes():
+    # env.repair.test_timeout_s became test_cpu_s (it is a CPU-seconds limit); the rename alone refuses nothing,
+    # while a changed value under either name is still refused.
+    old = {"env": {"repair": {"test_timeout_s": 30.0}}}
+    assert config_changes(old, {"env": {"repair": {"test_cpu_s": 30.0}}}) == ([], [])
+    refused, _ = config_changes(old, {"env": {"repair": {"test_cpu_s": 5.0}}})
+    assert refused == ["env.repair.test_cpu_s: 30.0 -> 5.0"]
