@@ -1,6 +1,7 @@
 """Every release pair a `--history` build tried, as a Markdown table: its yield, why changes were dropped, its time.
 
     python tools/history_table.py runs/corpus-real/history_report.json > pairs.md
+    python tools/history_table.py runs/corpus-real/reports            # each pair's own report, however built
 
 One row per pair (changes tried, tasks kept, API-only changes skipped, the two commonest reasons a change
 was dropped, or why the pair was unusable; build seconds and seconds per kept task), then a totals line.
@@ -46,9 +47,13 @@ def rows(report: dict) -> list[str]:
 def main() -> None:
     """Print the table of the report named on the command line."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("report", type=Path, help="history_report.json of a --history build")
+    ap.add_argument("report", type=Path, help="history_report.json of a --history build, or its reports/ folder")
     args = ap.parse_args()
-    print("\n".join(rows(json.loads(args.report.read_text()))))
+    if args.report.is_dir():  # one build may hold pairs built by several commands: read each pair's report
+        report = {"pairs": [json.loads(p.read_text()) for p in sorted(args.report.glob("*.json"))]}
+    else:
+        report = json.loads(args.report.read_text())
+    print("\n".join(rows(report)))
 
 
 if __name__ == "__main__":
