@@ -88,7 +88,9 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
                     if getattr(cfg, g.role).warm_start.enabled
                 }
                 session.record_warm_start({role: f.result() for role, f in curves.items()})
-            session.commit(0, named(checkpoint, 0, "checkpoint")(trained, session.checkpoint_folder(0)))
+            session.commit(
+                0, named(checkpoint, 0, "checkpoint")(trained, session.checkpoint_folder(0), session.weight_versions)
+            )
             if planner is not None and actor is not None:
                 session.log_eval(0, named(evaluate_heldout, 0, "evaluate")(cfg, planner, actor))
         else:

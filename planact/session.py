@@ -211,6 +211,11 @@ class TrainingSession:
                     {f"warm_start/{role}_{k}": v for k, v in point.items() if k.endswith("loss")}, step=point["step"]
                 )
         self.state.data["warm_start_curves"] = curves
+        # What checkpoint 0 must hold: a warm start publishes one weight version over the fresh weights (0).
+        # A role whose agent was recreated after its warm start (a crash, or the memory monitor killing it
+        # while the other role still trained) holds version 0 again; checkpoint 0 then refuses it instead of
+        # saving untrained weights as the warm start and training on from them.
+        self.weight_versions.update({role: 1 for role in curves})
 
     # --- rounds ---
 
