@@ -173,16 +173,27 @@ def shared(name: str, start) -> str:
     with FileLock(str(folder / f"{name}.lock")):
         if record.exists():
             info = json.loads(record.read_text())
-            if psutil.pid_exists(info["pid"]):
+            if _alive(info):
                 return info["url"]
         home = folder / name
         home.mkdir(exist_ok=True)
         proc, url = start(home)
-        record.write_text(json.dumps({"pid": proc.pid, "url": url}))
+        created = psutil.Process(proc.pid).create_time()  # told apart from a later process given the same PID
+        record.write_text(json.dumps({"pid": proc.pid, "url": url, "created": created}))
         return url
 
 
 def stop_shared(folder: Path) -> None:
     """Stop every server recorded in `folder` by `shared`."""
     for record in Path(folder).glob("*.json"):
-        stop(json.loads(record.read_text())["pid"])
+        info = json.loads(record.read_text())
+        if _alive(info):
+            stop(info["pid"])
+
+
+def _alive(info: dict) -> bool:
+    try:
+        p = psutil.Process(info["pid"])
+        return p.create_time() == info["created"] and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
