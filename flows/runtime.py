@@ -38,6 +38,9 @@ SERVER_ENV = {
 }
 
 
+EPHEMERAL_SERVER_START_S = 120  # seconds a run waits for its temporary Prefect server to answer
+
+
 def server_env(environ: dict[str, str]) -> dict[str, str]:
     """`environ` with planact's Prefect server settings added where it does not set them already."""
     return {**SERVER_ENV, **environ}
@@ -62,7 +65,9 @@ def ensure_prefect_api() -> str:
 
         os.environ.update(server_env(dict(os.environ)))  # the server subprocess inherits this environment
         server = SubprocessASGIServer()
-        server.start()
+        # Prefect waits 20 s for it by default; on a loaded 2-core machine the first start took longer and the
+        # run died before any work ("Timed out while attempting to connect to ephemeral Prefect API server").
+        server.start(timeout=EPHEMERAL_SERVER_START_S)
         url = server.api_url
     os.environ["PREFECT_API_URL"] = url
     return url
