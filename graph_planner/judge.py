@@ -117,7 +117,7 @@ def _run(runtime, task: RepairTask, patch: dict[str, str], tests: list[str], sui
 
 
 def _clean_record(runtime, cache: ResultCache, task: RepairTask, tests: list[str], suite, recorder: Guard) -> dict:
-    """Which audit events each watched function sets off in the clean code's run of the same tests."""
+    """Which audit events each watched function sets off in the base commit's run of `tests`."""
     key = (task.instance_id, tuple(tests), recorder.watch)
     if key not in cache.records:
         cache.records[key] = _run(runtime, task, {}, tests, suite, recorder).record
@@ -154,8 +154,12 @@ def run_patch(
         and guard.watch
         and (not task.clean_events or (run.guard[1] == NAMES and NAMES not in task.clean_events))
     ):
-        # a corpus without the clean suite's record: the buggy base commit's run of the same tests stands in
-        record = _clean_record(runtime, cache, task, tests, suite, recorder)
+        # a corpus without the clean suite's record: the buggy base commit's run of Submit's whole test list
+        # stands in, whatever this run's mode. (Its run of the same tests did not: a fixed function returns
+        # where the bug raised, its callers go on into code the buggy FAIL_TO_PASS run never reached, and
+        # the gold fix of a mutation task, funcy's get_argnames, was voided by an unchanged getattr there;
+        # Submit mode already allowed what the whole list sets off.)
+        record = _clean_record(runtime, cache, task, task.submit_tests(), suite, recorder)
         event, where = run.guard
         if event in record.get(where, ()):  # the function did the same before the patch: not its doing
             # the confirming run below is judged against the same baseline (it once kept the bare guard, and

@@ -202,6 +202,38 @@ def test_a_task_without_a_clean_record_is_confirmed_against_the_base_commits_rec
         assert not passed(again)
 
 
+class _ReachRuntime(_NameGuardRuntime):
+    """The buggy base's FAIL_TO_PASS run stops before the package's helper runs; its whole suite reaches it."""
+
+    def run_tests(self, tests, suite, guard=None, confirm=False):
+        from graph_planner.corpus.testrun import NAMES, TestRun
+
+        if guard.record:
+            self.runs.append(("record", len(tests)))
+            return TestRun({}, "error", 1.0, record={NAMES: [self.KEY] if len(tests) > 1 else []})
+        return super().run_tests(tests, suite, guard, confirm)
+
+
+def test_a_record_less_tasks_fail_to_pass_run_is_judged_against_the_base_commits_whole_suite(tmp_path):
+    """A FAIL_TO_PASS run of a task without a clean record: the fix lets callers go on into an unchanged helper
+    that the buggy base's FAIL_TO_PASS run never reached. Its baseline is the base commit's run of Submit's
+    whole list (what Submit mode allows already), not of the same tests, which voided a mutation task's gold
+    fix (funcy's get_argnames)."""
+    from graph_planner.judge import ResultCache, passed, run_patch
+    from graph_planner.tasks import RepairTask
+
+    task = RepairTask("t1", "", ["tests/test_m.py::test_x"], ["tests/test_m.py::test_y"], "abc", "pkg")
+    (tmp_path / "pkg").mkdir()
+    base = "def helper(box):\n    return box\n\n\ndef f(x):\n    return x\n"
+    runtime = _ReachRuntime(tmp_path)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("graph_planner.judge.base_text", lambda task, path: base)
+        fixed = {"pkg/m.py": base.replace("return x\n", "return x + 1\n")}
+        result = run_patch(runtime, ResultCache(None), task, fixed, task.fail_to_pass, "fail_to_pass", 30.0)
+    assert passed(result) and "tampered" not in result, result
+    assert ("record", 2) in runtime.runs  # the whole list was recorded, not the one FAIL_TO_PASS test
+
+
 def _recording_other_key(run_tests):
     """The stand-in's run_tests whose recording run reports some other key than the one the patch sets off."""
     from graph_planner.corpus.testrun import NAMES, TestRun
