@@ -232,6 +232,14 @@ def test_a_record_less_tasks_fail_to_pass_run_is_judged_against_the_base_commits
         result = run_patch(runtime, ResultCache(None), task, fixed, task.fail_to_pass, "fail_to_pass", 30.0)
     assert passed(result) and "tampered" not in result, result
     assert ("record", 2) in runtime.runs  # the whole list was recorded, not the one FAIL_TO_PASS test
+    # attack beside it: a key the base commit's whole suite never set off is the patch's, and voids the run
+    hostile = _ReachRuntime(tmp_path)
+    hostile.KEY = "pkg/m.py|f|getattr|__globals__|function"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("graph_planner.judge.base_text", lambda task, path: base)
+        mp.setattr(_ReachRuntime, "run_tests", _recording_other_key(_ReachRuntime.run_tests))
+        forged = run_patch(hostile, ResultCache(None), task, fixed, task.fail_to_pass, "fail_to_pass", 30.0)
+    assert not passed(forged), forged  # (the stand-in stops the run; the real guard also marks it void)
 
 
 def _recording_other_key(run_tests):
