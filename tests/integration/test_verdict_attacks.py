@@ -85,6 +85,7 @@ CORE = """
     """
 
 TESTS = """
+    import gadgets.core
     from gadgets.core import clamp, label, spread
 
 
@@ -98,6 +99,11 @@ TESTS = """
 
     def test_spread():
         assert spread([3, 1, 7]) == 6
+
+
+    def test_names_are_the_modules_own():
+        # as toolz's namespace tests do: the name guard's wrapped builtins must not show as module names
+        assert not {"getattr", "setattr", "delattr"} & set(vars(gadgets.core))
     """
 
 # What a body does once it holds code execution (`EXEC` is whatever callable the family reached): forge

@@ -239,10 +239,12 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
     importlib.import_module = import_module
 
     class _Finder:
-        """Hands each module of the copy the wrapped getattr, setattr and delattr as globals of its own,
-        set before its code runs (a module-level name comes before the builtin of the same name).
-        The test runner and the libraries keep the builtins: wrapping those for every caller cost 40%
-        of a suite's time (pytest's assertion rewriting alone calls getattr ~150,000 times)."""
+        """Hands each module of the copy builtins of its own, with the wrapped getattr, setattr and delattr,
+        set before its code runs (a module's `__builtins__` is where its functions look a builtin up).
+        Not as module globals: a package's tests see those (toolz checks that every public name of a
+        namespace module comes from the package). The test runner and the libraries keep the builtins:
+        wrapping those for every caller cost 40% of a suite's time (pytest's assertion rewriting alone
+        calls getattr ~150,000 times)."""
 
         @classmethod
         def find_spec(cls, name, path=None, target=None):
@@ -259,7 +261,10 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
                 run = loader.exec_module
 
                 def exec_module(module):
-                    module.__dict__.update(wrapped)
+                    # a copy taken now: a builtin a library added since (gettext's `_`) is in it
+                    own = dict(builtins.__dict__)
+                    own.update(wrapped)
+                    module.__dict__["__builtins__"] = own
                     run(module)
 
                 loader.exec_module = exec_module
