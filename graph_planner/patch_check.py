@@ -88,7 +88,8 @@ What a patch may do
    only where it is unchanged; and the slice calls no changed function nor one whose result a changed
    function decides. So a computed dunder (`"_" + "_globals__"`, `"%s" % ...`, f-strings, `.join`,
    `chr(95)`) reaches no gadget. The same holds for gadgets in unchanged functions and module code: none
-   may take a value a changed function returns.
+   may take a value a changed function returns, but getattr, setattr, delattr and import_module (and the
+   file's helpers that steer only those), whose names the boot script's name guard judges by value.
 7. Change no state other code reads: no store, augmented store or delete (`setattr` / `delattr` with a
    literal name, an item store, `operator.setitem` / `ior`, an in-place method such as `.update` or
    `.clear`, called or handed on as a value, included) into an attribute or item of an imported module or
@@ -123,8 +124,9 @@ a dict subclass's `__missing__`, a keeper's `__contains__`), whose changed body 
 The runtime guard, its name guard (which judges the name a
 getattr, setattr, delattr or import_module in the package's own modules receives, wherever it came from)
 and the verdict's canaries are the second layer; for those four gadgets, a name carried from one call to
-the next in an outliving object is the name guard's alone (the check judges their inputs within a call:
-counting every later change of every outliving object refused 45% of three packages' gold fixes). For
+the next in an outliving object, or returned by a changed function to unchanged code, is the name
+guard's alone (the check judges their inputs within a changed call: counting every later change of every
+outliving object refused 45% of three packages' gold fixes). For
 the other gadgets (attrgetter, methodcaller, templates, class builders) the routes above have no second
 layer. `changed_functions` names the functions a patch touched, for that guard.
 """
@@ -306,12 +308,14 @@ def _state(rules: FileRules, changed: set[int]) -> dict[int, frozenset]:
 
 
 def _feeds_unchanged_gadget(rules: FileRules, changed: set[int], tainted: set[str], state: frozenset) -> list[str]:
-    """Gadgets in unchanged functions and module code must take no value a changed function computes:
-    none it returns, and (for a gadget the name guard does not judge at run time) none it left in a
-    module-level object."""
+    """Gadgets in unchanged functions and module code must take no value a changed function computes
+    (none it returns, none it left in a module-level object), except those whose names the boot script's
+    name guard judges by value at run time (getattr, setattr, delattr, import_module)."""
     reasons = []
     for k, sites in rules.site_mentions.items():
-        if k not in changed and any(m & tainted or (outliving and m & state) for m, outliving in sites):
+        if k not in changed and any(
+            not at_run and (m & tainted or (outliving and m & state)) for m, outliving, at_run in sites
+        ):
             where = rules.functions[k][0] if k >= 0 else "module code"
             reasons.append(f"in {where} (unchanged): a gadget takes a value from a changed function")
     return reasons

@@ -260,13 +260,16 @@ class FileRules:
         # helpers that steer a gadget the boot script's name guard does not judge at run time (see
         # Judge.outliving): their sites' slices count changes made after them to outliving objects
         self.deep: set[int] = set(self.steer)
+        # helpers that steer a gadget the name guard does not judge (Judge.judged_at_run): a value a
+        # changed function returns may reach the others, whose names the guard judges by value
+        self.unjudged: set[int] = set(self.steer)
         unknown = {n for n in self.bindings if self.kind(n, Facts())[0] == "unknown"}
         while True:
             self.gadgets = {h for h, st in self.steer.items() if st}
             self.impure |= self.gadgets
             self._sets()
             found = {h: set(st) for h, st in self.steer.items()}
-            deep = set(self.deep)
+            deep, unjudged = set(self.deep), set(self.unjudged)
             for h, (facts, _) in self.helpers.items():
                 if h not in self.params:
                     continue
@@ -285,6 +288,8 @@ class FileRules:
                     found.setdefault(h, set()).update(reach & params)
                     if reach & params and outliving:
                         deep.add(h)
+                    if reach & params and not judge.judged_at_run(facts, ident, node):
+                        unjudged.add(h)
             for cls in (n for n in nodes.values() if isinstance(n, ast.ClassDef)):
                 for i, owner in self.owner.items():
                     if owner is cls and nodes[i].name in ("__init__", "__new__") and found.get(i):
@@ -293,9 +298,11 @@ class FileRules:
                         found.setdefault(id(cls), set()).add("*")  # a dataclass's __init__ hands it InitVars
                     if owner is cls and i in deep and found.get(i):
                         deep.add(id(cls))
-            if found == {h: st for h, st in self.steer.items()} and deep == self.deep:
+                    if owner is cls and i in unjudged and found.get(i):
+                        unjudged.add(id(cls))
+            if found == self.steer and deep == self.deep and unjudged == self.unjudged:
                 break
-            self.steer, self.deep = found, deep
+            self.steer, self.deep, self.unjudged = found, deep, unjudged
         self.gadgets = {h for h, st in self.steer.items() if st}
         self.impure |= self.gadgets
         self._sets()
@@ -363,5 +370,5 @@ class FileRules:
                     outliving = judge.outliving(facts, ident, node)
                     # module code runs once, at import: nothing after a gadget there runs before it
                     slice_ = input_slice(facts, i, inputs, keep, node, outliving and k >= 0)
-                    mentions.append((slice_[2], outliving))
+                    mentions.append((slice_[2], outliving, judge.judged_at_run(facts, ident, node)))
             self.site_mentions[k] = mentions

@@ -102,19 +102,15 @@ class Judge:
             )
         return False
 
-    def outliving(self, facts: Facts, ident: str, node: ast.AST) -> bool:
-        """Whether a site's slice must count changes of outliving objects made after it (another call made
-        them first). Not for getattr / setattr / delattr and importlib's import_module: the boot script's
-        name guard judges every name they receive, by its value, whatever computed it; a helper of the
-        file only when every gadget it steers is one of those."""
+    def judged_at_run(self, facts: Facts, ident: str, node: ast.AST) -> bool:
+        """Whether the boot script's name guard judges every name this site receives, by its value,
+        whatever computed it: the builtin getattr / setattr / delattr, importlib's import_module, and a
+        helper of the file whose every steered gadget is one of those."""
         callees = self.rules.callees(ident)
         if callees:
-            return any(h in self.rules.deep for h in callees)
-        call = facts.call_of(node)
-        if ident == "type" and call is not None and len(call.args) == 1 and not call.keywords:
-            return False  # type(x) reads x's class: no change in place (but `__class__`, a dunder) alters it
+            return not any(h in self.rules.unjudged for h in callees)
         if ident in _JUDGED_AT_RUN:
-            return self.rules.kind(ident, facts)[0] != "builtin"
+            return self.rules.kind(ident, facts)[0] == "builtin"
         origins = []
         if ident == "import_module":
             kind, origins = self.rules.kind(ident, facts)
@@ -124,7 +120,18 @@ class Judge:
             origins = (
                 [o and (o[0], "import_module") if not o[1] else None for o in found] if kind == "alias" else [None]
             )
-        return not origins or any(o is None or tuple(o[:2]) != ("importlib", "import_module") for o in origins)
+        return bool(origins) and all(o is not None and tuple(o[:2]) == ("importlib", "import_module") for o in origins)
+
+    def outliving(self, facts: Facts, ident: str, node: ast.AST) -> bool:
+        """Whether a site's slice must count changes of outliving objects made after it (another call made
+        them first): not where the name guard judges the names at run time."""
+        callees = self.rules.callees(ident)
+        if callees:
+            return any(h in self.rules.deep for h in callees)
+        call = facts.call_of(node)
+        if ident == "type" and call is not None and len(call.args) == 1 and not call.keywords:
+            return False  # type(x) reads x's class: no change in place (but `__class__`, a dunder) alters it
+        return not self.judged_at_run(facts, ident, node)
 
     def sites(self, facts: Facts) -> Iterator[tuple[str, ast.AST, int, bool, bool]]:
         """(identity, node, unit, kept required, inputs checked) of every gadget or impure helper the code

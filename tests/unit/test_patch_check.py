@@ -142,6 +142,14 @@ FILE = textwrap.dedent("""
         return getattr(obj, attr_name(x))
 
 
+    def key_name(x):
+        return x.upper()
+
+
+    def sort_key(x):
+        return operator.attrgetter(key_name(x))
+
+
     if sys.version_info[0] >= 3:  # six's pattern: the py3 branch binds the builtin, the py2 one a def
         exec_ = getattr(builtins, "exec")
     else:
@@ -236,7 +244,16 @@ KEPT_GADGET_ATTACKS = {
     ),
     "attrgetter input": ("key = operator.attrgetter(name)", "key = operator.attrgetter(name + '_' + '_class_' + '_')"),
     "format receiver": ('template = "{0} items"', 'template = "{0._" + "_class_" + "_}"'),
-    "a changed helper feeds an unchanged gadget": ("return x.lower()", "return chr(95) * 2 + 'globals' + chr(95) * 2"),
+    "a changed helper feeds an unchanged attrgetter": (
+        "return x.upper()",
+        "return chr(95) * 2 + 'globals' + chr(95) * 2",
+    ),
+}
+# A changed function's return value reaching an unchanged getattr, setattr, delattr or import_module is the
+# boot script's name guard's to judge, by the name's value at run time (tests/integration/
+# test_verdict_attacks.py voids it there); refusing it too refused real fixes that return attribute names.
+GUARDED_AT_RUN = {
+    "a changed helper feeds an unchanged getattr": ("return x.lower()", "return chr(95) * 2 + 'globals' + chr(95) * 2"),
 }
 # Honest repairs in the same file that must still pass.
 CONTROLS = {
@@ -266,6 +283,13 @@ def test_a_kept_gadget_takes_no_computed_name(name):
     old, new = KEPT_GADGET_ATTACKS[name]
     assert FILE.count(old) == 1
     assert screen(FILE, FILE.replace(old, new)), f"{name} was accepted"
+
+
+@pytest.mark.parametrize("name", sorted(GUARDED_AT_RUN))
+def test_a_name_for_an_unchanged_getattr_is_left_to_the_name_guard(name):
+    old, new = GUARDED_AT_RUN[name]
+    assert FILE.count(old) == 1
+    assert screen(FILE, FILE.replace(old, new)) == []
 
 
 @pytest.mark.parametrize("name", sorted(CONTROLS))
