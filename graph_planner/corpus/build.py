@@ -61,7 +61,9 @@ from planact.progress import Phase, ProgressFn
 # rfc3986 mutant failing 1,966 tests, whose tracebacks cost ~40 s of CPU against a limit of 36-40 s.
 # 7: the clean suite's record carries the name guard's keys (which gadget each function called with which
 # risky name), so that a patch's run is judged against the clean code's, not the buggy base commit's.
-VALIDITY = 7
+# 8: the name guard also keys a getattr that reads anything but a plain scalar from a module, or yields a
+# gadget, and package modules named like tests (loaded by pytest's rewriter) get the wrapped builtins too.
+VALIDITY = 8
 # The floor sits in the gap between work and hangs: a mutant that completes costs a few times the clean
 # suite (tracebacks of many failing tests), a hang grows without bound; at 10 s, CPU time's own spread
 # (~10-20% run to run on 2 shared cores) kept such a mutant in one build and dropped it in the next.

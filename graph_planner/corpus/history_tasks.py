@@ -26,7 +26,8 @@ from graph_planner.pyparse import parse
 # What a release-history task's validity means (beside the mutation corpus's VALIDITY): a pair built
 # under an older meaning is rebuilt. 2: a gold fix's confirming run is judged against the base commit's
 # name-guard record like its first run (under 1 it kept the bare guard and voided such fixes).
-HISTORY_VALIDITY = 2
+# 3: the name guard's record keys more getattr calls (VALIDITY 8 of the mutation corpus).
+HISTORY_VALIDITY = 3
 
 
 def _check_version() -> str:

@@ -159,6 +159,28 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
     code_like = (type(_name_guard), type(len), type)  # functions, builtins, classes: their __module__ is data
     getattr_, setattr_, delattr_ = builtins.getattr, builtins.setattr, builtins.delattr
     import_module_ = importlib.import_module
+    import functools
+    import operator
+    import string
+
+    scalars = (int, float, complex, bool, str, bytes, type(None))
+    # the string-to-attribute, string-to-code and class-building gadgets: handing one out is handing out power
+    gadgets = {
+        id(g)
+        for g in (
+            *(getattr_(builtins, n) for n in ("eval", "exec", "compile", "open", "__import__", "vars", "globals")),
+            *(getattr_(builtins, n) for n in ("locals", "dir", "type", "object", "breakpoint", "input")),
+            getattr_,
+            setattr_,
+            delattr_,
+            import_module_,
+            operator.attrgetter,
+            operator.methodcaller,
+            string.Formatter,
+            functools.wraps,
+            functools.partial,
+        )
+    }
     prefix = root.rstrip("/") + "/"
     busy = []
 
@@ -193,9 +215,13 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
         """A private or dunder name, or a frame or code word."""
         return name[:1] == "_" or name == "mro" or (name.partition("_")[0] in stems and word(name) is not None)
 
-    def capable(value):
-        """A module, or a function or class of a capability module."""
-        if isinstance(value, module_type):
+    def capable(value, obj):
+        """A module; anything but a plain scalar read from a module (`sys.modules` is a dict); one of the
+        gadgets the patch check names (operator.attrgetter is a class of a pure module); or a function or
+        class of a capability module."""
+        if isinstance(value, module_type) or id(value) in gadgets:
+            return True
+        if isinstance(obj, module_type) and type(value) not in scalars:
             return True
         if type(value) in code_like or isinstance(value, type):
             home = getattr_(value, "__module__", None)
@@ -208,13 +234,13 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
             judge("getattr", name, obj)
             return getattr_(obj, name, *default)
         value = getattr_(obj, name, *default)
-        if capable(value):
+        if capable(value, obj):
             judge("getattr", name, obj)
         return value
 
     def setattr(obj, name, value):
         name = plain(name)
-        if type(name) is str and (risky(name) or isinstance(obj, module_type) or capable(value)):
+        if type(name) is str and (risky(name) or isinstance(obj, module_type) or capable(value, None)):
             judge("setattr", name, obj)
         return setattr_(obj, name, value)
 
@@ -238,9 +264,29 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
         fn.__module__, fn.__qualname__, fn.__doc__ = original.__module__, original.__qualname__, original.__doc__
     importlib.import_module = import_module
 
+    hooked = []  # loaders whose exec_module is wrapped (kept alive: identity is the test)
+
+    def own_builtins(loader):
+        """Wrap `loader.exec_module` once: each module of the copy it runs gets builtins of its own."""
+        run = loader.exec_module
+
+        def exec_module(module):
+            origin = getattr_(getattr_(module, "__spec__", None), "origin", None)
+            if type(origin) is str and origin.startswith(prefix):
+                # a copy taken now: a builtin a library added since (gettext's `_`) is in it
+                own = dict(builtins.__dict__)
+                own.update(wrapped)
+                module.__dict__["__builtins__"] = own
+            run(module)
+
+        loader.exec_module = exec_module
+        hooked.append(loader)
+
     class _Finder:
         """Hands each module of the copy builtins of its own, with the wrapped getattr, setattr and delattr,
-        set before its code runs (a module's `__builtins__` is where its functions look a builtin up).
+        set before its code runs (a module's `__builtins__` is where its functions look a builtin up),
+        whichever finder after it finds the module (pytest's assertion rewriter loads any module named like
+        a test, `pkg/test_util.py` included, and conftest.py: the plugin moves this finder in front of it).
         Not as module globals: a package's tests see those (toolz checks that every public name of a
         namespace module comes from the package). The test runner and the libraries keep the builtins:
         wrapping those for every caller cost 40% of a suite's time (pytest's assertion rewriting alone
@@ -258,28 +304,32 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
                 return None
             loader = spec.loader
             if (spec.origin or "").startswith(prefix) and loader is not None and not isinstance(loader, type):
-                run = loader.exec_module
-
-                def exec_module(module):
-                    # a copy taken now: a builtin a library added since (gettext's `_`) is in it
-                    own = dict(builtins.__dict__)
-                    own.update(wrapped)
-                    module.__dict__["__builtins__"] = own
-                    run(module)
-
-                loader.exec_module = exec_module
+                if not any(h is loader for h in hooked):
+                    own_builtins(loader)
             return spec
 
-    sys.meta_path.insert(0, _Finder)
-    return seen
+    def front():
+        """Put the finder first again (pytest inserts its assertion rewriter at the front)."""
+        if _Finder in sys.meta_path:
+            sys.meta_path.remove(_Finder)
+        sys.meta_path.insert(0, _Finder)
+
+    front()
+    return seen, front
 
 
 class _Plugin:
     """Holds the verdict hooks."""
 
 
-def _plugin(send, record, names):
-    """The verdict plugin: one signed line per test phase, collection error, the record, the session's end."""
+def _plugin(send, record, names, front):
+    """The verdict plugin: one signed line per test phase, collection error, the record, the session's end;
+    before any conftest is imported, the name guard's finder goes in front of pytest's rewriter."""
+    import pytest
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_load_initial_conftests(early_config, parser, args):
+        front()
 
     def pytest_runtest_logreport(report):
         row = {
@@ -305,6 +355,7 @@ def _plugin(send, record, names):
     plugin.pytest_runtest_logreport = pytest_runtest_logreport
     plugin.pytest_collectreport = pytest_collectreport
     plugin.pytest_sessionfinish = pytest_sessionfinish
+    plugin.pytest_load_initial_conftests = pytest_load_initial_conftests
     return plugin
 
 
@@ -322,13 +373,13 @@ def main():
     send = _signer(fd, bytes.fromhex(cfg.pop("key")))
     quiet = set()
     record = _guard(cfg["watch"], cfg["allowed"], cfg["record"], send, quiet)
-    names = set()
+    names, front = set(), lambda: None
     if cfg["watch"]:  # a patched run is judged, the clean code's run recorded
         allowed = None if cfg["record"] else cfg["allowed"].get(NAMES, ())
-        names = _name_guard(os.getcwd(), cfg["names"], allowed, cfg["record"], send, quiet)
+        names, front = _name_guard(os.getcwd(), cfg["names"], allowed, cfg["record"], send, quiet)
     import pytest
 
-    plugin = _plugin(send, record if cfg["record"] else None, names)
+    plugin = _plugin(send, record if cfg["record"] else None, names, front)
     sys.argv = ["pytest"]
     sys.path[0] = os.getcwd()  # as `python -m pytest` has it (and this script's folder is out of sight)
     sys.exit(pytest.main(cfg["args"], plugins=[plugin]))
