@@ -14,8 +14,8 @@ the environment (both stay readable in /proc/self). Then, before pytest imports 
   mode (the clean code's run) it only collects which event each watched function on the stack set off;
 * the name guard: `getattr`, `setattr`, `delattr` and `importlib.import_module` are wrapped before any
   module that could bind them is imported. A call that names something risky (a name starting with `_`
-  or a frame or code word; a getattr that yields a module or a capability module's function or class; a
-  setattr or delattr on a module; any module import but the host's canaries) is keyed by (file, function,
+  or a frame or code word; a getattr that yields a module, a capability module's function or class, a
+  gadget, or anything but a plain scalar read from a module; a setattr or delattr on a module; any module import but the host's canaries) is keyed by (file, function,
   gadget, name, the object's class) of its caller and must have happened in the clean code's run
   (`allowed["<names>"]`); else the run ends with GUARD_EXIT. So a name the patch computes (`"_" +
   "_globals__"`) is judged by its value when it is used, and so is a value a changed function hands to
