@@ -15,8 +15,9 @@ the environment (both stay readable in /proc/self). Then, before pytest imports 
 * the name guard: `getattr`, `setattr`, `delattr` and `importlib.import_module` are wrapped before any
   module that could bind them is imported. A call that names something risky (a name starting with `_`
   or a frame or code word; a getattr that yields a module, a capability module's function or class, a
-  gadget, or anything but a plain scalar read from a module; a setattr or delattr on a module; any module import but the host's canaries) is keyed by (file, function,
-  gadget, name, the object's class) of its caller and must have happened in the clean code's run
+  gadget, or anything but a plain scalar read from a module; a setattr or delattr on a module; any
+  module import but the host's canaries) is keyed by (file, function, gadget, name, the object's class)
+  of its caller and must have happened in the clean code's run
   (`allowed["<names>"]`); else the run ends with GUARD_EXIT. So a name the patch computes (`"_" +
   "_globals__"`) is judged by its value when it is used, and so is a value a changed function hands to
   an unchanged function's getattr. In record mode it collects the keys.
@@ -265,6 +266,30 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
     importlib.import_module = import_module
 
     hooked = []  # loaders whose exec_module is wrapped (kept alive: identity is the test)
+    live = builtins.__dict__
+
+    class _Builtins(dict):
+        """The three wrapped names; every other builtin read through to the live builtins, so a test that
+        patches one (`mock.patch("builtins.print")`, python-slugify's) is seen by the package. (A copy
+        was not: 20 of 24 slugify gold fixes failed Submit.) The interpreter looks a name up here with
+        `[]`, which calls `__missing__`; `get` and `in` are answered the same way for code that asks."""
+
+        def __missing__(self, name):
+            return live[name]
+
+        def get(self, name, default=None):
+            return dict.get(self, name, live.get(name, default))
+
+        def __contains__(self, name):
+            return dict.__contains__(self, name) or name in live
+
+    def __import__(*args, **kwargs):
+        # the interpreter reads `__import__` from a module's builtins with the dict API (no `__missing__`):
+        # this forwards to the live one, so a test that patches it (to fake a missing module) still works
+        return live["__import__"](*args, **kwargs)
+
+    __import__.__module__, __import__.__qualname__ = "builtins", "__import__"
+    own = _Builtins(wrapped, __import__=__import__)
 
     def own_builtins(loader):
         """Wrap `loader.exec_module` once: each module of the copy it runs gets builtins of its own."""
@@ -273,9 +298,6 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
         def exec_module(module):
             origin = getattr_(getattr_(module, "__spec__", None), "origin", None)
             if type(origin) is str and origin.startswith(prefix):
-                # a copy taken now: a builtin a library added since (gettext's `_`) is in it
-                own = dict(builtins.__dict__)
-                own.update(wrapped)
                 module.__dict__["__builtins__"] = own
             run(module)
 
