@@ -1,4 +1,5 @@
-"""A tiny local package with its own pytest suite, built into a corpus (no network) for env tests."""
+"""Tiny local packages with their own pytest suites, built into corpora (no network) for env tests: minilib
+(held-out tasks), and minitext beside it where a corpus needs a training split (the RL tests)."""
 
 from __future__ import annotations
 
@@ -68,6 +69,111 @@ FILES = {
 }
 
 
+# A second package: the training split of the RL tests' corpus (tests/integration/test_repair_rl.py), minilib
+# its unseen package. Eight small functions, each pinned by its test, so most token-level mutants fail one.
+MINITEXT = {
+    "minitext/__init__.py": (
+        "from minitext.core import chunk, count_vowels, initials, is_palindrome, pad_left, repeat_join, slug, truncate\n"
+    ),
+    "minitext/core.py": """
+        def slug(text, sep="-"):
+            words = [w for w in text.lower().split() if w]
+            return sep.join(words)
+
+
+        def truncate(text, width, tail="..."):
+            if len(text) <= width:
+                return text
+            return text[: max(0, width - len(tail))] + tail
+
+
+        def count_vowels(text):
+            n = 0
+            for ch in text.lower():
+                if ch in "aeiou":
+                    n = n + 1
+            return n
+
+
+        def pad_left(text, width, fill=" "):
+            if len(text) >= width:
+                return text
+            return fill * (width - len(text)) + text
+
+
+        def initials(name):
+            return "".join(part[0].upper() for part in name.split() if part)
+
+
+        def is_palindrome(text):
+            letters = [c for c in text.lower() if c.isalnum()]
+            return len(letters) > 0 and letters == letters[::-1]
+
+
+        def chunk(text, size):
+            if size < 1:
+                raise ValueError("size must be positive")
+            return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+        def repeat_join(word, times, sep=" "):
+            return sep.join([word] * times)
+        """,
+    "tests/test_text.py": """
+        import pytest
+
+        from minitext import chunk, count_vowels, initials, is_palindrome, pad_left, repeat_join, slug, truncate
+
+
+        def test_slug():
+            assert slug("Hello  Big World") == "hello-big-world"
+            assert slug("A b", sep="_") == "a_b"
+
+
+        def test_truncate():
+            assert truncate("short", 5) == "short"
+            assert truncate("longer text", 8) == "longe..."
+            assert truncate("abcdef", 2, tail="..") == ".."
+
+
+        def test_count_vowels():
+            assert count_vowels("Education") == 5
+            assert count_vowels("xyz") == 0
+
+
+        def test_pad_left():
+            assert pad_left("7", 3, "0") == "007"
+            assert pad_left("1234", 3) == "1234"
+            assert pad_left("ab", 2) == "ab"
+
+
+        def test_initials():
+            assert initials("ada  lovelace") == "AL"
+
+
+        def test_is_palindrome():
+            assert is_palindrome("Never odd or even")
+            assert not is_palindrome("abca")
+            assert not is_palindrome("")
+
+
+        def test_chunk():
+            assert chunk("abcdefg", 3) == ["abc", "def", "g"]
+            assert chunk("ab", 1) == ["a", "b"]
+            with pytest.raises(ValueError):
+                chunk("ab", 0)
+
+
+        def test_repeat_join():
+            assert repeat_join("ab", 3) == "ab ab ab"
+            assert repeat_join("x", 2, sep="-") == "x-x"
+            assert repeat_join("x", 0) == ""
+        """,
+}
+
+PACKAGES = {"minilib": FILES, "minitext": MINITEXT}
+
+
 def write_files(root: Path, files: dict[str, str]) -> Path:
     """Write {relative path: indented text} under `root`; returns `root`."""
     for rel, text in files.items():
@@ -77,16 +183,17 @@ def write_files(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def write_package(root: Path) -> Path:
+def write_package(root: Path, name: str = "minilib") -> Path:
     """The package's source folder under `root`."""
-    return write_files(root / "minilib-src", FILES)
+    return write_files(root / f"{name}-src", PACKAGES[name])
 
 
-def _build(root: Path, kinds: list[str] | None) -> Path:
-    spec = PackageSpec(name="minilib", version="0.1", source=str(write_package(root)), split="heldout")
-    cfg = CorpusConfig(
-        packages=[spec], per_function=3, max_tried=14, max_kept=14, timeout_s=30, **({"kinds": kinds} if kinds else {})
-    )
+def _build(root: Path, splits: dict[str, str], kinds: list[str] | None, **budget) -> Path:
+    specs = [
+        PackageSpec(name=name, version="0.1", source=str(write_package(root, name)), split=split)
+        for name, split in splits.items()
+    ]
+    cfg = CorpusConfig(packages=specs, timeout_s=30, **budget, **({"kinds": kinds} if kinds else {}))
     build_corpus(cfg, root / "corpus", log=lambda _: None)
     return root / "corpus"
 
@@ -96,22 +203,30 @@ def _session_dir(path: Path) -> Path | None:
     return next((p for p in [path, *path.parents] if re.fullmatch(r"pytest-\d+", p.name)), None)
 
 
-def build_minilib(root: Path, kinds: list[str] | None = None) -> Path:
-    """A corpus of minilib tasks in `root`/corpus; returns the corpus folder.
+def build_packages(root: Path, splits: dict[str, str], kinds: list[str] | None = None, **budget) -> Path:
+    """A corpus of the named packages' tasks ({name: split}) in `root`/corpus; returns the corpus folder.
 
-    Built once per test session and `kinds` (~10 CPU-s; six test files use it), then copied: every caller
-    gets a fresh folder of its own (its result cache, contexts), the same tasks as a build of its own (two
-    builds give identical tasks, tools/same_corpus.py)."""
+    Built once per test session, packages and kinds, then copied: every caller gets a fresh folder of its
+    own (its result cache, contexts), the same tasks as a build of its own (two builds give identical tasks,
+    tools/same_corpus.py)."""
     session = _session_dir(Path(root).resolve())
     if session is None:
-        return _build(root, kinds)
-    shared = session / "minilib-corpora" / "-".join(sorted(kinds or ["all"]))
+        return _build(root, splits, kinds, **budget)
+    key = "+".join(f"{n}.{s}" for n, s in sorted(splits.items())) + "-" + "-".join(sorted(kinds or ["all"]))
+    shared = session / "minilib-corpora" / key
     shared.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(shared) + ".lock"):
         if not (shared / "built").is_file():
             shutil.rmtree(shared, ignore_errors=True)
-            _build(shared, kinds)
+            _build(shared, splits, kinds, **budget)
             (shared / "built").touch()
-    write_package(root)  # the package's source beside the corpus, as a build of its own leaves it
+    for name in splits:  # the packages' sources beside the corpus, as a build of its own leaves them
+        write_package(root, name)
     shutil.copytree(shared / "corpus", root / "corpus")
     return root / "corpus"
+
+
+def build_minilib(root: Path, kinds: list[str] | None = None) -> Path:
+    """A corpus of minilib tasks (held-out split) in `root`/corpus (~10 CPU-s, once per session and kinds;
+    six test files use it); returns the corpus folder."""
+    return build_packages(root, {"minilib": "heldout"}, kinds, per_function=3, max_tried=14, max_kept=14)

@@ -1,6 +1,11 @@
 """prefect.yaml end to end: a real Prefect server, work pool, `prefect deploy --all`, a process worker,
 `prefect deployment run`, a real MLflow tracking server; and the two-job deployments meeting on one Ray
 cluster. Everything started here is stopped here.
+
+Same seed, same machine: the deployed training run has a twin started from the training CLI with the same
+config at the same time (two actor engine replicas, so generation fans out over Ray); every metric except
+wall-clock timings must match exactly, step by step, and so must the rollouts each round logged. (It was
+test_determinism.py's two CLI runs, 2026-11-29: the deployment run serves as one twin, one whole run less.)
 """
 
 from __future__ import annotations
@@ -8,12 +13,14 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
+from mlflow.tracking import MlflowClient
 
 from planact.config import load_config
 
-from .conftest import BIN, REPO, SMOKE, cli_env, kill_tree, read_state
+from .conftest import BIN, REPO, SMOKE, cli_env, kill_tree, read_state, smoke_args, start_cli
 
 PREFECT = str(BIN / "prefect")
 
@@ -80,17 +87,57 @@ def _run_id(stdout: str) -> str:
     raise AssertionError(f"no flow run id in: {stdout[-1500:]}")
 
 
+# The twins' config: the smoke run with two actor engine replicas (the determinism check's fan-out over Ray).
+TWIN = ("actor.resources.replicas=2",)
+
+
+def _timing(key: str) -> bool:
+    """Wall-clock figures (seconds, rates) differ run to run by nature."""
+    return key.startswith("time/") or key.endswith(("_s", "per_s", "_seconds"))
+
+
+def _history(client: MlflowClient, run_id: str, download_to: Path) -> tuple[dict, list]:
+    """A run's metric histories (timings left out) and its logged rollouts."""
+    run = client.get_run(run_id)
+    metrics = {
+        k: [(m.step, m.value) for m in sorted(client.get_metric_history(run_id, k), key=lambda m: m.step)]
+        for k in run.data.metrics
+        if not _timing(k)
+    }
+    rollouts = json.loads(Path(client.download_artifacts(run_id, "rollouts.json", str(download_to))).read_text())
+    return metrics, rollouts
+
+
+@pytest.fixture(scope="module")
+def deployed(worker, mlflow_server, tmp_path_factory):
+    """The smoke config run twice side by side: once as a deployment run through the worker, once from the
+    training CLI (its own folder and MLflow store). Yields the deployment's `--watch` output, its seconds,
+    its folder and the CLI twin's folder."""
+    root = tmp_path_factory.mktemp("deployed")
+    twin_root = tmp_path_factory.mktemp("cli-twin")
+    # The twin first: its driver starts while `prefect deployment run` creates the flow run and the worker
+    # picks it up (each run mostly waits on its start-up; this also shows two runs do not disturb each other).
+    twin = start_cli(smoke_args(twin_root, "run_name=deployed", *TWIN), twin_root / "cli.log", env=cli_env())
+    try:
+        t0 = time.perf_counter()
+        out = _run("plan-act-training/plan-act-train", _params(root, "deployed", *TWIN), worker)
+        elapsed = time.perf_counter() - t0
+        rc = twin.wait(timeout=600)
+    finally:
+        kill_tree(twin.pid)
+    assert rc == 0, (twin_root / "cli.log").read_text()[-3000:]
+    return out, elapsed, root, twin_root
+
+
 @pytest.mark.slow
-def test_deployment_run_from_the_cli_with_mlflow_links_both_ways(worker, mlflow_server, tmp_path):
+def test_deployment_run_from_the_cli_with_mlflow_links_both_ways(worker, deployed, mlflow_server):
     env = worker
     bad = _run("plan-act-training/plan-act-train", json.dumps({"rounds": -1}), env, wait=False)
     assert bad.returncode != 0 and "config.rounds" in bad.stdout + bad.stderr  # rejected at creation, field named
 
-    t0 = time.perf_counter()
-    out = _run("plan-act-training/plan-act-train", _params(tmp_path, "deployed"), env)
-    elapsed = time.perf_counter() - t0
+    out, elapsed, root, _ = deployed
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
-    print(f"\ndeployment run: request -> completed in {elapsed:.1f}s (the worker kept serving after the bad one)")
+    print(f"\ndeployment run: request -> completed in {elapsed:.1f}s")
 
     flow_run_id = _run_id(out.stdout)
     run, artifacts = _flow_run(flow_run_id)
@@ -98,15 +145,29 @@ def test_deployment_run_from_the_cli_with_mlflow_links_both_ways(worker, mlflow_
     md = next(a for a in artifacts if a.type == "markdown")
     assert "MLflow run:" in md.data and mlflow_server in md.data  # flow run -> MLflow
 
-    from mlflow import MlflowClient
-
     client = MlflowClient(mlflow_server)
     (mrun,) = client.search_runs(
         [client.get_experiment_by_name("planact").experiment_id], f"tags.`prefect.flow_run_id` = '{flow_run_id}'"
     )  # MLflow -> flow run
     assert [m.step for m in client.get_metric_history(mrun.info.run_id, "planner/reward_mean")] == [1, 2]
     assert mrun.info.run_id in md.data
-    assert read_state(tmp_path / "deployed")["last_completed_round"] == 2
+    assert read_state(root / "deployed")["last_completed_round"] == 2
+
+
+@pytest.mark.slow
+def test_same_seed_twice_gives_identical_metric_histories(deployed, mlflow_server):
+    out, _, root, twin_root = deployed
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    (m1, r1), (m2, r2) = (
+        _history(client, read_state(folder / "deployed")["mlflow_run_id"], folder)
+        for client, folder in (
+            (MlflowClient(mlflow_server), root),
+            (MlflowClient(f"sqlite:///{twin_root / 'mlflow.db'}"), twin_root),
+        )
+    )
+    assert len(m1) >= 30 and "heldout/pass_at_1" in m1 and "actor/loss" in m1  # losses, rewards, held-out figures
+    assert m1 == m2, sorted(k for k in m1 if m1[k] != m2.get(k))
+    assert r1 and r1 == r2  # the logged rollouts: same prompts, same sampled texts
 
 
 @pytest.mark.slow

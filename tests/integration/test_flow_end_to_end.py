@@ -151,21 +151,8 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
     ):
         assert key in page, (key, page[:3000])
 
-    # The evaluate flow (the `evaluate` deployment) re-scores the last checkpoint in its own agents and MLflow run:
-    # same weights, same seeds -> the same held-out figures the training run logged after round 3.
-    rc, out = run_cli(
-        smoke_args(tmp_path, "run_name=e2e", f"tracking.tracking_uri={mlflow_server}"),
-        tmp_path / "eval.log",
-        env=cli_env(),
-        module="flows.evaluate",
-    )
-    assert rc == 0 and "held-out:" in out, out[-3000:]
-    (erun,) = client.search_runs([run.info.experiment_id], "tags.`planact.source_run` = 'e2e'")
-    assert erun.data.tags["planact.checkpoint"].endswith("round_00003")
-    trained = client.get_metric_history(run.info.run_id, "heldout/pass_at_1")[-1].value
-    assert erun.data.metrics["heldout/pass_at_1"] == pytest.approx(trained, abs=1e-9)
-
     # Both trained roles were registered from the final checkpoint, tagged with the run and its held-out figures.
+    trained = client.get_metric_history(run.info.run_id, "heldout/pass_at_1")[-1].value
     for role in ("planner", "actor"):
         v = client.get_model_version(f"e2e-{role}", "1")
         assert v.run_id == run.info.run_id and v.tags["planact.round"] == "3"
@@ -174,49 +161,44 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(prefect_api, mlflow
     assert run.data.tags["planact.registered.actor"] == "models:/e2e-actor/1"
     # An MLflow user loads the registered actor as a transformers pipeline and generates with it.
     import mlflow.transformers
+    from safetensors.torch import load_file
 
     from planact.registry import tracking
 
     with tracking(mlflow_server):  # never left behind: later notebook kernels would inherit it
         pipe = mlflow.transformers.load_model("models:/e2e-actor/1")
-    prompt = (tmp_path / "e2e" / "checkpoints" / "round_00003" / "actor" / "input_example.txt").read_text()
+    final = tmp_path / "e2e" / "checkpoints" / "round_00003"
+    prompt = (final / "actor" / "input_example.txt").read_text()
     (answer,) = pipe(prompt, max_new_tokens=6, min_new_tokens=2, do_sample=False, return_tensors=True)
     prompt_ids = pipe.tokenizer(prompt)["input_ids"]
     assert len(answer["generated_token_ids"]) >= len(prompt_ids) + 2  # it generated (special tokens included)
+    loaded, saved = pipe.model.state_dict(), load_file(final / "actor" / "model.safetensors")
+    assert saved.keys() <= loaded.keys() and all(loaded[k].equal(saved[k]) for k in saved)  # the trained weights
 
-    # The evaluate flow scores the registered versions (no checkpoint involved) and reproduces every figure.
+    # The evaluate flow (the `evaluate` deployment) scores a run's last checkpoint or registered versions, per
+    # role. One run does both (2026-11-29; two runs before, ~40 CPU-s each): the planner comes from the
+    # registry (the resolution is the same for either role), the actor from the last checkpoint. Same weights,
+    # same seeds -> every held-out figure the training run logged after round 3.
     cache = tmp_path / "model-cache"
     rc, out = run_cli(
-        [
-            "--config",
-            SMOKE,
-            "--set",
-            f"checkpoint.root={tmp_path}",
-            "--set",
-            "run_name=e2e",
-            "--set",
-            f"tracking.tracking_uri={mlflow_server}",
-            "--param",
-            "planner_model=models:/e2e-planner/1",
-            "--param",
-            "actor_model=models:/e2e-actor/1",
-        ],
-        tmp_path / "eval-registry.log",
+        smoke_args(tmp_path, "run_name=e2e", f"tracking.tracking_uri={mlflow_server}")
+        + ["--param", "planner_model=models:/e2e-planner/1"],
+        tmp_path / "eval.log",
         env=cli_env(PLANACT_MODEL_CACHE=str(cache)),
         module="flows.evaluate",
     )
     assert rc == 0 and "held-out:" in out, out[-3000:]
-    (rrun,) = client.search_runs([run.info.experiment_id], "tags.`planact.models` LIKE '%models:/e2e-actor/1%'")
+    (erun,) = client.search_runs([run.info.experiment_id], "tags.`planact.source_run` = 'e2e'")
+    assert erun.data.tags["planact.checkpoint"].endswith("round_00003")
+    assert erun.data.tags["planact.models"] == "planner models:/e2e-planner/1"
+    assert erun.data.metrics["heldout/pass_at_1"] == pytest.approx(trained, abs=1e-9)
     logged = {k: client.get_metric_history(run.info.run_id, k)[-1].value for k in erun.data.metrics}
-    assert logged and rrun.data.metrics == pytest.approx(logged, abs=1e-9)
-    # What the roles loaded is bit for bit the trained checkpoint.
-    from safetensors.torch import load_file
-
-    for role in ("planner", "actor"):
-        (resolved,) = (cache / f"e2e-{role}").iterdir()
-        a = load_file(resolved / "model.safetensors")
-        b = load_file(tmp_path / "e2e" / "checkpoints" / "round_00003" / role / "model.safetensors")
-        assert a.keys() == b.keys() and all(a[k].equal(b[k]) for k in a)
+    assert logged and erun.data.metrics == pytest.approx(logged, abs=1e-9)
+    # What the planner loaded from the registry is bit for bit the trained checkpoint.
+    (resolved,) = (cache / "e2e-planner").iterdir()
+    a = load_file(resolved / "model.safetensors")
+    b = load_file(final / "planner" / "model.safetensors")
+    assert a.keys() == b.keys() and all(a[k].equal(b[k]) for k in a)
 
 
 def test_invalid_config_fails_before_any_work(tmp_path):

@@ -1,7 +1,9 @@
 """Plan/Act RL on code repair through the real round DAG (Prefect flow on Ray, MLflow, sandboxed tests).
 
-The corpus is built from real packages off the package index (parse for training and its unseen
-functions, text-unidecode as the unseen package; sdists fetched once with pinned hashes, then cached).
+The corpus is built from the two small built-in packages (tests/integration/repair_fixture.py: minitext for
+training and its unseen functions, minilib as the unseen package). Until 2026-11-29 it was parse and
+text-unidecode off the package index: 64 CPU-s to build and ~1 CPU-s per sandboxed suite run, against ~15 and
+~0.4 here. Corpora of real packages (parse, semver) are built and revalidated in test_repair_cli.py.
 """
 
 from __future__ import annotations
@@ -13,30 +15,22 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from .conftest import BIN, REPO, kill_tree, read_state, run_cli, start_cli, token_env
+from .repair_fixture import build_packages
 
 SMOKE = str(REPO / "configs" / "repair-smoke.yaml")
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    """A token-level corpus from parse (train) and text-unidecode (held-out package)."""
-    out = tmp_path_factory.mktemp("rl-corpus")
-    shipped = (REPO / "configs" / "repair-rl-corpus.yaml").read_text().splitlines()
-    lines = [x for x in shipped if x.startswith(("  - {name: parse,", "  - {name: text-unidecode,"))]
-    cfg = out / "corpus.yaml"
-    cfg.write_text(
-        "max_tried: 24\nmax_kept: 24\nper_function: 1\n"
-        "kinds: [comparison, boolop, constant, binop, bound, swap_args]\npackages:\n" + "\n".join(lines) + "\n"
+    """A token-level corpus from minitext (train) and minilib (held-out package)."""
+    return build_packages(
+        tmp_path_factory.mktemp("rl-corpus"),
+        {"minitext": "train", "minilib": "heldout"},
+        ["comparison", "boolop", "constant", "binop", "bound", "swap_args"],
+        per_function=2,
+        max_tried=24,
+        max_kept=24,
     )
-    run = subprocess.run(
-        [str(BIN / "planact-repair"), "corpus", "--config", str(cfg), "--out", str(out / "corpus")],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
-    return out / "corpus"
 
 
 def _args(tmp_path, corpus, run, *extra):
