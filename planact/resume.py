@@ -55,9 +55,18 @@ MAY_CHANGE = (
 )
 
 
-# Fields renamed since a run may have started (old leaf name -> new): a stored config is read under the
-# new names, so a rename alone never refuses a resume.
+# Fields renamed or moved since a run may have started: a stored config is read under the new names, so a
+# rename alone never refuses a resume nor shows as a change. Old leaf name -> new, and old dotted path -> new
+# (the AFlow hook's settings became its embedded AFlow config's, aflow_rl.hook).
 RENAMED_LEAVES = {"test_timeout_s": "test_cpu_s"}
+MOVED = {
+    "aflow.max_rounds": "aflow.optimise.search.max_rounds",
+    "aflow.validation_repeats": "aflow.optimise.search.validation_repeats",
+    "aflow.limit": "aflow.optimise.limit",
+    "aflow.shards": "aflow.optimise.shards",
+    "aflow.task_runner": "aflow.optimise.task_runner",
+    "aflow.policy": "aflow.optimise.policy.enabled",
+}
 
 
 class ResumeRefused(ConfigError):
@@ -76,6 +85,8 @@ def _flat(data: dict) -> dict:
 
 
 def _renamed(key: str) -> str:
+    if key in MOVED:
+        return MOVED[key]
     head, _, leaf = key.rpartition(".")
     leaf = RENAMED_LEAVES.get(leaf, leaf)
     return f"{head}.{leaf}" if head else leaf
