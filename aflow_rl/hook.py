@@ -10,7 +10,7 @@ filled from the Plan/Act run at each search.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, model_validator
 
@@ -35,6 +35,18 @@ def _small_search() -> AFlowConfig:
 class AFlowHookConfig(StrictConfig):
     """Optimise the workflow around the current models every N rounds (an aflow-optimize sub-flow)."""
 
+    # The searches shape no checkpoint of the run: a resumed run may change them (planact.resume).
+    resume_may_change: ClassVar[bool] = True
+    # The hook's settings before they became its embedded AFlow config's (old name -> new).
+    moved: ClassVar[dict[str, str]] = {
+        "max_rounds": "optimise.search.max_rounds",
+        "validation_repeats": "optimise.search.validation_repeats",
+        "limit": "optimise.limit",
+        "shards": "optimise.shards",
+        "task_runner": "optimise.task_runner",
+        "policy": "optimise.policy.enabled",
+    }
+
     every_rounds: int = Field(
         0,
         ge=0,
@@ -52,6 +64,9 @@ class AFlowHookConfig(StrictConfig):
     @model_validator(mode="before")
     @classmethod
     def _small_by_default(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.keys() & cls.moved.keys():
+            old = sorted(data.keys() & cls.moved.keys())[0]
+            raise ValueError(f"aflow.{old} is now aflow.{cls.moved[old]} (the search's own AFlow config)")
         # Setting one field of the search keeps the hook's other defaults (not AFlowConfig's).
         return keep_section_defaults(cls, data, ("optimise",))
 

@@ -7,7 +7,7 @@ are written here once. Import-light on purpose: planact loads this module when i
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -66,6 +66,9 @@ FREE_REPLY_TOKENS = 128  # decoding 'free': the shortest reply limit that fits a
 
 class RepairEnvConfig(StrictConfig):
     """Code repair by the planner/actor team (env.kind: repair): the graph planner localises, the patch model edits."""
+
+    # renamed since runs were stored (the resume guard reads stored configs under the new names)
+    moved: ClassVar[dict[str, str]] = {"test_timeout_s": "test_cpu_s"}
 
     corpus: str = Field(
         "runs/rl-corpus",

@@ -10,6 +10,11 @@ the section's, written there once. The model may define
     preflight(self, run) -> None    before any work starts, what the world must hold: raise ConfigError
 
 and planact calls them on the section of the run's environment kind and on every top-level plug-in section.
+For the resume guard (planact.resume) a section may also declare, as ClassVars,
+
+    resume_may_change: bool         the whole section may change when a run resumes (it shapes no checkpoint)
+    moved: dict[str, str]           fields renamed or moved inside the section since runs were stored (old
+                                    dotted name -> new), so that a stored config is read under the new names
 """
 
 from __future__ import annotations
@@ -23,14 +28,14 @@ SECTIONS_GROUP = "planact.config_sections"
 ENVS_GROUP = "planact.envs"
 
 
+def installed() -> dict[str, type[BaseModel]]:
+    """Every installed plug-in section model by its dotted place in the run config ('env.repair', 'aflow')."""
+    return {ep.name: ep.load() for ep in sorted(entry_points(group=SECTIONS_GROUP), key=lambda ep: ep.name)}
+
+
 def sections(under: str = "") -> dict[str, type[BaseModel]]:
     """The installed plug-in section models directly under a place of the run config ('' = the top, 'env')."""
-    found = {}
-    for ep in entry_points(group=SECTIONS_GROUP):
-        head, _, name = ep.name.rpartition(".")
-        if head == under:
-            found[name] = ep.load()
-    return dict(sorted(found.items()))
+    return {path.rpartition(".")[2]: model for path, model in installed().items() if path.rpartition(".")[0] == under}
 
 
 def env_kinds() -> tuple[str, ...]:

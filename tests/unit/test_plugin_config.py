@@ -69,6 +69,18 @@ def test_aflow_hook_defaults_once_and_fills_the_run():
         load_config(None, ["aflow.optimise.search.max_rounds=0"])
     with pytest.raises(ConfigError, match="multiple of checkpoint.every"):
         load_config(None, ["aflow.every_rounds=3", "checkpoint.every=2"])
+    # a setting the hook held before its search became an AFlow config points to its new place
+    with pytest.raises(ConfigError, match=r"aflow.max_rounds is now aflow.optimise.search.max_rounds"):
+        load_config(None, ["aflow.max_rounds=2"])
+
+
+def test_sections_declare_their_resume_rules():
+    from planact.resume import MOVED, shapes_run
+
+    assert not shapes_run("aflow.every_rounds") and not shapes_run("aflow.optimise.search.max_rounds")
+    assert shapes_run("env.repair.test_cpu_s")  # a repair setting shapes the run
+    assert MOVED["env.repair.test_timeout_s"] == "env.repair.test_cpu_s"
+    assert MOVED["aflow.policy"] == "aflow.optimise.policy.enabled"
 
 
 def test_planact_loads_plug_ins_only_through_entry_points():
