@@ -2,8 +2,8 @@
 
 A plug-in declares each of its sections in the `planact.config_sections` entry point group, named by the
 section's place in the run config: `env.<kind>` holds the settings of the environment of that kind (the
-`planact.envs` group's), a plain name is a section of the run itself (graph_planner's `env.repair`,
-aflow_rl's `aflow`). The entry point is a pydantic model on planact.config_base.StrictConfig; its defaults are
+`planact.envs` group's; graph_planner's `env.repair`), a plain name is a section of the run itself
+(aflow_rl's `aflow`). The entry point is a pydantic model on planact.config_base.StrictConfig; its defaults are
 the section's, written there once. The model may define
 
     check_run(self, run) -> None    rules across sections, at validation: raise ValueError naming the fields
