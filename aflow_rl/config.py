@@ -7,17 +7,9 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from planact.config import (
-    ConfigError,
-    RayConfig,
-    RLConfig,
-    StrictConfig,
-    TinyModelSpec,
-    _format_error,
-    check_run_name,
-    load_config,
-)
+from planact.config_base import ConfigError, RayConfig, StrictConfig, check_run_name, format_error, load_data
 from planact.engine_config import AnthropicConfig, OpenAIConfig
+from planact.role_config import RLConfig, TinyModelSpec
 
 BENCHMARKS = ("planact", "gsm8k", "math", "humaneval", "mbpp", "hotpotqa", "drop")
 
@@ -286,12 +278,12 @@ def validate_aflow_config(data: dict | AFlowConfig) -> AFlowConfig:
     try:
         return AFlowConfig.model_validate(data if isinstance(data, dict) else data.model_dump())
     except ValidationError as err:
-        raise ConfigError(_format_error(err).replace("run config", "aflow config")) from None
+        raise ConfigError(format_error(err, "aflow config")) from None
 
 
 def load_aflow_config(path: str | Path | None = None, overrides: list[str] | None = None) -> AFlowConfig:
     """Load a YAML AFlow config (or the defaults) and apply `key=value` overrides."""
-    return load_config(path, overrides, validate=validate_aflow_config)
+    return validate_aflow_config(load_data(path, overrides))
 
 
 def api_llms(cfg: AFlowConfig) -> list[tuple[str, LLMConfig]]:

@@ -27,12 +27,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from graph_planner.agents.rule import RuleAgent, run_episode  # noqa: E402
 from graph_planner.env import EnvLimits, PlannerEnv  # noqa: E402
+from graph_planner.env_config import EpisodeConfig, RepairEnvConfig  # noqa: E402
 from graph_planner.evaluate import shard  # noqa: E402
 from graph_planner.judge import ResultCache  # noqa: E402
 from graph_planner.runtime import LocalRuntime  # noqa: E402
 from graph_planner.tasks import load_tasks  # noqa: E402
 from graph_planner.team.context import split_of  # noqa: E402
-from planact.env_config import EpisodeConfig, RepairEnvConfig  # noqa: E402
 
 ARMS = ("graph", "sbfl")
 

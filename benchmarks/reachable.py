@@ -30,13 +30,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from graph_planner.candidates import edits_from_sites, function_text, gold_source  # noqa: E402
+from graph_planner.env_config import RepairEnvConfig  # noqa: E402
 from graph_planner.judge import ResultCache, base_text, submit_texts  # noqa: E402
 from graph_planner.patching import PatchError, apply_diff  # noqa: E402
 from graph_planner.proposals import model_proposals, repository_proposals  # noqa: E402
 from graph_planner.runtime import LocalRuntime  # noqa: E402
 from graph_planner.tasks import load_tasks  # noqa: E402
 from graph_planner.team.context import split_of  # noqa: E402
-from planact.env_config import RepairEnvConfig  # noqa: E402
 from planact.models import tiny_code_model  # noqa: E402
 
 SOURCES = ("token", "inverse", "repository", "model")

@@ -20,7 +20,7 @@ from aflow_rl.config import AFlowConfig  # noqa: E402
 from graph_planner.config import RepairEvalConfig  # noqa: E402
 from graph_planner.corpus.history_spec import HistoryConfig  # noqa: E402
 from graph_planner.corpus.spec import CorpusConfig  # noqa: E402
-from planact.config import RunConfig  # noqa: E402
+from planact.config import RunConfig, flatten  # noqa: E402
 
 ROOTS = [
     (RunConfig, "Plan/Act runs and RL on code repair", "`configs/demo.yaml`, `configs/repair-*.yaml`; `planact train`"),
@@ -29,6 +29,8 @@ ROOTS = [
     (CorpusConfig, "Code-repair corpus", "`configs/repair-corpus.yaml`; `planact repair corpus`"),
     (HistoryConfig, "Release-history tasks", "`configs/repair-history.yaml`; `planact repair corpus --history`"),
 ]
+
+ROOT_MODELS = {model for model, _, _ in ROOTS}
 
 
 def _type(annotation) -> str:
@@ -56,7 +58,8 @@ def _default(field) -> str:
     else:
         return "required"
     if isinstance(value, BaseModel):
-        return "(see below)"
+        own = flatten(value.model_dump(exclude_unset=True))  # what this field's default sets over its model's
+        return "(see below" + ("; here " + ", ".join(f"`{k}={v!r}`" for k, v in own.items()) if own else "") + ")"
     text = repr(value)
     return "`" + (text if len(text) <= 60 else text[:57] + "...") + "`"
 
@@ -79,7 +82,9 @@ def section(model: type[BaseModel], path: str, seen: set) -> list[str]:
             nested.append((sub, f"{path}.{name}"))
     lines.append("")
     for sub, sub_path in nested:
-        if (sub, sub_path) not in seen:
+        if sub in ROOT_MODELS:  # documented in its own part of the page
+            lines += [f"`{sub_path}`: an `{sub.__name__}`, whose fields are in its own part of this page.", ""]
+        elif (sub, sub_path) not in seen:
             seen.add((sub, sub_path))
             lines += section(sub, sub_path, seen)
     return lines

@@ -30,22 +30,10 @@ from tasks.progress import task_progress
 
 def optimise_workflow(cfg: RunConfig, round_idx: int, session: TrainingSession) -> dict:
     """The aflow-optimize sub-flow around this round's checkpoint; its MLflow run nests under this run's."""
-    from aflow_rl.config import AFlowConfig
     from flows.aflow import aflow_optimize
 
-    a = cfg.aflow
-    acfg = AFlowConfig(
-        run_name=f"{cfg.run_name}-aflow-r{round_idx}",
-        root=str(session.run_dir / "aflow"),
-        seed=cfg.seed,
-        limit=a.limit,
-        shards=a.shards,
-        task_runner=a.task_runner,
-        executor={"kind": "planact", "checkpoint": str(session.checkpoint_folder(round_idx))},
-        search={"max_rounds": a.max_rounds, "validation_repeats": a.validation_repeats},
-        policy={"enabled": a.policy},
-        ray=cfg.ray.model_dump(),
-        tracking={"tracking_uri": session.tracker.uri, "experiment": cfg.tracking.experiment},
+    acfg = cfg.aflow.search_config(
+        cfg, round_idx, session.checkpoint_folder(round_idx), session.run_dir / "aflow", session.tracker.uri
     )
     out = aflow_optimize(acfg, parent_run_id=session.tracker.run_id)
     session.tracker.log_metrics(
@@ -114,7 +102,7 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
             progress.show(line)
             if progress.due(r, evaluated, first=r == first_round):
                 print(line)  # kept: in the console's scrollback and the flow run's logs in the UI
-            if cfg.aflow.every_rounds and r % cfg.aflow.every_rounds == 0:
+            if cfg.aflow.due(r):
                 optimise_workflow(cfg, r, session)
 
         rounds = Rounds(cfg, planner, actor, session.experience, session.incarnation)

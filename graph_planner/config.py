@@ -7,9 +7,10 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from planact.config import ConfigError, RayConfig, TrackingConfig, _format_error, check_run_name, load_config
-from planact.engine_config import OpenAIConfig, StrictConfig
-from planact.env_config import EpisodeConfig
+from graph_planner.env_config import EpisodeConfig
+from planact.config import TrackingConfig, load_config
+from planact.config_base import ConfigError, RayConfig, StrictConfig, check_run_name, format_error
+from planact.engine_config import OpenAIConfig
 
 
 class RepairEvalConfig(StrictConfig):
@@ -55,7 +56,7 @@ def validate_repair_config(data: dict | RepairEvalConfig) -> RepairEvalConfig:
     try:
         return RepairEvalConfig.model_validate(data if isinstance(data, dict) else data.model_dump())
     except ValidationError as err:
-        raise ConfigError(_format_error(err)) from None
+        raise ConfigError(format_error(err)) from None
 
 
 def load_repair_config(path: str | Path | None = None, overrides: list[str] | None = None) -> RepairEvalConfig:

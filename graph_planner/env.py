@@ -29,12 +29,12 @@ from graph_planner import localise
 from graph_planner.actions import ActionError, Explore, Memory, Repair, Submit, parse_action
 from graph_planner.corpus.fetch import git
 from graph_planner.corpus.mutate import unified_diff
+from graph_planner.env_config import EpisodeConfig
 from graph_planner.graph import Budget, GraphSearch, RepoGraph, WorkingMemory
 from graph_planner.judge import ResultCache, passed, run_patch
 from graph_planner.patching import PatchError, apply_diff, apply_edits, screen
 from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import RepairTask
-from planact.env_config import EpisodeConfig
 
 _EPISODE = EpisodeConfig()  # the defaults, defined once
 
@@ -43,7 +43,7 @@ GRAPHS_KEPT = 4  # code graphs a PlannerEnv keeps (per base commit)
 
 @dataclass
 class EnvLimits:
-    """Budgets of one episode: planact.env_config.EpisodeConfig's fields (defaults and meaning defined there
+    """Budgets of one episode: graph_planner.env_config.EpisodeConfig's fields (defaults and meaning defined there
     once) plus the working-memory budget."""
 
     steps: int = _EPISODE.steps

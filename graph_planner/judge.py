@@ -21,10 +21,10 @@ from pathlib import Path
 
 from graph_planner.corpus.fetch import git
 from graph_planner.corpus.testrun import NAMES, Guard, load_proof
+from graph_planner.env_config import EpisodeConfig
 from graph_planner.patch_check import changed_functions
 from graph_planner.patching import PatchError, apply_diff, screen
 from graph_planner.tasks import RepairTask
-from planact.env_config import EpisodeConfig
 
 DEFAULT_TEST_CPU_S = EpisodeConfig().test_cpu_s
 # 4: the name guard; 3: signed channel, runtime guard, passes confirmed by a second run, the scoped patch check

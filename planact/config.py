@@ -6,14 +6,24 @@ description that shows up in the Prefect UI form.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from planact.engine_config import StrictConfig
+from planact import plugins
+
+# What every config shares lives in config_base (plug-ins build on it); importable from here as before.
+from planact.config_base import (  # noqa: F401
+    ConfigError,
+    RayConfig,
+    StrictConfig,
+    check_run_name,
+    flatten,
+    format_error,
+    keep_section_defaults,
+    load_data,
+)
 from planact.env_config import EnvConfig
 
 # Role-level models live in role_config; importable from here as before (RLConfig, TinyModelSpec, ...).
@@ -26,10 +36,6 @@ from planact.role_config import (  # noqa: F401
     TinyModelSpec,
     WarmStartConfig,
 )
-
-
-class ConfigError(ValueError):
-    """A run config is invalid; the message names every offending field."""
 
 
 class CreditConfig(StrictConfig):
@@ -102,62 +108,6 @@ class CheckpointConfig(StrictConfig):
     every: int = Field(1, ge=1, description="Checkpoint every this many rounds (and always after the last).")
 
 
-class RayConfig(StrictConfig):
-    """How to reach Ray."""
-
-    address: str | None = Field(
-        None, description="Ray cluster address ('auto', 'ray://...'); empty = start a local Ray."
-    )
-    num_cpus: int | None = Field(None, ge=1, description="Logical CPUs for a locally started Ray (None = detect).")
-    runtime_env: dict[str, Any] = Field(
-        default_factory=dict, description="Ray runtime_env for workers (pip, env_vars, working_dir...)."
-    )
-    task_num_cpus: float = Field(
-        0.1, gt=0.0, description="CPUs reserved by each Prefect task on Ray (fractional so actors leave room)."
-    )
-    agent_ready_timeout_s: float = Field(
-        120.0,
-        gt=0.0,
-        description="Seconds an engine or trainer agent may take from its request until its constructor has finished "
-        "(placed on a node, torch imported, model built) before the run fails with AgentCreationError; "
-        "raise it on a loaded machine or for a large model. Applies when this run starts its namespace's "
-        "schedulemesh supervisor.",
-    )
-    agent_stages: Literal["threads", "ray"] = Field(
-        "threads",
-        description="Where the stages whose work is a call to the agents run (actor-execute, train-<role>, "
-        "warm-start): 'threads' = threads of the flow process (their work runs in the agents on Ray "
-        "either way; saves a Ray task hop and a task-run start in a Ray worker, ~0.6 s a round), 'ray' = "
-        "Ray task workers, like every other task of the flow.",
-    )
-
-    @property
-    def private(self) -> bool:
-        """True when the run starts its own local Ray (no cluster address given)."""
-        return self.address in (None, "", "local")
-
-
-class AFlowHookConfig(StrictConfig):
-    """Optimise the workflow around the current models every N rounds (an aflow-optimize sub-flow)."""
-
-    every_rounds: int = Field(
-        0,
-        ge=0,
-        description="Run an AFlow search after every this many rounds (0 = never); must be a multiple of "
-        "checkpoint.every.",
-    )
-    max_rounds: int = Field(3, ge=1, description="Search rounds per optimisation.")
-    validation_repeats: int = Field(2, ge=1, description="Evaluations of each workflow on the validation split.")
-    limit: int | None = Field(20, ge=1, description="Validation problems used (None = all 50).")
-    shards: int = Field(1, ge=1, description="Evaluation shards per repeat.")
-    task_runner: Literal["ray", "threads"] = Field(
-        "threads",
-        description="Where the search's tasks run: 'threads' (this flow's process, next to the agents holding the Ray "
-        "CPUs) or 'ray'.",
-    )
-    policy: bool = Field(True, description="Guide the search with the GiGPO edit policy (False = plain MCTS).")
-
-
 class PipelineConfig(StrictConfig):
     """Overlap of rounds: generation of the next round while this one trains (docs/plan-act.md, "Pipelined rounds")."""
 
@@ -170,10 +120,7 @@ class PipelineConfig(StrictConfig):
     )
 
 
-FREE_REPLY_TOKENS = 128  # env.repair.decoding 'free': the shortest reply limit that fits a small function
-
-
-class RunConfig(StrictConfig):
+class _RunConfig(StrictConfig):
     """A Plan/Act training run."""
 
     run_name: str = Field("demo", description="Run id: names the run folder and MLflow run; re-using it resumes.")
@@ -203,9 +150,6 @@ class RunConfig(StrictConfig):
     tracking: TrackingConfig = Field(default_factory=TrackingConfig, description="MLflow tracking.")
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig, description="Checkpoints and resume.")
     ray: RayConfig = Field(default_factory=RayConfig, description="Ray connection.")
-    aflow: AFlowHookConfig = Field(
-        default_factory=AFlowHookConfig, description="AFlow search around the current models every N rounds."
-    )
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="Synchronous or pipelined rounds.")
 
     @field_validator("run_name")
@@ -216,17 +160,11 @@ class RunConfig(StrictConfig):
     @model_validator(mode="before")
     @classmethod
     def _role_defaults(cls, data):
-        # A role section that sets some fields keeps that role's own defaults for the others: without
-        # this, `--set actor.resources.replicas=2` silently gave the actor the planner-sized generic model.
-        if isinstance(data, dict):
-            for role in ("planner", "actor"):
-                if isinstance(data.get(role), dict):
-                    own = cls.model_fields[role].default_factory().model_dump(exclude_unset=True)
-                    data = {**data, role: deep_merge(own, data[role])}
-        return data
+        # A role section that sets some fields keeps that role's own defaults for the others.
+        return keep_section_defaults(cls, data, ("planner", "actor"))
 
     @model_validator(mode="after")
-    def _no_secrets(self) -> RunConfig:
+    def _no_secrets(self) -> _RunConfig:
         from planact.secrets import config_errors
 
         errors = config_errors(self.model_dump())
@@ -235,19 +173,7 @@ class RunConfig(StrictConfig):
         return self
 
     @model_validator(mode="after")
-    def _aflow_on_checkpoints(self) -> RunConfig:
-        if self.aflow.every_rounds and self.aflow.every_rounds % self.checkpoint.every:
-            raise ValueError(
-                "aflow.every_rounds must be a multiple of checkpoint.every (it searches around a checkpoint)"
-            )
-        if self.aflow.every_rounds and self.agent_role != "both":
-            raise ValueError(
-                "aflow.every_rounds needs agent_role 'both' (the search executes planner and actor together)"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _pipelined(self) -> RunConfig:
+    def _pipelined(self) -> _RunConfig:
         if self.pipeline.max_staleness:
             for role in ("planner", "actor") if self.agent_role == "both" else (self.agent_role,):
                 rc = getattr(self, role)
@@ -260,89 +186,22 @@ class RunConfig(StrictConfig):
         return self
 
     @model_validator(mode="after")
-    def _repair_roles(self) -> RunConfig:
-        if self.env.kind == "repair":
-            # The planner chooses among the offered functions in both modes; in 'free' the actor writes its
-            # edit, so any engine may serve it.
-            free = self.env.repair.decoding == "free"
-            for role in ("planner",) if free else ("planner", "actor"):
-                if getattr(self, role).engine != "hf":
-                    raise ValueError(
-                        f"env.repair.decoding {self.env.repair.decoding!r} scores the {role}'s candidate sets "
-                        f"in-process: {role}.engine must be 'hf'"
-                        + ("" if free else " (a served patch model needs decoding: free)")
-                    )
-            if free and self.actor.sampling.max_new_tokens < FREE_REPLY_TOKENS:
-                # the reply holds the whole corrected function: a short limit cuts every block open (malformed)
-                raise ValueError(
-                    f"env.repair.decoding 'free': actor.sampling.max_new_tokens must be at least "
-                    f"{FREE_REPLY_TOKENS} (the patch model writes the whole function)"
-                )
+    def _plugin_rules(self) -> _RunConfig:
+        plugins.call_hook(self.plugin_sections(), "check_run", self)
         return self
+
+    def plugin_sections(self) -> list[BaseModel]:
+        """The plug-in sections that apply to this run: its environment kind's (env.<kind>) and every top-level one."""
+        own = self.env.settings()
+        return ([own] if own is not None else []) + [getattr(self, name) for name in RUN_SECTIONS]
 
     def run_dir(self) -> Path:
         """Folder holding this run's checkpoints, experience and state."""
         return Path(self.checkpoint.root).resolve() / self.run_name
 
 
-def check_run_name(v: str) -> str:
-    """A run name names a folder: letters, digits, '_', '-', '.'."""
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", v):
-        raise ValueError("use letters, digits, '_', '-', '.' (it names a folder)")
-    return v
-
-
-def _format_error(err: ValidationError) -> str:
-    lines = []
-    for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"]) or "<root>"
-        lines.append(f"  {loc}: {e['msg']}")
-    return "invalid run config:\n" + "\n".join(lines)
-
-
-def set_path(data: dict, dotted: str, value: Any) -> None:
-    """Set `a.b.c` inside nested dicts, creating levels as needed."""
-    keys = dotted.split(".")
-    if not all(k.strip() for k in keys):
-        raise ConfigError(f"override {dotted!r}: empty name in the key path (expected e.g. planner.rl.lr)")
-    node = data
-    for k in keys[:-1]:
-        node = node.setdefault(k, {})
-        if not isinstance(node, dict):
-            raise ConfigError(f"override {dotted!r}: {k!r} is not a section")
-    node[keys[-1]] = value
-
-
-def _yaml_problem(err: yaml.YAMLError) -> str:
-    """A YAML error in one line: what is wrong and where."""
-    mark = getattr(err, "problem_mark", None)
-    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-    return f"{getattr(err, 'problem', None) or type(err).__name__}{where}"
-
-
-def parse_overrides(overrides: list[str] | None) -> dict:
-    """Turn ['a.b=1', 'c=x'] into a nested dict; values are parsed as YAML scalars."""
-    out: dict = {}
-    for item in overrides or []:
-        if "=" not in item:
-            raise ConfigError(f"override {item!r} must look like key.path=value")
-        key, raw = item.split("=", 1)
-        try:
-            value = yaml.safe_load(raw) if raw != "" else None
-        except yaml.YAMLError as err:
-            raise ConfigError(
-                f"override {item!r}: the value is not valid YAML ({_yaml_problem(err)}); quote it, e.g. key=\"'text'\""
-            ) from None
-        set_path(out, key.strip(), value)
-    return out
-
-
-def deep_merge(base: dict, extra: dict) -> dict:
-    """Recursively merge `extra` into a copy of `base`."""
-    out = dict(base)
-    for k, v in extra.items():
-        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
+RUN_SECTIONS = plugins.sections()  # top-level sections of installed plug-ins (aflow: aflow_rl's hook)
+RunConfig = plugins.with_sections(_RunConfig, RUN_SECTIONS)
 
 
 def validate_config(data: dict | RunConfig) -> RunConfig:
@@ -350,33 +209,9 @@ def validate_config(data: dict | RunConfig) -> RunConfig:
     try:
         return RunConfig.model_validate(data if isinstance(data, dict) else data.model_dump())
     except ValidationError as err:
-        raise ConfigError(_format_error(err)) from None
+        raise ConfigError(format_error(err)) from None
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None, validate=None):
     """Load a YAML config (or the defaults), apply `key=value` overrides, validate (RunConfig by default)."""
-    data: dict = {}
-    if path:
-        p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"config file not found: {p}")
-        try:
-            data = yaml.safe_load(p.read_text()) or {}
-        except yaml.YAMLError as err:
-            raise ConfigError(f"{p}: not valid YAML: {_yaml_problem(err)}") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"{p}: top level must be a mapping")
-    return (validate or validate_config)(deep_merge(data, parse_overrides(overrides)))
-
-
-def flatten(cfg: BaseModel | dict, prefix: str = "") -> dict[str, Any]:
-    """Flatten a config into dotted keys (MLflow params)."""
-    data = cfg.model_dump() if isinstance(cfg, BaseModel) else cfg
-    out: dict[str, Any] = {}
-    for k, v in data.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict) and v:
-            out.update(flatten(v, key + "."))
-        else:
-            out[key] = v
-    return out
+    return (validate or validate_config)(load_data(path, overrides))

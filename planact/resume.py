@@ -3,10 +3,11 @@
 A run folder holds `config.resolved.yaml`, written when the run started. Resuming compares the new
 resolved config with it, field by field (dotted names). What may change is an allow-list (`MAY_CHANGE`):
 
-* more rounds, the run's name, tracking, Ray, barrier timeouts, checkpoint cadence and folder, AFlow
-  cadence, pipelining, each role's resources (placement, threads, replicas, attention kernel), its warm
-  start (it already ran), its SGLang server settings, and a remote API's connection settings (endpoint,
-  key, concurrency, retries, prices; not the model, stop words or system prompt);
+* more rounds, the run's name, tracking, Ray, barrier timeouts, checkpoint cadence and folder, a plug-in's
+  section that shapes no checkpoint (the AFlow hook's searches), pipelining, each role's resources
+  (placement, threads, replicas, attention kernel), its warm start (it already ran), its SGLang server
+  settings, and a remote API's connection settings (endpoint, key, concurrency, retries, prices; not the
+  model, stop words or system prompt);
 * everything else is refused, each field named: the seed, the environment, the role set, each role's
   model, LoRA adapters, RL algorithm and hyper-parameters, sampling, group size, the credit rule, and any
   field added later until someone adds it to `MAY_CHANGE` as safe. Resuming with one of them changed would
@@ -20,8 +21,11 @@ from pathlib import Path
 
 import yaml
 
+from planact import plugins
 from planact.config import ConfigError, flatten
 from planact.secrets import redact
+
+_SECTIONS = plugins.installed()  # the plug-ins' config sections by their place ('env.repair', 'aflow')
 
 # A remote API's connection settings: they change where and how fast requests go, not what the model is.
 _API_CONNECTION = (
@@ -49,15 +53,21 @@ MAY_CHANGE = (
     "ray.",
     "barrier.",
     "checkpoint.",
-    "aflow.",
     "pipeline.",
     *(f"{role}.{f}" for role in ("planner", "actor") for f in _ROLE_MAY_CHANGE),
+    # a plug-in's section that shapes no checkpoint says so (its `resume_may_change`)
+    *(f"{path}." for path, model in _SECTIONS.items() if getattr(model, "resume_may_change", False)),
 )
 
 
-# Fields renamed since a run may have started (old leaf name -> new): a stored config is read under the
-# new names, so a rename alone never refuses a resume.
-RENAMED_LEAVES = {"test_timeout_s": "test_cpu_s"}
+# Fields renamed or moved since a run may have started (old dotted name -> new), as each plug-in section
+# declares them (its `moved`): a stored config is read under the new names, so a rename alone never refuses a
+# resume nor shows as a change.
+MOVED = {
+    f"{path}.{old}": f"{path}.{new}"
+    for path, model in _SECTIONS.items()
+    for old, new in getattr(model, "moved", {}).items()
+}
 
 
 class ResumeRefused(ConfigError):
@@ -76,9 +86,7 @@ def _flat(data: dict) -> dict:
 
 
 def _renamed(key: str) -> str:
-    head, _, leaf = key.rpartition(".")
-    leaf = RENAMED_LEAVES.get(leaf, leaf)
-    return f"{head}.{leaf}" if head else leaf
+    return MOVED.get(key, key)
 
 
 def config_changes(stored: dict, current: dict) -> tuple[list[str], list[str]]:

@@ -10,7 +10,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from planact.engine_config import AnthropicConfig, OpenAIConfig, SGLangConfig, StrictConfig
+from planact.config_base import StrictConfig
+from planact.engine_config import AnthropicConfig, OpenAIConfig, SGLangConfig
 
 API_ENGINES = ("openai", "anthropic")
 

@@ -13,9 +13,10 @@ Layers, highest first; a module may import its own package and any package on a 
 
 Inside graph_planner the same rule holds between its rooms (`GRAPH_PLANNER_ROOMS`, lowest first): parsing,
 the code graph and the patch check; the corpus's parts (fetching, mutating, running and judging a
-package's tests); tasks and verdicts (the task record, the sandboxed runtime, the judge); the corpus
-builders, which prove every task's gold patch through the judge and so sit above it; the environment and
-the agents; the team and the command line. A module of no room is an error: a new one gets a place.
+package's tests); tasks, settings and verdicts (the task record, the environment's settings, the sandboxed
+runtime, the judge); the corpus builders, which prove every task's gold patch through the judge and so sit
+above it; the environment and the agents; the team and the command line. A module of no room is an error: a
+new one gets a place.
 """
 
 from __future__ import annotations
@@ -91,7 +92,10 @@ def graph() -> dict[str, set[str]]:
 GRAPH_PLANNER_ROOMS = [
     ("parsing, code graph, patch check", ("graph_planner.pyparse", "graph_planner.patch_", "graph_planner.graph")),
     ("corpus parts", ("graph_planner.corpus", "graph_planner.patching")),
-    ("tasks and verdicts", ("graph_planner.tasks", "graph_planner.runtime", "graph_planner.judge")),
+    (
+        "tasks, settings and verdicts",
+        ("graph_planner.tasks", "graph_planner.env_config", "graph_planner.runtime", "graph_planner.judge"),
+    ),
     (
         "corpus builders",
         ("graph_planner.corpus.build", "graph_planner.corpus.history", "graph_planner.corpus.history_tasks"),

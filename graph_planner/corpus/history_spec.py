@@ -9,8 +9,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from graph_planner.corpus.spec import HISTORY_SPLIT, PackageRef
-from planact.config import ConfigError
-from planact.engine_config import StrictConfig
+from planact.config_base import ConfigError, StrictConfig
 
 __all__ = ["HISTORY_SPLIT", "HistoryConfig", "HistoryPair", "Release", "load_history_config"]
 

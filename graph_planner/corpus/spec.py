@@ -10,8 +10,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator
 
 from graph_planner.corpus.mutate import KINDS
-from planact.config import ConfigError
-from planact.engine_config import StrictConfig
+from planact.config_base import ConfigError, StrictConfig
 
 # One task file per split; unseen_2025 holds packages first released in 2025 or later.
 CorpusSplit = Literal["train", "heldout", "unseen_2025"]

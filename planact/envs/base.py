@@ -1,4 +1,4 @@
-"""The environment plug-in of the round DAG: one interface, two kinds (env.kind: synthetic | repair).
+"""The environment plug-in of the round DAG: one interface, a kind per installed environment (env.kind).
 
 The flow never looks inside an environment. A round asks it for tasks, lets it drive the planner
 (one completion per plan, or several turns of a multi-turn episode), turns the plans into actor

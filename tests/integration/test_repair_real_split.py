@@ -8,9 +8,9 @@ from types import SimpleNamespace
 from graph_planner.cli import main as repair_cli
 from graph_planner.corpus.build import build_corpus
 from graph_planner.corpus.spec import CorpusConfig, PackageSpec
+from graph_planner.env_config import TOKEN_KINDS
 from graph_planner.team.env import RepairTeamEnv
 from planact.config import load_config
-from planact.env_config import TOKEN_KINDS
 
 from .conftest import REPO
 from .history_fixture import history_config

@@ -80,3 +80,13 @@ def test_a_run_stored_before_a_field_was_renamed_resumes():
     assert config_changes(old, {"env": {"repair": {"test_cpu_s": 30.0}}}) == ([], [])
     refused, _ = config_changes(old, {"env": {"repair": {"test_cpu_s": 5.0}}})
     assert refused == ["env.repair.test_cpu_s: 30.0 -> 5.0"]
+
+
+def test_a_run_stored_before_the_aflow_hook_moved_resumes():
+    # aflow.max_rounds etc. became the hook's embedded AFlow config's (aflow.optimise...): read under the new
+    # paths, an unchanged value shows no change, and the section stays one that may change.
+    old = {"aflow": {"every_rounds": 0, "max_rounds": 3, "policy": True}}
+    new = {"aflow": {"every_rounds": 0, "optimise": {"search": {"max_rounds": 3}, "policy": {"enabled": True}}}}
+    assert config_changes(old, new) == ([], [])
+    new["aflow"]["optimise"]["search"]["max_rounds"] = 5
+    assert config_changes(old, new) == ([], ["aflow.optimise.search.max_rounds: 3 -> 5"])
