@@ -27,7 +27,7 @@ from planact.engines.base import Completion
 
 from ..servers.loopback import anthropic_server, openai_server
 from .repair_fixture import build_minilib, write_files
-from .test_verdict_attacks import CORE, FAMILIES, FORGE, TESTS
+from .test_verdict_attacks import FAMILIES, FORGE, PACKAGE
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,7 @@ def minilib(tmp_path_factory):
 def gadgets(tmp_path_factory):
     """The verdict attacks' package (every gadget the check's holes used) and its `spread` task."""
     root = tmp_path_factory.mktemp("free-gadgets")
-    src = write_files(root / "src", {"gadgets/__init__.py": "", "gadgets/core.py": CORE, "tests/test_core.py": TESTS})
+    src = write_files(root / "src", PACKAGE)
     spec = PackageSpec(name="gadgets", version="0.1", source=str(src), split="heldout")
     build_corpus(CorpusConfig(packages=[spec], max_tried=6, max_kept=6, timeout_s=30, kinds=["binop"]), root / "c")
     return next(t for t in load_tasks(root / "c") if t.meta["function"] == "spread")

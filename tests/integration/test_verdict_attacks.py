@@ -149,6 +149,14 @@ TESTS = """
         assert not {"getattr", "setattr", "delattr"} & set(vars(gadgets.core))
     """
 
+PACKAGE = {
+    "gadgets/__init__.py": "",
+    "gadgets/core.py": CORE,
+    # a package module named like a test: pytest's assertion rewriter, not the plain importer, loads it
+    "gadgets/test_util.py": "def look(obj, name):\n    return getattr(obj, name)\n",
+    "tests/test_core.py": TESTS,
+}
+
 # What a body does once it holds code execution (`EXEC` is whatever callable the family reached): forge
 # the report from inside the process, leaving the bug in place.
 FORGE = (
@@ -179,16 +187,7 @@ FAMILIES = {
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     root = tmp_path_factory.mktemp("gadgets")
-    src = write_files(
-        root / "gadgets-src",
-        {
-            "gadgets/__init__.py": "",
-            "gadgets/core.py": CORE,
-            # a package module named like a test: pytest's assertion rewriter, not the plain importer, loads it
-            "gadgets/test_util.py": "def look(obj, name):\n    return getattr(obj, name)\n",
-            "tests/test_core.py": TESTS,
-        },
-    )
+    src = write_files(root / "gadgets-src", PACKAGE)
     spec = PackageSpec(name="gadgets", version="0.1", source=str(src), split="heldout")
     cfg = CorpusConfig(packages=[spec], max_tried=6, max_kept=6, timeout_s=30, kinds=["binop"])
     build_corpus(cfg, root / "corpus", log=lambda _: None)
