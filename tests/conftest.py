@@ -15,26 +15,25 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-# Seconds each slow file's tests took in a `make test` run (2 cores, 3 workers, 2026-11-29, its JUnit report
-# summed by tools/suite_times.py). `make test` runs pytest-xdist with --dist loadfile --no-loadscope-reorder:
-# files go to the workers in collection order as each frees up, so collecting the longest first
-# (longest-processing-time first) keeps one worker from running a long file alone at the end. xdist's own
-# reorder sorts by number of tests, which put these one-test files last. test_deployments.py,
-# test_flow_end_to_end.py and test_repair_rl.py: estimated from their changes of 2026-11-29 (sixth session: the
-# determinism twins joined the deployment run, the end-to-end test's two evaluate runs became one, the repair RL
-# corpus is built-in), scaled from the files' own runs before and after, not yet a suite's report.
+# Seconds each slow file's tests took in a `make test` run (2 cores, 3 workers, its JUnit report summed by
+# tools/suite_times.py): the ten longest from the run of 2026-11-29 (sixth session, after the determinism twins
+# joined the deployment run and the repair RL corpus became built-in), the rest from earlier runs that day.
+# `make test` runs pytest-xdist with --dist loadfile --no-loadscope-reorder: files go to the workers in
+# collection order as each frees up, so collecting the longest first (longest-processing-time first) keeps one
+# worker from running a long file alone at the end. xdist's own reorder sorts by number of tests, which put
+# these one-test files last.
 SLOW_FILES = {
-    "test_deployments.py": 750,
-    "test_round_overhead_benchmark.py": 500,
-    "test_repair_rl.py": 370,
-    "test_notebooks.py": 284,
-    "test_flow_end_to_end.py": 215,
-    "test_trainer_group.py": 247,
-    "test_workflow_env.py": 213,
-    "test_resume.py": 211,
-    "test_repair_cli.py": 186,
+    "test_deployments.py": 769,
+    "test_round_overhead_benchmark.py": 567,
+    "test_repair_rl.py": 486,
+    "test_repair_cli.py": 305,
+    "test_trainer_group.py": 289,
+    "test_notebooks.py": 208,
+    "test_flow_end_to_end.py": 205,
+    "test_workflow_env.py": 200,
+    "test_resume.py": 181,
+    "test_schedulemesh.py": 164,
     "test_console_output.py": 156,
-    "test_schedulemesh.py": 154,
     "test_agent_recovery.py": 127,
     "test_two_job.py": 122,
     "test_ray_cluster.py": 113,
