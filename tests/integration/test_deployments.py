@@ -70,11 +70,15 @@ def _run(deployment: str, config_json: str, env: dict, wait: bool = True) -> sub
     return _prefect(*args, *(["--watch", "--watch-timeout", "480"] if wait else []), env=env, timeout=600)
 
 
-def _flow_run(flow_run_id: str):
+def _flow_run(flow_run_id: str, api: str):
+    """The flow run and its artifacts, read from the server at `api` (named, not taken from this process's
+    settings: a client that found none started an ephemeral server of its own, which raced another worker's
+    for its port and timed out in a suite run)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    with get_client(sync_client=True) as client:
+    with temporary_settings(updates={PREFECT_API_URL: api}), get_client(sync_client=True) as client:
         run = client.read_flow_run(flow_run_id)
         artifacts = client.read_artifacts(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
     return run, artifacts
@@ -140,7 +144,7 @@ def test_deployment_run_from_the_cli_with_mlflow_links_both_ways(worker, deploye
     print(f"\ndeployment run: request -> completed in {elapsed:.1f}s")
 
     flow_run_id = _run_id(out.stdout)
-    run, artifacts = _flow_run(flow_run_id)
+    run, artifacts = _flow_run(flow_run_id, env["PREFECT_API_URL"])
     assert run.state.is_completed()
     md = next(a for a in artifacts if a.type == "markdown")
     assert "MLflow run:" in md.data and mlflow_server in md.data  # flow run -> MLflow
@@ -184,7 +188,7 @@ def test_two_job_deployments_meet_at_the_barrier(worker, ray_head, tmp_path):
     ids = [_run_id(planner.stdout), _run_id(actor.stdout)]
     deadline = time.time() + 480
     while time.time() < deadline:
-        states = [_flow_run(i)[0].state for i in ids]
+        states = [_flow_run(i, env["PREFECT_API_URL"])[0].state for i in ids]
         if all(s.is_final() for s in states):
             break
         time.sleep(2)
@@ -220,7 +224,7 @@ def test_aflow_deployment_searches_and_logs_to_mlflow(worker, mlflow_server, afl
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     print(f"\naflow deployment run: request -> completed in {time.perf_counter() - t0:.1f}s")
     flow_run_id = _run_id(out.stdout)
-    run, artifacts = _flow_run(flow_run_id)
+    run, artifacts = _flow_run(flow_run_id, env["PREFECT_API_URL"])
     md = next(a for a in artifacts if a.type == "markdown")
     assert run.state.is_completed() and "Best round" in md.data and mlflow_server in md.data
 
@@ -253,7 +257,7 @@ def test_repair_evaluate_deployment_runs_the_rule_agent_and_logs_to_mlflow(worke
     out = _run("repair-evaluate/repair-evaluate", cfg.model_dump_json(), env)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     flow_run_id = _run_id(out.stdout)
-    run, artifacts = _flow_run(flow_run_id)
+    run, artifacts = _flow_run(flow_run_id, env["PREFECT_API_URL"])
     md = next(a for a in artifacts if a.type == "markdown")
     assert run.state.is_completed() and "solve rate" in md.data and "| minilib |" in md.data
 
