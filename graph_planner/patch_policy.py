@@ -103,9 +103,8 @@ class Judge:
         return False
 
     def judged_at_run(self, facts: Facts, ident: str, node: ast.AST) -> bool:
-        """Whether the boot script's name guard judges every name this site receives, by its value,
-        whatever computed it: the builtin getattr / setattr / delattr, importlib's import_module, and a
-        helper of the file whose every steered gadget is one of those."""
+        """Whether the name guard judges every name this site receives by value (builtin getattr / setattr /
+        delattr, importlib's import_module, a file helper that steers only those)."""
         callees = self.rules.callees(ident)
         if callees:
             return not any(h in self.rules.unjudged for h in callees)

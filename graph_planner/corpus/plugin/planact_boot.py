@@ -166,22 +166,10 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
 
     scalars = (int, float, complex, bool, str, bytes, type(None))
     # the string-to-attribute, string-to-code and class-building gadgets: handing one out is handing out power
-    gadgets = {
-        id(g)
-        for g in (
-            *(getattr_(builtins, n) for n in ("eval", "exec", "compile", "open", "__import__", "vars", "globals")),
-            *(getattr_(builtins, n) for n in ("locals", "dir", "type", "object", "breakpoint", "input")),
-            getattr_,
-            setattr_,
-            delattr_,
-            import_module_,
-            operator.attrgetter,
-            operator.methodcaller,
-            string.Formatter,
-            functools.wraps,
-            functools.partial,
-        )
-    }
+    builtin_gadgets = "eval exec compile open __import__ vars globals locals dir type object breakpoint input"
+    others = (getattr_, setattr_, delattr_, import_module_, operator.attrgetter, operator.methodcaller)
+    others += (string.Formatter, functools.wraps, functools.partial)
+    gadgets = {id(getattr_(builtins, n)) for n in builtin_gadgets.split()} | {id(g) for g in others}
     prefix = root.rstrip("/") + "/"
     busy = []
 
