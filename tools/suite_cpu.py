@@ -24,7 +24,8 @@ SERVICES = ("prefect server start", "mlflow", "gunicorn", "uvicorn")
 
 
 def _group(name: str) -> Path:
-    path = ROOT / f"planact-suite-{name}"
+    # PLANACT_SUITE_CPU_TAG keeps two suites measured at once on one machine (two checkouts) apart.
+    path = ROOT / f"planact-suite-{os.environ.get('PLANACT_SUITE_CPU_TAG', '')}{name}"
     path.mkdir(exist_ok=True)
     return path
 
