@@ -140,6 +140,7 @@ import re
 from graph_planner.patch_facts import Facts, function_facts
 from graph_planner.patch_helpers import FileRules
 from graph_planner.patch_hooks import CLASS_HOOKS, hook_reasons  # noqa: F401 - CLASS_HOOKS: the docstring's list
+from graph_planner.patch_kept import kept_reasons
 from graph_planner.patch_policy import (  # noqa: F401 - the lists are part of this module's interface
     CAPABILITY_MODULES,
     GADGET_ATTRS,
@@ -271,7 +272,7 @@ def _check_function(judge: Judge, old: Facts, new: Facts, where: str, generators
         reasons.append(f"{where}: adds {', '.join(gained)} (a patch changes statements, not structure)")
     if new.imports - old.imports or new.declared - old.declared:
         reasons.append(f"{where}: changes an import, global or nonlocal statement")
-    return reasons + [f"{where}: {r}" for r in judge.violations(old, new)]
+    return reasons + [f"{where}: {r}" for r in judge.violations(old, new) + kept_reasons(judge, old, new)]
 
 
 def _immutable(value: ast.AST) -> bool:

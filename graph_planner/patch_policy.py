@@ -291,9 +291,9 @@ class Judge:
         # import_module(name) after a first) each have their own slice, which the union would not match
         candidates = [seeds_old] + ([{j} for j in sorted(seeds_old)] if len(seeds_old) > 1 else [])
         outliving = self.outliving(facts, ident, node)
-        return any(self._same_slice(facts, old, node, i, computed, seeds, outliving) for seeds in candidates)
+        return any(self.same_slice(facts, old, node, i, computed, seeds, outliving) for seeds in candidates)
 
-    def _same_slice(
+    def same_slice(
         self, facts: Facts, old: Facts, node: ast.AST, i: int, computed: list, seeds_old: set, outliving: bool
     ) -> bool:
         """The computed inputs of the gadget at `node` (unit i) are fed by the same statements, in the

@@ -13,21 +13,19 @@ the environment (both stay readable in /proc/self). Then, before pytest imports 
   the channel and the process ends at once with GUARD_EXIT, before the operation happens. In record
   mode (the clean code's run) it only collects which event each watched function on the stack set off;
 * the name guard: `getattr`, `setattr`, `delattr` and `importlib.import_module` are wrapped before any
-  module that could bind them is imported. A call that names something risky (a name starting with `_`
-  or a frame or code word; a getattr that yields a module, a capability module's function or class, a
-  gadget, or anything but a plain scalar read from a module; a setattr or delattr on a module; any
-  module import but the host's canaries) is keyed by (file, function, gadget, name, the object's class)
-  of its caller and must have happened in the clean code's run
-  (`allowed["<names>"]`); else the run ends with GUARD_EXIT. So a name the patch computes (`"_" +
-  "_globals__"`) is judged by its value when it is used, and so is a value a changed function hands to
-  an unchanged function's getattr. In record mode it collects the keys.
+  module that could bind them is imported. A call naming something risky (a `_` name, a frame or code
+  word; a getattr yielding a module, a capability module's function or class, a gadget, or any non-scalar
+  read from a module; a setattr or delattr on a module; an import but the host's canaries) is keyed by
+  (file, function, gadget, name, the object's class) of its caller and must have happened in the clean
+  run (`allowed["<names>"]`); else GUARD_EXIT. So a computed name is judged by its value where it is used,
+  also one a changed function hands to an unchanged getattr. In record mode it collects the keys;
+* what each test runs (its function, `runtest`, the registered plugins) is fixed when collection ends:
+  code that reached the session and swapped one ends the judged run with GUARD_EXIT.
 
 The plugin's hooks are closures handed to `pytest.main(plugins=...)`: no importable module holds them.
-Limits: Python raises no audit event for os.write, os.dup2, reading a function's __globals__,
-operator.attrgetter or type(name, bases, dict); a forger that reaches those without an event, or runs
-code outside a changed function's frame (a callback it installed), is for the patch check to stop. The
-name guard sees only calls of the wrapped functions: attribute syntax with a literal name, str.format's
-fields and the other gadgets stay the patch check's.
+Limits: no audit event for os.write, os.dup2, reading __globals__, operator.attrgetter or type(n, b, d);
+a forger reaching those without an event, or running code outside a changed function's frame (a callback
+it installed), is for the patch check to stop; the name guard sees only the wrapped functions' calls.
 """
 
 import hmac
@@ -36,10 +34,9 @@ import os
 import sys
 
 GUARD_EXIT = 86
-# Events that carry no capability and that ordinary code sets off.
-# An import a changed function sets off (a library's lazy `import _strptime`) is not held against it: the
-# patch check forbids new imports and every dynamic-import gadget, and the imported module's code is not
-# the patch's; what that code does while it is imported is not either (frames of the import system).
+# Events that carry no capability and that ordinary code sets off. An import a changed function sets off
+# (a lazy `import _strptime`) is not held against it: the patch check forbids new imports and dynamic-import
+# gadgets; what the imported module's code does (frames of the import system) is not the patch's either.
 BENIGN = frozenset({"builtins.id", "time.sleep", "import"})
 # Events held against a changed function only when its own code sets them off (the innermost frame):
 # reading `fn.__code__` or `gen.gi_frame` itself, calling `compile` itself. Libraries do both on a
@@ -51,11 +48,9 @@ _IMPORT_SYSTEM = frozenset({"<frozen importlib._bootstrap>", "<frozen importlib.
 
 
 def _signer(fd, key):
-    """A function that writes one signed JSON line to `fd` (or nowhere when fd is None).
-
-    Everything it calls is a C function taken here, before the package is imported: json.dumps and
-    hmac.new look up their helpers in module globals on every call (`json.encoder.encode_basestring_ascii`,
-    `hmac.HMAC`), which code under test could rebind to choose what a signed line says."""
+    """A function that writes one signed JSON line to `fd` (or nowhere when fd is None). It calls only C
+    functions taken here, before the package is imported: json.dumps and hmac.new look helpers up in module
+    globals (`json.encoder.encode_basestring_ascii`), which code under test could rebind."""
     state = [0]
     encode = json.encoder.c_make_encoder(
         None, _unencodable, json.encoder.c_encode_basestring_ascii, None, ":", ",", False, False, True
@@ -196,12 +191,10 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
             send({"guard": key, "in": NAMES})
             os._exit(GUARD_EXIT)
 
-    def plain(name):
-        """A str subclass as the plain string it holds: its own methods could lie to the checks below."""
+    def plain(name):  # a str subclass as the plain string it holds: its methods could lie to the checks
         return exact("", name) if type(name) is not str and isinstance(name, str) else name
 
-    def risky(name):
-        """A private or dunder name, or a frame or code word."""
+    def risky(name):  # a private or dunder name, or a frame or code word
         return name[:1] == "_" or name == "mro" or (name.partition("_")[0] in stems and word(name) is not None)
 
     def capable(value, obj):
@@ -257,10 +250,9 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
     live = builtins.__dict__
 
     class _Builtins(dict):
-        """The three wrapped names; every other builtin read through to the live builtins, so a test that
-        patches one (`mock.patch("builtins.print")`, python-slugify's) is seen by the package. (A copy
-        was not: 20 of 24 slugify gold fixes failed Submit.) The interpreter looks a name up here with
-        `[]`, which calls `__missing__`; `get` and `in` are answered the same way for code that asks."""
+        """The three wrapped names; every other builtin read through to the live ones, so a test that patches
+        one (`mock.patch("builtins.print")`) is seen by the package (a copy failed 20 of 24 slugify gold
+        fixes). The interpreter looks names up with `[]` (`__missing__`); `get` and `in` answer alike."""
 
         def __missing__(self, name):
             return live[name]
@@ -272,8 +264,7 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
             return dict.__contains__(self, name) or name in live
 
     def __import__(*args, **kwargs):
-        # the interpreter reads `__import__` from a module's builtins with the dict API (no `__missing__`):
-        # this forwards to the live one, so a test that patches it (to fake a missing module) still works
+        # read with the dict API (no `__missing__`): forwards to the live one, which a test may patch
         return live["__import__"](*args, **kwargs)
 
     __import__.__module__, __import__.__qualname__ = "builtins", "__import__"
@@ -293,14 +284,10 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
         hooked.append(loader)
 
     class _Finder:
-        """Hands each module of the copy builtins of its own, with the wrapped getattr, setattr and delattr,
-        set before its code runs (a module's `__builtins__` is where its functions look a builtin up),
-        whichever finder after it finds the module (pytest's assertion rewriter loads any module named like
-        a test, `pkg/test_util.py` included, and conftest.py: the plugin moves this finder in front of it).
-        Not as module globals: a package's tests see those (toolz checks that every public name of a
-        namespace module comes from the package). The test runner and the libraries keep the builtins:
-        wrapping those for every caller cost 40% of a suite's time (pytest's assertion rewriting alone
-        calls getattr ~150,000 times)."""
+        """Gives each module of the copy builtins of its own (the wrapped getattr, setattr, delattr) before
+        its code runs, whichever later finder finds it (pytest's rewriter loads `pkg/test_util.py` and
+        conftest.py: the plugin moves this finder in front). Not as globals: tests see those (toolz's
+        namespace test). The runner and libraries keep the builtins: wrapping them cost 40% of a suite."""
 
         @classmethod
         def find_spec(cls, name, path=None, target=None):
@@ -328,8 +315,8 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
     return seen, front
 
 
-class _Plugin:
-    """Holds the verdict hooks."""
+class _Plugin:  # holds the verdict hooks
+    pass
 
 
 def _plugin(send, record, names, front):
@@ -356,16 +343,30 @@ def _plugin(send, record, names, front):
         if report.failed:
             send({"collect_error": report.nodeid})
 
+    runs = {}  # what each test runs, fixed when collected: code that reaches the session must not swap it
+
+    def ran(item):
+        return id(getattr(item, "obj", None)), "runtest" in vars(item), frozenset(map(id, runs[0].get_plugins()))
+
+    def pytest_collection_finish(session):
+        runs[0] = session.config.pluginmanager
+        runs.update((item.nodeid, ran(item)) for item in session.items)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(item):
+        if record is None and runs.get(item.nodeid) != ran(item):
+            send({"guard": f"{item.nodeid}|swapped", "in": NAMES})
+            os._exit(GUARD_EXIT)
+
     def pytest_sessionfinish(session, exitstatus):
         if record is not None:
             send({"record": {**{name: sorted(events) for name, events in record.items()}, NAMES: sorted(names)}})
         send({"end": int(exitstatus), "failed": session.testsfailed, "collected": session.testscollected})
 
     plugin = _Plugin()  # hashable by identity, as pytest needs; the hooks are closures, not methods
-    plugin.pytest_runtest_logreport = pytest_runtest_logreport
-    plugin.pytest_collectreport = pytest_collectreport
-    plugin.pytest_sessionfinish = pytest_sessionfinish
-    plugin.pytest_load_initial_conftests = pytest_load_initial_conftests
+    for name, hook in list(locals().items()):
+        if name.startswith("pytest_"):
+            setattr(plugin, name, hook)
     return plugin
 
 

@@ -1,0 +1,211 @@
+"""Capabilities a changed function already had stay where they were (graph_planner/patch_check.py, rule 8).
+
+A body may read again a capability its old version read (a chain through a capability module such as
+`sys.modules.get`, a builtin outside the safe list such as `globals`, an impure helper of the file). What
+that read hands out is as strong as the read itself: `sys.modules.get("numpy")` kept in the function lets a
+new `sys.modules.get("sys")` reach the whole process, and `globals()["_" + kind]` kept lets a new
+`globals()["sys"]`, and each hands out objects whose attributes no rule looks at. So each statement that
+makes such a read must be a statement of the old function with the same backward data-flow slice (the
+same inputs, computed the same way), and every statement that reads what one of them bound or changed, and
+so on forward, must be a statement of the old function too. New code may still run beside them, on other
+values.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+from graph_planner.patch_facts import Facts, horizon
+from graph_planner.patch_lists import CAPABILITY_MODULES, GADGET_BUILTINS, PURE_CHAINS, SAFE_BUILTINS
+
+_MAKERS = frozenset({"__new__", "__init__", "__post_init__", "__call__"})
+# Forms of a read that hand out nothing (judged by the type and declaration rules).
+_HARMLESS = frozenset({"base", "decorator", "type-safe", "type-clone", "literal-name"})
+
+
+def _capability(rules, name: str, form: str, facts: Facts) -> bool:
+    """Whether this read of a global or builtin hands out a capability (see the module docstring)."""
+    if form in _HARMLESS:
+        return False
+    kind, info = rules.kind(name, facts)
+    if kind == "alias":
+        chain = form[6:] if form.startswith("chain:") else ""
+        rest = chain.split(".")[1:]
+        full = {".".join([o[0], *([o[1]] if o[1] else []), *rest]) for o in info}
+        return any(o[0].split(".")[0] in CAPABILITY_MODULES for o in info) and not full <= PURE_CHAINS
+    if kind == "builtin":
+        # gadget builtins are judged by their inputs (rule 6); `object()` is a fresh sentinel
+        return name not in SAFE_BUILTINS and name not in GADGET_BUILTINS and not (name == "object" and form == "call")
+    if kind == "unknown":
+        return any(
+            b.kind == "import" and b.origin[0].split(".")[0] in CAPABILITY_MODULES for b in rules.bindings.get(name, [])
+        )
+    # a helper that hands out a class (`type_returners`) is judged by the type rules: its result goes only
+    # where it went, or is only asked about (`meta.__name__`)
+    # a helper that steers a gadget has its inputs judged by rule 6 (getattr's names also at run time)
+    skip = rules.type_returners | rules.gadget_names
+    if kind != "defined" or name not in rules.impure_names or name in skip:
+        return False
+    # a class hands out what its own constructors make (an instance, or what `__new__` returns); one that is
+    # impure elsewhere (a class hook, a method) gives the caller a plain new instance
+    return not isinstance(info, ast.ClassDef) or any(
+        isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name in _MAKERS and id(m) in rules.impure
+        for m in info.body
+    )
+
+
+# Methods that only take data in: called on a capability whose chain carries no argument
+# (`sys.stderr.write(msg)`, `_stream().write(msg)`, `log.info(msg)`) with the result dropped, a body may
+# change what it hands them; nothing comes back out.
+DATA_SINKS = frozenset("write writelines flush debug info warning warn error exception critical log".split())
+
+
+def _use(facts: Facts, node: ast.AST) -> ast.AST:
+    """The whole expression that uses the value `node` reads: attributes, items and calls on it."""
+    while (p := facts.parent(node)) is not None and (
+        (isinstance(p, (ast.Attribute, ast.Subscript)) and p.value is node)
+        or (isinstance(p, ast.Call) and p.func is node)
+    ):
+        node = p
+    return node
+
+
+def _sink(facts: Facts, use: ast.AST) -> bool:
+    """`use` hands data to a DATA_SINKS method of a capability reached without arguments, result dropped."""
+    if not (isinstance(use, ast.Call) and isinstance(use.func, ast.Attribute) and use.func.attr in DATA_SINKS):
+        return False
+    inner = [n for n in ast.walk(use.func.value) if isinstance(n, (ast.Call, ast.Subscript))]
+    return isinstance(facts.parent(use), ast.Expr) and all(
+        isinstance(n, ast.Call) and not n.args and not n.keywords for n in inner
+    )
+
+
+def _inputs(facts: Facts, node: ast.AST, use: ast.AST) -> list[ast.AST]:
+    """The arguments and item keys along `use`, from the capability `node` up: what steers what it hands out."""
+    out = []
+    while True:
+        if isinstance(node, ast.Call):
+            out += [*node.args, *(k.value for k in node.keywords)]
+        elif isinstance(node, ast.Subscript):
+            out.append(node.slice)
+        if node is use:
+            return out
+        node = facts.parent(node)
+
+
+def capability_uses(rules, facts: Facts) -> list[tuple[int, list[ast.AST]]]:
+    """(unit, inputs) of every capability read, sinks left out."""
+    nodes = [(node, i) for name, form, node, i in facts.name_refs if _capability(rules, name, form, facts)]
+    nodes += [
+        (node, i)
+        for attr, node, i in facts.attr_refs
+        if attr in rules.impure_attrs and attr not in rules.type_returners | rules.gadget_attrs
+    ]
+    found = []
+    for node, i in nodes:
+        use = _use(facts, node)
+        if not _sink(facts, use):
+            found.append((i, [e for e in _inputs(facts, node, use) if not isinstance(e, ast.Constant)]))
+    return found
+
+
+def _stored(parts: list[ast.AST]) -> set[str]:
+    """Names a statement stores into: targets, and the base of an attribute or item it stores."""
+    out = set()
+    for part in parts:
+        for n in ast.walk(part):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                out.add(n.id)
+            elif isinstance(n, (ast.Attribute, ast.Subscript)) and not isinstance(n.ctx, ast.Load):
+                out |= {r.id for r in ast.walk(n.value) if isinstance(r, ast.Name)}
+    return out
+
+
+def _sinks_inert(rules, facts: Facts) -> Facts:
+    """`facts` with the statements that only hand data to a sink (`_stream().write("%r" % (x,))`: no other
+    call, no walrus) binding and changing nothing: for the slices of a capability's inputs, a sink keeps
+    nothing of its arguments (the slices of other gadgets still count every call)."""
+    units = []
+    for u in facts.units:
+        p = u.parts[0] if len(u.parts) == 1 else None
+        call = p.value if isinstance(p, ast.Expr) else None
+        inert = (
+            call is not None
+            and _sink(facts, call)
+            and not any(isinstance(n, (ast.Call, ast.NamedExpr, ast.Await)) for a in call.args for n in ast.walk(a))
+        )
+        units.append(replace(u, binds=set(), mutates=set()) if inert and not call.keywords else u)
+    return replace(facts, units=units, index=None)
+
+
+def _asked(facts: Facts, unit, names: set[str]) -> bool:
+    """Every read of `names` in the unit only asks about the value: its truth (`if rv:`, `not rv`) or its
+    identity (`rv is None`); none runs code of the file or hands the value on."""
+    tests = unit.key.split(":")[0] in ("If", "While")
+
+    def asked(node: ast.AST) -> bool:
+        p = facts.parent(node)
+        if p is None or node in unit.parts:
+            return tests and node in unit.parts
+        if isinstance(p, ast.UnaryOp) and isinstance(p.op, ast.Not):
+            return True
+        if isinstance(p, ast.Compare):
+            return all(isinstance(op, (ast.Is, ast.IsNot)) for op in p.ops)
+        if isinstance(p, ast.BoolOp):
+            return asked(p)
+        return isinstance(p, ast.IfExp) and p.test is node
+
+    reads = [n for part in unit.parts for n in ast.walk(part) if isinstance(n, ast.Name) and n.id in names]
+    return all(isinstance(n.ctx, ast.Load) and asked(n) for n in reads)
+
+
+def _first_after(facts: Facts, i: int) -> int:
+    """The first unit that may run after unit i: the next one, or the header of a loop around it (all of
+    them inside a nested def or lambda, which run later)."""
+    if horizon(facts, i) == len(facts.units) and any(c in facts.defs for c in facts.units[i].enclosing):
+        return 0
+    return min([i + 1, *(facts.headers[c] for c in facts.units[i].enclosing if facts.loops.get(c))])
+
+
+def kept_reasons(judge, old: Facts, new: Facts) -> list[str]:
+    """Why `new` moves a capability its old version read (the module docstring): [] when it does not."""
+    uses = capability_uses(judge.rules, new)
+    if not uses:
+        return []
+    start = {i for i, _ in uses}
+    old_at: dict[tuple, set[int]] = {}
+    for j, u in enumerate(old.units):
+        old_at.setdefault((u.path, u.key), set()).add(j)
+    old_start = {j for j, _ in capability_uses(judge.rules, old)}
+    inert_new, inert_old = _sinks_inert(judge.rules, new), _sinks_inert(judge.rules, old)
+    moved = set()
+    for i, inputs in uses:
+        u = new.units[i]
+        # the same statement, its inputs computed by the same statements (a constant is part of its text)
+        seeds = old_at.get((u.path, u.key), set()) & old_start
+        if not any(
+            not inputs or judge.same_slice(inert_new, inert_old, None, i, inputs, {j}, False) for j in sorted(seeds)
+        ):
+            moved.add(i)
+    # forward: what those statements store is read only by old statements, and so on
+    names, seen, todo = set(), set(), set(start)
+    while todo:
+        i = todo.pop()
+        seen.add(i)
+        names |= _stored(new.units[i].parts)
+        for k, u in enumerate(new.units[_first_after(new, i) :], _first_after(new, i)):
+            if k not in seen and k not in todo and u.reads & names:
+                if _asked(new, u, names):
+                    continue
+                if (u.path, u.key) not in old_at:
+                    moved.add(k)
+                todo.add(k)
+    if not moved:
+        return []
+    lines = sorted({getattr(p, "lineno", 0) for k in moved for p in new.units[k].parts[:1]})
+    return [
+        "moves a capability the function already had (a module, globals(), an impure helper: what it hands "
+        f"out, on lines {', '.join(map(str, lines))}, must be read and used only by the old statements, "
+        "with the same inputs)"
+    ]
