@@ -99,6 +99,12 @@ What a patch may do
    the decimal contexts, `random.seed`, warning filters, `locale.setlocale`, class decorators such as
    `dataclasses.dataclass` handed a library's class anew, `copy.dispatch_table`); no comparison of a type
    with a module-level object of the file (its `__eq__` would be handed type itself).
+8. Move no capability the old function read (a chain through a capability module, a builtin outside the
+   safe list such as `globals`, an impure helper that is no gadget and hands out no class): each statement
+   reading one is an old statement whose inputs have the same slice (a constant is part of its text), and
+   every later statement reading what it stored is an old one, unless it only asks the value's truth or
+   identity (graph_planner/patch_kept.py). Data handed to `write` / a logger's methods of a capability
+   reached without arguments (`sys.stderr.write(msg)`) may change.
 
 What it cannot judge
 --------------------

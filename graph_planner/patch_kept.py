@@ -174,16 +174,17 @@ def kept_reasons(judge, old: Facts, new: Facts) -> list[str]:
     if not uses:
         return []
     start = {i for i, _ in uses}
-    old_at: dict[tuple, set[int]] = {}
+    # by statement text: a statement that only moved under a changed test does with the value what it did
+    old_at: dict[str, set[int]] = {}
     for j, u in enumerate(old.units):
-        old_at.setdefault((u.path, u.key), set()).add(j)
+        old_at.setdefault(u.key, set()).add(j)
     old_start = {j for j, _ in capability_uses(judge.rules, old)}
     inert_new, inert_old = _sinks_inert(judge.rules, new), _sinks_inert(judge.rules, old)
     moved = set()
     for i, inputs in uses:
         u = new.units[i]
         # the same statement, its inputs computed by the same statements (a constant is part of its text)
-        seeds = old_at.get((u.path, u.key), set()) & old_start
+        seeds = old_at.get(u.key, set()) & old_start
         if not any(
             not inputs or judge.same_slice(inert_new, inert_old, None, i, inputs, {j}, False) for j in sorted(seeds)
         ):
@@ -198,7 +199,7 @@ def kept_reasons(judge, old: Facts, new: Facts) -> list[str]:
             if k not in seen and k not in todo and u.reads & names:
                 if _asked(new, u, names):
                     continue
-                if (u.path, u.key) not in old_at:
+                if u.key not in old_at:
                     moved.add(k)
                 todo.add(k)
     if not moved:

@@ -1,0 +1,111 @@
+"""Rule 8 of the patch check (graph_planner/patch_kept.py): a capability the old function already read stays
+in its old statement, with the same inputs, and what it hands out is read only by old statements.
+
+Each route below is a reviewer's reward-1 forge (2026-11-29, seventh session): the package's unchanged code
+holds one common idiom, and the patch re-reads that capability to reach `sys`, then pytest's session (where
+it swapped a failing test's function). Each beside the gold fix of the same mutant, which must pass."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from graph_planner.patch_check import screen
+
+HEAD = """
+import sys
+
+
+def _stream(err=False):
+    return sys.stderr if err else sys.stdout
+
+
+"""
+BUGGY = '        _stream().write("spread of %r\\n" // (values,))\n'
+FIXED = '        _stream().write("spread of %r\\n" % (values,))\n'
+
+# name: (the rest of the file, with BUGGY in it; the hostile lines put first in spread's body)
+ROUTES = {
+    "sys.modules.get kept, read again with another name": (
+        """
+def spread(values, verbose=False):
+    if verbose:
+{line}    np = sys.modules.get("numpy")  # numpy arrays when numpy is in use
+    if np is not None and isinstance(values, np.ndarray):
+        return float(values.max() - values.min())
+    return max(values) - min(values)
+""",
+        's = sys.modules.get("sys")\nhooks = list(s.meta_path)',
+    ),
+    "globals() dispatch kept, read again with another key": (
+        """
+def _range(values):
+    return max(values) - min(values)
+
+
+def spread(values, verbose=False, kind="range"):
+    if verbose:
+{line}    return globals()["_" + kind](values)
+""",
+        's = globals()["sys"]\nhooks = list(s.meta_path)',
+    ),
+    "an object.__getattribute__ helper kept, called with a computed dunder": (
+        """
+def _static(obj, name, default=None):
+    try:
+        return object.__getattribute__(obj, name)
+    except AttributeError:
+        return default
+
+
+def spread(values, verbose=False):
+    if verbose:
+{line}    values = _static(values, "data", values)
+    return max(values) - min(values)
+""",
+        'u = "_"\ng = _static(spread, u + u + "globals" + u + u)\nhooks = g["sys"].meta_path',
+    ),
+    "a kept module read, then an attribute of it no old statement read": (
+        """
+def spread(values, verbose=False):
+    if verbose:
+{line}    np = sys.modules.get("numpy")
+    if np is not None and isinstance(values, np.ndarray):
+        return float(values.max() - values.min())
+    return max(values) - min(values)
+""",
+        'np = sys.modules.get("numpy")\nhooks = np.sys.meta_path',
+    ),
+}
+
+
+def _file(rest: str, line: str) -> str:
+    return textwrap.dedent(HEAD).lstrip() + rest.lstrip("\n").format(line=line)
+
+
+@pytest.mark.parametrize("name", sorted(ROUTES))
+def test_a_capability_the_function_had_is_not_read_anew_beside_an_honest_fix(name):
+    rest, hostile = ROUTES[name]
+    buggy = _file(rest, BUGGY)
+    assert screen(buggy, _file(rest, FIXED)) == [], name  # the gold fix of the same mutant
+    body = "".join(f"    {x}\n" for x in hostile.splitlines())
+    end = buggy.index(":\n", buggy.index("def spread")) + 2  # after spread's signature
+    attacked = buggy[:end] + body + buggy[end:]
+    reasons = screen(buggy, attacked)
+    assert reasons and "moves a capability" in " ".join(reasons), (name, reasons)
+
+
+def test_a_kept_capability_may_still_be_asked_about_and_its_old_uses_move_under_a_changed_test():
+    """`is not None` -> `is None` around a kept module read is a fix: identity runs no code of the file and
+    hands the module nowhere, and `return rv` does with it what it did."""
+    rest = """
+def load(fullname):
+    rv = sys.modules.get("c" + fullname)
+    if rv is not None:
+        raise ImportError(fullname)
+    return rv
+"""
+    old = textwrap.dedent(HEAD).lstrip() + rest.lstrip("\n")
+    assert screen(old, old.replace("rv is not None", "rv is None")) == []
+    assert screen(old, old.replace("    return rv", "    return rv.sys"))  # a new use of the module
