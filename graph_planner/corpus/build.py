@@ -63,7 +63,9 @@ from planact.progress import Phase, ProgressFn
 # risky name), so that a patch's run is judged against the clean code's, not the buggy base commit's.
 # 8: the name guard also keys a getattr that reads anything but a plain scalar from a module, or yields a
 # gadget, and package modules named like tests (loaded by pytest's rewriter) get the wrapped builtins too.
-VALIDITY = 8
+# 9: patch check rule 8 (a capability stays in its old statements) may refuse a gold fix it took; a
+# judged run that swapped what a test runs is void.
+VALIDITY = 9
 # The floor sits in the gap between work and hangs: a mutant that completes costs a few times the clean
 # suite (tracebacks of many failing tests), a hang grows without bound; at 10 s, CPU time's own spread
 # (~10-20% run to run on 2 shared cores) kept such a mutant in one build and dropped it in the next.

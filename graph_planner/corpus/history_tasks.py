@@ -27,7 +27,8 @@ from graph_planner.pyparse import parse
 # under an older meaning is rebuilt. 2: a gold fix's confirming run is judged against the base commit's
 # name-guard record like its first run (under 1 it kept the bare guard and voided such fixes).
 # 3: the name guard's record keys more getattr calls (VALIDITY 8 of the mutation corpus).
-HISTORY_VALIDITY = 3
+# 4: patch check rule 8 and the swapped-test check (VALIDITY 9).
+HISTORY_VALIDITY = 4
 
 
 def _check_version() -> str:
