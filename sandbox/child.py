@@ -41,6 +41,10 @@ class Limits:
     wider backstop for programs that hang without computing."""
     memory_mb: int = 512
     """Address-space limit per process (RLIMIT_AS): a larger allocation raises MemoryError."""
+    run_memory_mb: int | None = None
+    """Resident memory of the whole run, summed over its processes every 0.2 s (with a uid of its own, bwrap
+    as root); past it the run is killed with status "memory". None = memory_mb: children that each stay
+    under RLIMIT_AS must not add up to more than one process may hold."""
     file_mb: int = 16
     """Largest file a process may write (RLIMIT_FSIZE)."""
     open_files: int = 64

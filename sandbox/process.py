@@ -53,7 +53,14 @@ from sandbox.child import (  # noqa: F401 - Limits, SandboxUnavailable, backend,
     set_limits,
 )
 from sandbox.drain import Drain
-from sandbox.uids import _chown_tree, _claim_uid, _count_user_processes, _kill_uid, _tree_cpu_s, _uid_claim
+from sandbox.uids import (
+    _chown_tree,
+    _claim_uid,
+    _count_user_processes,
+    _kill_uid,
+    _tree_usage,
+    _uid_claim,
+)
 from sandbox.view import CODE, View, python
 
 
@@ -77,11 +84,13 @@ class Completed:
     """The program wrote more to the channel than was kept: its last lines are missing."""
 
 
-def _wait(box: Sandbox, limits: Limits) -> tuple[bool, float | None]:
-    """Wait for the program: (True, None) when it passed its wall-clock limit, or its CPU limit counted
+def _wait(box: Sandbox, limits: Limits) -> tuple[str, float | None]:
+    """Wait for the program: ("timeout", None) when it passed its wall-clock limit, or its CPU limit counted
     over the whole run (a run with its own uid: RLIMIT_CPU alone is per process, so N spinning children
-    of a fork bomb would each get the whole budget); else (False, the CPU seconds it used)."""
-    whole_run = limits.cpu_s is not None and box.uid is not None
+    of a fork bomb would each get the whole budget); ("memory", None) when the whole run's resident memory
+    passed `run_memory_mb` (RLIMIT_AS is per process too); else ("", the CPU seconds it used)."""
+    whole_run = box.uid is not None
+    memory = limits.run_memory_mb or limits.memory_mb
     delay, next_check = 0.0005, 0.0
     while True:
         # wait4 rather than Popen.wait: its rusage is the program's CPU time with every descendant it
@@ -89,13 +98,16 @@ def _wait(box: Sandbox, limits: Limits) -> tuple[bool, float | None]:
         pid, status, usage = os.wait4(box.proc.pid, os.WNOHANG)
         if pid:
             box.proc.returncode = os.waitstatus_to_exitcode(status)
-            return False, box.cpu_seconds(usage.ru_utime + usage.ru_stime)
+            return "", box.cpu_seconds(usage.ru_utime + usage.ru_stime)
         now = time.monotonic()
         if now - box.started > limits.timeout_s:
-            return True, None
+            return "timeout", None
         if whole_run and now >= next_check:
-            if _tree_cpu_s(box.uid) > limits.cpu_s:
-                return True, None
+            cpu, rss = _tree_usage(box.uid)  # one pass over /proc for both
+            if limits.cpu_s is not None and cpu > limits.cpu_s:
+                return "timeout", None
+            if rss > memory:
+                return "memory", None
             next_check = now + 0.2
         delay = min(2 * delay, 0.05)
         time.sleep(delay)
@@ -269,19 +281,19 @@ def run(
         )
     out, err = Drain(box.proc.stdout, limits.output_bytes), Drain(box.proc.stderr, limits.output_bytes)
     chan = Drain(os.fdopen(ch_read, "rb"), channel_bytes or limits.output_bytes) if ch_read is not None else None
-    timed_out, cpu_s = False, None
+    over, cpu_s = "", None
     try:
         try:
             box.proc.stdin.write(stdin(ch_write) if callable(stdin) else stdin)
             box.proc.stdin.close()
         except (BrokenPipeError, OSError):
             pass  # the program exited without reading its input
-        timed_out, cpu_s = _wait(box, limits)
+        over, cpu_s = _wait(box, limits)
     finally:
         box.close()
     out.join(5)
     err.join(5)
-    done = _completed(box, timed_out, out, err, cpu_s)
+    done = _completed(box, over, out, err, cpu_s)
     if chan is not None:
         chan.join(5)
         done.channel = chan.text()
@@ -291,11 +303,11 @@ def run(
     return done
 
 
-def _completed(box: Sandbox, timed_out: bool, out: Drain, err: Drain, cpu_s: float | None = None) -> Completed:
+def _completed(box: Sandbox, over: str, out: Drain, err: Drain, cpu_s: float | None = None) -> Completed:
     rc = box.proc.returncode
     stderr = err.text()
-    if timed_out:
-        status = "timeout"
+    if over:
+        status = over  # the host stopped it: "timeout" or "memory"
     elif "MemoryError" in stderr[-4000:] or "Cannot allocate memory" in stderr[-4000:]:
         status = "memory"
     elif rc == 0:
@@ -308,7 +320,7 @@ def _completed(box: Sandbox, timed_out: bool, out: Drain, err: Drain, cpu_s: flo
         status = "error"
     return Completed(
         status,
-        None if timed_out else rc,
+        None if over else rc,
         out.text(),
         stderr,
         out.total > out.cap or err.total > err.cap,

@@ -32,17 +32,18 @@ def _count_user_processes(uid: int) -> int:
     return len(_user_pids(uid))
 
 
-def _tree_cpu_s(uid: int) -> float:
-    """CPU seconds of every live process of `uid`, with what each has reaped from its children."""
-    ticks = 0
+def _tree_usage(uid: int) -> tuple[float, float]:
+    """(CPU seconds, resident MB) of every live process of `uid`, CPU with what each has reaped."""
+    ticks = pages = 0
     for d in _user_pids(uid):
         try:
             with open(f"/proc/{d}/stat") as fh:
                 fields = fh.read().rsplit(")", 1)[1].split()
             ticks += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+            pages += int(fields[21])  # rss, in pages
         except (OSError, ValueError, IndexError):
             pass  # exited while we looked
-    return ticks / os.sysconf("SC_CLK_TCK")
+    return ticks / os.sysconf("SC_CLK_TCK"), pages * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
 
 
 def _kill_uid(uid: int) -> None:

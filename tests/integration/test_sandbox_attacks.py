@@ -230,6 +230,22 @@ def test_a_10_gb_allocation_is_a_memory_error(problem):
     assert score == 0.0 and why.startswith("memory"), why
 
 
+HOLD = "import os, time\nfor _ in range({n}):\n    if os.fork() == 0:\n        b = bytearray(150 << 20)\n        time.sleep(3)\n        os._exit(0)\nfor _ in range({n}):\n    os.wait()\nprint('held')"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the whole run's memory is summed over its own uid (root)")
+def test_children_that_each_stay_under_the_limit_cannot_add_up_past_it():
+    """RLIMIT_AS is per process: three children holding 150 MB each (450 MB, each under 256) were a way
+    past it (a reviewer held 3 GiB against 2 GiB per process, 2026-11-29). The whole run's resident memory
+    is summed and the run killed as "memory"; one such child (the honest control) runs to the end."""
+    limits = sandbox.Limits(timeout_s=20.0, memory_mb=256)
+    honest = sandbox.run(PY + [HOLD.format(n=1)], limits=limits)
+    assert honest.status == "ok" and "held" in honest.stdout, honest
+    greedy = sandbox.run(PY + [HOLD.format(n=3)], limits=limits)
+    assert greedy.status == "memory" and "held" not in greedy.stdout, greedy
+    assert greedy.seconds < 10
+
+
 def test_a_print_flood_is_truncated_and_the_scorer_stays_small(problem):
     me = psutil.Process()
     rss0 = me.memory_info().rss
