@@ -17,9 +17,10 @@ import ast
 from dataclasses import replace
 
 from graph_planner.patch_facts import Facts, horizon
-from graph_planner.patch_lists import CAPABILITY_MODULES, GADGET_BUILTINS, PURE_CHAINS, SAFE_BUILTINS
+from graph_planner.patch_lists import CAPABILITY_MODULES, PURE_CHAINS, SAFE_BUILTINS
 
-_MAKERS = frozenset({"__new__", "__init__", "__post_init__", "__call__"})
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_BY_NAME_OR_TYPE = frozenset({"getattr", "setattr", "delattr", "hasattr", "type"})
 # Forms of a read that hand out nothing (judged by the type and declaration rules).
 _HARMLESS = frozenset({"base", "decorator", "type-safe", "type-clone", "literal-name"})
 
@@ -35,24 +36,21 @@ def _capability(rules, name: str, form: str, facts: Facts) -> bool:
         full = {".".join([o[0], *([o[1]] if o[1] else []), *rest]) for o in info}
         return any(o[0].split(".")[0] in CAPABILITY_MODULES for o in info) and not full <= PURE_CHAINS
     if kind == "builtin":
-        # gadget builtins are judged by their inputs (rule 6); `object()` is a fresh sentinel
-        return name not in SAFE_BUILTINS and name not in GADGET_BUILTINS and not (name == "object" and form == "call")
+        # getattr & co. are judged by their names (rule 6 and the name guard), type by the type rules; what
+        # `__import__`, `vars` or `globals` hand out is a capability; `object()` is a fresh sentinel
+        return name not in SAFE_BUILTINS and name not in _BY_NAME_OR_TYPE and not (name == "object" and form == "call")
     if kind == "unknown":
         return any(
             b.kind == "import" and b.origin[0].split(".")[0] in CAPABILITY_MODULES for b in rules.bindings.get(name, [])
         )
-    # a helper that hands out a class (`type_returners`) is judged by the type rules: its result goes only
-    # where it went, or is only asked about (`meta.__name__`)
-    # a helper that steers a gadget has its inputs judged by rule 6 (getattr's names also at run time)
+    # a function of the file that steers a gadget has its inputs judged by rule 6 (getattr's names also at
+    # run time); one that hands out a class, by the type rules. Classes and methods are left out: matched
+    # by name (`.value`, `.unwrap`) they refused 10 of tomlkit's real fixes, and what an impure method or
+    # constructor hands out is beyond this rule (docs/code-repair.md)
     skip = rules.type_returners | rules.gadget_names
-    if kind != "defined" or name not in rules.impure_names or name in skip:
-        return False
-    # a class hands out what its own constructors make (an instance, or what `__new__` returns); one that is
-    # impure elsewhere (a class hook, a method) gives the caller a plain new instance
-    return not isinstance(info, ast.ClassDef) or any(
-        isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name in _MAKERS and id(m) in rules.impure
-        for m in info.body
-    )
+    if kind == "defined" and isinstance(info, ast.ClassDef):
+        return name in returners(rules)  # a class whose constructor keeps a capability in the instance
+    return kind == "defined" and name in rules.impure_names and (name not in skip or name in returners(rules))
 
 
 # Methods that only take data in: called on a capability whose chain carries no argument
@@ -97,17 +95,64 @@ def _inputs(facts: Facts, node: ast.AST, use: ast.AST) -> list[ast.AST]:
 def capability_uses(rules, facts: Facts) -> list[tuple[int, list[ast.AST]]]:
     """(unit, inputs) of every capability read, sinks left out."""
     nodes = [(node, i) for name, form, node, i in facts.name_refs if _capability(rules, name, form, facts)]
-    nodes += [
-        (node, i)
-        for attr, node, i in facts.attr_refs
-        if attr in rules.impure_attrs and attr not in rules.type_returners | rules.gadget_attrs
-    ]
+    back = returners(rules)
+    nodes += [(node, i) for attr, node, i in facts.attr_refs if attr in back]
+    # a returner named by a string: `operator.methodcaller("module")(obj)`, `attrgetter("module")(obj)()`
+    for part in (p for u in facts.units for p in u.parts):
+        for n in ast.walk(part):
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and set(n.value.split(".")) & back:
+                i = next(k for k, u in enumerate(facts.units) if part in u.parts)
+                nodes.append((n, i))
     found = []
     for node, i in nodes:
         use = _use(facts, node)
         if not _sink(facts, use):
             found.append((i, [e for e in _inputs(facts, node, use) if not isinstance(e, ast.Constant)]))
     return found
+
+
+def returners(rules) -> frozenset[str]:
+    """Short names of the file's functions, methods and classes that may hand out what a capability read
+    gave: a return, yield or store into `self` in the forward reach of one (or of a call of another such
+    name); a fixpoint, worked out once per file text."""
+    found = getattr(rules, "_kept_returners", None)
+    if found is not None:
+        return found
+    rules._kept_returners = found = frozenset()
+    names = {id(n): n.name for n in ast.walk(rules.tree) if isinstance(n, (*FUNCTIONS, ast.ClassDef))}
+    while True:
+        grown = set(found)
+        for h, (facts, _) in rules.helpers.items():
+            if h not in names or names[h] in grown:
+                continue
+            starts = {i for i, _ in capability_uses(rules, facts)}
+            if any(_hands_out(facts.units[k]) for k in starts | _reach(facts, starts)):
+                grown.add(names[h])
+                owner = rules.owner.get(h)
+                if owner is not None and names[h] in ("__init__", "__new__", "__post_init__"):
+                    grown.add(owner.name)
+        if grown == set(found):
+            return found
+        rules._kept_returners = found = frozenset(grown)
+
+
+def _hands_out(unit) -> bool:
+    """The statement returns or yields a value, or stores one into `self`."""
+    yields = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for p in unit.parts for n in ast.walk(p))
+    return unit.key.startswith("Return") or yields or "self" in _stored(unit.parts)
+
+
+def _reach(facts: Facts, start: set[int]) -> set[int]:
+    """Units that read what the `start` units stored, and so on forward (truth and identity tests left out)."""
+    names, seen, todo = set(), set(), set(start)
+    while todo:
+        i = todo.pop()
+        seen.add(i)
+        names |= _stored(facts.units[i].parts)
+        for k, u in enumerate(facts.units[_first_after(facts, i) :], _first_after(facts, i)):
+            if k not in seen and k not in todo and u.reads & names and not _asked(facts, u, names):
+                todo.add(k)
+    return seen - start
 
 
 def _stored(parts: list[ast.AST]) -> set[str]:

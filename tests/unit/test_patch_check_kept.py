@@ -66,6 +66,46 @@ def spread(values, verbose=False):
 """,
         'u = "_"\ng = _static(spread, u + u + "globals" + u + u)\nhooks = g["sys"].meta_path',
     ),
+    "an __import__ helper kept, called with another name": (
+        """
+def _optional(name):
+    try:
+        return __import__(name)
+    except ImportError:
+        return None
+
+
+def spread(values, verbose=False):
+    if verbose:
+{line}    np = _optional("numpy")
+    if np is not None and isinstance(values, np.ndarray):
+        return float(values.max() - values.min())
+    return max(values) - min(values)
+""",
+        's = _optional("sys")\nhooks = list(s.meta_path)',
+    ),
+    "a method that returns a module, reached through methodcaller": (
+        """
+import operator
+
+
+class Backend:
+    def __init__(self, name="numpy"):
+        self.name = name
+
+    def module(self):
+        return sys.modules.get(self.name)
+
+
+def spread(values, verbose=False):
+    if verbose:
+{line}    np = Backend().module()
+    if np is not None and isinstance(values, np.ndarray):
+        return float(values.max() - values.min())
+    return max(values) - min(values)
+""",
+        's = operator.methodcaller("module")(Backend("sys"))\nhooks = list(s.meta_path)',
+    ),
     "a kept module read, then an attribute of it no old statement read": (
         """
 def spread(values, verbose=False):

@@ -1,31 +1,21 @@
 """Start pytest for planact's host: a signed verdict channel and a runtime guard (run as a script).
 
-The host runs `python -s <a copy of this file under a per-run name>` with a JSON configuration on
-stdin, which this script reads whole before anything else is imported; nothing of it is in argv or in
-the environment (both stay readable in /proc/self). Then, before pytest imports any repository code:
+The host runs `python -s <a copy of this file under a per-run name>` with a JSON configuration on stdin,
+read whole before anything else is imported (nothing of it in argv or the environment). Then, before pytest
+imports any repository code (docs/code-repair.md, "Sandbox and verdicts", says what each guarantees):
 
-* the channel: the host's pipe is moved to the descriptor number the host chose for this run; every
-  line written to it carries an HMAC (key from stdin, kept only in a closure) over its sequence number
-  and text, so lines written by anything but this script are unreadable to the host;
-* the guard (PEP 578 audit hook: once added, no Python code removes one): when an audit event fires
-  while code of a function the patch changed is on the stack (matched by file and line range), and that
-  function did not set off the same event in the clean code's run (`allowed`), the event is reported on
-  the channel and the process ends at once with GUARD_EXIT, before the operation happens. In record
-  mode (the clean code's run) it only collects which event each watched function on the stack set off;
-* the name guard: `getattr`, `setattr`, `delattr` and `importlib.import_module` are wrapped before any
-  module that could bind them is imported. A call naming something risky (a `_` name, a frame or code
-  word; a getattr yielding a module, a capability module's function or class, a gadget, or any non-scalar
-  read from a module; a setattr or delattr on a module; an import but the host's canaries) is keyed by
-  (file, function, gadget, name, the object's class) of its caller and must have happened in the clean
-  run (`allowed["<names>"]`); else GUARD_EXIT. So a computed name is judged by its value where it is used,
-  also one a changed function hands to an unchanged getattr. In record mode it collects the keys;
-* what each test runs (its function, `runtest`, the registered plugins) is fixed when collection ends:
-  code that reached the session and swapped one ends the judged run with GUARD_EXIT.
-
-The plugin's hooks are closures handed to `pytest.main(plugins=...)`: no importable module holds them.
-Limits: no audit event for os.write, os.dup2, reading __globals__, operator.attrgetter or type(n, b, d);
-a forger reaching those without an event, or running code outside a changed function's frame (a callback
-it installed), is for the patch check to stop; the name guard sees only the wrapped functions' calls.
+* the channel: the host's pipe moved to the descriptor it chose; every line carries an HMAC (key from stdin,
+  kept only in a closure) over its sequence number and text;
+* the guard (PEP 578 audit hook): an event set off while a changed function is on the stack, which that
+  function did not set off in the clean run (`allowed`), is reported and the process ends (GUARD_EXIT);
+* the name guard: getattr, setattr, delattr (as the package modules' own builtins), `__import__` of a
+  capability module and importlib.import_module are judged by the name they get; a risky one must have
+  been called so, by the same caller, in the clean run (`allowed["<names>"]`);
+* what each test runs (function, `runtest`), the plugins and the hook relay are fixed when collection
+  ends: a judged run that swapped one ends with GUARD_EXIT.
+In record mode (the clean run) the guards only collect. Limits: no audit event for os.write, os.dup2,
+reading __globals__, attrgetter or type(n, b, d); code outside a changed function's frame (a callback it
+installed) is for the patch check to stop; the name guard sees only the wrapped functions' calls.
 """
 
 import hmac
@@ -38,10 +28,9 @@ GUARD_EXIT = 86
 # (a lazy `import _strptime`) is not held against it: the patch check forbids new imports and dynamic-import
 # gadgets; what the imported module's code does (frames of the import system) is not the patch's either.
 BENIGN = frozenset({"builtins.id", "time.sleep", "import"})
-# Events held against a changed function only when its own code sets them off (the innermost frame):
-# reading `fn.__code__` or `gen.gi_frame` itself, calling `compile` itself. Libraries do both on a
-# function's behalf for their own purposes (`inspect.signature`, code generation) and hand out no frame
-# or code for it; gold fixes that call them were voided when these were held against the caller.
+# Held against a changed function only when its own code sets them off (reading `fn.__code__` or calling
+# `compile` itself): libraries do both for their own purposes (`inspect.signature`); toolz's gold fixes
+# were voided when these counted against the caller.
 DIRECT = frozenset({"object.__getattr__", "compile"})
 NAMES = "<names>"  # the name guard's key in `allowed` and in the record
 _IMPORT_SYSTEM = frozenset({"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"})
@@ -263,9 +252,13 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
         def __contains__(self, name):
             return dict.__contains__(self, name) or name in live
 
-    def __import__(*args, **kwargs):
-        # read with the dict API (no `__missing__`): forwards to the live one, which a test may patch
-        return live["__import__"](*args, **kwargs)
+    def __import__(name, globals=None, locals=None, fromlist=(), level=0):
+        # read with the dict API (no `__missing__`): forwards to the live one, which a test may patch; an
+        # absolute import of a capability module (a helper's `__import__(name)` handed "sys") is judged
+        name = plain(name)
+        if not level and type(name) is str and name.partition(".")[0] in capability:
+            judge("__import__", name)
+        return live["__import__"](name, globals, locals, fromlist, level)
 
     __import__.__module__, __import__.__qualname__ = "builtins", "__import__"
     own = _Builtins(wrapped, __import__=__import__)
@@ -305,8 +298,7 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
                     own_builtins(loader)
             return spec
 
-    def front():
-        """Put the finder first again (pytest inserts its assertion rewriter at the front)."""
+    def front():  # put the finder first again (pytest inserts its assertion rewriter at the front)
         if _Finder in sys.meta_path:
             sys.meta_path.remove(_Finder)
         sys.meta_path.insert(0, _Finder)
@@ -329,34 +321,39 @@ def _plugin(send, record, names, front):
         front()
 
     def pytest_runtest_logreport(report):
-        row = {
-            "id": report.nodeid,
-            "when": report.when,
-            "outcome": report.outcome,
-            "s": round(float(report.duration), 4),
-        }
+        row = {"id": report.nodeid, "when": report.when, "outcome": report.outcome}
+        row["s"] = round(float(report.duration), 4)
         if type(report).__name__ == "SubtestReport":
             row["sub"] = 1  # a unittest subTest: pytest reports each under its test's id
+        if 0 in runs:
+            swapped(None, ran())  # a report made by a swapped hook caller is no report
         send(row)
 
     def pytest_collectreport(report):
         if report.failed:
             send({"collect_error": report.nodeid})
 
-    runs = {}  # what each test runs, fixed when collected: code that reaches the session must not swap it
+    runs = {}  # what each test and the hook relay run, fixed when collected: code that reaches the session
 
-    def ran(item):
-        return id(getattr(item, "obj", None)), "runtest" in vars(item), frozenset(map(id, runs[0].get_plugins()))
+    def ran(item=None):
+        if item is None:  # the plugins and the relay's hook callers (`config.hook.pytest_runtest_makereport`)
+            return frozenset(map(id, runs[0].get_plugins())), frozenset(
+                (k, id(v)) for k, v in vars(runs[0].hook).items()
+            )
+        return id(getattr(item, "obj", None)), "runtest" in vars(item)
+
+    def swapped(key, now):
+        if record is None and runs.get(key) != now:
+            send({"guard": f"{key}|swapped", "in": NAMES})
+            os._exit(GUARD_EXIT)
 
     def pytest_collection_finish(session):
         runs[0] = session.config.pluginmanager
-        runs.update((item.nodeid, ran(item)) for item in session.items)
+        runs.update([(item.nodeid, ran(item)) for item in session.items] + [(None, ran())])
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(item):
-        if record is None and runs.get(item.nodeid) != ran(item):
-            send({"guard": f"{item.nodeid}|swapped", "in": NAMES})
-            os._exit(GUARD_EXIT)
+        swapped(item.nodeid, ran(item))
 
     def pytest_sessionfinish(session, exitstatus):
         if record is not None:
