@@ -27,10 +27,12 @@ def test_shipped_package_tasks_revalidate_with_the_gold_patch(tmp_path):
     cfg = tmp_path / "parse.yaml"
     shipped = (REPO / "configs" / "repair-corpus.yaml").read_text()
     line = next(x for x in shipped.splitlines() if "name: parse," in x)
-    cfg.write_text(f"max_tried: 10\nmax_kept: 10\npackages:\n{line}\n")
+    # 9 tried: the 10th candidate (ResultIterator.__next__ without a statement) loops forever, and would spend
+    # its whole 20 CPU-s limit (a third of this test) to be dropped; hangs are tested in test_corpus_validate.py
+    cfg.write_text(f"max_tried: 9\nmax_kept: 9\npackages:\n{line}\n")
     out = _cli("corpus", "--config", str(cfg), "--out", str(tmp_path / "corpus"))
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "parse-1.22.4: tried 10, kept" in out.stdout
+    assert "parse-1.22.4: tried 9, kept" in out.stdout
     tasks = load_tasks(tmp_path / "corpus")
     assert len(tasks) >= 5
     env = PlannerEnv(limits=EnvLimits(test_cpu_s=60))
@@ -69,8 +71,10 @@ def test_an_unseen_package_builds_tasks_and_evaluate_prints_the_summary(tmp_path
         "rule",
         "--tasks",
         str(tmp_path / "semver"),
+        # the first 2 tasks: the third (Version.__init__ without a statement) fails 244 tests, and every
+        # candidate edit the rule agent tries on it runs them all with their tracebacks
         "--limit",
-        "3",
+        "2",
         "--telemetry",
         str(tmp_path / "tele"),
         "--budget-tests",
@@ -78,7 +82,7 @@ def test_an_unseen_package_builds_tasks_and_evaluate_prints_the_summary(tmp_path
     )
     assert ev.returncode == 0, ev.stderr[-2000:]
     last = ev.stdout.strip().splitlines()[-1]
-    assert last.startswith("solve rate ") and "(" in last and "/3)" in last and "seconds per task" in last
+    assert last.startswith("solve rate ") and "(" in last and "/2)" in last and "seconds per task" in last
     assert list((tmp_path / "tele").glob("*.jsonl"))
     # a wrong pin is refused by pip before anything is unpacked
     bad = _cli(
