@@ -42,7 +42,7 @@ def main() -> int:
     ap.add_argument("--searches", type=int, default=4, help="searches per training iteration")
     ap.add_argument("--rounds", type=int, default=6, help="round budget of every search (round 1 included)")
     ap.add_argument("--seeds", type=int, default=10, help="held-out seeds (paired across arms)")
-    ap.add_argument("--limit", type=int, default=30, help="validation problems per evaluation")
+    ap.add_argument("--limit", type=int, default=None, help="validation problems per evaluation (30; --tiny: 20)")
     ap.add_argument("--executor", default=None, help="an executor checkpoint folder to use instead of building one")
     ap.add_argument("--root", default=None, help="where runs are written (default: a temporary folder)")
     ap.add_argument(
@@ -61,8 +61,9 @@ def main() -> int:
     )
     ap.add_argument("--tiny", action="store_true", help="1 iteration of 2 searches, 3 rounds, 2 seeds (tests)")
     args = ap.parse_args()
-    if args.tiny:
-        args.iterations, args.searches, args.rounds, args.seeds, args.limit = 1, 2, 3, 2, 20
+    if args.tiny:  # an explicit --limit still applies, as in aflow_rl_vs_mcts.py
+        args.iterations, args.searches, args.rounds, args.seeds = 1, 2, 3, 2
+    args.limit = args.limit or (20 if args.tiny else 30)
     code_timeout = 5.0 if args.tiny else 15.0  # a mutant that loops forever costs this once per process
     torch.set_num_threads(1)
     root = args.root or tempfile.mkdtemp(prefix="aflow-optrl-")

@@ -209,7 +209,7 @@ def test_the_optimizer_model_trains_on_humaneval_with_an_api_executor(tmp_path):
         data.update(
             run_name="he",
             root=str(tmp_path),
-            limit=3,
+            limit=2,  # each round's problems run in the sandbox, some twice (the Test step): 2 show it as well as 3
             task_runner="threads",
             executor=_openai(executor.url) | {"temperature": 1.0},
         )
@@ -230,7 +230,7 @@ def test_the_optimizer_model_trains_on_humaneval_with_an_api_executor(tmp_path):
         for r, score in ws.scores().items():
             prompt = (ws.round_dir(r) / "prompt.py").read_text()
             graph = (ws.round_dir(r) / "graph.py").read_text()
-            helped = "edge cases" in prompt or "operator.Test(" in graph  # the 3 problems all have public examples
+            helped = "edge cases" in prompt or "operator.Test(" in graph  # both problems have public examples
             assert score == (1.0 if helped else 0.0), (d.name, r, prompt, graph)
             scored += 1
             found += helped

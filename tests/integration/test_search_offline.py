@@ -92,6 +92,8 @@ def test_aflow_rl_vs_mcts_benchmark_tiny_mode(tmp_path, aflow_executor):
             "--tiny",
             "--executor",
             aflow_executor,
+            "--limit",  # half the tiny mode's 20 problems: the same arms and figures at half the evaluations
+            "10",
             "--root",
             str(tmp_path),
         ],
@@ -120,6 +122,8 @@ def test_aflow_optimizer_rl_benchmark_tiny_mode(tmp_path, aflow_executor):
             "--benchmarks",
             "planact",
             "humaneval",
+            "--limit",  # half the tiny mode's 20 problems: every arm and figure still, at half the evaluations
+            "10",
             "--root",
             str(tmp_path),
         ],

@@ -49,8 +49,9 @@ def _max_diff(a: dict, b: dict) -> float:
     return max(float((a[k] - b[k]).abs().max()) for k in a)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def local_ray():
+    # One Ray for both modes (each test deletes its groups): a local Ray's start is ~5 CPU-s.
     ray.init(num_cpus=4, include_dashboard=False)
     yield
     ray.shutdown()
@@ -96,7 +97,9 @@ def test_two_ranks_match_one_process_and_survive_a_killed_rank(local_ray, tmp_pa
     assert version == 2 and _max_diff(weights, model.state_dict()) < 1e-5
 
     # SIGKILL rank 1 in the middle of a long step (several minibatch updates): the step fails cleanly ...
-    big = _samples(1200, 2, 60)
+    # 300 samples: ~2 CPU-s per rank per minibatch, so the 0.3 s kill below still lands mid-step; 1200
+    # spent ~40 CPU-s more per mode (the ranks' retry and the one process) for the same check.
+    big = _samples(300, 2, 60)
     rank = group.handle(group.ranks[0])
     pid = ray.get(rank.sm_ready.remote())["pid"]
     busy = _cpu_seconds(pid)
@@ -121,36 +124,36 @@ def test_two_ranks_match_one_process_and_survive_a_killed_rank(local_ray, tmp_pa
 
 
 def test_trainer_scaling_benchmark_tiny_mode():
-    """benchmarks/trainer_scaling.py in its tiny mode, so the benchmark cannot rot."""
+    """benchmarks/trainer_scaling.py in its tiny mode, so the benchmark cannot rot: the scaling table and the
+    switch sweep."""
     import subprocess
     import sys
 
     from .conftest import REPO
 
+    # Both tables from one interpreter (its main() twice): one torch import and one forkserver preload of
+    # torch and transformers instead of two.
+    both = (
+        "import sys; sys.path.insert(0, 'benchmarks'); import trainer_scaling as t; "
+        "t.main(['--tiny']); print('=== sweep', flush=True); t.main(['--tiny', '--sweep'])"
+    )
     out = subprocess.run(
-        [sys.executable, "benchmarks/trainer_scaling.py", "--tiny"],
+        [sys.executable, "-c", both],
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
     assert out.returncode == 0, out.stderr[-3000:]
-    rows = [line.split() for line in out.stdout.splitlines() if line.strip()[:1].isdigit()]
+    scaling, _, swept = out.stdout.partition("=== sweep\n")
+    rows = [line.split() for line in scaling.splitlines() if line.strip()[:1].isdigit()]
     assert [r[:2] for r in rows] == [["1", "dp"], ["2", "dp"], ["2", "fsdp"]]
     assert float(rows[0][3]) == 1.0 and all(
         float(r[2]) > 0 for r in rows
     )  # tokens/s and the ratio, measured in the run
     assert all(float(r[4]) < 1e-5 for r in rows)  # data-parallel and sharded steps equal one process's
 
-    sweep = subprocess.run(
-        [sys.executable, "benchmarks/trainer_scaling.py", "--tiny", "--sweep"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert sweep.returncode == 0, sweep.stderr[-3000:]
-    table = {line.split()[0]: line.split()[1:] for line in sweep.stdout.splitlines() if line.startswith(("fp32", "+"))}
+    table = {line.split()[0]: line.split()[1:] for line in swept.splitlines() if line.startswith(("fp32", "+"))}
     # each switch measured in one run
     assert list(table) == ["fp32", "+bf16", "+fused_adamw", "+micro_batches", "+packed"]
     assert float(table["fp32"][1]) == 1.0 and all(float(v[0]) > 0 and float(v[3]) > 0 for v in table.values())

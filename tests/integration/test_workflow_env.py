@@ -107,7 +107,9 @@ def test_aflow_train_flow_resumes_after_sigkill_in_the_same_mlflow_run(prefect_a
         "--set",
         "limit=6",
         "--set",
-        "ray.num_cpus=2",
+        # One CPU: the searches run one after another on one Ray worker, which imports torch and loads the
+        # executor once; with two, a second worker did the same again in each of the two runs.
+        "ray.num_cpus=1",
         "--set",
         "code_timeout_s=5",
     ]
