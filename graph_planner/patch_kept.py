@@ -43,14 +43,10 @@ def _capability(rules, name: str, form: str, facts: Facts) -> bool:
         return any(
             b.kind == "import" and b.origin[0].split(".")[0] in CAPABILITY_MODULES for b in rules.bindings.get(name, [])
         )
-    # a function of the file that steers a gadget has its inputs judged by rule 6 (getattr's names also at
-    # run time); one that hands out a class, by the type rules. Classes and methods are left out: matched
-    # by name (`.value`, `.unwrap`) they refused 10 of tomlkit's real fixes, and what an impure method or
-    # constructor hands out is beyond this rule (docs/code-repair.md)
-    skip = rules.type_returners | rules.gadget_names
-    if kind == "defined" and isinstance(info, ast.ClassDef):
-        return name in returners(rules)  # a class whose constructor keeps a capability in the instance
-    return kind == "defined" and name in rules.impure_names and (name not in skip or name in returners(rules))
+    # a function, method or class of the file counts where it may hand out what a capability read gave
+    # (`returners`); an impure one that does not (boltons' `_norm_args_notimplemented`, impure for its
+    # `type(other) is ...`) hands out plain values
+    return kind == "defined" and name in returners(rules)
 
 
 # Methods that only take data in: called on a capability whose chain carries no argument
