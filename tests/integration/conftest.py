@@ -31,7 +31,7 @@ LOOPBACK_RAY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABL
 def prefect_api():
     """The run's real Prefect server (shared by the xdist workers); yields its API URL and exports it for
     this process and its children."""
-    # The UI is on: a test opens a finished flow run's page in a real browser (test_flow_end_to_end.py).
+    # The UI is on: a test opens a finished flow run's page in a real browser (test_deployments.py, the end-to-end twin).
     url = shared("prefect", lambda home: start_prefect(home, ui=True))
     home = Path(os.environ[SHARED_ENV]) / "prefect"
     old = {k: os.environ.get(k) for k in ("PREFECT_API_URL", "PREFECT_HOME")}
