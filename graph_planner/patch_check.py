@@ -104,7 +104,9 @@ What a patch may do
    reading one is an old statement whose inputs have the same slice (a constant is part of its text), and
    every later statement reading what it stored is an old one, unless it only asks the value's truth or
    identity (graph_planner/patch_kept.py). Data handed to `write` / a logger's methods of a capability
-   reached without arguments (`sys.stderr.write(msg)`) may change.
+   reached without arguments (`sys.stderr.write(msg)`) may change. No new attribute read named like a
+   standard module or `modules`, not called, on a value that is no import alias (`backend.decoder.re` from
+   a parameter whose default is `json`), nor such a name in an attrgetter / methodcaller string.
 
 What it cannot judge
 --------------------
@@ -146,7 +148,7 @@ import re
 from graph_planner.patch_facts import Facts, function_facts
 from graph_planner.patch_helpers import FileRules
 from graph_planner.patch_hooks import CLASS_HOOKS, hook_reasons  # noqa: F401 - CLASS_HOOKS: the docstring's list
-from graph_planner.patch_kept import kept_reasons
+from graph_planner.patch_kept import kept_reasons, module_reach_reasons
 from graph_planner.patch_policy import (  # noqa: F401 - the lists are part of this module's interface
     CAPABILITY_MODULES,
     GADGET_ATTRS,
@@ -278,7 +280,10 @@ def _check_function(judge: Judge, old: Facts, new: Facts, where: str, generators
         reasons.append(f"{where}: adds {', '.join(gained)} (a patch changes statements, not structure)")
     if new.imports - old.imports or new.declared - old.declared:
         reasons.append(f"{where}: changes an import, global or nonlocal statement")
-    return reasons + [f"{where}: {r}" for r in judge.violations(old, new) + kept_reasons(judge, old, new)]
+    return reasons + [
+        f"{where}: {r}"
+        for r in judge.violations(old, new) + kept_reasons(judge, old, new) + module_reach_reasons(judge, old, new)
+    ]
 
 
 def _immutable(value: ast.AST) -> bool:

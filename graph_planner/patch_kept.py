@@ -14,6 +14,7 @@ values.
 from __future__ import annotations
 
 import ast
+import sys
 from dataclasses import replace
 
 from graph_planner.patch_facts import Facts, horizon
@@ -231,18 +232,7 @@ def kept_reasons(judge, old: Facts, new: Facts) -> list[str]:
         ):
             moved.add(i)
     # forward: what those statements store is read only by old statements, and so on
-    names, seen, todo = set(), set(), set(start)
-    while todo:
-        i = todo.pop()
-        seen.add(i)
-        names |= _stored(new.units[i].parts)
-        for k, u in enumerate(new.units[_first_after(new, i) :], _first_after(new, i)):
-            if k not in seen and k not in todo and u.reads & names:
-                if _asked(new, u, names):
-                    continue
-                if u.key not in old_at:
-                    moved.add(k)
-                todo.add(k)
+    moved |= {k for k in _reach(new, start) if new.units[k].key not in old_at}
     if not moved:
         return []
     lines = sorted({getattr(p, "lineno", 0) for k in moved for p in new.units[k].parts[:1]})
@@ -251,3 +241,39 @@ def kept_reasons(judge, old: Facts, new: Facts) -> list[str]:
         f"out, on lines {', '.join(map(str, lines))}, must be read and used only by the old statements, "
         "with the same inputs)"
     ]
+
+
+# Attribute names that may hold a module: a standard module's name (a module keeps the modules it imported:
+# `json.decoder.re.enum.sys`), or sys's `modules`.
+MODULE_WORDS = frozenset(sys.stdlib_module_names) | {"modules"}
+_BY_STRING = frozenset({"attrgetter", "methodcaller"})
+
+
+def module_reach_reasons(judge, old: Facts, new: Facts) -> list[str]:
+    """Why `new` may walk from a value the check cannot type to a module: a new attribute read named like a
+    module, not called (a module is not callable), on a base that is no import alias (rule 3 judges those):
+    `backend.decoder.re.enum.sys.modules` from a parameter whose default is `json`, or an object attribute
+    holding one (a third review's forges, 2026-11-29); the same names in an attrgetter / methodcaller string."""
+    had = {a for a, _, _ in old.attr_refs}
+    bad = set()
+    for attr, node, _ in new.attr_refs:
+        if attr not in MODULE_WORDS or attr in had or not isinstance(node.ctx, ast.Load):
+            continue
+        parent = new.parent(node)
+        root = node.value
+        while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        alias = isinstance(root, ast.Name) and judge.rules.kind(root.id, new)[0] == "alias"
+        if not (isinstance(parent, ast.Call) and parent.func is node) and not alias:
+            bad.add(attr)
+    for part in (p for u in new.units for p in u.parts):
+        for n in ast.walk(part):
+            callee = n.func if isinstance(n, ast.Call) else None
+            name = getattr(callee, "attr", None) or getattr(callee, "id", None)
+            if name in _BY_STRING:
+                for a in n.args:
+                    if isinstance(a, ast.Constant) and isinstance(a.value, str):
+                        bad |= (set(a.value.split(".")) & MODULE_WORDS) - had
+    if not bad:
+        return []
+    return [f"reads {', '.join(sorted(bad))} of a value the check cannot type (a name a module may hold it under)"]

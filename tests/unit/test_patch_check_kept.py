@@ -149,3 +149,45 @@ def load(fullname):
     old = textwrap.dedent(HEAD).lstrip() + rest.lstrip("\n")
     assert screen(old, old.replace("rv is not None", "rv is None")) == []
     assert screen(old, old.replace("    return rv", "    return rv.sys"))  # a new use of the module
+
+
+MODULE_HELD = """
+import json
+
+
+class Encoder:
+    def __init__(self, backend=json):
+        self.backend = backend
+
+
+ENCODER = Encoder()
+
+
+def spread(values, verbose=False, backend=json):
+    if verbose:
+        print(backend.dumps(values) // 2)
+    return max(values) - min(values)
+"""
+
+
+@pytest.mark.parametrize(
+    "start",
+    ["backend", "ENCODER.backend", "Encoder().backend"],
+    ids=["a parameter's default", "an object's attribute", "a new instance's attribute"],
+)
+def test_a_module_held_by_a_value_the_check_cannot_type_is_not_walked(start):
+    """A third review's forges (2026-11-29): `json` as a parameter default or kept in an object, then
+    `.decoder.re.enum.sys.modules` to pytest's runner. New attribute reads named like a module (and not
+    called) are refused on such values; the gold fix beside it passes, and so do called ones (`.copy()`)."""
+    fixed = MODULE_HELD.replace("// 2", "")
+    assert screen(MODULE_HELD, fixed) == []
+    walk = f"        mods = {start}.decoder.re.enum.sys.modules\n"
+    attacked = MODULE_HELD.replace("    if verbose:\n", "    if verbose:\n" + walk)
+    assert "reads enum, modules, re, sys" in " ".join(screen(MODULE_HELD, attacked))
+    by_string = "        mods = operator.attrgetter('decoder.re.enum.sys')(backend)\n"
+    attacked = MODULE_HELD.replace("import json\n", "import json\nimport operator\n").replace(
+        "    if verbose:\n", "    if verbose:\n" + by_string
+    )
+    assert screen(MODULE_HELD.replace("import json\n", "import json\nimport operator\n"), attacked)
+    called = MODULE_HELD.replace("return max(values)", "values = values.copy()\n    return max(values)")
+    assert screen(MODULE_HELD, called) == []
