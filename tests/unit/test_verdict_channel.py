@@ -131,8 +131,12 @@ def test_the_guard_stops_only_what_the_changed_function_sets_off(tmp_path):
     # reading a code object itself is stopped; a library that reads it for its own purposes is not
     rc, report = _boot(tmp_path, "add.__code__", watch_line=5)
     assert rc == GUARD_EXIT and report.guard == ("object.__getattr__", "peek")
-    rc, report = _boot(tmp_path, "__import__('inspect').signature(add)", watch_line=5)
+    # inspect, imported by the module (an import a changed function makes of a capability module is the name
+    # guard's: see test_a_helpers_import_of_a_capability_module_is_judged_by_name)
+    rc, report = _boot(tmp_path, "inspect.signature(add)", watch_line=6, pkg="import inspect\n" + PKG)
     assert rc == 0 and report.guard is None
+    rc, report = _boot(tmp_path, "__import__('inspect').signature(add)", watch_line=5)
+    assert rc == GUARD_EXIT and report.guard == ("pkg/__init__.py|peek|__import__|inspect|NoneType", "<names>")
     rc, report = _boot(tmp_path, "pass", watch_line=5)  # honest control
     assert rc == 0 and report.guard is None and not report.problem
 

@@ -68,8 +68,7 @@ def _unencodable(value):
 
 
 def _guard(watch, allowed, record, send, quiet):
-    """Add the audit hook; returns the record (function -> events) it fills in record mode. Events set off
-    directly by code in `quiet` (the name guard's own frame lookups) are the host's, not the patch's."""
+    """Add the audit hook; returns the record it fills in record mode (events `quiet` code sets off: none)."""
     spans = {}
     for path, first, last, name in watch:
         spans.setdefault(path, []).append((first, last, name))
@@ -130,13 +129,16 @@ def _guard(watch, allowed, record, send, quiet):
 def _name_guard(root, cfg, allowed, record, send, quiet):
     """Wrap the string-to-attribute and string-to-module builtins; returns the keys it records."""
     import builtins
+    import functools
     import importlib
+    import operator
     import re
+    import string
 
     seen = set()
     allowed = frozenset(allowed) if allowed is not None else None
     word = re.compile(cfg["words"]).match
-    # the first part of every frame or code word (f_back, gi_frame, func_globals...): the regex runs only then
+    # the first part of every frame or code word (f_back, gi_frame...): the regex runs only then
     stems = frozenset(w.split("_")[0] for w in ("f_", "gi_", "cr_", "ag_", "tb_", "co_", "func_", "im_", "cell_"))
     capability = frozenset(cfg["capability"])
     own_modules = frozenset(cfg["modules"])  # the host's canary test modules of this run
@@ -144,10 +146,6 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
     code_like = (type(_name_guard), type(len), type)  # functions, builtins, classes: their __module__ is data
     getattr_, setattr_, delattr_ = builtins.getattr, builtins.setattr, builtins.delattr
     import_module_ = importlib.import_module
-    import functools
-    import operator
-    import string
-
     scalars = (int, float, complex, bool, str, bytes, type(None))
     # the string-to-attribute, string-to-code and class-building gadgets: handing one out is handing out power
     builtin_gadgets = "eval exec compile open __import__ vars globals locals dir type object breakpoint input"
@@ -187,12 +185,10 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
         return name[:1] == "_" or name == "mro" or (name.partition("_")[0] in stems and word(name) is not None)
 
     def capable(value, obj):
-        """A module; anything but a plain scalar read from a module (`sys.modules` is a dict); one of the
-        gadgets the patch check names (operator.attrgetter is a class of a pure module); or a function or
-        class of a capability module."""
-        if isinstance(value, module_type) or id(value) in gadgets:
-            return True
-        if isinstance(obj, module_type) and type(value) not in scalars:
+        """A module, a non-scalar read from a module (`sys.modules`), a gadget, or a capability module's
+        function or class."""
+        from_module = isinstance(obj, module_type) and type(value) not in scalars
+        if isinstance(value, module_type) or id(value) in gadgets or from_module:
             return True
         if type(value) in code_like or isinstance(value, type):
             home = getattr_(value, "__module__", None)
@@ -254,17 +250,19 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
 
     def __import__(name, globals=None, locals=None, fromlist=(), level=0):
         # read with the dict API (no `__missing__`): forwards to the live one, which a test may patch; an
-        # absolute import of a capability module (a helper's `__import__(name)` handed "sys") is judged
+        # absolute import of a capability module (a helper's `__import__(name)` handed "sys") is judged,
+        # not module code's import statements (a patch changes no module code)
         name = plain(name)
         if not level and type(name) is str and name.partition(".")[0] in capability:
-            judge("__import__", name)
+            if getframe(1).f_code.co_name != "<module>":
+                judge("__import__", name)
         return live["__import__"](name, globals, locals, fromlist, level)
 
     __import__.__module__, __import__.__qualname__ = "builtins", "__import__"
+    quiet.add(__import__.__code__)
     own = _Builtins(wrapped, __import__=__import__)
 
-    def own_builtins(loader):
-        """Wrap `loader.exec_module` once: each module of the copy it runs gets builtins of its own."""
+    def own_builtins(loader):  # wrap `loader.exec_module` once: each module of the copy gets its own builtins
         run = loader.exec_module
 
         def exec_module(module):
@@ -293,9 +291,9 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
             else:
                 return None
             loader = spec.loader
-            if (spec.origin or "").startswith(prefix) and loader is not None and not isinstance(loader, type):
-                if not any(h is loader for h in hooked):
-                    own_builtins(loader)
+            ours = (spec.origin or "").startswith(prefix) and loader is not None and not isinstance(loader, type)
+            if ours and not any(h is loader for h in hooked):
+                own_builtins(loader)
             return spec
 
     def front():  # put the finder first again (pytest inserts its assertion rewriter at the front)
@@ -307,13 +305,11 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
     return seen, front
 
 
-class _Plugin:  # holds the verdict hooks
-    pass
+_Plugin = type("_Plugin", (), {"__doc__": "Holds the verdict hooks."})
 
 
 def _plugin(send, record, names, front):
-    """The verdict plugin: one signed line per test phase, collection error, the record, the session's end;
-    before any conftest is imported, the name guard's finder goes in front of pytest's rewriter."""
+    """The verdict plugin: a signed line per test phase, collection error, the record, the session's end."""
     import pytest
 
     @pytest.hookimpl(tryfirst=True)
@@ -327,6 +323,8 @@ def _plugin(send, record, names, front):
             row["sub"] = 1  # a unittest subTest: pytest reports each under its test's id
         if 0 in runs:
             swapped(None, ran())  # a report made by a swapped hook caller is no report
+        if report.when == "call" and report.passed and report.nodeid in raised:
+            swapped(report.nodeid, "passed though it raised")
         send(row)
 
     def pytest_collectreport(report):
@@ -351,9 +349,16 @@ def _plugin(send, record, names, front):
         runs[0] = session.config.pluginmanager
         runs.update([(item.nodeid, ran(item)) for item in session.items] + [(None, ran())])
 
-    @pytest.hookimpl(tryfirst=True)
+    raised = set()  # tests whose call raised: a report of "passed" for one was made by code that forged it
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_call(item):
         swapped(item.nodeid, ran(item))
+        try:
+            return (yield)
+        except BaseException:
+            raised.add(item.nodeid)
+            raise
 
     def pytest_sessionfinish(session, exitstatus):
         if record is not None:
@@ -370,8 +375,7 @@ def _plugin(send, record, names, front):
 def main():
     """Read the host's configuration, set up channel and guard, run pytest."""
     cfg = json.loads(sys.stdin.buffer.read())
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
+    os.dup2(null := os.open(os.devnull, os.O_RDONLY), 0)
     os.close(null)
     fd = cfg["channel"]
     if fd is not None and cfg["move_to"] != fd:
@@ -379,15 +383,14 @@ def main():
         os.close(fd)
         fd = cfg["move_to"]
     send = _signer(fd, bytes.fromhex(cfg.pop("key")))
-    quiet = set()
-    record = _guard(cfg["watch"], cfg["allowed"], cfg["record"], send, quiet)
+    record = _guard(cfg["watch"], cfg["allowed"], cfg["record"], send, quiet := set())
     names, front = set(), lambda: None
     if cfg["watch"]:  # a patched run is judged, the clean code's run recorded
         allowed = None if cfg["record"] else cfg["allowed"].get(NAMES, ())
         names, front = _name_guard(os.getcwd(), cfg["names"], allowed, cfg["record"], send, quiet)
+    plugin = _plugin(send, record if cfg["record"] else None, names, front)
     import pytest
 
-    plugin = _plugin(send, record if cfg["record"] else None, names, front)
     sys.argv = ["pytest"]
     sys.path[0] = os.getcwd()  # as `python -m pytest` has it (and this script's folder is out of sight)
     sys.exit(pytest.main(cfg["args"], plugins=[plugin]))
