@@ -71,8 +71,9 @@ def _sink(facts: Facts, use: ast.AST) -> bool:
     if not (isinstance(use, ast.Call) and isinstance(use.func, ast.Attribute) and use.func.attr in DATA_SINKS):
         return False
     inner = [n for n in ast.walk(use.func.value) if isinstance(n, (ast.Call, ast.Subscript))]
+    # a call on the way is a helper's, with no arguments: `_stream().detach().write(x)` would run detach()
     return isinstance(facts.parent(use), ast.Expr) and all(
-        isinstance(n, ast.Call) and not n.args and not n.keywords for n in inner
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not n.args and not n.keywords for n in inner
     )
 
 

@@ -191,3 +191,12 @@ def test_a_module_held_by_a_value_the_check_cannot_type_is_not_walked(start):
     assert screen(MODULE_HELD.replace("import json\n", "import json\nimport operator\n"), attacked)
     called = MODULE_HELD.replace("return max(values)", "values = values.copy()\n    return max(values)")
     assert screen(MODULE_HELD, called) == []
+
+
+def test_a_sink_is_only_a_write_on_a_capability_reached_without_method_calls():
+    """`_stream().write(msg)` may hand other data; `_stream().detach().write(msg)` runs detach() on pytest's
+    capture stream first (a fourth review's note): a method call on the way makes it no sink."""
+    old = _file(ROUTES["sys.modules.get kept, read again with another name"][0], BUGGY)
+    assert screen(old, old.replace(BUGGY, FIXED)) == []
+    detached = old.replace(BUGGY, FIXED.replace("_stream().write", "_stream().detach().write"))
+    assert "moves a capability" in " ".join(screen(old, detached))
