@@ -18,10 +18,12 @@ import sys
 from dataclasses import replace
 
 from graph_planner.patch_facts import Facts, horizon
-from graph_planner.patch_lists import CAPABILITY_MODULES, PURE_CHAINS, SAFE_BUILTINS
+from graph_planner.patch_lists import CAPABILITY_MODULES, PURE_CHAINS
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_BY_NAME_OR_TYPE = frozenset({"getattr", "setattr", "delattr", "hasattr", "type"})
+# Builtins whose result is a capability; `locals()` in a body is its own locals (parse's `return locals()`
+# refused most fixes of the function that reads it), `dir()` and `id()` give strings and numbers.
+_HANDING_OUT = frozenset("__import__ globals vars open eval exec compile breakpoint input".split())
 # Forms of a read that hand out nothing (judged by the type and declaration rules).
 _HARMLESS = frozenset({"base", "decorator", "type-safe", "type-clone", "literal-name"})
 
@@ -39,7 +41,7 @@ def _capability(rules, name: str, form: str, facts: Facts) -> bool:
     if kind == "builtin":
         # getattr & co. are judged by their names (rule 6 and the name guard), type by the type rules; what
         # `__import__`, `vars` or `globals` hand out is a capability; `object()` is a fresh sentinel
-        return name not in SAFE_BUILTINS and name not in _BY_NAME_OR_TYPE and not (name == "object" and form == "call")
+        return name in _HANDING_OUT or (name == "object" and form != "call")
     if kind == "unknown":
         return any(
             b.kind == "import" and b.origin[0].split(".")[0] in CAPABILITY_MODULES for b in rules.bindings.get(name, [])
