@@ -1,14 +1,13 @@
 """Capabilities a changed function already had stay where they were (graph_planner/patch_check.py, rule 8).
 
-A body may read again a capability its old version read (a chain through a capability module such as
-`sys.modules.get`, a builtin outside the safe list such as `globals`, an impure helper of the file). What
-that read hands out is as strong as the read itself: `sys.modules.get("numpy")` kept in the function lets a
-new `sys.modules.get("sys")` reach the whole process, and `globals()["_" + kind]` kept lets a new
-`globals()["sys"]`, and each hands out objects whose attributes no rule looks at. So each statement that
-makes such a read must be a statement of the old function with the same backward data-flow slice (the
-same inputs, computed the same way), and every statement that reads what one of them bound or changed, and
-so on forward, must be a statement of the old function too. New code may still run beside them, on other
-values.
+A body may read again a capability its old version read: a chain through a capability module
+(`sys.modules.get`), a builtin that hands one out (`__import__`, `globals`, `vars`, `open`...), or a function,
+method or class of the file that may return or keep what such a read gave (`returners`). What that read
+hands out is as strong as the read itself: `sys.modules.get("numpy")` kept lets a new `sys.modules.get("sys")`
+reach the whole process. So each statement making such a read must be an old statement whose inputs have the
+same backward data-flow slice, and every later statement reading what it stored must be an old one too
+(truth and identity tests aside; data handed to a sink such as `write` may change). New attribute reads named
+like a standard module, on values the check cannot type, are refused as well (`module_reach_reasons`).
 """
 
 from __future__ import annotations
@@ -98,10 +97,9 @@ def capability_uses(rules, facts: Facts) -> list[tuple[int, list[ast.AST]]]:
     back = returners(rules)
     nodes += [(node, i) for attr, node, i in facts.attr_refs if attr in back]
     # a returner named by a string: `operator.methodcaller("module")(obj)`, `attrgetter("module")(obj)()`
-    for part in (p for u in facts.units for p in u.parts):
-        for n in ast.walk(part):
+    for i, u in enumerate(facts.units):
+        for n in (n for part in u.parts for n in ast.walk(part)):
             if isinstance(n, ast.Constant) and isinstance(n.value, str) and set(n.value.split(".")) & back:
-                i = next(k for k, u in enumerate(facts.units) if part in u.parts)
                 nodes.append((n, i))
     found = []
     for node, i in nodes:
@@ -167,7 +165,7 @@ def _stored(parts: list[ast.AST]) -> set[str]:
     return out
 
 
-def _sinks_inert(rules, facts: Facts) -> Facts:
+def _sinks_inert(facts: Facts) -> Facts:
     """`facts` with the statements that only hand data to a sink (`_stream().write("%r" % (x,))`: no other
     call, no walrus) binding and changing nothing: for the slices of a capability's inputs, a sink keeps
     nothing of its arguments (the slices of other gadgets still count every call)."""
@@ -224,7 +222,7 @@ def kept_reasons(judge, old: Facts, new: Facts) -> list[str]:
     for j, u in enumerate(old.units):
         old_at.setdefault(u.key, set()).add(j)
     old_start = {j for j, _ in capability_uses(judge.rules, old)}
-    inert_new, inert_old = _sinks_inert(judge.rules, new), _sinks_inert(judge.rules, old)
+    inert_new, inert_old = _sinks_inert(new), _sinks_inert(old)
     moved = set()
     for i, inputs in uses:
         u = new.units[i]
