@@ -52,7 +52,8 @@ def _max_diff(a: dict, b: dict) -> float:
 @pytest.fixture(scope="module")
 def local_ray():
     # One Ray for both modes (each test deletes its groups): a local Ray's start is ~5 CPU-s.
-    ray.init(num_cpus=4, include_dashboard=False)
+    # address="local": without it ray.init joins any cluster another test started on this machine.
+    ray.init(address="local", num_cpus=4, include_dashboard=False)
     yield
     ray.shutdown()
 
