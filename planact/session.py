@@ -160,15 +160,19 @@ class TrainingSession:
     ) -> tuple[agents.RoleGroup | None, agents.RoleGroup | None]:
         """Create (or find) the engines and trainers of the roles this flow drives.
 
-        Meanwhile, warm the Ray task workers a round will use, importing `preload` modules (the
+        Meanwhile (stages as Ray tasks only), warm the Ray task workers a round will use, importing `preload` modules (the
         caller's task modules) there: a cold worker spent seconds on them in the first round.
         `progress` hears each role's agents answering (a pretrained model loads for a minute or more).
         """
         agents.check_feasible(self.cfg, self.roles)
         # Task workers take seconds to start on a busy machine: start the ones a round's parallel tasks
-        # need (fan-out + one train task per role) while the agents load their models.
-        width = max(len(self.roles), *(getattr(self.cfg, r).resources.replicas for r in self.roles))
-        warm = [_warm_worker.options(num_cpus=self.cfg.ray.task_num_cpus).remote(preload, 0.5) for _ in range(width)]
+        # need (fan-out + one train task per role) while the agents load their models. Only when the stages
+        # run as Ray tasks: with flow threads no round task reaches a Ray worker, and each warmed worker
+        # spent ~2.7 CPU-s importing the task modules for nothing (a smoke run's 44 CPU-s held two).
+        warm = []
+        if self.cfg.ray.agent_stages == "ray":
+            width = max(len(self.roles), *(getattr(self.cfg, r).resources.replicas for r in self.roles))
+            warm = [_warm_worker.options(num_cpus=self.cfg.ray.task_num_cpus).remote(preload, 0.5) for _ in range(width)]
         prebuild_initial_models(self.cfg, self.roles, progress)
         scheduler = agents.scheduler_for(self.cfg)
         self._pool = pool_actor(self.experience.path, self.experience.name, self.experience.namespace)  # owned here

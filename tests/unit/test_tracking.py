@@ -23,3 +23,20 @@ def test_experiment_is_model_training_and_runs_link_their_prefect_flow_runs(tmp_
         "silky-fox" in note
         and "Resumed by Prefect flow run [brave-owl](http://127.0.0.1:4200/runs/flow-run/abc-2)" in note
     )
+
+
+def test_a_new_store_starts_from_the_cached_empty_one_and_works_as_a_migrated_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    runs = []
+    for name in ("a", "b"):  # the first builds the cached store, the second copies it
+        cfg = RunConfig(run_name=name, checkpoint={"root": str(tmp_path / name)})
+        t = Tracker(cfg)
+        t.log_metrics({"success": 0.5}, step=1)
+        runs.append(t)
+    assert list((tmp_path / "cache" / "planact").glob("mlflow-*-empty.db"))
+    for name, t in zip("ab", runs):
+        assert t.client.get_metric_history(t.run_id, "success")[0].value == 0.5
+        assert t.client.get_experiment("0").artifact_location == (tmp_path / name / "mlruns" / "0").as_uri()
+    assert runs[0].client.search_runs([runs[0].experiment_id])[0].info.run_name == "a"  # two stores, not one
+    assert [r.info.run_name for r in runs[1].client.search_runs([runs[1].experiment_id])] == ["b"]
