@@ -160,8 +160,8 @@ class TrainingSession:
     ) -> tuple[agents.RoleGroup | None, agents.RoleGroup | None]:
         """Create (or find) the engines and trainers of the roles this flow drives.
 
-        Meanwhile (stages as Ray tasks only), warm the Ray task workers a round will use, importing `preload` modules (the
-        caller's task modules) there: a cold worker spent seconds on them in the first round.
+        Meanwhile (stages as Ray tasks only), warm the Ray task workers a round will use, importing `preload`
+        modules (the caller's task modules) there: a cold worker spent seconds on them in the first round.
         `progress` hears each role's agents answering (a pretrained model loads for a minute or more).
         """
         agents.check_feasible(self.cfg, self.roles)
@@ -172,7 +172,8 @@ class TrainingSession:
         warm = []
         if self.cfg.ray.agent_stages == "ray":
             width = max(len(self.roles), *(getattr(self.cfg, r).resources.replicas for r in self.roles))
-            warm = [_warm_worker.options(num_cpus=self.cfg.ray.task_num_cpus).remote(preload, 0.5) for _ in range(width)]
+            options = _warm_worker.options(num_cpus=self.cfg.ray.task_num_cpus)
+            warm = [options.remote(preload, 0.5) for _ in range(width)]
         prebuild_initial_models(self.cfg, self.roles, progress)
         scheduler = agents.scheduler_for(self.cfg)
         self._pool = pool_actor(self.experience.path, self.experience.name, self.experience.namespace)  # owned here
