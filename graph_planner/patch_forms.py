@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from graph_planner.patch_facts import Facts
+from graph_planner.patch_units import Facts
 
 # Statement and expression kinds a body may not gain.
 COUNTED = (

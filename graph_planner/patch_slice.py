@@ -8,10 +8,8 @@ before it or in a loop around it, with the headers of their blocks, again for th
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from graph_planner.patch_facts import Facts, Unit
+from graph_planner.patch_units import Facts, Unit
 
 
 def roots(node: ast.AST) -> set[str]:
