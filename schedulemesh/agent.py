@@ -162,6 +162,7 @@ class Managed:
         self._sm_interval = float(_sm_ctx.get("heartbeat_interval_s") or self.heartbeat_interval_s)
         self._sm_inflight = 0
         self._sm_pending: list = []  # ObjectRefs of reports the supervisor has not taken yet
+        self._sm_pending_lock = threading.Lock()  # the heartbeat thread and sm_pending_reports both prune it
         self._sm_dropped = 0
         self._sm_stopping = threading.Event()
         user = self._sm_user_class
@@ -196,23 +197,31 @@ class Managed:
         while not self._sm_stopping.is_set():
             if self._sm_supervisor is not None:
                 try:
-                    if self._sm_pending:
-                        _, self._sm_pending = ray.wait(self._sm_pending, num_returns=len(self._sm_pending), timeout=0)
-                    if len(self._sm_pending) >= self.max_pending_reports:
-                        self._sm_dropped += 1  # the supervisor is not taking reports: do not pile them up
-                    else:
-                        self._sm_pending.append(
-                            self._sm_supervisor.heartbeat.remote(self._sm_name, self._sm_incarnation, self._sm_report())
-                        )
+                    report = self._sm_report()  # the user's metrics() runs outside the lock
+                    with self._sm_pending_lock:
+                        if self._sm_prune() >= self.max_pending_reports:
+                            self._sm_dropped += 1  # the supervisor is not taking reports: do not pile them up
+                        else:
+                            self._sm_pending.append(
+                                self._sm_supervisor.heartbeat.remote(self._sm_name, self._sm_incarnation, report)
+                            )
                 except Exception:  # supervisor restarting; the next beat tries again
                     pass
             self._sm_stopping.wait(self._sm_interval)
 
+    def _sm_prune(self) -> int:
+        """Forget the reports the supervisor has taken; returns how many are still in flight (hold the lock:
+        unguarded, a beat appended between reading the list and its length made ray.wait ask for more
+        refs than it was given)."""
+        pending = self._sm_pending
+        if pending:
+            _, self._sm_pending = ray.wait(pending, num_returns=len(pending), timeout=0)
+        return len(self._sm_pending)
+
     def sm_pending_reports(self) -> dict:
         """Reports in flight to the supervisor and beats dropped because too many were (bounded backlog)."""
-        if self._sm_pending:
-            _, self._sm_pending = ray.wait(self._sm_pending, num_returns=len(self._sm_pending), timeout=0)
-        return {"pending": len(self._sm_pending), "dropped": self._sm_dropped}
+        with self._sm_pending_lock:
+            return {"pending": self._sm_prune(), "dropped": self._sm_dropped}
 
     def sm_ready(self) -> dict:
         """Where the agent runs: pid, node id and ip (answered once the constructor has finished)."""
