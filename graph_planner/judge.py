@@ -20,15 +20,16 @@ import threading
 from pathlib import Path
 
 from graph_planner.corpus.fetch import git
-from graph_planner.corpus.testrun import NAMES, Guard, load_proof
+from graph_planner.corpus.testrun import NAMES, PROCESS, Guard, load_proof
 from graph_planner.env_config import EpisodeConfig
 from graph_planner.patch_check import changed_functions
 from graph_planner.patching import PatchError, apply_diff, screen
 from graph_planner.tasks import RepairTask
 
 DEFAULT_TEST_CPU_S = EpisodeConfig().test_cpu_s
-# 4: the name guard; 3: signed channel, runtime guard, passes confirmed by a second run, the scoped patch check
-VERDICT_RULES = 4
+# 5: the process-wide events, a patch scores only in the functions the task's fix changes; 4: the name guard;
+# 3: signed channel, runtime guard, passes confirmed by a second run, the scoped patch check
+VERDICT_RULES = 5
 
 
 class ResultCache:
@@ -103,9 +104,46 @@ def watched(task: RepairTask, patch: dict[str, str]) -> tuple[Guard, Guard]:
     return Guard(tuple(new)), Guard(tuple(old), record=True)
 
 
+_FIX_SITES: dict[str, frozenset[str]] = {}
+_FIX_LOCK = threading.Lock()
+
+
+def fix_sites(task: RepairTask) -> frozenset[str]:
+    """ "path::function" of every function the task's gold patch changes (empty when it changes none)."""
+    with _FIX_LOCK:
+        if task.instance_id not in _FIX_SITES:
+            try:
+                texts = gold_texts(task)
+            except PatchError:
+                texts = {}
+            _FIX_SITES[task.instance_id] = frozenset(
+                f"{path}::{name}"
+                for path, text in texts.items()
+                for name, *_ in changed_functions(base_text(task, path), text)
+            )
+        return _FIX_SITES[task.instance_id]
+
+
+def off_target(task: RepairTask, patch: dict[str, str]) -> list[str]:
+    """The functions `patch` changes that the task's fix does not: the bug lives in the fix's functions, so a
+    change elsewhere (the package's own test helpers, a value class's `__eq__` the tests compare with) makes
+    the tests pass without fixing it, or plants data for unchanged code to run."""
+    sites = fix_sites(task)
+    if not sites:
+        return []
+    changed = [
+        f"{p}::{n}"
+        for p, t in sorted(patch.items())
+        if p.endswith(".py")
+        for n, *_ in changed_functions(base_text(task, p), t)
+    ]
+    return [c for c in changed if c not in sites]
+
+
 def _allowing(guard: Guard, events: dict[str, list[str]]) -> Guard:
     """`guard` letting each watched function set off what `events` (function -> events) says it did clean."""
-    names = {name for *_, name in guard.watch} | {NAMES}  # and the name guard's (file, function, gadget, name)
+    # and the name guard's (file, function, gadget, name) and the process-wide events' (event, place, detail)
+    names = {name for *_, name in guard.watch} | {NAMES, PROCESS}
     return Guard(guard.watch, tuple((n, tuple(e)) for n, e in sorted(events.items()) if n in names))
 
 
@@ -144,6 +182,14 @@ def run_patch(
     if cached is not None and not (cached.get("status") == "timeout" and "cpu_s" not in cached):
         return {**cached, "cached": True}
     limit = min(task.suite.timeout_s, cpu_s)  # CPU capped by the suite's wall-clock limit (one thread)
+    outside = off_target(task, patch)
+    if outside:  # nothing runs: a change outside the fix's functions scores 0 whatever the tests say
+        result = {"mode": mode, "status": "off target", "rc": None, "seconds": 0.0, "passed": 0}
+        result.update(failed=sorted(tests)[:20], n_failed=len(tests), cpu_s=limit)
+        # (the fix's own functions stay unnamed: an agent must not read where the bug is from a verdict)
+        result["tail"] = f"changes {', '.join(outside)}: outside the functions where this task's bug can be fixed"
+        cache.put(key, result)
+        return result
     suite = load_proof(task.suite, limit)
     guard, recorder = watched(task, patch) if guarded else (Guard(), Guard())
     guard = _allowing(guard, task.clean_events)
@@ -152,7 +198,7 @@ def run_patch(
     if (
         run.guard
         and guard.watch
-        and (not task.clean_events or (run.guard[1] == NAMES and NAMES not in task.clean_events))
+        and (not task.clean_events or (run.guard[1] in (NAMES, PROCESS) and run.guard[1] not in task.clean_events))
     ):
         # a corpus without the clean suite's record: the buggy base commit's run of Submit's whole test list
         # stands in, whatever this run's mode. (Its run of the same tests did not: a fixed function returns

@@ -36,6 +36,7 @@ _PLUGIN_DIR = Path(__file__).parent / "plugin"
 _BOOT = _PLUGIN_DIR / "planact_boot.py"
 GUARD_EXIT = 86  # the boot script's exit status when its guard stopped the run (kept equal to it)
 NAMES = "<names>"  # the boot script's key of the name guard's record (kept equal to it)
+PROCESS = "<process>"  # its key of the process-wide events (code run from data wherever it runs)
 COVERAGE = ".planact-coverage.json"
 
 

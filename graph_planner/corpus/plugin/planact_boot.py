@@ -8,6 +8,9 @@ imports any repository code (docs/code-repair.md, "Sandbox and verdicts", says w
   kept only in a closure) over its sequence number and text;
 * the guard (PEP 578 audit hook): an event set off while a changed function is on the stack, which that
   function did not set off in the clean run (`allowed`), is reported and the process ends (GUARD_EXIT);
+  anywhere else, an event that runs code from data (`PROCESS`: exec, compile, unpickling a class or
+  function, a function made or its code replaced) must come from a place (and, in the copy's code, with a
+  source) that set it off in the clean run: a changed function's planted data is run later by unchanged code;
 * the name guard: getattr, setattr, delattr (as the package modules' own builtins), `__import__` of a
   capability module and importlib.import_module are judged by the name they get; a risky one must have
   been called so, by the same caller, in the clean run (`allowed["<names>"]`);
@@ -33,6 +36,10 @@ BENIGN = frozenset({"builtins.id", "time.sleep", "import"})
 # were voided when these counted against the caller.
 DIRECT = frozenset({"object.__getattr__", "compile"})
 NAMES = "<names>"  # the name guard's key in `allowed` and in the record
+PROCESS = "<process>"  # the process-wide events' key there
+PROCESS_EVENTS = frozenset(
+    {"exec", "compile", "pickle.find_class", "marshal.loads", "function.__new__", "code.__new__"}
+)
 _IMPORT_SYSTEM = frozenset({"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"})
 
 
@@ -79,8 +86,34 @@ def _guard(watch, allowed, record, send, quiet):
     getframe = sys._getframe
     code_type = type(_guard.__code__)
     import _thread
+    from zlib import crc32
 
     ident = _thread.get_ident
+    prefix = os.getcwd().rstrip("/") + "/"  # the copy's root: its files are keyed by their relative paths
+    processwide = allowed.get(PROCESS, frozenset())
+
+    def process(event, args, frame):
+        """Judge an event no changed function is on the stack for (see the module docstring)."""
+        if event == "object.__setattr__" and not (len(args) > 1 and args[1] == "__code__"):
+            return
+        code = frame.f_code
+        path, detail = code.co_filename, ""
+        ours = path.startswith(prefix)
+        if ours:
+            path = path[len(prefix) :]
+        if event == "pickle.find_class":
+            detail = f"{args[0]}.{args[1]}"
+        elif event == "compile":
+            if not ours:
+                return  # a library's own compile (pytest parsing a failed test's source): running it is `exec`
+            if type(args[0]) in (str, bytes):  # the source the copy's code compiles
+                detail = str(crc32(args[0].encode("utf-8", "replace") if type(args[0]) is str else args[0]))
+        key = f"{event}|{path}|{code.co_qualname}|{detail}"
+        if record:
+            seen.setdefault(PROCESS, set()).add(key)
+        elif key not in processwide:
+            send({"guard": key, "in": PROCESS})
+            os._exit(GUARD_EXIT)
 
     def hook(event, args):
         if not armed:
@@ -96,9 +129,12 @@ def _guard(watch, allowed, record, send, quiet):
             return
         busy.add(me)
         try:
-            frame = getframe(1)
+            frame = first = getframe(1)
             if frame is not None and frame.f_code in quiet:
                 return
+            wide = first is not None and (event in PROCESS_EVENTS or event == "object.__setattr__")
+            if wide and record:  # recorded wherever it happens: a judged run may meet it outside the function
+                process(event, args, first)
             while frame is not None:
                 code = frame.f_code
                 if code.co_filename in _IMPORT_SYSTEM:
@@ -116,8 +152,10 @@ def _guard(watch, allowed, record, send, quiet):
                         # answerable for what it calls, as a changed one is when it is judged
                         seen.setdefault(name, set()).add(event)
                 if event in DIRECT:
-                    return
+                    break
                 frame = frame.f_back
+            if wide and not record:  # no changed function on the stack
+                process(event, args, first)
         finally:
             busy.discard(me)
 
