@@ -55,6 +55,7 @@ class EnvLimits:
     read_chars: int = _EPISODE.read_chars
     screen_patches: bool = _EPISODE.screen_patches
     guard_patches: bool = _EPISODE.guard_patches
+    target_patches: bool = _EPISODE.target_patches
 
     @classmethod
     def from_episode(cls, episode: EpisodeConfig, **extra) -> EnvLimits:
@@ -288,6 +289,7 @@ class PlannerEnv:
             mode,
             self.limits.test_cpu_s,
             guarded=self.limits.guard_patches,
+            targeted=self.limits.target_patches,
         )
         self.stats.tampering += int(bool(result.get("tampered")))
         if result.get("cached"):

@@ -55,6 +55,12 @@ class EpisodeConfig(StrictConfig):
         "processes, sockets...) set off by a function the patch changed, that its clean version did not set off, "
         "voids the verdict (turn off only to test the sandbox alone).",
     )
+    target_patches: bool = Field(
+        True,
+        description="Score a patch only when every function it changes is one the task's reference fix changes "
+        "(a change elsewhere, such as the package's own test helpers or the `__eq__` its tests compare with, "
+        "scores 0 and runs nothing); turn off only to test the layers behind it (check, guard, sandbox).",
+    )
 
 
 # The mutation kinds a tiny model can repair from what it sees.

@@ -171,10 +171,12 @@ def run_patch(
     mode: str,
     cpu_s: float,
     guarded: bool = True,
+    targeted: bool = True,
 ) -> dict:
     """`tests` on a clean checkout of the task's base commit plus `patch` (path -> text), cached by
     (task, patch, tests): a cached outcome carries 'cached': True. A pass carries 'confirmed': True.
-    `guarded=False` (only to test the sandbox alone) runs without the runtime guard."""
+    `guarded=False` (only to test the sandbox alone) runs without the runtime guard; `targeted=False` (only to
+    test the layers behind it) also runs a patch that changes functions the task's fix does not."""
     key = ResultCache.key(task.instance_id, patch, tests)
     cached = cache.get(key)
     # A timeout cached before runs were judged by CPU time (no "cpu_s") may only have been a loaded
@@ -182,13 +184,12 @@ def run_patch(
     if cached is not None and not (cached.get("status") == "timeout" and "cpu_s" not in cached):
         return {**cached, "cached": True}
     limit = min(task.suite.timeout_s, cpu_s)  # CPU capped by the suite's wall-clock limit (one thread)
-    outside = off_target(task, patch)
-    if outside:  # nothing runs: a change outside the fix's functions scores 0 whatever the tests say
+    outside = off_target(task, patch) if targeted else []
+    if outside:  # nothing runs (nor is cached): a change outside the fix's functions scores 0 whatever the tests say
         result = {"mode": mode, "status": "off target", "rc": None, "seconds": 0.0, "passed": 0}
         result.update(failed=sorted(tests)[:20], n_failed=len(tests), cpu_s=limit)
         # (the fix's own functions stay unnamed: an agent must not read where the bug is from a verdict)
         result["tail"] = f"changes {', '.join(outside)}: outside the functions where this task's bug can be fixed"
-        cache.put(key, result)
         return result
     suite = load_proof(task.suite, limit)
     guard, recorder = watched(task, patch) if guarded else (Guard(), Guard())

@@ -29,7 +29,7 @@ def corpus(tmp_path_factory):
 
 @pytest.fixture
 def env():
-    e = PlannerEnv(limits=EnvLimits(test_cpu_s=5, screen_patches=False, guard_patches=False))
+    e = PlannerEnv(limits=EnvLimits(test_cpu_s=5, screen_patches=False, guard_patches=False, target_patches=False))
     yield e
     e.runtime.close()
 
