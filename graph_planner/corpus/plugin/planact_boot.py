@@ -17,8 +17,8 @@ imports any repository code (docs/code-repair.md, "Sandbox and verdicts", says w
 * what each test runs (function, `runtest`), the plugins and the hook relay are fixed when collection
   ends: a judged run that swapped one ends with GUARD_EXIT.
 In record mode (the clean run) the guards only collect. Limits: no audit event for os.write, os.dup2,
-reading __globals__, attrgetter or type(n, b, d); code outside a changed function's frame (a callback it
-installed) is for the patch check to stop; the name guard sees only the wrapped functions' calls.
+reading __globals__, attrgetter or type(n, b, d); other code outside a changed function's frame (a callback
+it installed) is for the patch check to stop; the name guard sees only the wrapped functions' calls.
 """
 
 import hmac
@@ -92,23 +92,18 @@ def _guard(watch, allowed, record, send, quiet):
     prefix = os.getcwd().rstrip("/") + "/"  # the copy's root: its files are keyed by their relative paths
     processwide = allowed.get(PROCESS, frozenset())
 
-    def process(event, args, frame):
-        """Judge an event no changed function is on the stack for (see the module docstring)."""
+    def process(event, args, frame):  # an event that runs code from data (module docstring), at any place
         if event == "object.__setattr__" and not (len(args) > 1 and args[1] == "__code__"):
             return
-        code = frame.f_code
-        path, detail = code.co_filename, ""
-        ours = path.startswith(prefix)
-        if ours:
-            path = path[len(prefix) :]
+        code, detail = frame.f_code, ""
+        path, ours = code.co_filename, code.co_filename.startswith(prefix)
         if event == "pickle.find_class":
             detail = f"{args[0]}.{args[1]}"
-        elif event == "compile":
-            if not ours:
-                return  # a library's own compile (pytest parsing a failed test's source): running it is `exec`
-            if type(args[0]) in (str, bytes):  # the source the copy's code compiles
-                detail = str(crc32(args[0].encode("utf-8", "replace") if type(args[0]) is str else args[0]))
-        key = f"{event}|{path}|{code.co_qualname}|{detail}"
+        elif event == "compile" and not ours:  # a library's (pytest parsing a failed test): running it is `exec`
+            return
+        elif event == "compile" and type(args[0]) in (str, bytes):  # the source the copy's code compiles
+            detail = str(crc32(args[0].encode("utf-8", "replace") if type(args[0]) is str else args[0]))
+        key = f"{event}|{path[len(prefix) :] if ours else path}|{code.co_qualname}|{detail}"
         if record:
             seen.setdefault(PROCESS, set()).add(key)
         elif key not in processwide:
@@ -273,9 +268,8 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
     live = builtins.__dict__
 
     class _Builtins(dict):
-        """The three wrapped names; every other builtin read through to the live ones, so a test that patches
-        one (`mock.patch("builtins.print")`) is seen by the package (a copy failed 20 of 24 slugify gold
-        fixes). The interpreter looks names up with `[]` (`__missing__`); `get` and `in` answer alike."""
+        """The wrapped names; every other builtin read through to the live ones (`mock.patch("builtins.print")`
+        must reach the package: a copy failed 20 of 24 slugify gold fixes); `[]`, `get` and `in` alike."""
 
         def __missing__(self, name):
             return live[name]
@@ -313,10 +307,9 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
         hooked.append(loader)
 
     class _Finder:
-        """Gives each module of the copy builtins of its own (the wrapped getattr, setattr, delattr) before
-        its code runs, whichever later finder finds it (pytest's rewriter loads `pkg/test_util.py` and
-        conftest.py: the plugin moves this finder in front). Not as globals: tests see those (toolz's
-        namespace test). The runner and libraries keep the builtins: wrapping them cost 40% of a suite."""
+        """Gives each module of the copy its own builtins before its code runs, whichever later finder finds
+        it (the plugin keeps this one in front of pytest's rewriter). Not globals: tests see those (toolz);
+        the runner and libraries keep theirs (wrapping them cost 40% of a suite)."""
 
         @classmethod
         def find_spec(cls, name, path=None, target=None):
