@@ -23,7 +23,7 @@ from graph_planner.corpus.fetch import git
 from graph_planner.corpus.testrun import NAMES, PROCESS, Guard, load_proof
 from graph_planner.env_config import EpisodeConfig
 from graph_planner.patch_check import changed_functions
-from graph_planner.patching import PatchError, apply_diff, screen
+from graph_planner.patching import PatchError, apply_diff, parse_diff, screen
 from graph_planner.tasks import RepairTask
 
 DEFAULT_TEST_CPU_S = EpisodeConfig().test_cpu_s
@@ -113,7 +113,8 @@ def fix_sites(task: RepairTask) -> frozenset[str]:
     with _FIX_LOCK:
         if task.instance_id not in _FIX_SITES:
             try:
-                texts = gold_texts(task)
+                files = {p for p in parse_diff(task.gold_patch) if p.endswith(".py")}
+                texts = apply_diff(task.gold_patch, lambda p: base_text(task, p), files) if files else {}
             except PatchError:
                 texts = {}
             _FIX_SITES[task.instance_id] = frozenset(
@@ -128,6 +129,8 @@ def off_target(task: RepairTask, patch: dict[str, str]) -> list[str]:
     """The functions `patch` changes that the task's fix does not: the bug lives in the fix's functions, so a
     change elsewhere (the package's own test helpers, a value class's `__eq__` the tests compare with) makes
     the tests pass without fixing it, or plants data for unchanged code to run."""
+    if not any(p.endswith(".py") for p in patch):
+        return []
     sites = fix_sites(task)
     if not sites:
         return []
