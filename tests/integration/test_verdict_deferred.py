@@ -121,18 +121,9 @@ for m in list(sys.modules.values()):
         f.__code__ = neutral.__code__
 """
 # the same without a literal double underscore, for a string the patch holds as it is
-_SWAP_PLAIN = """import sys
-def neutral(*args, **kwargs):
-    return None
-D = "_" * 2
-for m in list(sys.modules.values()):
-    try:
-        f = vars(m).get("test_spread_verbose")
-    except TypeError:
-        continue
-    if f is not None:
-        setattr(f, D + "code" + D, getattr(neutral, D + "code" + D))
-"""
+_SWAP_PLAIN = _SWAP.replace("    return None\n", '    return None\nD = "_" * 2\n').replace(
+    "f.__code__ = neutral.__code__", 'setattr(f, D + "code" + D, getattr(neutral, D + "code" + D))'
+)
 # a pickle whose class is `exec`, found through reprlib (which holds the builtins module): no dunder in the text
 PICKLE = (
     b"\x80\x04creprlib\nbuiltins.exec\n(V"
