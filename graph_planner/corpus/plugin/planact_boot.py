@@ -40,6 +40,7 @@ PROCESS = "<process>"  # the process-wide events' key there
 PROCESS_EVENTS = frozenset(
     {"exec", "compile", "pickle.find_class", "marshal.loads", "function.__new__", "code.__new__"}
 )
+AST_PY = os.path.join(os.path.dirname(os.__file__), "ast.py")  # the standard library's, as code objects name it
 _IMPORT_SYSTEM = frozenset({"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"})
 
 
@@ -99,9 +100,10 @@ def _guard(watch, allowed, record, send, quiet):
         path, ours = code.co_filename, code.co_filename.startswith(prefix)
         if event == "pickle.find_class":
             detail = f"{args[0]}.{args[1]}"
-        elif event == "compile" and not ours:  # a library's (pytest parsing a failed test): running it is `exec`
-            return
-        elif event == "compile" and type(args[0]) in (str, bytes):  # the source the copy's code compiles
+        elif event == "compile" and (path == AST_PY or type(args[0]) not in (str, bytes)):
+            return  # ast.parse (pytest reading a failed test) or a tree (its rewriter): running it is `exec`
+        elif event == "compile":  # the source text, in any code: one call site may eval the clean suite's data
+            # and a planted string (logging.config.fileConfig's handler args)
             detail = str(crc32(args[0].encode("utf-8", "replace") if type(args[0]) is str else args[0]))
         key = f"{event}|{path[len(prefix) :] if ours else path}|{code.co_qualname}|{detail}"
         if record:
@@ -263,6 +265,21 @@ def _name_guard(root, cfg, allowed, record, send, quiet):
         # what pickle and inspect read to find a function by name (no __wrapped__: it would lead back)
         fn.__module__, fn.__qualname__, fn.__doc__ = original.__module__, original.__qualname__, original.__doc__
     importlib.import_module = import_module
+    # logging.config calls whatever a config's dotted names resolve to (`()`, `class`, `ext://`): a config in
+    # module data a changed function filled is a call-anything gadget (a review's forges, 2026-11-30)
+    import logging.config as logconf
+
+    resolve_, method_ = logconf._resolve, logconf.BaseConfigurator.resolve
+
+    def _resolve(name):
+        judge("resolve", plain(name), walk=True)
+        return resolve_(name)
+
+    def resolve(self, s):
+        judge("resolve", plain(s), walk=True)
+        return method_(self, s)
+
+    logconf._resolve, logconf.BaseConfigurator.resolve = _resolve, resolve
 
     hooked = []  # loaders whose exec_module is wrapped (kept alive: identity is the test)
     live = builtins.__dict__
