@@ -109,7 +109,7 @@ _FIX_LOCK = threading.Lock()
 
 
 def fix_sites(task: RepairTask) -> frozenset[str]:
-    """ "path::function" of every function the task's gold patch changes (empty when it changes none)."""
+    """Every function the task's gold patch changes, as "path::function" (empty when it changes none)."""
     with _FIX_LOCK:
         if task.instance_id not in _FIX_SITES:
             try:
@@ -180,20 +180,21 @@ def run_patch(
     (task, patch, tests): a cached outcome carries 'cached': True. A pass carries 'confirmed': True.
     `guarded=False` (only to test the sandbox alone) runs without the runtime guard; `targeted=False` (only to
     test the layers behind it) also runs a patch that changes functions the task's fix does not."""
+    limit = min(task.suite.timeout_s, cpu_s)  # CPU capped by the suite's wall-clock limit (one thread)
+    outside = off_target(task, patch) if targeted else []
+    if outside:  # before the cache (an untargeted verdict may be there): a change outside the fix's functions
+        # scores 0 whatever the tests say, and nothing runs
+        result = {"mode": mode, "status": "off target", "rc": None, "seconds": 0.0, "passed": 0}
+        result.update(failed=sorted(tests)[:20], n_failed=len(tests), cpu_s=limit)
+        # (the fix's own functions stay unnamed: an agent must not read where the bug is from a verdict)
+        result["tail"] = f"changes {', '.join(outside)}: outside the functions where this task's bug can be fixed"
+        return result
     key = ResultCache.key(task.instance_id, patch, tests)
     cached = cache.get(key)
     # A timeout cached before runs were judged by CPU time (no "cpu_s") may only have been a loaded
     # machine: judge it again rather than keep a reward of 0 that the patch may not deserve.
     if cached is not None and not (cached.get("status") == "timeout" and "cpu_s" not in cached):
         return {**cached, "cached": True}
-    limit = min(task.suite.timeout_s, cpu_s)  # CPU capped by the suite's wall-clock limit (one thread)
-    outside = off_target(task, patch) if targeted else []
-    if outside:  # nothing runs (nor is cached): a change outside the fix's functions scores 0 whatever the tests say
-        result = {"mode": mode, "status": "off target", "rc": None, "seconds": 0.0, "passed": 0}
-        result.update(failed=sorted(tests)[:20], n_failed=len(tests), cpu_s=limit)
-        # (the fix's own functions stay unnamed: an agent must not read where the bug is from a verdict)
-        result["tail"] = f"changes {', '.join(outside)}: outside the functions where this task's bug can be fixed"
-        return result
     suite = load_proof(task.suite, limit)
     guard, recorder = watched(task, patch) if guarded else (Guard(), Guard())
     guard = _allowing(guard, task.clean_events)
