@@ -94,10 +94,15 @@ def test_engine_throughput_benchmark_tiny_mode():
     )
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     assert "16 prompts, max_new_tokens 8" in out.stdout
-    ratio = re.search(r"ratio batched / naive: ([0-9.]+)x", out.stdout)
-    # a measured ratio, not a claim about it: beside a loaded suite the other throughput benchmark measured batching
-    # at 0.41x once (speed is the benchmark's to report; make bench runs it quiet)
-    assert ratio and float(ratio.group(1)) > 0, out.stdout
+    # The ratio is the quotient of the two rates the table prints (not a claim that batching wins: beside a loaded
+    # suite the other throughput benchmark measured batching at 0.41x once; speed is the benchmark's to report).
+    rate = {
+        name: float(re.search(rf"^{re.escape(name)}\s+\d+\s+[0-9.]+\s+([0-9]+)$", out.stdout, re.M).group(1))
+        for name in ("HF engine (batched, KV)", "naive per-prompt generate")
+    }
+    ratio = float(re.search(r"ratio batched / naive: ([0-9.]+)x", out.stdout).group(1))
+    quotient = rate["HF engine (batched, KV)"] / rate["naive per-prompt generate"]
+    assert abs(ratio - quotient) <= 0.06 + 0.05 * ratio, out.stdout
 
 
 def test_pretrained_throughput_benchmark_tiny_mode():
