@@ -9,8 +9,8 @@ imports any repository code (docs/code-repair.md, "Sandbox and verdicts", says w
 * the guard (PEP 578 audit hook): an event set off while a changed function is on the stack, which that
   function did not set off in the clean run (`allowed`), is reported and the process ends (GUARD_EXIT);
   anywhere else, an event that runs code from data (`PROCESS`: exec, compile, unpickling a class or
-  function, a function made or its code replaced) must come from a place (and, in the copy's code, with a
-  source) that set it off in the clean run: a changed function's planted data is run later by unchanged code;
+  function, a function made or its code replaced) must come from a place (and a compiled text with a
+  checksum) that set it off in the clean run: a changed function's planted data is run later by unchanged code;
 * the name guard: getattr, setattr, delattr (as the package modules' own builtins), `__import__` of a
   capability module and importlib.import_module are judged by the name they get; a risky one must have
   been called so, by the same caller, in the clean run (`allowed["<names>"]`);
@@ -37,8 +37,8 @@ BENIGN = frozenset({"builtins.id", "time.sleep", "import"})
 DIRECT = frozenset({"object.__getattr__", "compile"})
 NAMES = "<names>"  # the name guard's key in `allowed` and in the record
 PROCESS = "<process>"  # the process-wide events' key there
-PROCESS_EVENTS = frozenset(
-    {"exec", "compile", "pickle.find_class", "marshal.loads", "function.__new__", "code.__new__"}
+PROCESS_EVENTS = frozenset(  # object.__setattr__: only a function's __code__ counts
+    {"exec", "compile", "pickle.find_class", "marshal.loads", "function.__new__", "code.__new__", "object.__setattr__"}
 )
 AST_PY = os.path.join(os.path.dirname(os.__file__), "ast.py")  # the standard library's, as code objects name it
 _IMPORT_SYSTEM = frozenset({"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"})
@@ -129,7 +129,7 @@ def _guard(watch, allowed, record, send, quiet):
             frame = first = getframe(1)
             if frame is not None and frame.f_code in quiet:
                 return
-            wide = first is not None and (event in PROCESS_EVENTS or event == "object.__setattr__")
+            wide = first is not None and event in PROCESS_EVENTS
             if wide and record:  # recorded wherever it happens: a judged run may meet it outside the function
                 process(event, args, first)
             while frame is not None:
