@@ -255,8 +255,10 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(deployed, prefect_a
         FlowRunFilterId,
         FlowRunFilterParentFlowRunId,
     )
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    with get_client(sync_client=True) as client_p:
+    # The server named, as _flow_run does: a client without one starts an ephemeral server of its own.
+    with temporary_settings(updates={PREFECT_API_URL: prefect_api}), get_client(sync_client=True) as client_p:
         fr = client_p.read_flow_run(flow_run_id)
         assert fr.state.is_completed()
         arts = client_p.read_artifacts(
