@@ -8,10 +8,15 @@ import shutil
 import textwrap
 from pathlib import Path
 
+import pytest
 from filelock import FileLock
 
 from graph_planner.corpus.build import build_corpus
 from graph_planner.corpus.spec import CorpusConfig, PackageSpec
+from graph_planner.env import EnvLimits, PlannerEnv
+from graph_planner.tasks import RepairTask, load_tasks
+
+from .gadget_package import PACKAGE as GADGETS
 
 # The function both the corpus fixture and the validation tests mutate (indented as FILES' texts are).
 CLAMP = """
@@ -171,7 +176,7 @@ MINITEXT = {
         """,
 }
 
-PACKAGES = {"minilib": FILES, "minitext": MINITEXT}
+PACKAGES = {"minilib": FILES, "minitext": MINITEXT, "gadgets": GADGETS}
 
 
 def write_files(root: Path, files: dict[str, str]) -> Path:
@@ -230,3 +235,54 @@ def build_minilib(root: Path, kinds: list[str] | None = None) -> Path:
     """A corpus of minilib tasks (held-out split) in `root`/corpus (~10 CPU-s, once per session and kinds;
     six test files use it); returns the corpus folder."""
     return build_packages(root, {"minilib": "heldout"}, kinds, per_function=3, max_tried=14, max_kept=14)
+
+
+def gadget_task(root: Path) -> RepairTask:
+    """The gadget package's `spread` task (a binop mutant), from a corpus built once per session."""
+    corpus = build_packages(root, {"gadgets": "heldout"}, ["binop"], max_tried=6, max_kept=6)
+    return next(t for t in load_tasks(corpus) if t.meta["function"] == "spread")
+
+
+def gadget_fixtures():
+    """A verdict attack module's fixtures: `task` (gadget_task) and `envs` ({check on: env, check off: env},
+    the runtime guard on in both), module-scoped; assign them as `task, envs = gadget_fixtures()`."""
+
+    @pytest.fixture(scope="module", name="task")
+    def task_(tmp_path_factory):
+        return gadget_task(tmp_path_factory.mktemp("gadgets"))
+
+    @pytest.fixture(scope="module", name="envs")
+    def envs_():
+        # Targeting off in both: several attacks change a function beside the buggy one, which targeting alone
+        # already scores 0 (test_verdict_deferred.py); these show the layers behind it hold too.
+        made = {
+            screen: PlannerEnv(limits=EnvLimits(test_cpu_s=10, screen_patches=screen, target_patches=False))
+            for screen in (True, False)
+        }
+        yield made
+        for e in made.values():
+            e.runtime.close()
+
+    return task_, envs_
+
+
+def submit_body(env: PlannerEnv, task, body: str) -> tuple[dict, float]:
+    """The buggy `spread` with `body` run first, submitted: (the last observation, reward)."""
+    env.reset(task)
+    path = task.meta["file"]
+    text = env._read_base(path)
+    start = text.index("def spread")
+    buggy = text[start:].split("\n", 1)[1]  # the mutant's own body, bug in place
+    lines = "".join(f"    {line}\n" for line in body.splitlines())
+    new = text[:start] + "def spread(values):\n" + lines + buggy
+    obs, _, _, _ = env.step({"type": "repair", "apply": False, "edits": [{"file": path, "old": text, "new": new}]})
+    if not obs["applied"]:
+        return obs, 0.0
+    obs, reward, done, _ = env.step({"type": "submit"})
+    assert done
+    return obs, reward
+
+
+def env_entries(envs: dict) -> list[dict]:
+    """Every cached result of both environments."""
+    return [r for e in envs.values() for r in e.cache.entries.values()]

@@ -13,8 +13,6 @@ import json
 
 import pytest
 
-from graph_planner.corpus.build import build_corpus
-from graph_planner.corpus.spec import CorpusConfig, PackageSpec
 from graph_planner.free_edit import dedent, fence, gold_reply, task_target
 from graph_planner.free_eval import engine_replies, evaluate_free
 from graph_planner.judge import base_text
@@ -26,8 +24,8 @@ from planact.engines.api import AnthropicEngine, OpenAIEngine
 from planact.engines.base import Completion
 
 from ..servers.loopback import anthropic_server, openai_server
-from .repair_fixture import build_minilib, write_files
-from .test_verdict_attacks import FAMILIES, FORGE, PACKAGE
+from .gadget_package import FAMILIES, FORGE
+from .repair_fixture import build_minilib, gadget_task
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +38,7 @@ def minilib(tmp_path_factory):
 @pytest.fixture(scope="module")
 def gadgets(tmp_path_factory):
     """The verdict attacks' package (every gadget the check's holes used) and its `spread` task."""
-    root = tmp_path_factory.mktemp("free-gadgets")
-    src = write_files(root / "src", PACKAGE)
-    spec = PackageSpec(name="gadgets", version="0.1", source=str(src), split="heldout")
-    build_corpus(CorpusConfig(packages=[spec], max_tried=6, max_kept=6, timeout_s=30, kinds=["binop"]), root / "c")
-    return next(t for t in load_tasks(root / "c") if t.meta["function"] == "spread")
+    return gadget_task(tmp_path_factory.mktemp("free-gadgets"))
 
 
 def test_the_scripted_gold_model_solves_every_task_and_a_wrong_reply_scores_0(minilib, tmp_path, capsys):

@@ -251,7 +251,7 @@ KEPT_GADGET_ATTACKS = {
 }
 # A changed function's return value reaching an unchanged getattr, setattr, delattr or import_module is the
 # boot script's name guard's to judge, by the name's value at run time (tests/integration/
-# test_verdict_attacks.py voids it there); refusing it too refused real fixes that return attribute names.
+# test_verdict_names.py voids it there); refusing it too refused real fixes that return attribute names.
 GUARDED_AT_RUN = {
     "a changed helper feeds an unchanged getattr": ("return x.lower()", "return chr(95) * 2 + 'globals' + chr(95) * 2"),
 }

@@ -304,7 +304,7 @@ def test_getattr_fed_across_calls_is_left_to_the_name_guard():
     """A change made after getattr to an object that outlives the call (a default, a module list, one
     changed function filling a list another reads) reaches a later call's getattr. For getattr, setattr,
     delattr and import_module the check leaves that route to the boot script's name guard, which judges
-    each name they receive by its value (tests/integration/test_verdict_attacks.py voids such a run end
+    each name they receive by its value (tests/integration/test_verdict_names.py voids such a run end
     to end): counting every later change of every outliving object refused 45% of the gold fixes of
     three corpus packages (2026-11-29). Within one call, the order still counts (the attacks above)."""
     for name in (
