@@ -34,6 +34,7 @@ from sandbox.view import SITE, pytest_view
 
 _PLUGIN_DIR = Path(__file__).parent / "plugin"
 _BOOT = _PLUGIN_DIR / "planact_boot.py"
+_NAME_GUARD = _PLUGIN_DIR / "planact_names.py"  # the boot script loads it from its own per-run copy
 GUARD_EXIT = 86  # the boot script's exit status when its guard stopped the run (kept equal to it)
 NAMES = "<names>"  # the boot script's key of the name guard's record (kept equal to it)
 PROCESS = "<process>"  # its key of the process-wide events (code run from data wherever it runs)
@@ -235,10 +236,15 @@ def tampering(report: Report, rc: int | None, canaries: dict[str, str]) -> str:
     return ""
 
 
-def name_guard_config(modules: list[str] = ()) -> dict:
-    """The boot script's name guard settings: frame and code words, capability modules, and the modules
-    (the host's canaries) it may import without judging."""
-    return {"words": INTROSPECTION.pattern, "capability": sorted(CAPABILITY_MODULES), "modules": list(modules)}
+def name_guard_config(file: str | Path = _NAME_GUARD, modules: list[str] = ()) -> dict:
+    """The boot script's name guard settings: the guard's file (a run's own copy), frame and code words,
+    capability modules, and the modules (the host's canaries) it may import without judging."""
+    return {
+        "file": str(file),
+        "words": INTROSPECTION.pattern,
+        "capability": sorted(CAPABILITY_MODULES),
+        "modules": list(modules),
+    }
 
 
 def run_in_place(
@@ -256,9 +262,10 @@ def run_in_place(
     (workdir / COVERAGE).unlink(missing_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="planact-run-"))
     folder.chmod(0o755)
-    boot = folder / f"{secrets.token_hex(6)}.py"  # a per-run name: nothing can be keyed to it
-    shutil.copyfile(_BOOT, boot)
-    boot.chmod(0o644)
+    boot, name_guard = (folder / f"{secrets.token_hex(6)}.py" for _ in range(2))  # per-run names: nothing
+    for source, copy in ((_BOOT, boot), (_NAME_GUARD, name_guard)):  # can be keyed to them
+        shutil.copyfile(source, copy)
+        copy.chmod(0o644)
     # --rootdir: test ids stay relative to the copy whatever else is collected (the canaries live outside)
     args = ["-q", "-rf", "--tb=short", "-p", "no:cacheprovider", f"--rootdir={workdir}", *suite.pytest_args]
     if coverage:
@@ -278,7 +285,8 @@ def run_in_place(
             "watch": watch,
             "allowed": {name: list(events) for name, events in guard.allowed},
             "record": guard.record,
-            "names": name_guard_config([suffix[2:] for suffix in canary]),  # a canary's module: its test's name
+            # a canary's module is its test's name
+            "names": name_guard_config(name_guard, [suffix[2:] for suffix in canary]),
             "args": args,
         }
         return json.dumps(cfg).encode()
