@@ -107,13 +107,24 @@ What a patch may do
    reached without arguments (`sys.stderr.write(msg)`) may change. No new attribute read named like a
    standard module or `modules`, not called, on a value that is no import alias (`backend.decoder.re` from
    a parameter whose default is `json`), nor such a name in an attrgetter / methodcaller string.
+9. Change the file's own module state only with old statements (graph_planner/patch_own.py): an item or
+   attribute store, augmented store or delete, an in-place method (`.update`, `.setdefault`..., also handed
+   on as a value), `setattr` / `delattr`, operator's in-place functions or `dict.update(SETTINGS, ...)` on
+   a module-level name of the file (through a local or parameter that may hold one, however bound, an
+   expression handing one on, or a function of the file that returns one: `settings()["k"] = v`), and a
+   plain store to a name declared `global`, must be an old statement (same text key) whose inputs, the
+   stored value included, have the same backward slice. As new code every such statement counts, so a
+   helper that changes module state is impure (rule 5): called only where the old function called it.
+   `SETTINGS["abs_tol"] = 1e300` beside a kept bug widened the tolerance the package's `isclose`, and so
+   the tests, compared with (forge F4).
 
 What it cannot judge
 --------------------
 Meaning: a patch inside these rules can still be wrong, and the tests decide. Objects' behaviour: what a
 parameter, an attribute of a non-module object, an imported function from another file or a container
-holds (a string a changed function stores in `self`, or in module data through a call of one of the
-file's functions, that unchanged code later hands to a gadget; a class in the package whose `__eq__`
+holds (a string a changed function stores in `self`, or in module data through an old call of one of the
+file's functions with new arguments (rule 9 judges a helper's stores only as new code), that unchanged
+code later hands to a gadget; a class in the package whose `__eq__`
 always agrees; `type` itself read back from a dataclass field annotated `type`; in module code, a value a
 changed function returns at import time that reaches a gadget through a second module name for the
 same object, `B = A; B.append(f())`); a function of another
