@@ -116,7 +116,9 @@ What a patch may do
    stored value included, have the same backward slice. As new code every such statement counts, so a
    helper that changes module state is impure (rule 5): called only where the old function called it.
    `SETTINGS["abs_tol"] = 1e300` beside a kept bug widened the tolerance the package's `isclose`, and so
-   the tests, compared with (forge F4).
+   the tests, compared with (forge F4). Module constants that cannot change in place (numbers, strings,
+   tuples of them) are no state; a key, an index or a number derived from module data (`table[KEY]`,
+   `[0] * SIZE`, `range(N - 1)`, `"%s" % (PAT,)`) hands none of it on.
 
 What it cannot judge
 --------------------
@@ -171,6 +173,7 @@ from graph_planner.patch_policy import (  # noqa: F401 - the lists are part of t
 )
 from graph_planner.patch_scope import function_scopes, outer_functions
 from graph_planner.patch_slice import roots
+from graph_planner.patch_values import immutable
 from graph_planner.pyparse import PARSE_LOCK
 
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
@@ -297,13 +300,6 @@ def _check_function(judge: Judge, old: Facts, new: Facts, where: str, generators
     ]
 
 
-def _immutable(value: ast.AST) -> bool:
-    """A literal no code changes in place: a constant, or a tuple of such."""
-    if isinstance(value, ast.Tuple):
-        return all(_immutable(v) for v in value.elts)
-    return isinstance(value, ast.Constant)
-
-
 def _state(rules: FileRules, changed: set[int]) -> dict[int, frozenset]:
     """Per changed function: the module-level data it may change in place or rebind (`global`): names the
     file binds by assignment (`CACHE = []`), and its functions and classes where an attribute or item of
@@ -321,7 +317,7 @@ def _state(rules: FileRules, changed: set[int]) -> dict[int, frozenset]:
             }
             for n in (u.mutates | (u.binds & facts.declared)) - facts.locals - facts.params:
                 kind, value = rules.kind(n, facts)
-                if kind == "literal" and _immutable(value) and n not in facts.declared:
+                if kind == "literal" and immutable(value) and n not in facts.declared:
                     continue  # `f(NAME)` with NAME = "x" or (1, 2): nothing changes that object in place
                 kinds = {b.kind for b in rules.bindings.get(n, [])}
                 if "import" not in kinds and (kinds - {"def", "class"} or (kinds & {"def", "class"} and n in stored)):

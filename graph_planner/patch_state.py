@@ -14,6 +14,7 @@ import types
 from graph_planner.patch_facts import Facts
 from graph_planner.patch_forms import dotted, string_words, type_receivers
 from graph_planner.patch_lists import CAPABILITY_MODULES, UNRESOLVED, resolved
+from graph_planner.patch_values import SCALARS, bindings, fresh_augmented, fresh_locals, inert
 
 # Metaclasses whose comparison and membership methods are the interpreter's or keep nothing they are handed.
 _PLAIN_METACLASSES = (type, abc.ABCMeta, enum.EnumMeta)
@@ -205,6 +206,17 @@ def _library_value(rules, e: ast.AST, facts: Facts, held: set[str], test=IMPORTE
         if dotted(a)
         for x in ast.walk(a)
     }
+    called |= inert(e)
+    # a builtin that returns a number, a bool or a range (`range(SIZE - 1)`, `sum(w - d for d in ds)`)
+    called |= {
+        id(x)
+        for c in calls
+        if isinstance(c.func, ast.Name)
+        and (c.func.id in SCALARS or (c.func.id == "sum" and len(c.args) == 1 and not c.keywords))
+        and rules.kind(c.func.id, facts)[0] == "builtin"
+        for a in [*c.args, *(k.value for k in c.keywords)]
+        for x in ast.walk(a)
+    }
     for n in ast.walk(e):
         if isinstance(n, ast.Call) and test[1](rules, n, facts):
             return dotted(n.func) + "()"  # the shared object a call returns (a logger, a module, a getter's)
@@ -214,28 +226,6 @@ def _library_value(rules, e: ast.AST, facts: Facts, held: set[str], test=IMPORTE
                 top = facts.parent(top)
             return dotted(top) or n.id
     return ""
-
-
-def _bindings(nodes: list[ast.AST], facts: Facts) -> list[tuple[list[ast.AST], ast.AST]]:
-    """(targets, value) of every binding: assignments, walrus, for and comprehension targets, with-as (a
-    loop's header is a unit of its own: its target is found through its parent)."""
-    out = []
-    for n in nodes:
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            top = n
-            while isinstance(facts.parent(top), (ast.Tuple, ast.List, ast.Starred)):
-                top = facts.parent(top)
-            loop = facts.parent(top)
-            if isinstance(loop, (ast.For, ast.AsyncFor, ast.comprehension)) and loop.target is top:
-                out.append(([n], loop.iter))
-    for a in nodes:
-        if isinstance(a, (ast.Assign, ast.NamedExpr, ast.AnnAssign, ast.AugAssign)) and a.value is not None:
-            out.append((a.targets if isinstance(a, ast.Assign) else [a.target], a.value))
-        elif isinstance(a, (ast.For, ast.AsyncFor, ast.comprehension)):
-            out.append(([a.target], a.iter))
-        elif isinstance(a, ast.withitem) and a.optional_vars is not None:
-            out.append(([a.optional_vars], a.context_expr))
-    return out
 
 
 def foreign_stores(rules, facts: Facts) -> set[str]:
@@ -260,8 +250,8 @@ def held_locals(rules, facts: Facts, test=IMPORTED) -> set[str]:
     while True:
         grown = held | {
             t.id
-            for targets, value in _bindings(nodes, facts) + defaults
-            if _library_value(rules, value, facts, held, test)
+            for targets, value in bindings(nodes, facts) + defaults
+            if _library_value(rules, value, facts, held, test) and not fresh_augmented(facts, value)
             for target in targets
             for t in ast.walk(target)
             if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)  # `rv["c"] = x` does not rebind rv
@@ -276,16 +266,19 @@ def stores(rules, facts: Facts, test=IMPORTED) -> set[tuple[str, int, ast.AST]]:
     value) or operator function whose object `test` guards (see foreign_stores), through any local or
     parameter (its default included) that may hold one, however bound."""
     held = held_locals(rules, facts, test)
+    fresh = fresh_locals(facts)
     out = set()
     for i, u in enumerate(facts.units):
+        if u.key.startswith("default:"):
+            continue  # a non-literal default is fixed by the skeleton and runs at definition, not per call
         for n in (n for part in u.parts for n in ast.walk(part)):
-            chain = _store_chain(rules, facts, n, held, test)
+            chain = _store_chain(rules, facts, n, held, test, fresh)
             if chain:
                 out.add((chain, i, n))
     return out
 
 
-def _store_chain(rules, facts: Facts, n: ast.AST, held: set[str], test) -> str:
+def _store_chain(rules, facts: Facts, n: ast.AST, held: set[str], test, fresh: set[str] = frozenset()) -> str:
     """The guarded chain node `n` changes (see stores), or ''."""
     if isinstance(n, (ast.Attribute, ast.Subscript)) and not isinstance(n.ctx, ast.Load):
         # `html.entities.html5["amp;"] = "Z"`, `[table][0]["k"] = v`, `logging.getLogger().disabled = True`
@@ -305,7 +298,7 @@ def _store_chain(rules, facts: Facts, n: ast.AST, held: set[str], test) -> str:
         if (
             (builtin and last in ("setattr", "delattr"))
             or last in IN_PLACE
-            or (last in MUTATORS and name.count(".") == 1)
+            or (last in MUTATORS and name.count(".") == 1 and name.split(".")[0] not in fresh)
         ):
             # `setattr(JSONEncoder, "item_separator", ";")`, operator.setitem / ior, dict.update(table, ...)
             return _library_value(rules, n.args[0], facts, held, test)

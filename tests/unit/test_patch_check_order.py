@@ -294,7 +294,8 @@ def test_a_value_computed_by_changed_code_reaches_no_gadget_through_order_or_sha
     attack = before.replace(old, new, 1)
     assert attack != before
     reasons = screen(before, attack)
-    assert reasons and ("computed argument" in reasons[0] or "changed function" in reasons[0]), reasons
+    # the gadget rule refuses it (a store into module data may be refused by rule 9 beside it)
+    assert any("computed argument" in r or "changed function" in r for r in reasons), reasons
     assert _reached(attack, run) is target.__globals__  # refused for a reason: it does reach the globals
     honest = before.replace(h_old, h_new, 1)
     assert honest != before and screen(before, honest) == [], screen(before, honest)

@@ -107,3 +107,27 @@ def test_a_setter_the_task_targets_may_be_fixed_in_its_other_statements():
     old = BUGGY_FILE.replace("    SETTINGS[key] = value\n", "    SETTINGS[key] = value\n    return value - 1\n")
     assert screen(old, old.replace("return value - 1", "return value")) == []
     assert "the file's module state" in " ".join(screen(old, old.replace("= value\n", "= value * 1e300\n")))
+
+
+@pytest.mark.parametrize(
+    "honest",
+    [
+        'chars = []\nchars.append(SETTINGS["abs_tol"])',  # a bound append on a fresh list, not dict.update's form
+        "text = '%s'\ntext %= (SETTINGS,)",  # `%` builds a new string
+        "row = [0] * len(SETTINGS)\nrow[0] = 1",  # the count of a repeated display
+        'seen = {}\nseen[SETTINGS["abs_tol"]] = values[len(SETTINGS) - 1]',
+    ],
+    ids=["append to a fresh list", "string formatting", "a repeated display", "a key and a copy"],
+)
+def test_module_data_read_into_locals_changes_nothing(honest):
+    """Idioms of real fixes (parse, boltons, text-unidecode, runar) the first cut of the rule refused."""
+    assert screen(BUGGY_FILE, _attacked(honest)) == [], honest
+
+
+def test_a_local_that_may_hold_module_data_still_counts():
+    """The same forms where the local may hold the module's own object: an item of it, `+=` of a list of it."""
+    for hostile in [
+        'pair = [values, SETTINGS]\npair[1]["abs_tol"] = 1e300',
+        'box = []\nbox += [SETTINGS]\nbox[0]["k"] = 1',
+    ]:
+        assert "the file's module state" in " ".join(screen(BUGGY_FILE, _attacked(hostile))), hostile
