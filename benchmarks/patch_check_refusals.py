@@ -77,6 +77,7 @@ def category(reason: str) -> str:
         (r"computed argument", "a gadget with computed inputs"),
         (r"takes a value from a changed", "an unchanged gadget fed by a changed function"),
         (r"^changes an import", "import / global statement"),
+        (r"the file's module state", "the file's own module state (rule 9)"),
         (r"outside function bodies", "code outside function bodies"),
     ]:
         m = re.search(pattern, reason)
@@ -105,7 +106,7 @@ def measure(name: str, files: dict[str, str], kinds, old_screen, limit: int | No
     """Refusals of one package's gold patches by the current and the baseline check (every `every`-th
     candidate mutant, in file and source order, when sampling)."""
     row = {"package": name, "mutants": 0, "refused": 0, "refused_baseline": 0, "seconds": 0.0}
-    row["categories"], row["only_now"], row["only_before"] = Counter(), [], []
+    row["categories"], row["only_now"], row["only_before"], row["refused_at"] = Counter(), [], [], []
     t0, seen = time.monotonic(), 0
     for rel, text in sorted(files.items()):
         try:
@@ -126,6 +127,8 @@ def measure(name: str, files: dict[str, str], kinds, old_screen, limit: int | No
             for r in now:
                 row["categories"][category(r)] += 1
             where = f"{rel}::{m.function} ({m.kind}, line {m.line})"
+            if now:  # so that two runs (two checkouts) can be compared mutant by mutant
+                row["refused_at"].append(f"{where}: {now[0]}")
             if now and before == []:
                 row["only_now"].append(f"{where}: {now[0]}")
             if before and not now:
@@ -157,7 +160,14 @@ def report(title: str, rows: list[dict], baseline: bool) -> dict:
         for x in only_now:
             print("  " + x)
         print(f"refused before, accepted now: {len(only_before)}")
-    return {**total, "categories": dict(cats), "only_now": only_now, "only_before": only_before}
+    refused_at = [f"{r['package']}: {x}" for r in rows for x in r["refused_at"]]
+    return {
+        **total,
+        "categories": dict(cats),
+        "only_now": only_now,
+        "only_before": only_before,
+        "refused_list": refused_at,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,9 +27,10 @@ from graph_planner.patching import PatchError, apply_diff, parse_diff, screen
 from graph_planner.tasks import RepairTask
 
 DEFAULT_TEST_CPU_S = EpisodeConfig().test_cpu_s
-# 5: the process-wide events, a patch scores only in the functions the task's fix changes; 4: the name guard;
-# 3: signed channel, runtime guard, passes confirmed by a second run, the scoped patch check
-VERDICT_RULES = 5
+# 6: the patch check's rule 9 (the file's own module state); 5: the process-wide events, a patch scores
+# only in the functions the task's fix changes; 4: the name guard; 3: signed channel, runtime guard, passes
+# confirmed by a second run, the scoped patch check
+VERDICT_RULES = 6
 
 
 class ResultCache:

@@ -107,13 +107,26 @@ What a patch may do
    reached without arguments (`sys.stderr.write(msg)`) may change. No new attribute read named like a
    standard module or `modules`, not called, on a value that is no import alias (`backend.decoder.re` from
    a parameter whose default is `json`), nor such a name in an attrgetter / methodcaller string.
+9. Change the file's own module state only with old statements (graph_planner/patch_own.py): an item or
+   attribute store, augmented store or delete, an in-place method (`.update`, `.setdefault`..., also handed
+   on as a value), `setattr` / `delattr`, operator's in-place functions or `dict.update(SETTINGS, ...)` on
+   a module-level name of the file (through a local or parameter that may hold one, however bound, an
+   expression handing one on, or a function of the file that returns one: `settings()["k"] = v`), and a
+   plain store to a name declared `global`, must be an old statement (same text key) whose inputs, the
+   stored value included, have the same backward slice. As new code every such statement counts, so a
+   helper that changes module state is impure (rule 5): called only where the old function called it.
+   `SETTINGS["abs_tol"] = 1e300` beside a kept bug widened the tolerance the package's `isclose`, and so
+   the tests, compared with (forge F4). Module constants that cannot change in place (numbers, strings,
+   tuples of them) are no state; a key, an index or a number derived from module data (`table[KEY]`,
+   `[0] * SIZE`, `range(N - 1)`, `"%s" % (PAT,)`) hands none of it on.
 
 What it cannot judge
 --------------------
 Meaning: a patch inside these rules can still be wrong, and the tests decide. Objects' behaviour: what a
 parameter, an attribute of a non-module object, an imported function from another file or a container
-holds (a string a changed function stores in `self`, or in module data through a call of one of the
-file's functions, that unchanged code later hands to a gadget; a class in the package whose `__eq__`
+holds (a string a changed function stores in `self`, or in module data through an old call of one of the
+file's functions with new arguments (rule 9 judges a helper's stores only as new code), that unchanged
+code later hands to a gadget; a class in the package whose `__eq__`
 always agrees; `type` itself read back from a dataclass field annotated `type`; in module code, a value a
 changed function returns at import time that reaches a gadget through a second module name for the
 same object, `B = A; B.append(f())`); a function of another
@@ -160,6 +173,7 @@ from graph_planner.patch_policy import (  # noqa: F401 - the lists are part of t
 )
 from graph_planner.patch_scope import function_scopes, outer_functions
 from graph_planner.patch_slice import roots
+from graph_planner.patch_values import immutable
 from graph_planner.pyparse import PARSE_LOCK
 
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
@@ -286,13 +300,6 @@ def _check_function(judge: Judge, old: Facts, new: Facts, where: str, generators
     ]
 
 
-def _immutable(value: ast.AST) -> bool:
-    """A literal no code changes in place: a constant, or a tuple of such."""
-    if isinstance(value, ast.Tuple):
-        return all(_immutable(v) for v in value.elts)
-    return isinstance(value, ast.Constant)
-
-
 def _state(rules: FileRules, changed: set[int]) -> dict[int, frozenset]:
     """Per changed function: the module-level data it may change in place or rebind (`global`): names the
     file binds by assignment (`CACHE = []`), and its functions and classes where an attribute or item of
@@ -310,7 +317,7 @@ def _state(rules: FileRules, changed: set[int]) -> dict[int, frozenset]:
             }
             for n in (u.mutates | (u.binds & facts.declared)) - facts.locals - facts.params:
                 kind, value = rules.kind(n, facts)
-                if kind == "literal" and _immutable(value) and n not in facts.declared:
+                if kind == "literal" and immutable(value) and n not in facts.declared:
                     continue  # `f(NAME)` with NAME = "x" or (1, 2): nothing changes that object in place
                 kinds = {b.kind for b in rules.bindings.get(n, [])}
                 if "import" not in kinds and (kinds - {"def", "class"} or (kinds & {"def", "class"} and n in stored)):

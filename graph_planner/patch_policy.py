@@ -37,6 +37,7 @@ from graph_planner.patch_lists import (  # noqa: F401 - the lists are part of th
     TEMPLATES,
     resolves_pure,
 )
+from graph_planner.patch_own import own_reasons
 from graph_planner.patch_state import foreign_stores, literal_words, type_handed_over, type_reaches
 
 _BY_NAME = frozenset({"attrgetter", "methodcaller"})  # they take an attribute's name as a string
@@ -378,6 +379,7 @@ class Judge:
                 f"changes {', '.join(foreign)} (an attribute of an imported module or object: other code, the "
                 "verdict's reporter included, reads it)"
             )
+        reasons += own_reasons(self, old, new)  # rule 9: the file's own module state
         kept = {ident for ident, *_ in self.sites(old)} if old else set()
         gadgets = set()
         for ident, node, i, need, checked in self.sites(new):

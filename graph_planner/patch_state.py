@@ -14,6 +14,7 @@ import types
 from graph_planner.patch_facts import Facts
 from graph_planner.patch_forms import dotted, string_words, type_receivers
 from graph_planner.patch_lists import CAPABILITY_MODULES, UNRESOLVED, resolved
+from graph_planner.patch_values import SCALARS, bindings, fresh_augmented, fresh_locals, inert
 
 # Metaclasses whose comparison and membership methods are the interpreter's or keep nothing they are handed.
 _PLAIN_METACLASSES = (type, abc.ABCMeta, enum.EnumMeta)
@@ -176,13 +177,24 @@ IN_PLACE = frozenset(
 )
 
 
-def _imported_chain(rules, chain: str, facts: Facts, held: set[str]) -> bool:
-    return bool(chain) and _from_import(rules, ast.Name(chain.split(".")[0], ast.Load()), facts, held)
+def _capability_call(rules, call: ast.Call, facts: Facts) -> bool:
+    """A call of (something from) a capability module: it returns a shared object (a logger, a module)."""
+    root = dotted(call.func).split(".")[0]
+    return bool(root) and rules.kind(root, facts)[0] == "alias" and _capability_alias(rules, root, facts)
 
 
-def _library_value(rules, e: ast.AST, facts: Facts, held: set[str]) -> str:
-    """The first chain in `e` that hands on an imported object itself (not only calls it): `[table][0]`,
-    `None or table`, `helper(table)`, a library call's result (`logging.getLogger()`); '' when none."""
+# What rule 7 guards: (a module-level name that holds such an object, a call that returns one).
+IMPORTED = (lambda rules, name, facts: imported(rules, name, facts), _capability_call)
+
+
+def _imported_chain(rules, chain: str, facts: Facts, held: set[str], test=IMPORTED) -> bool:
+    return bool(chain) and _from_import(rules, ast.Name(chain.split(".")[0], ast.Load()), facts, held, test)
+
+
+def _library_value(rules, e: ast.AST, facts: Facts, held: set[str], test=IMPORTED) -> str:
+    """The first chain in `e` that hands on a guarded object itself (not only calls it): `[table][0]`,
+    `None or table`, `helper(table)`, a call that returns one (`logging.getLogger()`); '' when none.
+    `test`: which module-level names and calls hold one (rule 7: IMPORTED; rule 9: the file's own data)."""
     calls = [c for c in ast.walk(e) if isinstance(c, ast.Call)]
     called = {id(x) for c in calls for x in ast.walk(c.func)}
     # `dict(table)`, `sorted(table)`: a builtin's fresh copy of it, not the object
@@ -194,38 +206,26 @@ def _library_value(rules, e: ast.AST, facts: Facts, held: set[str]) -> str:
         if dotted(a)
         for x in ast.walk(a)
     }
+    called |= inert(e)
+    # a builtin that returns a number, a bool or a range (`range(SIZE - 1)`, `sum(w - d for d in ds)`)
+    called |= {
+        id(x)
+        for c in calls
+        if isinstance(c.func, ast.Name)
+        and (c.func.id in SCALARS or (c.func.id == "sum" and len(c.args) == 1 and not c.keywords))
+        and rules.kind(c.func.id, facts)[0] == "builtin"
+        for a in [*c.args, *(k.value for k in c.keywords)]
+        for x in ast.walk(a)
+    }
     for n in ast.walk(e):
-        root = dotted(n.func).split(".")[0] if isinstance(n, ast.Call) else ""
-        if root and rules.kind(root, facts)[0] == "alias" and _capability_alias(rules, root, facts):
-            return dotted(n.func) + "()"  # the shared object a capability module returns (a logger, a module)
-        if isinstance(n, ast.Name) and id(n) not in called and _imported_chain(rules, n.id, facts, held):
+        if isinstance(n, ast.Call) and test[1](rules, n, facts):
+            return dotted(n.func) + "()"  # the shared object a call returns (a logger, a module, a getter's)
+        if isinstance(n, ast.Name) and id(n) not in called and _imported_chain(rules, n.id, facts, held, test):
             top = n
             while isinstance(facts.parent(top), ast.Attribute) and facts.parent(top).value is top:
                 top = facts.parent(top)
             return dotted(top) or n.id
     return ""
-
-
-def _bindings(nodes: list[ast.AST], facts: Facts) -> list[tuple[list[ast.AST], ast.AST]]:
-    """(targets, value) of every binding: assignments, walrus, for and comprehension targets, with-as (a
-    loop's header is a unit of its own: its target is found through its parent)."""
-    out = []
-    for n in nodes:
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            top = n
-            while isinstance(facts.parent(top), (ast.Tuple, ast.List, ast.Starred)):
-                top = facts.parent(top)
-            loop = facts.parent(top)
-            if isinstance(loop, (ast.For, ast.AsyncFor, ast.comprehension)) and loop.target is top:
-                out.append(([n], loop.iter))
-    for a in nodes:
-        if isinstance(a, (ast.Assign, ast.NamedExpr, ast.AnnAssign, ast.AugAssign)) and a.value is not None:
-            out.append((a.targets if isinstance(a, ast.Assign) else [a.target], a.value))
-        elif isinstance(a, (ast.For, ast.AsyncFor, ast.comprehension)):
-            out.append(([a.target], a.iter))
-        elif isinstance(a, ast.withitem) and a.optional_vars is not None:
-            out.append(([a.optional_vars], a.context_expr))
-    return out
 
 
 def foreign_stores(rules, facts: Facts) -> set[str]:
@@ -234,59 +234,88 @@ def foreign_stores(rules, facts: Facts) -> set[str]:
     rewrote every JSON line the process wrote, a signed report included. So do item stores, in-place
     methods (also handed on as values) and operator functions on such objects, through any local that
     may hold one (however bound) and any expression that hands one on."""
+    return {chain for chain, *_ in stores(rules, facts)}
+
+
+def held_locals(rules, facts: Facts, test=IMPORTED) -> set[str]:
+    """Locals and parameters that may hold an object `test` guards, however bound (see stores)."""
     nodes = [n for u in facts.units for part in u.parts for n in ast.walk(part)]
-    held: set[str] = set()  # locals that may hold an imported object: `c = decimal.DefaultContext; c.prec = 1`
+    # a parameter's default is bound at its top: `def f(table=TABLE): table["k"] = v`
+    defaults = [
+        ([ast.Name(u.key[8:].partition("=")[0], ast.Store())], u.parts[0])
+        for u in facts.units
+        if u.key.startswith("default:")
+    ]
+    held: set[str] = set()  # locals that may hold a guarded object: `c = decimal.DefaultContext; c.prec = 1`
     while True:
         grown = held | {
             t.id
-            for targets, value in _bindings(nodes, facts)
-            if _library_value(rules, value, facts, held)
+            for targets, value in bindings(nodes, facts) + defaults
+            if _library_value(rules, value, facts, held, test) and not fresh_augmented(facts, value)
             for target in targets
             for t in ast.walk(target)
             if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)  # `rv["c"] = x` does not rebind rv
         }
         if grown == held:
-            break
+            return held
         held = grown
+
+
+def stores(rules, facts: Facts, test=IMPORTED) -> set[tuple[str, int, ast.AST]]:
+    """(chain, unit, node) of every store, augmented store, delete, in-place method (also handed on as a
+    value) or operator function whose object `test` guards (see foreign_stores), through any local or
+    parameter (its default included) that may hold one, however bound."""
+    held = held_locals(rules, facts, test)
+    fresh = fresh_locals(facts)
     out = set()
-    for n in nodes:
-        chain = ""
-        if isinstance(n, (ast.Attribute, ast.Subscript)) and not isinstance(n.ctx, ast.Load):
-            # `html.entities.html5["amp;"] = "Z"`, `[table][0]["k"] = v`, `logging.getLogger().disabled = True`
-            chain = dotted(n) if isinstance(n, ast.Attribute) else ""
-            chain = chain if _imported_chain(rules, chain, facts, held) else _library_value(rules, n.value, facts, held)
-        elif isinstance(n, ast.Attribute) and n.attr in MUTATORS:
-            # `copy.dispatch_table.update(...)`, and the bound method as a value (`map(table.update, ...)`)
-            chain = _library_value(rules, n.value, facts, held)
-        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id in held:
-            chain = n.target.id  # `d = json.encoder.ESCAPE_DCT; d |= {...}` changes it in place
-        elif isinstance(n, ast.Call) and n.args:
-            name = dotted(n.func)
-            last = name.split(".")[-1]
-            builtin = isinstance(n.func, ast.Name) and rules.kind(n.func.id, facts)[0] == "builtin"
-            if (
-                (builtin and last in ("setattr", "delattr"))
-                or last in IN_PLACE
-                or (last in MUTATORS and name.count(".") == 1)
-            ):
-                # `setattr(JSONEncoder, "item_separator", ";")`, operator.setitem / ior, dict.update(table, ...)
-                chain = _library_value(rules, n.args[0], facts, held)
-            elif isinstance(n.func, ast.Call) and dotted(n.func.func).split(".")[-1] == "methodcaller":
-                named = n.func.args[0] if n.func.args else None
-                if isinstance(named, ast.Constant) and named.value in MUTATORS:
-                    chain = _library_value(rules, n.args[0], facts, held)  # methodcaller("update", d)(table)
-        if chain:
-            out.add(chain)
+    for i, u in enumerate(facts.units):
+        if u.key.startswith("default:"):
+            continue  # a non-literal default is fixed by the skeleton and runs at definition, not per call
+        for n in (n for part in u.parts for n in ast.walk(part)):
+            chain = _store_chain(rules, facts, n, held, test, fresh)
+            if chain:
+                out.add((chain, i, n))
     return out
 
 
-def _from_import(rules, value: ast.AST, facts: Facts, held: set[str]) -> bool:
+def _store_chain(rules, facts: Facts, n: ast.AST, held: set[str], test, fresh: set[str] = frozenset()) -> str:
+    """The guarded chain node `n` changes (see stores), or ''."""
+    if isinstance(n, (ast.Attribute, ast.Subscript)) and not isinstance(n.ctx, ast.Load):
+        # `html.entities.html5["amp;"] = "Z"`, `[table][0]["k"] = v`, `logging.getLogger().disabled = True`
+        chain = dotted(n) if isinstance(n, ast.Attribute) else ""
+        if _imported_chain(rules, chain, facts, held, test):
+            return chain
+        return _library_value(rules, n.value, facts, held, test)
+    if isinstance(n, ast.Attribute) and n.attr in MUTATORS:
+        # `copy.dispatch_table.update(...)`, and the bound method as a value (`map(table.update, ...)`)
+        return _library_value(rules, n.value, facts, held, test)
+    if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id in held:
+        return n.target.id  # `d = json.encoder.ESCAPE_DCT; d |= {...}` changes it in place
+    if isinstance(n, ast.Call) and n.args:
+        name = dotted(n.func)
+        last = name.split(".")[-1]
+        builtin = isinstance(n.func, ast.Name) and rules.kind(n.func.id, facts)[0] == "builtin"
+        if (
+            (builtin and last in ("setattr", "delattr"))
+            or last in IN_PLACE
+            or (last in MUTATORS and name.count(".") == 1 and name.split(".")[0] not in fresh)
+        ):
+            # `setattr(JSONEncoder, "item_separator", ";")`, operator.setitem / ior, dict.update(table, ...)
+            return _library_value(rules, n.args[0], facts, held, test)
+        if isinstance(n.func, ast.Call) and dotted(n.func.func).split(".")[-1] == "methodcaller":
+            named = n.func.args[0] if n.func.args else None
+            if isinstance(named, ast.Constant) and named.value in MUTATORS:
+                return _library_value(rules, n.args[0], facts, held, test)  # methodcaller("update", d)(table)
+    return ""
+
+
+def _from_import(rules, value: ast.AST, facts: Facts, held: set[str], test=IMPORTED) -> bool:
     root = dotted(value).split(".")[0]
     if not root:
         return False
     if root in facts.locals or root in facts.params:
         return root in held
-    return imported(rules, root, facts)
+    return test[0](rules, root, facts)
 
 
 def imported(rules, name: str, facts: Facts) -> bool:
@@ -296,8 +325,7 @@ def imported(rules, name: str, facts: Facts) -> bool:
         return True
     value = info if kind == "defined" else None
     if isinstance(value, ast.Call):  # `LOG = logging.getLogger(__name__)`: the library's shared logger
-        root = dotted(value.func).split(".")[0]
-        return bool(root) and rules.kind(root, facts)[0] == "alias" and _capability_alias(rules, root, facts)
+        return _capability_call(rules, value, facts)
     root = dotted(value).split(".")[0] if isinstance(value, (ast.Name, ast.Attribute)) else ""
     return bool(root) and root != name and imported(rules, root, facts)
 
