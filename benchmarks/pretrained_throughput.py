@@ -6,7 +6,8 @@
   generation  chat prompts answered batched with the KV cache vs the same engine one prompt at a time;
   training    one GRPO step on the same samples through LoRA adapters vs full fine-tuning.
 
-Prints tokens/s of each arm and the ratio, measured in this run on the same model and inputs.
+Prints tokens/s of each arm and the ratio, measured in this run on the same model and inputs, and the
+training step's sampler/trainer logprob gap (docs/engines.md, "Weights that reach the sampler").
 
     python benchmarks/pretrained_throughput.py                     # SmolLM2-135M-Instruct (imported on first use)
     python benchmarks/pretrained_throughput.py --threads 2
@@ -115,12 +116,19 @@ def training(model, tok, prompt: str, cands: list[str], lora: LoRAConfig, sample
     rl = RLConfig(num_minibatches=1, warmup_steps=0)
     for name, m in (("lora", apply_lora(copy.deepcopy(model), lora, seed=0)), ("full", copy.deepcopy(model))):
         trainer = RoleTrainer(m, tok.pad_token_id, rl, 1.0)
+        before = {k: v.detach().clone() for k, v in m.named_parameters() if v.requires_grad}
         trainer.train_step(batch[:1])  # warm-up: optimizer state, allocator
+        # The warm-up's optimizer step moved the weights: the samples' logprobs (staleness 0) would then claim
+        # weights the trainer no longer holds, and the sampler/trainer check would measure one update (2e-3 with
+        # LoRA, 5e-2 full on the tiny model) as a broken sync. Back to the weights that scored them; the optimizer
+        # keeps its state (load_state_dict copies in place).
+        assert not m.load_state_dict(before, strict=False).unexpected_keys  # every trainable weight restored
         metrics = trainer.train_step(batch)
         out[name] = {
             "tokens_per_s": metrics["tokens_per_s"],
             "seconds": metrics["train_time_s"],
             "trainable": param_count(m, trainable_only=True),
+            "gap": metrics.get("sampler_trainer_logprob_gap", float("nan")),
         }
     out["tokens"] = sum(len(s["token_ids"]) for s in batch)
     return out
@@ -173,7 +181,8 @@ def main() -> None:
         f"training one GRPO step, {args.samples} samples ({t['tokens']} response tokens): LoRA "
         f"{t['lora']['tokens_per_s']:.0f} tokens/s ({t['lora']['trainable']:,} trainable), full fine-tuning "
         f"{t['full']['tokens_per_s']:.0f} tokens/s ({t['full']['trainable']:,}); ratio "
-        f"{t['lora']['tokens_per_s'] / t['full']['tokens_per_s']:.2f}x"
+        f"{t['lora']['tokens_per_s'] / t['full']['tokens_per_s']:.2f}x; sampler/trainer logprob gap LoRA "
+        f"{t['lora']['gap']:.1e}, full {t['full']['gap']:.1e}"
     )
 
 

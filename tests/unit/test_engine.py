@@ -50,7 +50,9 @@ def test_sampled_logprobs_equal_fresh_forward(tiny_model_dir, attention):
         for i, c in enumerate(flat):
             start = len(c.prompt_ids)
             fresh = lp[i, start : start + len(c.token_ids)]
-            assert torch.allclose(fresh, torch.tensor(c.logprobs), atol=1e-4), (temperature, i)
+            # Measured max 9.5e-7 (fp32, CPU, every kernel); the padded rows attending to their pads (a lost
+            # mask) measured mean 0.1: 1e-5 tells rounding from a padding bug with room on both sides.
+            assert torch.allclose(fresh, torch.tensor(c.logprobs), atol=1e-5), (temperature, i)
             assert c.finish_reason in ("stop", "length")
             if c.finish_reason == "length":
                 assert len(c.token_ids) == 12
