@@ -3,25 +3,16 @@ that drew them, so the sampler/trainer logprob check does not report a sync fail
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 from planact.config import LoRAConfig
 from planact.models import load_model
 from planact.rl.sampler_gap import TOLERANCE
 
-
-def _load_benchmark():
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "pretrained_throughput.py"
-    spec = importlib.util.spec_from_file_location("pretrained_throughput", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from .tool_module import load_tool
 
 
 def test_timed_step_after_the_warm_up_is_on_policy(tiny_model_dir, capsys):
     """The warm-up step's update must not reach the timed step: its gap is float rounding, not one update."""
-    bench = _load_benchmark()
+    bench = load_tool("pretrained_throughput", "benchmarks")
     model, tok = load_model(tiny_model_dir)
     cands = ["reverse the digits = 3 2 1", "sort the digits = 1 2 3 4", "x = 7"]
     t = bench.training(model, tok, "add one to each digit =", cands, LoRAConfig(enabled=True), 4)

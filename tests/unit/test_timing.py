@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import time
 
 from planact.timing import host_cpu_seconds
 
-
-def _load_async_rounds():
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "async_rounds.py"
-    spec = importlib.util.spec_from_file_location("async_rounds", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from .tool_module import load_tool
 
 
 def test_host_cpu_seconds_counts_a_busy_loop_and_not_a_sleep():
@@ -31,7 +22,7 @@ def test_host_cpu_seconds_counts_a_busy_loop_and_not_a_sleep():
 
 
 def test_cpu_bound_is_cores_over_utilisation():
-    bench = _load_async_rounds()
+    bench = load_tool("async_rounds", "benchmarks")
     assert bench.cpu_bound(round_s=10.0, host_cpu_s=20.0, cores=2) == 1.0  # both cores full: nothing to overlap
     assert bench.cpu_bound(round_s=10.0, host_cpu_s=10.0, cores=2) == 2.0  # half idle: at most twice as fast
     assert bench.overlap_bound(10.0, 3.0) == 10.0 / 7.0

@@ -1,4 +1,5 @@
-"""Load a script from tools/ as a module (tools/ is not a package: its scripts run as `python tools/X.py`)."""
+"""Load a script from tools/ or benchmarks/ as a module (neither is a package: their scripts run as
+`python tools/X.py`, `python benchmarks/X.py`)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,13 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
+ROOT = Path(__file__).resolve().parents[2]
+TOOLS = ROOT / "tools"
 
 
-def load_tool(name: str) -> ModuleType:
-    """tools/<name>.py as a fresh module."""
-    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
+def load_tool(name: str, folder: str = "tools") -> ModuleType:
+    """<folder>/<name>.py (tools/ unless named) as a fresh module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / folder / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
