@@ -162,8 +162,9 @@ def type_handed_over(rules, facts: Facts, old: Facts | None) -> bool:
 
 
 # Methods that change a container in place: called on an imported object, they change the library's state.
+# `__init__` called on a live object initialises it again in place (`SETTINGS.__init__(k=v)`: review 7, 2026-11-30).
 MUTATORS = frozenset(
-    "append extend insert remove pop popitem clear update setdefault add discard sort reverse __setitem__ "
+    "append extend insert remove pop popitem clear update setdefault add discard sort reverse __setitem__ __init__ "
     "__delitem__ appendleft extendleft rotate intersection_update difference_update symmetric_difference_update "
     "setLevel addHandler removeHandler addFilter removeFilter disable".split()
 )
@@ -171,9 +172,11 @@ MUTATORS = frozenset(
 
 # Builtins whose result is a new object built from their argument's items.
 COPIES = frozenset("dict list set frozenset tuple sorted str repr bytes bytearray len bool int float".split())
-# operator's functions that change their first argument in place.
+# Standard functions that change their first argument in place: operator's, bisect's and heapq's (`insort(TOLS, x)`
+# widened a module's tolerance list: review 7), random.shuffle.
 IN_PLACE = frozenset(
-    "setitem delitem iadd iand iconcat ifloordiv ilshift imod imul imatmul ior ipow irshift isub itruediv ixor".split()
+    "setitem delitem iadd iand iconcat ifloordiv ilshift imod imul imatmul ior ipow irshift isub itruediv ixor "
+    "insort insort_left insort_right heappush heappop heapify heapreplace heappushpop shuffle".split()
 )
 
 

@@ -13,9 +13,12 @@ import pytest
 from graph_planner.patch_check import screen
 
 BASE = """
+import bisect
+import heapq
 import operator
 
 SETTINGS = {"abs_tol": 1e-9}
+TOLS = [1e-9]
 _cache = {}
 _calls = 0
 
@@ -62,6 +65,11 @@ ROUTES = {
     "a new call of a helper that stores": 'set_option("abs_tol", 1e300)',
     "augmenting a declared global anew": "_calls -= 10",
     "an old store of a memo cache, made twice": "_cache[key] = max(values) - min(values)",
+    # review 7 (2026-11-30): initialised again in place; the standard library's in-place functions
+    "__init__ on the live dict": "SETTINGS.__init__(abs_tol=1e300)",
+    "dict.__init__ on it": "dict.__init__(SETTINGS, abs_tol=1e300)",
+    "bisect.insort into a module list": "bisect.insort(TOLS, 1e300)",
+    "heapq.heappush onto a module list": "heapq.heappush(TOLS, 1e300)",
 }
 
 
@@ -91,7 +99,10 @@ def test_a_new_call_of_a_storing_helper_is_an_impure_helper_and_a_pure_one_still
 
 def test_locals_and_copies_of_module_data_may_change():
     """A fresh copy (`dict(SETTINGS)`), a local dict and reads of module data change nothing other code reads."""
-    honest = 'opts = dict(SETTINGS)\nopts["abs_tol"] = 1e300\nseen = {}\nseen[key] = isclose(1, 1)'
+    honest = (
+        'opts = dict(SETTINGS)\nopts["abs_tol"] = 1e300\nseen = {}\nseen[key] = isclose(1, 1)\n'
+        "tols = list(TOLS)\nbisect.insort(tols, 1.0)\nheapq.heappush(tols, 2.0)"
+    )
     assert screen(BUGGY_FILE, _attacked(honest)) == []
 
 
