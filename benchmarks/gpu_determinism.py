@@ -33,7 +33,7 @@ from planact.config import RLConfig, TinyModelSpec, WarmStartConfig  # noqa: E40
 from planact.engines.base import SamplingParams, encode_prompt  # noqa: E402
 from planact.engines.hf import HFEngine  # noqa: E402
 from planact.models import build_tiny_model, build_tokenizer  # noqa: E402
-from planact.rl.grpo import group_advantages  # noqa: E402
+from planact.rl.advantages import group_advantages  # noqa: E402
 from planact.rl.sft import sft  # noqa: E402
 from planact.rl.trainer import RoleTrainer  # noqa: E402
 
@@ -77,7 +77,7 @@ def run_once(
         )
         samples = []
         for (_, target), grp in zip(TASKS, comps):
-            adv = group_advantages(torch.tensor([[reward(c.text, target) for c in grp]]))[0].tolist()
+            adv = group_advantages([reward(c.text, target) for c in grp])
             for c, a in zip(grp, adv):
                 samples_hash.update(json.dumps([c.token_ids, c.logprobs]).encode())
                 samples.append(

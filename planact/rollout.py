@@ -10,12 +10,10 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import torch
-
 from planact.config import CreditConfig
 from planact.engines.base import Completion
 from planact.envs.plan_act import CHARSET_PLAN, actor_prompt, parse_plan, planner_prompt, verify
-from planact.rl.grpo import group_advantages
+from planact.rl.advantages import group_advantages
 from planact.samples import Sample
 
 GenerateFn = Callable[[list[str], float, int], list[list[Completion]]]  # (prompts, temperature, n) -> completions
@@ -117,14 +115,14 @@ def score_round(
             # The planner is paid for its own output first: a malformed plan earns 0 even if the actor,
             # ignoring it, happened to answer right.
             task_plan_rewards.append(sum(outs) / len(outs) if valid else 0.0)
-            adv = group_advantages(torch.tensor([rewards]), std_normalize[1])[0].tolist()
+            adv = group_advantages(rewards, std_normalize[1])
             gid = f"{task['task_id']}/{gi}"
             res.actor_samples.extend(
                 sample_record(a, r, ad, "actor", task["task_id"], gid) for a, r, ad in zip(group, rewards, adv)
             )
         planner_rewards.append(task_plan_rewards)
         if plans:
-            adv = group_advantages(torch.tensor([task_plan_rewards]), std_normalize[0])[0].tolist()
+            adv = group_advantages(task_plan_rewards, std_normalize[0])
             res.planner_samples.extend(
                 sample_record(p, r, ad, "planner", task["task_id"], task["task_id"])
                 for p, r, ad in zip(plans[ti], task_plan_rewards, adv)

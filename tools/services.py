@@ -120,8 +120,10 @@ def start_prefect(home: Path, port: int | None = None, ui: bool = False) -> tupl
     """A Prefect server with its own PREFECT_HOME (log: home/server.log); returns it and its API URL."""
     port = port or free_port()
     url = f"http://127.0.0.1:{port}/api"
+    from flows.runtime import server_env  # batched task-run recording, as a run's own server has
+
     env = {
-        **os.environ,
+        **server_env(dict(os.environ)),
         "PREFECT_HOME": str(home),
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_UI_ENABLED": "true" if ui else "false",

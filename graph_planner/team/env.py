@@ -16,8 +16,6 @@ import random
 from functools import lru_cache
 from pathlib import Path
 
-import torch
-
 from graph_planner.corpus.fetch import git
 from graph_planner.team import demos, file_prompts, free, prompts
 from graph_planner.team.context import load_contexts
@@ -25,8 +23,8 @@ from graph_planner.team.evaluate import evaluate_team
 from graph_planner.team.real import load_real
 from graph_planner.team.sandbox import Sandbox
 from planact.progress import ProgressFn
+from planact.rl.advantages import group_advantages
 from planact.rl.gigpo import gigpo_advantages
-from planact.rl.grpo import group_advantages
 from planact.rollout import RoundResult, sample_record
 
 # 'real': the release-history fixes of env.repair.eval_real_corpus, evaluated only (graph_planner.team.real)
@@ -250,11 +248,7 @@ class RepairTeamEnv:
                 rewards = [float(verdicts.get((ti, gi, ki), {}).get("resolved", False)) for ki in range(len(group))]
                 signal.append(float(len(set(rewards)) > 1))
                 no_cands += not group
-                adv = (
-                    group_advantages(torch.tensor([rewards]), self.cfg.actor.rl.std_normalize)[0].tolist()
-                    if rewards
-                    else []
-                )
+                adv = group_advantages(rewards, self.cfg.actor.rl.std_normalize) if rewards else []
                 res.actor_samples.extend(
                     sample_record(a, r, ad, "actor", tid, f"{tid}/{gi}") for a, r, ad in zip(group, rewards, adv)
                 )

@@ -13,15 +13,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
-
-def _normalise(values: list[float], std_normalize: bool, eps: float, singleton: str) -> list[float]:
-    if len(values) == 1:
-        return [values[0]] if singleton == "identity" else [0.0]
-    mean = statistics.fmean(values)
-    if not std_normalize:
-        return [v - mean for v in values]
-    std = statistics.stdev(values)
-    return [(v - mean) / (std + eps) for v in values]
+from planact.rl.advantages import normalise
 
 
 def discounted_returns(rewards: list[float], gamma: float) -> list[float]:
@@ -49,7 +41,7 @@ def gigpo_advantages(
     a_ep = [0.0] * len(steps)
     for idx in by_group.values():
         for i, a in zip(
-            idx, _normalise([episode_returns[steps[i]["episode"]] for i in idx], std_normalize, eps, "identity")
+            idx, normalise([episode_returns[steps[i]["episode"]] for i in idx], std_normalize, eps, "identity")
         ):
             a_ep[i] = a
     # Step level: discounted returns inside each episode, then anchor groups inside each episode group.
@@ -67,7 +59,7 @@ def gigpo_advantages(
         anchors[(s["group"], s["anchor"])].append(i)
     a_step = [0.0] * len(steps)
     for idx in anchors.values():
-        for i, a in zip(idx, _normalise([ret[i] for i in idx], std_normalize, eps, "zero")):
+        for i, a in zip(idx, normalise([ret[i] for i in idx], std_normalize, eps, "zero")):
             a_step[i] = a
     return [a_ep[i] + step_weight * a_step[i] for i in range(len(steps))]
 

@@ -1,6 +1,6 @@
-"""GRPO: group-normalised advantages and the clipped policy-gradient loss, as verl computes them.
+"""GRPO: the clipped policy-gradient loss, as verl computes it (the group advantages are in advantages.py).
 
-Matches verl's `core_algos`: (r - mean) / (std + eps) per group; PPO clip with dual-clip on negative
+Matches verl's `core_algos`: advantages (r - mean) / (std + eps) per group; PPO clip with dual-clip on negative
 advantages (the loss of a token is at most clip_ratio_c * |A|); the k3 KL estimator with the
 log-ratio clamped to +-20 and the estimate to [-10, 10]. Deliberate difference: a singleton group
 gets advantage 0 here (verl passes its raw reward through): with no group there is no baseline.
@@ -9,23 +9,6 @@ gets advantage 0 here (verl passes its raw reward through): with no group there 
 from __future__ import annotations
 
 import torch
-
-
-def group_advantages(rewards: torch.Tensor, std_normalize: bool = True, eps: float = 1e-6) -> torch.Tensor:
-    """A_i = r_i - mean(group), optionally / (std(group) + eps); rewards has shape [groups, G].
-
-    A singleton group has no baseline to compare against, so its advantage is 0.
-    """
-    if rewards.shape[-1] == 1:
-        return torch.zeros_like(rewards)
-    # float64, and groups of equal rewards exactly 0: in float32, equal non-dyadic rewards (0.1, 0.1, ...)
-    # leave a std of ~3e-8 < eps and a spurious non-zero advantage.
-    r = rewards.double()
-    centred = r - r.mean(-1, keepdim=True)
-    if std_normalize:
-        centred = centred / (r.std(-1, unbiased=True, keepdim=True) + eps)
-    equal = r.amax(-1, keepdim=True) == r.amin(-1, keepdim=True)
-    return torch.where(equal, torch.zeros_like(centred), centred).to(rewards.dtype)
 
 
 def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, estimator: str = "k3") -> torch.Tensor:

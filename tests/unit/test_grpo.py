@@ -2,20 +2,21 @@
 
 import math
 
+import pytest
 import torch
 
-from planact.rl.grpo import group_advantages, grpo_loss, kl_penalty
+from planact.rl.advantages import group_advantages
+from planact.rl.grpo import grpo_loss, kl_penalty
 
 
 def test_group_advantages_by_hand():
-    r = torch.tensor([[1.0, 0.0, 0.0, 1.0]])
+    r = [1.0, 0.0, 0.0, 1.0]
     # mean 0.5, unbiased std = sqrt(1/3)
     std = math.sqrt(1 / 3)
-    expected = torch.tensor([[0.5, -0.5, -0.5, 0.5]]) / (std + 1e-6)
-    assert torch.allclose(group_advantages(r), expected, atol=1e-6)
-    assert torch.allclose(group_advantages(r, std_normalize=False), torch.tensor([[0.5, -0.5, -0.5, 0.5]]))
-    assert torch.equal(group_advantages(torch.tensor([[1.0, 1.0]])), torch.zeros(1, 2))  # no signal
-    assert torch.equal(group_advantages(torch.tensor([[1.0]])), torch.zeros(1, 1))  # singleton
+    assert group_advantages(r) == pytest.approx([x / (std + 1e-6) for x in (0.5, -0.5, -0.5, 0.5)], abs=1e-9)
+    assert group_advantages(r, std_normalize=False) == [0.5, -0.5, -0.5, 0.5]
+    assert group_advantages([1.0, 1.0]) == [0.0, 0.0]  # no signal
+    assert group_advantages([1.0]) == [0.0]  # singleton
 
 
 def test_clipped_loss_by_hand():
