@@ -6,10 +6,10 @@ runs for what were three tests with three runs and three Ray starts):
   agent: the schedulemesh supervisor recreates it (restored from the last checkpoint), the task that hit
   the dead agent retries, the run completes. A second driver (a subprocess) asks the run's supervisor where
   the actor engine lives, kills it and times its replacement;
-* a 30-round run: what a person sees in the console for a long run is the progress display and the summary,
-  not a line per round and not the libraries' routine notes. (60 rounds until 2026-11-30: past the display's
-  20 lines, the length only changes how many rounds are skipped, which test_console.py counts for 60; 30
-  rounds cost ~60 CPU-s less.)
+* a 24-round run: what a person sees in the console for a long run is the progress display and the summary,
+  not a line per round and not the libraries' routine notes. (60 rounds until 2026-11-30, then 30: past the
+  display's 20 lines, the length only changes how many rounds are skipped, which test_console.py counts for
+  60; each round less is ~2 CPU-s less.)
 
 `ray start` cannot add a second node on loopback on these machines (Ray rewrites 127.0.0.1 to the primary
 interface's address for non-head nodes), so the cluster is ray.cluster_utils.Cluster: a separate GCS and
@@ -77,9 +77,9 @@ def runs(prefect_api, two_node_cluster, tmp_path_factory):
         tmp / "a",
         "run_name=long",
         f"ray.address={address}",  # the cluster serves it: no local Ray of its own
-        "rounds=30",
-        "tracking.eval_every=10",
-        "checkpoint.every=10",
+        "rounds=24",
+        "tracking.eval_every=8",
+        "checkpoint.every=8",
         "env.tasks_per_round=4",
         "tracking.register_models=true",  # as users run it: the registration's library notes stay quiet too
     )
@@ -152,14 +152,14 @@ def test_flow_runs_on_cluster_workers_importing_installed_project(runs):
 
 
 @pytest.mark.slow
-def test_a_30_round_run_prints_a_line_every_few_rounds_and_no_library_notes(runs):
+def test_a_24_round_run_prints_a_line_every_few_rounds_and_no_library_notes(runs):
     out = runs["long_out"]
     assert runs["long_rc"] == 0, out[-3000:]
     lines = out.splitlines()
     assert len(lines) < 60, "\n".join(lines)
-    rounds = [int(m) for m in re.findall(r"\] round (\d+)/30: success", out)]
-    # Every other round (30 rounds, at most 20 lines) and every evaluated round, first and last included.
-    assert rounds[0] == 1 and rounds[-1] == 30 and {10, 20} <= set(rounds) and len(rounds) <= 17, rounds
+    rounds = [int(m) for m in re.findall(r"\] round (\d+)/24: success", out)]
+    # Every other round (24 rounds, at most 20 lines) and every evaluated round, first and last included.
+    assert rounds[0] == 1 and rounds[-1] == 24 and {8, 16} <= set(rounds) and len(rounds) <= 14, rounds
     assert "finished in" in out and "│ pass@1" in out  # the end-of-run table
     for noise in (
         "Finished in state",
