@@ -8,6 +8,7 @@ here on the teacher's demonstrations and cached under the run root, keyed by the
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import random
@@ -88,6 +89,23 @@ def _with_role_models(cfg, root: Path, threads: int | None) -> Path:
     return folder
 
 
+def executor_fingerprint(planner_steps: int, actor_steps: int) -> str:
+    """A digest of what decides a warm-started executor's weights: the roles' tiny and warm-start settings, the
+    tokenizer, the first demonstrations, the step counts and the training code (a stored executor whose
+    fingerprint differs was built by other code)."""
+    from planact.models import build_tiny_model, build_tokenizer
+
+    defaults, parts = RunConfig(), [inspect.getsource(_warm_start), inspect.getsource(sft)]
+    parts.append(inspect.getsource(build_tiny_model))
+    parts.append(json.dumps(build_tokenizer().get_vocab(), sort_keys=True))
+    for role, steps, seed in (("planner", planner_steps, 1), ("actor", actor_steps, 2)):
+        rc = getattr(defaults, role)
+        env, rng = PlanActEnv(defaults.env, seed), random.Random(f"{seed}:aflow-demos:{role}")
+        demos = env.planner_demos(8, rng) if role == "planner" else env.actor_demos(8, rng)
+        parts += [role, str(steps), rc.tiny.model_dump_json(), rc.warm_start.model_dump_json(), json.dumps(demos)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
 def ensure_planact_checkpoint(cfg, root: str | Path, threads: int | None = None) -> Path:
     """Folder with planner/ and actor/ checkpoints for an LLMConfig of kind 'planact' (built once if needed)."""
     if cfg.planner_model or cfg.actor_model:
@@ -109,6 +127,7 @@ def ensure_planact_checkpoint(cfg, root: str | Path, threads: int | None = None)
     torch.set_num_threads(threads or max(1, min(2, os.cpu_count() or 1)))
     _warm_start(tmp, "planner", cfg.planner_steps, seed=1)
     _warm_start(tmp, "actor", cfg.actor_steps, seed=2)
+    (tmp / "fingerprint.txt").write_text(executor_fingerprint(cfg.planner_steps, cfg.actor_steps) + "\n")
     try:
         os.rename(tmp, folder)
     except OSError:  # a concurrent builder finished first; same seeds, same models

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -165,20 +166,22 @@ def shared_tmp(tmp_path_factory, name: str) -> Path:
 
 @pytest.fixture(scope="session")
 def aflow_executor(tmp_path_factory) -> str:
-    """A planner+actor checkpoint for the offline AFlow benchmark, warm-started once per test session (~80 s).
-
-    Fewer steps than the demo's executor (300/1500): weaker models, but workflows with and without a
-    plan still score apart, which is what the AFlow tests need. (Building it in the background while
-    other tests ran was measured slower: those tests are CPU-bound on 2 cores.)
-    """
+    """A planner+actor checkpoint for the offline AFlow benchmark: the one shipped in tests/data (tools/aflow_executor.py
+    says how it was made), copied to a folder of this run; built here only when the code that decides its weights
+    has changed since (tests/unit/test_shipped_executor.py fails then, so that it is rebuilt and shipped)."""
     from filelock import FileLock
 
-    from aflow_rl.config import LLMConfig
-    from aflow_rl.executor import ensure_planact_checkpoint
+    from aflow_rl.executor import executor_fingerprint
+    from tools.aflow_executor import SHIPPED, STEPS, build
 
-    # Under pytest-xdist every worker has its own session: build in the folder the workers share, under a
-    # lock, so the second worker reuses the first one's build instead of spending another minute of CPU.
+    # Under pytest-xdist every worker has its own session: one copy (or build) in the folder the workers share.
     root = shared_tmp(tmp_path_factory, "aflow-executor")
     with FileLock(str(root / ".lock")):
-        # One torch thread: the other xdist worker has the second core (79 CPU-s instead of 108 with two).
-        return str(ensure_planact_checkpoint(LLMConfig(planner_steps=200, actor_steps=1000), root, threads=1))
+        folder = root / "executor"
+        if not (folder / "fingerprint.txt").is_file():
+            shipped = (SHIPPED / "fingerprint.txt").read_text().strip()
+            if shipped == executor_fingerprint(*STEPS):
+                shutil.copytree(SHIPPED, folder)
+            else:
+                build(folder)  # ~80-100 CPU-s with one torch thread (the other xdist worker has the second core)
+        return str(folder)
