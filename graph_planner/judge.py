@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 
 from graph_planner.corpus.fetch import git
-from graph_planner.corpus.testrun import NAMES, PROCESS, Guard, load_proof
+from graph_planner.corpus.testrun import NAMES, PROCESS, RECORD_VERSION, Guard, load_proof
 from graph_planner.env_config import EpisodeConfig
 from graph_planner.patch_check import changed_functions
 from graph_planner.patching import PatchError, apply_diff, parse_diff, screen
@@ -144,6 +144,12 @@ def off_target(task: RepairTask, patch: dict[str, str]) -> list[str]:
     return [c for c in changed if c not in sites]
 
 
+def _record_lacks(task: RepairTask, key: str) -> bool:
+    """True when the task's clean record cannot say what the clean code set off under `key` (NAMES or PROCESS):
+    it holds no such key, or it was taken under another record version (guards that judge more than it saw)."""
+    return key not in task.clean_events or task.record_version != RECORD_VERSION
+
+
 def _allowing(guard: Guard, events: dict[str, list[str]]) -> Guard:
     """`guard` letting each watched function set off what `events` (function -> events) says it did clean."""
     # and the name guard's (file, function, gadget, name) and the process-wide events' (event, place, detail)
@@ -204,7 +210,7 @@ def run_patch(
     if (
         run.guard
         and guard.watch
-        and (not task.clean_events or (run.guard[1] in (NAMES, PROCESS) and run.guard[1] not in task.clean_events))
+        and (not task.clean_events or (run.guard[1] in (NAMES, PROCESS) and _record_lacks(task, run.guard[1])))
     ):
         # a corpus without the clean suite's record: the buggy base commit's run of Submit's whole test list
         # stands in, whatever this run's mode. (Its run of the same tests did not: a fixed function returns

@@ -33,6 +33,8 @@ class RepairTask:
     clean_events: dict[str, list[str]] = field(default_factory=dict)
     """"path::function" -> audit events it set off in the clean package's suite (the runtime guard's
     baseline); empty for corpora built before it was recorded (the buggy base commit's run stands in)."""
+    record_version: int = 0
+    """The guards' record version the clean events were taken under (corpus.testrun.RECORD_VERSION)."""
 
     def submit_tests(self) -> list[str]:
         """The tests Submit runs, in the order the task was validated in (FAIL_TO_PASS + PASS_TO_PASS)."""
@@ -95,6 +97,7 @@ def from_record(row: dict, root: Path) -> RepairTask:
         meta,
         list((env or {}).get("fail_to_pass_at", [])),
         dict((env or {}).get("clean_events", {})),
+        int((env or {}).get("record_version", 0)),
     )
 
 

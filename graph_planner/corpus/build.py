@@ -35,7 +35,7 @@ from graph_planner.corpus.fetch import (
 from graph_planner.corpus.mutate import TOKEN_LEVEL, Mutant, mutants
 from graph_planner.corpus.source import candidates, prepare, suite_for
 from graph_planner.corpus.spec import CORPUS_SPLITS, CorpusConfig, PackageSpec
-from graph_planner.corpus.testrun import Suite, load_proof
+from graph_planner.corpus.testrun import RECORD_VERSION, Suite, load_proof
 from graph_planner.corpus.validate import (
     Baseline,
     Verdict,
@@ -145,6 +145,7 @@ def task_record(
             "fail_to_pass_at": submit_positions(base, verdict),
             # what each function set off in the clean suite: the runtime guard's baseline for a patch
             "clean_events": base.events,
+            "record_version": RECORD_VERSION,
         },
     }
 

@@ -38,6 +38,11 @@ _NAME_GUARD = _PLUGIN_DIR / "planact_names.py"  # the boot script loads it from 
 GUARD_EXIT = 86  # the boot script's exit status when its guard stopped the run (kept equal to it)
 NAMES = "<names>"  # the boot script's key of the name guard's record (kept equal to it)
 PROCESS = "<process>"  # its key of the process-wide events (code run from data wherever it runs)
+# What a clean run's record covers: raised whenever the guards come to judge events an older record never
+# held (2: the name guard judges `__import__` of a capability module, 2026-11-29). A corpus recorded under
+# another version has its record taken again from the base commit when a name or process event stops a run
+# (judge.py): against its old record, 37 of funcy's gold fixes stopped on an `import inspect` there.
+RECORD_VERSION = 2
 COVERAGE = ".planact-coverage.json"
 
 

@@ -281,3 +281,18 @@ def test_every_parse_of_graph_planner_holds_the_one_parse_lock():
         t.join()
         assert pyparse.parse("x = 1").body
     assert seen == [False]
+
+
+def test_a_clean_record_from_another_record_version_is_taken_again_when_a_name_stops_a_run():
+    # A corpus recorded before the name guard judged `__import__` holds "<names>" without those keys: 37 of
+    # funcy's gold fixes stopped on an `import inspect` of unchanged code until the judge took the record again.
+    from graph_planner.corpus.testrun import NAMES, PROCESS, RECORD_VERSION
+    from graph_planner.judge import _record_lacks
+    from graph_planner.tasks import RepairTask
+
+    task = RepairTask("t1", "", ["tests/test_a.py::test_x"], [], "abc", "pkg", clean_events={NAMES: []})
+    assert _record_lacks(task, NAMES) and _record_lacks(task, PROCESS)  # version 0: an old corpus
+    current = RepairTask(
+        "t1", "", ["tests/test_a.py::test_x"], [], "abc", "pkg", clean_events={NAMES: []}, record_version=RECORD_VERSION
+    )
+    assert not _record_lacks(current, NAMES) and _record_lacks(current, PROCESS)  # no process key recorded
