@@ -300,6 +300,8 @@ def run_patch(
         "tail": run.tail[-1500:],
         "cpu_s": limit,
     }
+    if digest:  # what the module state digests cost this verdict's runs (seconds in the test process)
+        result["digest_s"] = round(run.digest_s + (again.digest_s if again is not None else 0.0), 3)
     if tampered:
         # a void verdict scores 0, is counted, and never enters the cache every later run and seed reads
         return {**result, "tampered": tampered}

@@ -100,6 +100,8 @@ class TestRun:
     """In record mode: function -> the audit events it set off in this run."""
     digests: list[tuple[str, dict[str, str | None]]] = field(default_factory=list)
     """With `Guard.digest`: (test id, module state keys changed since the previous digest) in run order."""
+    digest_s: float = 0.0
+    """Seconds the test process spent taking those digests."""
 
     def passed(self) -> set[str]:
         """Ids of the tests that passed."""
@@ -143,6 +145,7 @@ class Report:
     guard: tuple[str, str] | None = None
     record: dict[str, list[str]] = field(default_factory=dict)
     digests: list[tuple[str, dict[str, str | None]]] = field(default_factory=list)
+    digest_s: float = 0.0
 
 
 def _signed(text: str, key: bytes):
@@ -184,6 +187,7 @@ def read_channel(text: str, key: bytes) -> Report:
             out.record = {str(k): list(v) for k, v in dict(row["record"]).items()}
         elif "digest" in row:
             out.digests.append((str(row["digest"]), {str(k): v and str(v) for k, v in dict(row["d"]).items()}))
+            out.digest_s += float(row.get("s") or 0.0)
         elif "id" in row and row.get("sub"):
             # a subTest: several per test under its id; a failed one fails the test (and counts, as pytest does)
             seen = phases.setdefault(str(row["id"]), {})
@@ -370,4 +374,5 @@ def run_in_place(
         report.guard,
         report.record,
         report.digests if not tampered else [],
+        report.digest_s,
     )

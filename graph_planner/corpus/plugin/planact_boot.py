@@ -193,11 +193,14 @@ def _plugin(send, void, record, names, front, digest=None):
     with `digest` (a function: module state key -> hash) what each passed call left changed in module state."""
     import pytest
 
-    last, prefix = {}, os.getcwd().rstrip("/") + "/"
+    import time
+
+    last, prefix, clock = {}, os.getcwd().rstrip("/") + "/", time.perf_counter
 
     def state(item):  # the keys that changed since the last digest (None: gone); the host replays them
         if digest is None or not str(item.path).startswith(prefix):
             return  # a host canary (outside the copy): its changes, if any, go with the next test's digest
+        start = clock()
         try:
             now = digest()
         except Exception as e:  # noqa: BLE001 - a digest that cannot be taken is itself a state the host compares
@@ -206,7 +209,7 @@ def _plugin(send, void, record, names, front, digest=None):
         delta.update((k, None) for k in last if k not in now)
         last.clear()
         last.update(now)
-        send({"digest": item.nodeid, "d": delta})
+        send({"digest": item.nodeid, "d": delta, "s": round(clock() - start, 5)})  # its cost, measured
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_load_initial_conftests(early_config, parser, args):

@@ -32,7 +32,7 @@ FAST = 32  # a longer list or tuple of plain strings is hashed in one C call (te
 
 
 def state_digest(root):
-    """A function returning {"module\\tglobal": hex hash} for every module under `root` (see the docstring)."""
+    """A function returning {"module\\tglobal": hash} for every module under `root` (see the docstring)."""
     prefix = root.rstrip("/") + "/"
     module_type, function_type = type(sys), type(state_digest)
     # builtins and their bound methods (`TABLE.get`), method wrappers and descriptors: C callables
@@ -40,6 +40,7 @@ def state_digest(root):
     bound_type = type(_Probe().method)
     getset_type, member_type = type(type.__dict__["__dict__"]), type(_Probe.__dict__["slot"])
     type_dict = type.__dict__["__dict__"].__get__  # a class's own dict, never a metaclass's override
+    qualname = type.__dict__["__qualname__"].__get__
     module_dict = module_type.__dict__["__dict__"].__get__
     sorted_, len_, id_, list_, issubclass_ = sorted, len, id, list, issubclass
     dict_items, join = dict.items, "\x00".join
@@ -47,166 +48,225 @@ def state_digest(root):
     from functools import partial
     from types import SimpleNamespace
 
-    exact_scalars = {
-        int: int.__repr__,
-        float: float.__repr__,
-        complex: complex.__repr__,
-        bool: int.__repr__,
-        str: str.__str__,
+    # a scalar is its own digest (tag and value): only containers are hashed, so a table of numbers costs a join
+    scalars = {
+        int: lambda x: "i" + int.__repr__(x),
+        float: lambda x: "f" + float.__repr__(x),
+        complex: lambda x: "c" + complex.__repr__(x),
+        bool: lambda x: "b" + int.__repr__(x),
+        str: lambda x: "s" + str.__str__(x),
+        bytes: lambda x: "y" + bytes.hex(x),
+        type(None): lambda x: "None",
+        type(Ellipsis): lambda x: "...",
     }
-    immutable = (int, float, complex, bool, str, bytes, type(None), type(Ellipsis))
+    immutable = tuple(scalars)
+    frozen = {}  # id -> (object, digest, nodes): tuples and frozensets of scalars only, which cannot change
 
     def h(*parts):
-        return blake2b(join(parts).encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        return blake2b(join(parts).encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
-    def name_of(obj):  # a class's or function's qualified name, read from its own dict or slots
+    names = {}  # id -> (function or class, its name): kept, so the id stays its own; names are not data
+
+    def name_of(obj):  # a class's or function's qualified name, read from its own dict or C attributes
+        hit = names.get(id_(obj))
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        t = type(obj)
+        if t is function_type or t is type:
+            names[id_(obj)] = (obj, named(obj))
+            return names[id_(obj)][1]
+        return named(obj)
+
+    def named(obj):
         if issubclass_(type(obj), type):
-            d = type_dict(obj)
-            mod = d.get("__module__")
-            return f"{mod if type(mod) is str else '?'}.{type.__dict__['__qualname__'].__get__(obj)}", mod
+            mod = type_dict(obj).get("__module__")
+            return f"{mod if type(mod) is str else '?'}.{qualname(obj)}", mod
         mod = getattr(obj, "__module__", None)  # functions and builtins: C attributes
         qual = getattr(obj, "__qualname__", None)
         mod = mod if type(mod) is str else "?"
         return f"{mod}.{qual if type(qual) is str else '?'}", mod
 
-    def digest_all():
-        own = {}
+    scanned = [-1, {}, {}]  # len(sys.modules) when scanned, the copy's modules then (name -> module, -> dict)
+
+    def modules():  # the copy's modules, scanned again only when sys.modules changed
+        count, mods, own = scanned
+        if count == len_(sys.modules) and all(sys.modules.get(n) is m for n, m in mods.items()):
+            return own
+        mods, own = {}, {}
         for name, module in list_(sys.modules.items()):
             if type(name) is str and issubclass_(type(module), module_type):
                 d = module_dict(module)
                 file = d.get("__file__")
                 if type(file) is str and file.startswith(prefix) and "/site-packages/" not in file[len(prefix) :]:
-                    own[name] = d
-        memo, out = {}, {}
+                    mods[name], own[name] = module, d
+        scanned[:] = [len_(sys.modules), mods, own]
+        return own
+
+    def digest_all():
+        own = modules()
+        out, pass_ = {}, _Pass(own)
         for mod in sorted_(own):
             d = own[mod]
             for key in sorted_(k for k in list_(d) if type(k) is str):
                 value = d.get(key)
                 if (key[:2] == "__" and key[-2:] == "__") or issubclass_(type(value), module_type):
                     continue  # module machinery, and submodules (a lazy import binds one on its parent)
-                budget = [BUDGET]
-                out[f"{mod}\t{key}"] = node(value, 0, memo, set(), budget, own).hex()
+                pass_.budget = BUDGET
+                out[f"{mod}\t{key}"] = node(value, 0, pass_)
         return out
 
-    def node(x, depth, memo, stack, budget, own):
+    def still(x):  # a tuple or frozenset of scalars and such tuples: (digest, nodes), or None
         t = type(x)
-        scalar = exact_scalars.get(t)
+        if t is not tuple and t is not frozenset:
+            return None
+        i = id_(x)
+        hit = frozen.get(i)
+        if hit is not None:
+            return hit[1], hit[2]
+        parts, nodes = [], 1
+        for v in x:
+            scalar = scalars.get(type(v))
+            if scalar is not None:
+                parts.append(scalar(v))
+                continue
+            inner_ = still(v)
+            if inner_ is None:
+                return None
+            parts.append(inner_[0])
+            nodes += inner_[1]
+        d = h("tuple" if t is tuple else "set", *(parts if t is tuple else sorted_(parts)))
+        frozen[i] = (x, d, nodes)  # the object kept: its id is never another's
+        return d, nodes
+
+    def node(x, depth, p):
+        t = type(x)
+        scalar = scalars.get(t)
         if scalar is not None:
-            return h(t.__name__, scalar(x))
-        if x is None or t is bytes:
-            return h("b", bytes.hex(x)) if t is bytes else h("None")
-        budget[0] -= 1
-        if budget[0] < 0 or depth > DEPTH:
+            return scalar(x)
+        # fast paths, no bookkeeping: a function with no data of its own, a library's class (most globals)
+        if t is function_type and not (x.__defaults__ or x.__kwdefaults__ or x.__closure__ or x.__dict__):
+            return "fn " + name_of(x)[0]
+        if t is type:
+            name, mod = name_of(x)
+            if mod not in p.own:
+                return "class " + name
+        fixed = still(x)
+        if fixed is not None:
+            p.budget -= fixed[1]
+            return fixed[0] if p.budget >= 0 else h("...", "tuple")
+        p.budget -= 1
+        if p.budget < 0 or depth > DEPTH:
             return h("...", name_of(t)[0])
         i = id_(x)
-        seen = memo.get(i)
+        seen = p.memo.get(i)
         if seen is not None:
             return seen[1]
-        if i in stack:
+        if i in p.stack:
             return h("cycle", name_of(t)[0])
-        stack.add(i)
+        p.stack.add(i)
         try:
-            d = inner(x, t, depth + 1, memo, stack, budget, own)
+            d = inner(x, t, depth + 1, p)
         except Exception as e:  # a structure this cannot read the same way twice counts by its class
             d = h("!", name_of(t)[0], type(e).__name__)
-        stack.discard(i)
-        memo[i] = (x, d)  # the object kept: its id stays unique for the pass
+        p.stack.discard(i)
+        p.memo[i] = (x, d)  # the object kept: its id stays unique for the pass
         return d
 
-    def sub(x, depth, memo, stack, budget, own):
-        return node(x, depth, memo, stack, budget, own)
+    def items(pairs, depth, p):
+        return sorted_(node(k, depth, p) + ":" + node(v, depth, p) for k, v in pairs)
 
-    def items(pairs, depth, memo, stack, budget, own):
-        return sorted_(
-            sub(k, depth, memo, stack, budget, own) + sub(v, depth, memo, stack, budget, own) for k, v in pairs
-        )
-
-    def seq(values, depth, memo, stack, budget, own):
+    def seq(values, depth, p):
         if len_(values) > FAST:
             try:
                 return [h("strs", join(values))]  # TypeError unless every item is a str: then one by one
             except TypeError:
                 pass
-        return [sub(v, depth, memo, stack, budget, own) for v in values]
+        return [node(v, depth, p) for v in values]
 
-    def inner(x, t, depth, memo, stack, budget, own):
-        args = (depth, memo, stack, budget, own)
+    def function(x, depth, p):  # the repository's own: its mutable defaults, closure cells and attributes
+        name, mod = name_of(x)
+        if mod not in p.own:
+            return "fn " + name
+        defaults, kw, cells, attrs = x.__defaults__, x.__kwdefaults__, x.__closure__, x.__dict__
+        parts = [node(v, depth, p) for v in defaults or () if not issubclass_(type(v), immutable)]
+        parts += items([(k, v) for k, v in (kw or {}).items() if not issubclass_(type(v), immutable)], depth, p)
+        for c in cells or ():
+            try:
+                parts.append(node(c.cell_contents, depth, p))
+            except ValueError:  # an empty cell
+                parts.append("empty")
+        parts += items(list_(dict_items(attrs)), depth, p)
+        return h("fn", name, *parts)
+
+    def inner(x, t, depth, p):
         tname, tmod = name_of(t)
+        if t is function_type:
+            return function(x, depth, p)
         if issubclass_(t, dict):
-            extra = [sub(x.default_factory, *args)] if issubclass_(t, defaultdict) else []
-            return h("dict", tname, *map(bytes.hex, items(list_(dict_items(x)), *args) + extra))
+            extra = [node(x.default_factory, depth, p)] if issubclass_(t, defaultdict) else []
+            return h("dict", tname, *items(list_(dict_items(x)), depth, p), *extra)
         if issubclass_(t, (list, tuple, deque)):  # copied by the base type's C code: no __iter__ of a subclass
-            values = (
-                list.copy(x)
-                if issubclass_(t, list)
-                else tuple.__getitem__(x, slice(None))
-                if t is not deque
-                else list_(deque.__iter__(x))
-            )
-            return h("seq", tname, *map(bytes.hex, seq(values, *args)))
+            if issubclass_(t, list):
+                values = list.copy(x)
+            else:
+                values = tuple.__getitem__(x, slice(None)) if t is not deque else list_(deque.__iter__(x))
+            return h("seq", tname, *seq(values, depth, p))
         if issubclass_(t, (set, frozenset)):
             values = list_(set.copy(x) if issubclass_(t, set) else frozenset.copy(x))
-            return h("set", tname, *sorted_(bytes.hex(sub(v, *args)) for v in values))
+            return h("set", tname, *sorted_(node(v, depth, p) for v in values))
         if issubclass_(t, immutable):  # an int, str... subclass: its value, read by the base type's C method
-            base = next(b for b in t.__mro__ if b in exact_scalars or b is bytes)
-            return h("v", tname, exact_scalars[base](x) if base is not bytes else bytes.hex(x))
-        if t is module_type or issubclass_(t, module_type):
-            return h("module", module_dict(x).get("__name__", "?"))
-        if t is function_type:
-            name, mod = name_of(x)
-            if mod not in own:
-                return h("fn", name)
-            parts = [sub(v, *args) for v in (x.__defaults__ or ()) if not issubclass_(type(v), immutable)]
-            parts += items(
-                [(k, v) for k, v in (x.__kwdefaults__ or {}).items() if not issubclass_(type(v), immutable)], *args
-            )
-            for c in x.__closure__ or ():
-                try:
-                    parts.append(sub(c.cell_contents, *args))
-                except ValueError:  # an empty cell
-                    parts.append(h("empty"))
-            parts += items(list_(dict_items(x.__dict__)), *args)
-            return h("fn", name, *map(bytes.hex, parts))
+            base = next(b for b in t.__mro__ if b in scalars)
+            return h("v", tname, scalars[base](x))
+        if issubclass_(t, module_type):
+            return h("module", str(module_dict(x).get("__name__")))
         if t is bound_type:
-            return h("method", *map(bytes.hex, (sub(x.__func__, *args), sub(x.__self__, *args))))
+            return h("method", node(x.__func__, depth, p), node(x.__self__, depth, p))
         if t in builtin_types:
             owner = getattr(x, "__self__", None)
-            parts = [] if owner is None or issubclass_(type(owner), module_type) else [sub(owner, *args).hex()]
-            return h("builtin", name_of(x)[0], *parts)
+            own_ = owner is None or issubclass_(type(owner), module_type)
+            return h("builtin", name_of(x)[0], *([] if own_ else [node(owner, depth, p)]))
         if issubclass_(t, type):
             name, mod = name_of(x)
-            if mod not in own:
-                return h("class", name)
-            pairs = [(k, v) for k, v in dict_items(type_dict(x)) if not (k[:2] == "__" and k[-2:] == "__")]
-            return h("class", name, *map(bytes.hex, items(pairs, *args)))
-        if t in (staticmethod, classmethod):
-            return h(t.__name__, sub(x.__func__, *args).hex())
+            if mod not in p.own:
+                return "class " + name
+            pairs = [(k, v) for k, v in list_(type_dict(x).items()) if not (k[:2] == "__" and k[-2:] == "__")]
+            return h("class", name, *items(pairs, depth, p))
+        if t is staticmethod or t is classmethod:
+            return h(t.__name__, node(x.__func__, depth, p))
         if t is property:
-            return h("property", *(sub(f, *args).hex() for f in (x.fget, x.fset, x.fdel)))
+            return h("property", *(node(f, depth, p) for f in (x.fget, x.fset, x.fdel)))
         if t is partial:
-            return h("partial", *(sub(v, *args).hex() for v in (x.func, x.args, x.keywords)))
+            return h("partial", *(node(v, depth, p) for v in (x.func, x.args, x.keywords)))
         if t is SimpleNamespace:
-            return h(tname, *map(bytes.hex, items(list_(dict_items(vars(x))), *args)))
-        if tmod not in own:
-            return h("object", tname)  # a library's instance: its class, not its inner state (module docstring)
+            return h(tname, *items(list_(dict_items(vars(x))), depth, p))
+        if tmod not in p.own:
+            return "object " + tname  # a library's instance: its class, not its inner state (module docstring)
         parts = []
         for klass in t.__mro__:  # the instance's dict (a real one: no property named __dict__) and its slots
             kd = type_dict(klass)
             desc = kd.get("__dict__")
             if desc is not None and not parts and type(desc) is getset_type:
-                parts += items(list_(dict_items(desc.__get__(x, t))), *args)
-            for slot in [kd.get("__slots__")] if type(kd.get("__slots__")) is str else list_(kd.get("__slots__") or ()):
+                parts += items(list_(dict_items(desc.__get__(x, t))), depth, p)
+            slots = kd.get("__slots__")
+            for slot in [slots] if type(slots) is str else list_(slots or ()):
                 member = kd.get(slot) if type(slot) is str else None
                 if type(member) is member_type:
                     try:
-                        parts.append(h(slot) + sub(member.__get__(x, t), *args))
+                        parts.append(slot + ":" + node(member.__get__(x, t), depth, p))
                     except AttributeError:  # an unset slot
-                        parts.append(h(slot, "unset"))
+                        parts.append(slot + ":unset")
         if issubclass_(t, BaseException):
-            parts.append(sub(BaseException.__dict__["args"].__get__(x), *args))
-        return h("object", tname, *map(bytes.hex, parts))
+            parts.append(node(BaseException.__dict__["args"].__get__(x), depth, p))
+        return h("object", tname, *parts)
 
     return digest_all
+
+
+class _Pass:
+    """One digest's bookkeeping: the repository's module names, objects digested, the walk's stack, budget."""
+
+    def __init__(self, own):
+        self.own, self.memo, self.stack, self.budget = own, {}, set(), BUDGET
 
 
 class _Probe:
