@@ -57,7 +57,9 @@ def judge_gold(runtime, task, cpu_s: float, plain: bool) -> dict:
         "reference_s": round(ref_s, 2),
     }
     if plain:
-        row["plain_s"] = run_patch(runtime, ResultCache(), task, texts, tests, "submit", cpu_s, digest=False)["seconds"] / 2
+        row["plain_s"] = (
+            run_patch(runtime, ResultCache(), task, texts, tests, "submit", cpu_s, digest=False)["seconds"] / 2
+        )
     return row
 
 

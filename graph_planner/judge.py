@@ -48,6 +48,8 @@ class ResultCache:
         self.entries: dict[str, dict] = {}
         self.records: dict[tuple, dict[str, list[str]]] = {}
         """The clean code's guard records by (task, tests, watched functions): what each function sets off."""
+        self.references: dict[str, dict] = {}
+        """The gold fixes' module state after each test, by (task, tests) key (state_reference)."""
         self.hits = 0
         self.path = Path(path) if path else None
         self._read_to = 0  # bytes of the file already read
@@ -69,7 +71,10 @@ class ResultCache:
                 row = json.loads(line)
             except ValueError:  # a torn line of a killed writer
                 continue
-            self.entries[row["key"]] = row["result"]
+            if "reference" in row:
+                self.references[row["key"]] = row["reference"]
+            else:
+                self.entries[row["key"]] = row["result"]
 
     def put(self, key: str, result: dict) -> None:
         """Remember a run's result (and append it to the file)."""
@@ -78,6 +83,20 @@ class ResultCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "a") as fh:
                 fh.write(json.dumps({"key": key, "result": result}) + "\n")
+
+    def put_reference(self, key: str, reference: dict) -> None:
+        """Remember a gold fix's module state reference (and append it to the file, beside the results)."""
+        self.references[key] = reference
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a") as fh:
+                fh.write(json.dumps({"key": key, "reference": reference}) + "\n")
+
+    def get_reference(self, key: str) -> dict | None:
+        """A gold fix's module state reference, reading what concurrent runs appended on a miss."""
+        if key not in self.references:
+            self._refresh()
+        return self.references.get(key)
 
     def get(self, key: str) -> dict | None:
         """A cached result, counting the hit; on a miss, first reads what concurrent runs over the same file
@@ -213,7 +232,7 @@ def state_reference(
     """The gold fix's module state after each of `tests` (state_digest.reference of its two runs), computed
     once per task and tests and kept in the result cache beside the task's other results."""
     key = ResultCache.key(task.instance_id, {STATE_REFERENCE: ""}, tests)
-    hit = cache.get(key)
+    hit = cache.get_reference(key)
     if hit is not None:
         return hit
     try:
@@ -231,7 +250,7 @@ def state_reference(
             ref = {"none": "the gold fix does not pass these tests"}  # nothing to compare with: the check is off
         else:
             ref = reference(run.digests, again.digests)
-    cache.put(key, ref)
+    cache.put_reference(key, ref)
     return ref
 
 

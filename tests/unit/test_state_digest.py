@@ -13,7 +13,7 @@ import pytest
 from graph_planner.corpus.plugin.planact_digest import state_digest
 from graph_planner.state_digest import differs, mismatches, reference, unstable
 
-PKG = '''
+PKG = """
 import logging
 
 PROFILES = {"default": {"abs_tol": 1e-9}, "loose": {"abs_tol": 1e-3}}
@@ -70,7 +70,7 @@ SLOTTED = Slotted()
 
 def isclose(a, b):
     return abs(a - b) <= PROFILES["default"]["abs_tol"]
-'''
+"""
 
 
 @pytest.fixture()

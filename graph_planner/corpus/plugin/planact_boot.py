@@ -191,11 +191,12 @@ _Plugin = type("_Plugin", (), {"__doc__": "Holds the verdict hooks."})
 def _plugin(send, void, record, names, front, digest=None):
     """The verdict plugin: a signed line per test phase, collection error, the record, the session's end, and
     with `digest` (a function: module state key -> hash) what each passed call left changed in module state."""
-    import pytest
-
     import time
 
-    last, prefix, clock = {}, os.getcwd().rstrip("/") + "/", time.perf_counter
+    import pytest
+
+    # CPU seconds, as the run's limit counts them (wall time follows the machine's load)
+    last, prefix, clock = {}, os.getcwd().rstrip("/") + "/", time.process_time
 
     def state(item):  # the keys that changed since the last digest (None: gone); the host replays them
         if digest is None or not str(item.path).startswith(prefix):
