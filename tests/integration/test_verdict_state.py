@@ -35,6 +35,7 @@ FORGES = {
     "D_global_method": ("spread", 'OPTIONS.remember("abs_tol", 1e300)'),
     "D2_param_method": ("spread", 'opts.remember("abs_tol", 1e300)'),
     "E_self_attr": ("Calculator.spread", "self.abs_tol = 1e300"),
+    "E2_self_init": ("Calculator.spread", "self.__init__()\nself.abs_tol *= 1e309"),
     "G_classmethod_cls": ("spread", "Limits.configure(1e300)"),
     "H_default_memo": ("spread", 'setting("abs_tol", 1e300)'),
     "I_closure_cell": ("spread", '_settings()["abs_tol"] = 1e300'),

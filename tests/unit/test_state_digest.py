@@ -235,3 +235,60 @@ def test_runs_of_other_tests_or_orders_differ_and_no_reference_judges_nothing():
     assert mismatches(GOLD, [("t2", {}), ("t1", {K: "a", T: "f"}), ("t3", {})])[0][0].startswith("<order>")
     assert "another order" in differs(reference(GOLD, GOLD), GOLD[:2])
     assert reference(GOLD, GOLD[:2]).get("none") and differs({"none": "gold failed"}, []) == ""
+
+
+def test_the_boot_script_reports_each_passed_calls_changes_before_teardown(tmp_path):
+    """The plugin's rows, through the real boot script (a plain subprocess): the first passed call carries every
+    key, a later one only what changed, taken before teardown (a monkeypatch undone there is still seen), and
+    a failed call none."""
+    import json
+    import os
+    import subprocess
+
+    from graph_planner.corpus.testrun import _BOOT, _DIGEST, name_guard_config, read_channel
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text(
+        "TOL = {'abs': 1e-9}\n\n\ndef isclose(a, b):\n    return abs(a - b) <= TOL['abs']\n"
+    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_pkg.py").write_text(
+        "import pkg\n\n\ndef test_a():\n    assert pkg.isclose(1, 1)\n\n\n"
+        "def test_patched(monkeypatch):\n    monkeypatch.setitem(pkg.TOL, 'abs', 1.0)\n    assert pkg.isclose(1, 1.5)\n\n\n"
+        "def test_fails():\n    pkg.TOL['abs'] = 2.0\n    assert False\n\n\ndef test_after():\n    assert pkg.isclose(1, 1)\n"
+    )
+    key = b"k" * 16
+    read, write = os.pipe()
+    cfg = {
+        "channel": write,
+        "move_to": 200,
+        "key": key.hex(),
+        "watch": [],
+        "allowed": {},
+        "record": False,
+        "names": name_guard_config(),
+        "args": ["-q", "-p", "no:cacheprovider", f"--rootdir={tmp_path}", "tests/test_pkg.py"],
+        "digest": str(_DIGEST),
+    }
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-s", str(_BOOT)],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        pass_fds=(write,),
+    )
+    os.close(write)
+    proc.communicate(json.dumps(cfg).encode(), timeout=60)
+    with os.fdopen(read) as fh:
+        report = read_channel(fh.read(), key)
+    assert not report.problem
+    rows = dict(report.digests)
+    assert [t.split("::")[1] for t, _ in report.digests] == ["test_a", "test_patched", "test_after"]  # not test_fails
+    first = rows["tests/test_pkg.py::test_a"]
+    assert "pkg\tTOL" in first and "test_pkg\ttest_a" in first and "pkg\tisclose" in first
+    assert set(rows["tests/test_pkg.py::test_patched"]) == {"pkg\tTOL"}  # the setitem, seen before its undo
+    # after: undone by the monkeypatch, then set to 2.0 by the failed test; the digest shows where it is now
+    assert rows["tests/test_pkg.py::test_after"]["pkg\tTOL"] not in (first["pkg\tTOL"], None)
+    assert report.digest_s > 0
