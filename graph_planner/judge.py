@@ -191,10 +191,19 @@ def _clean_record(runtime, cache: ResultCache, task: RepairTask, tests: list[str
 
 
 def _judged(
-    runtime, cache: ResultCache, task: RepairTask, patch: dict[str, str], tests: list[str], suite, guarded, digest
+    runtime,
+    cache: ResultCache,
+    task: RepairTask,
+    patch: dict[str, str],
+    tests: list[str],
+    suite,
+    guarded,
+    digest,
+    both=False,
 ):
     """The patch's run of `tests` under the guard and, where every test passed and nothing was voided, the
-    confirming run: (run, confirming run or None, seconds)."""
+    confirming run: (run, confirming run or None, seconds). `digest`: the first run reports its module state
+    digests (`both`: the confirming run too, as the gold fix's reference needs)."""
     guard, recorder = watched(task, patch) if guarded else (Guard(), Guard())
     guard = replace(_allowing(guard, task.clean_events), digest=digest)
     run = _run(runtime, task, patch, tests, suite, guard)
@@ -221,7 +230,8 @@ def _judged(
     again = None
     if not run.tampered and run.status == "ok" and all(run.outcomes.get(t) == "passed" for t in tests):
         # A pass is judged twice: a forger keyed to one run's build meets another build and other canaries.
-        again = _run(runtime, task, patch, tests, suite, guard, confirm=True)
+        # not digested but for a reference: a forge must change state in the first run to pass it at all
+        again = _run(runtime, task, patch, tests, suite, replace(guard, digest=digest and both), confirm=True)
         seconds += again.seconds
     return run, again, seconds
 
@@ -240,7 +250,7 @@ def state_reference(
     except PatchError as e:
         ref = {"none": f"gold patch does not apply: {e}"}
     else:
-        run, again, _ = _judged(runtime, cache, task, gold, tests, suite, guarded, True)
+        run, again, _ = _judged(runtime, cache, task, gold, tests, suite, guarded, True, both=True)
         if (
             again is None
             or again.tampered
@@ -306,7 +316,7 @@ def run_patch(
             work = runtime.reset(task)
             for path, text in patch.items():
                 (work / path).write_text(text)
-            tampered = differs(ref, run.digests) or differs(ref, again.digests)
+            tampered = differs(ref, run.digests)
             failed = sorted(wanted) if tampered else failed
     result = {
         "mode": mode,
@@ -320,7 +330,7 @@ def run_patch(
         "cpu_s": limit,
     }
     if digest:  # what the module state digests cost this verdict's runs (seconds in the test process)
-        result["digest_s"] = round(run.digest_s + (again.digest_s if again is not None else 0.0), 3)
+        result["digest_s"] = round(run.digest_s, 3)
     if tampered:
         # a void verdict scores 0, is counted, and never enters the cache every later run and seed reads
         return {**result, "tampered": tampered}
