@@ -17,6 +17,8 @@ pattern: state a fix may touch differently and a test's comparison does not read
 skipped (a fix may change a literal default). No code of the package runs: no `__eq__`, `__hash__`,
 `__repr__`, `__iter__` or property of any object is called, only the builtin types' own C methods.
 Depth (DEPTH) and nodes per global (BUDGET) are bounded, deterministically: what lies beyond is not seen.
+A function's defaults are read once (reading `__defaults__` is an audit event, and the guard's hook judges
+every one: read per test, they cost funcy's suite ~10 CPU seconds); what they hold is digested every time.
 """
 
 import sys
@@ -143,9 +145,11 @@ def state_digest(root):
         scalar = scalars.get(t)
         if scalar is not None:
             return scalar(x)
-        # fast paths, no bookkeeping: a function with no data of its own, a library's class (most globals)
-        if t is function_type and not (x.__defaults__ or x.__kwdefaults__ or x.__closure__ or x.__dict__):
-            return "fn " + name_of(x)[0]
+        # fast paths, no bookkeeping: a library's function or class, a function with no data of its own
+        if t is function_type:
+            name, mod = name_of(x)
+            if mod not in p.own or not (x.__closure__ or x.__dict__ or any(defaults(x))):
+                return "fn " + name
         if t is type:
             name, mod = name_of(x)
             if mod not in p.own:
@@ -183,13 +187,24 @@ def state_digest(root):
                 pass
         return [node(v, depth, p) for v in values]
 
+    mutable = {}  # id -> (function, its mutable defaults, its mutable keyword defaults), read once (module docstring)
+
+    def defaults(x):
+        hit = mutable.get(id_(x))
+        if hit is None or hit[0] is not x:
+            kw = x.__kwdefaults__ or {}
+            values = [v for v in x.__defaults__ or () if not issubclass_(type(v), immutable)]
+            hit = mutable[id_(x)] = (x, values, [(k, v) for k, v in kw.items() if not issubclass_(type(v), immutable)])
+        return hit[1:]
+
     def function(x, depth, p):  # the repository's own: its mutable defaults, closure cells and attributes
         name, mod = name_of(x)
         if mod not in p.own:
             return "fn " + name
-        defaults, kw, cells, attrs = x.__defaults__, x.__kwdefaults__, x.__closure__, x.__dict__
-        parts = [node(v, depth, p) for v in defaults or () if not issubclass_(type(v), immutable)]
-        parts += items([(k, v) for k, v in (kw or {}).items() if not issubclass_(type(v), immutable)], depth, p)
+        values, kw = defaults(x)
+        cells, attrs = x.__closure__, x.__dict__
+        parts = [node(v, depth, p) for v in values]
+        parts += items(kw, depth, p)
         for c in cells or ():
             try:
                 parts.append(node(c.cell_contents, depth, p))
