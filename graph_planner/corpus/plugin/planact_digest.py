@@ -67,16 +67,17 @@ def state_digest(root):
     def h(*parts):
         return blake2b(join(parts).encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
-    names = {}  # id -> (function or class, its name): kept, so the id stays its own; names are not data
+    # function or plain class -> its name. Keyed by the object: both hash by identity in C (no metaclass of
+    # the package's), and `id()` is an audit event the guard's hook would see at every node
+    names = {}
 
     def name_of(obj):  # a class's or function's qualified name, read from its own dict or C attributes
-        hit = names.get(id_(obj))
-        if hit is not None and hit[0] is obj:
-            return hit[1]
         t = type(obj)
         if t is function_type or t is type:
-            names[id_(obj)] = (obj, named(obj))
-            return names[id_(obj)][1]
+            hit = names.get(obj)
+            if hit is None:
+                hit = names[obj] = named(obj)
+            return hit
         return named(obj)
 
     def named(obj):
@@ -187,15 +188,15 @@ def state_digest(root):
                 pass
         return [node(v, depth, p) for v in values]
 
-    mutable = {}  # id -> (function, its mutable defaults, its mutable keyword defaults), read once (module docstring)
+    mutable = {}  # function -> (its mutable defaults, its mutable keyword defaults), read once (module docstring)
 
     def defaults(x):
-        hit = mutable.get(id_(x))
-        if hit is None or hit[0] is not x:
+        hit = mutable.get(x)
+        if hit is None:
             kw = x.__kwdefaults__ or {}
             values = [v for v in x.__defaults__ or () if not issubclass_(type(v), immutable)]
-            hit = mutable[id_(x)] = (x, values, [(k, v) for k, v in kw.items() if not issubclass_(type(v), immutable)])
-        return hit[1:]
+            hit = mutable[x] = (values, [(k, v) for k, v in kw.items() if not issubclass_(type(v), immutable)])
+        return hit
 
     def function(x, depth, p):  # the repository's own: its mutable defaults, closure cells and attributes
         name, mod = name_of(x)
