@@ -56,6 +56,7 @@ class EnvLimits:
     screen_patches: bool = _EPISODE.screen_patches
     guard_patches: bool = _EPISODE.guard_patches
     target_patches: bool = _EPISODE.target_patches
+    digest_state: bool = _EPISODE.digest_state
 
     @classmethod
     def from_episode(cls, episode: EpisodeConfig, **extra) -> EnvLimits:
@@ -290,6 +291,7 @@ class PlannerEnv:
             self.limits.test_cpu_s,
             guarded=self.limits.guard_patches,
             targeted=self.limits.target_patches,
+            digest=mode == "submit" and self.limits.digest_state,
         )
         self.stats.tampering += int(bool(result.get("tampered")))
         if result.get("cached"):

@@ -61,6 +61,12 @@ class EpisodeConfig(StrictConfig):
         "(a change elsewhere, such as the package's own test helpers or the `__eq__` its tests compare with, "
         "scores 0 and runs nothing); turn off only to test the layers behind it (check, guard, sandbox).",
     )
+    digest_state: bool = Field(
+        True,
+        description="Void a Submit pass whose module state after some test (the repository's module globals and "
+        "what they reach, the test modules' globals) differs from the gold fix's run of the same test: a patch "
+        "that widened a tolerance in place instead of fixing the bug (turn off only to test the layers behind it).",
+    )
 
 
 # The mutation kinds a tiny model can repair from what it sees.

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from graph_planner.corpus.fetch import git
@@ -24,13 +25,16 @@ from graph_planner.corpus.testrun import NAMES, PROCESS, RECORD_VERSION, Guard, 
 from graph_planner.env_config import EpisodeConfig
 from graph_planner.patch_check import changed_functions
 from graph_planner.patching import PatchError, apply_diff, parse_diff, screen
+from graph_planner.state_digest import differs, reference
 from graph_planner.tasks import RepairTask
 
 DEFAULT_TEST_CPU_S = EpisodeConfig().test_cpu_s
-# 6: the patch check's rule 9 (the file's own module state); 5: the process-wide events, a patch scores
+# 7: Submit's passes compared with the gold fix's module state after each test (state_digest.py); 6: the patch
+# check's rule 9 (the file's own module state); 5: the process-wide events, a patch scores
 # only in the functions the task's fix changes; 4: the name guard; 3: signed channel, runtime guard, passes
 # confirmed by a second run, the scoped patch check
-VERDICT_RULES = 6
+VERDICT_RULES = 7
+STATE_REFERENCE = "<state digest>"  # the result cache's "file" under which a task's gold state is kept
 
 
 class ResultCache:
@@ -44,6 +48,8 @@ class ResultCache:
         self.entries: dict[str, dict] = {}
         self.records: dict[tuple, dict[str, list[str]]] = {}
         """The clean code's guard records by (task, tests, watched functions): what each function sets off."""
+        self.references: dict[str, dict] = {}
+        """The gold fixes' module state after each test, by (task, tests) key (state_reference)."""
         self.hits = 0
         self.path = Path(path) if path else None
         self._read_to = 0  # bytes of the file already read
@@ -65,7 +71,10 @@ class ResultCache:
                 row = json.loads(line)
             except ValueError:  # a torn line of a killed writer
                 continue
-            self.entries[row["key"]] = row["result"]
+            if "reference" in row:
+                self.references[row["key"]] = row["reference"]
+            else:
+                self.entries[row["key"]] = row["result"]
 
     def put(self, key: str, result: dict) -> None:
         """Remember a run's result (and append it to the file)."""
@@ -74,6 +83,20 @@ class ResultCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "a") as fh:
                 fh.write(json.dumps({"key": key, "result": result}) + "\n")
+
+    def put_reference(self, key: str, reference: dict) -> None:
+        """Remember a gold fix's module state reference (and append it to the file, beside the results)."""
+        self.references[key] = reference
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a") as fh:
+                fh.write(json.dumps({"key": key, "reference": reference}) + "\n")
+
+    def get_reference(self, key: str) -> dict | None:
+        """A gold fix's module state reference, reading what concurrent runs appended on a miss."""
+        if key not in self.references:
+            self._refresh()
+        return self.references.get(key)
 
     def get(self, key: str) -> dict | None:
         """A cached result, counting the hit; on a miss, first reads what concurrent runs over the same file
@@ -85,10 +108,11 @@ class ResultCache:
         return hit
 
     @staticmethod
-    def key(task_id: str, files: dict[str, str], tests: list[str]) -> str:
+    def key(task_id: str, files: dict[str, str], tests: list[str], digest: bool = True) -> str:
         """The cache key of a run (with the verdict rules' version: a result judged under older rules, e.g.
-        a forged report believed before the host's channel and canaries, is never reused)."""
-        blob = json.dumps([task_id, sorted(files.items()), sorted(tests), VERDICT_RULES])
+        a forged report believed before the host's channel and canaries, is never reused; and whether its
+        module state was compared: a pass judged without that never stands in for one judged with it)."""
+        blob = json.dumps([task_id, sorted(files.items()), sorted(tests), VERDICT_RULES, *([] if digest else [0])])
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -172,39 +196,22 @@ def _clean_record(runtime, cache: ResultCache, task: RepairTask, tests: list[str
     return cache.records[key]
 
 
-def run_patch(
+def _judged(
     runtime,
     cache: ResultCache,
     task: RepairTask,
     patch: dict[str, str],
     tests: list[str],
-    mode: str,
-    cpu_s: float,
-    guarded: bool = True,
-    targeted: bool = True,
-) -> dict:
-    """`tests` on a clean checkout of the task's base commit plus `patch` (path -> text), cached by
-    (task, patch, tests): a cached outcome carries 'cached': True. A pass carries 'confirmed': True.
-    `guarded=False` (only to test the sandbox alone) runs without the runtime guard; `targeted=False` (only to
-    test the layers behind it) also runs a patch that changes functions the task's fix does not."""
-    limit = min(task.suite.timeout_s, cpu_s)  # CPU capped by the suite's wall-clock limit (one thread)
-    outside = off_target(task, patch) if targeted else []
-    if outside:  # before the cache (an untargeted verdict may be there): a change outside the fix's functions
-        # scores 0 whatever the tests say, and nothing runs
-        result = {"mode": mode, "status": "off target", "rc": None, "seconds": 0.0, "passed": 0}
-        result.update(failed=sorted(tests)[:20], n_failed=len(tests), cpu_s=limit)
-        # (the fix's own functions stay unnamed: an agent must not read where the bug is from a verdict)
-        result["tail"] = f"changes {', '.join(outside)}: outside the functions where this task's bug can be fixed"
-        return result
-    key = ResultCache.key(task.instance_id, patch, tests)
-    cached = cache.get(key)
-    # A timeout cached before runs were judged by CPU time (no "cpu_s") may only have been a loaded
-    # machine: judge it again rather than keep a reward of 0 that the patch may not deserve.
-    if cached is not None and not (cached.get("status") == "timeout" and "cpu_s" not in cached):
-        return {**cached, "cached": True}
-    suite = load_proof(task.suite, limit)
+    suite,
+    guarded,
+    digest,
+    both=False,
+):
+    """The patch's run of `tests` under the guard and, where every test passed and nothing was voided, the
+    confirming run: (run, confirming run or None, seconds). `digest`: the first run reports its module state
+    digests (`both`: the confirming run too, as the gold fix's reference needs)."""
     guard, recorder = watched(task, patch) if guarded else (Guard(), Guard())
-    guard = _allowing(guard, task.clean_events)
+    guard = replace(_allowing(guard, task.clean_events), digest=digest)
     run = _run(runtime, task, patch, tests, suite, guard)
     seconds = run.seconds
     if (
@@ -223,21 +230,100 @@ def run_patch(
             # the confirming run below is judged against the same baseline (it once kept the bare guard, and
             # voided every release-history gold fix whose tests make the package call getattr or
             # import_module with a name the guard keys)
-            guard = _allowing(guard, {**task.clean_events, **record})
+            guard = replace(_allowing(guard, {**task.clean_events, **record}), digest=digest)
             run = _run(runtime, task, patch, tests, suite, guard)
             seconds += run.seconds
+    again = None
+    if not run.tampered and run.status == "ok" and all(run.outcomes.get(t) == "passed" for t in tests):
+        # A pass is judged twice: a forger keyed to one run's build meets another build and other canaries.
+        # not digested but for a reference: a forge must change state in the first run to pass it at all
+        again = _run(runtime, task, patch, tests, suite, replace(guard, digest=digest and both), confirm=True)
+        seconds += again.seconds
+    return run, again, seconds
+
+
+def state_reference(
+    runtime, cache: ResultCache, task: RepairTask, tests: list[str], suite, guarded: bool = True
+) -> dict:
+    """The gold fix's module state after each of `tests` (state_digest.reference of its two runs), computed
+    once per task and tests and kept in the result cache beside the task's other results."""
+    key = ResultCache.key(task.instance_id, {STATE_REFERENCE: ""}, tests)
+    hit = cache.get_reference(key)
+    if hit is not None:
+        return hit
+    try:
+        gold = gold_texts(task)
+    except PatchError as e:
+        ref = {"none": f"gold patch does not apply: {e}"}
+    else:
+        run, again, _ = _judged(runtime, cache, task, gold, tests, suite, guarded, True, both=True)
+        if (
+            again is None
+            or again.tampered
+            or again.status != "ok"
+            or any(again.outcomes.get(t) != "passed" for t in tests)
+        ):
+            ref = {"none": "the gold fix does not pass these tests"}  # nothing to compare with: the check is off
+        else:
+            ref = reference(run.digests, again.digests)
+    cache.put_reference(key, ref)
+    return ref
+
+
+def run_patch(
+    runtime,
+    cache: ResultCache,
+    task: RepairTask,
+    patch: dict[str, str],
+    tests: list[str],
+    mode: str,
+    cpu_s: float,
+    guarded: bool = True,
+    targeted: bool = True,
+    digest: bool | None = None,
+) -> dict:
+    """`tests` on a clean checkout of the task's base commit plus `patch` (path -> text), cached by
+    (task, patch, tests): a cached outcome carries 'cached': True. A pass carries 'confirmed': True.
+    `guarded=False` (only to test the sandbox alone) runs without the runtime guard; `targeted=False` (only to
+    test the layers behind it) also runs a patch that changes functions the task's fix does not. `digest` (by
+    default on in "submit" mode, the one that earns reward): a pass whose module state after some test is not
+    the gold fix's is void (graph_planner/state_digest.py)."""
+    digest = mode == "submit" if digest is None else digest
+    limit = min(task.suite.timeout_s, cpu_s)  # CPU capped by the suite's wall-clock limit (one thread)
+    outside = off_target(task, patch) if targeted else []
+    if outside:  # before the cache (an untargeted verdict may be there): a change outside the fix's functions
+        # scores 0 whatever the tests say, and nothing runs
+        result = {"mode": mode, "status": "off target", "rc": None, "seconds": 0.0, "passed": 0}
+        result.update(failed=sorted(tests)[:20], n_failed=len(tests), cpu_s=limit)
+        # (the fix's own functions stay unnamed: an agent must not read where the bug is from a verdict)
+        result["tail"] = f"changes {', '.join(outside)}: outside the functions where this task's bug can be fixed"
+        return result
+    key = ResultCache.key(task.instance_id, patch, tests, digest)
+    cached = cache.get(key)
+    # A timeout cached before runs were judged by CPU time (no "cpu_s") may only have been a loaded
+    # machine: judge it again rather than keep a reward of 0 that the patch may not deserve.
+    if cached is not None and not (cached.get("status") == "timeout" and "cpu_s" not in cached):
+        return {**cached, "cached": True}
+    suite = load_proof(task.suite, limit)
+    run, again, seconds = _judged(runtime, cache, task, patch, tests, suite, guarded, digest)
     wanted = set(tests)
     failed = sorted(t for t in wanted if run.outcomes.get(t) != "passed")
     tampered = run.tampered
-    if not tampered and run.status == "ok" and not failed:
-        # A pass is judged twice: a forger keyed to one run's build meets another build and other canaries.
-        again = _run(runtime, task, patch, tests, suite, guard, confirm=True)
-        seconds += again.seconds
+    if again is not None:
         missing = sorted(t for t in wanted if again.outcomes.get(t) != "passed")
         if again.tampered or again.status != "ok" or missing:
             why = again.tampered or f"{again.status}, {len(missing)} named tests not passed"
             tampered = f"the confirming run disagrees ({why})"
             failed = sorted(wanted)
+        elif digest:
+            # the tests passed; with the state they compared against the gold fix's? (the reference's own
+            # runs reset the working copy: it gets the patch back after)
+            ref = state_reference(runtime, cache, task, tests, suite, guarded)
+            work = runtime.reset(task)
+            for path, text in patch.items():
+                (work / path).write_text(text)
+            tampered = differs(ref, run.digests)
+            failed = sorted(wanted) if tampered else failed
     result = {
         "mode": mode,
         "status": "tampered" if tampered else run.status,
@@ -249,6 +335,8 @@ def run_patch(
         "tail": run.tail[-1500:],
         "cpu_s": limit,
     }
+    if digest:  # what the module state digests cost this verdict's runs (seconds in the test process)
+        result["digest_s"] = round(run.digest_s, 3)
     if tampered:
         # a void verdict scores 0, is counted, and never enters the cache every later run and seed reads
         return {**result, "tampered": tampered}
@@ -264,15 +352,16 @@ def passed(result: dict) -> bool:
     return result.get("status") == "ok" and not result.get("failed")
 
 
-def gold_submit(runtime, task: RepairTask, cpu_s: float = DEFAULT_TEST_CPU_S) -> str:
+def gold_submit(runtime, task: RepairTask, cpu_s: float = DEFAULT_TEST_CPU_S, digest: bool = False) -> str:
     """Why the task's own gold patch fails the path an agent's patch takes ("" when it resolves the task):
     applied to the base commit, through the patch check, then Submit's run of FAIL_TO_PASS + PASS_TO_PASS
-    in the task's order, on a clean checkout in the sandbox."""
+    in the task's order, on a clean checkout in the sandbox. `digest`: also compared with its own module state
+    reference (two more runs; what a nondeterministic state would refuse: the corpus builder leaves it off)."""
     try:
         texts = gold_texts(task)
     except PatchError as e:
         return f"gold patch does not apply: {e}"
-    why = submit_texts(runtime, ResultCache(), task, texts, cpu_s)
+    why = submit_texts(runtime, ResultCache(), task, texts, cpu_s, digest)
     return why and f"gold patch {why}"
 
 
@@ -288,14 +377,19 @@ def base_text(task: RepairTask, path: str) -> str:
 
 
 def submit_texts(
-    runtime, cache: ResultCache, task: RepairTask, texts: dict[str, str], cpu_s: float = DEFAULT_TEST_CPU_S
+    runtime,
+    cache: ResultCache,
+    task: RepairTask,
+    texts: dict[str, str],
+    cpu_s: float = DEFAULT_TEST_CPU_S,
+    digest: bool = True,
 ) -> str:
     """Why new file texts (path -> text) fail Submit ("" when they resolve the task): the patch check against
     the base commit, then FAIL_TO_PASS + PASS_TO_PASS in the task's order on a clean checkout."""
     refused = {p: r for p, t in texts.items() if (r := screen(base_text(task, p), t))}
     if refused:
         return f"refused by the patch check: {refused}"
-    result = run_patch(runtime, cache, task, texts, task.submit_tests(), "submit", cpu_s)
+    result = run_patch(runtime, cache, task, texts, task.submit_tests(), "submit", cpu_s, digest=digest)
     if passed(result):
         return ""
     what = (

@@ -94,7 +94,13 @@ GRAPH_PLANNER_ROOMS = [
     ("corpus parts", ("graph_planner.corpus", "graph_planner.patching")),
     (
         "tasks, settings and verdicts",
-        ("graph_planner.tasks", "graph_planner.env_config", "graph_planner.runtime", "graph_planner.judge"),
+        (
+            "graph_planner.tasks",
+            "graph_planner.env_config",
+            "graph_planner.runtime",
+            "graph_planner.judge",
+            "graph_planner.state_digest",
+        ),
     ),
     (
         "corpus builders",

@@ -35,6 +35,7 @@ from sandbox.view import SITE, pytest_view
 _PLUGIN_DIR = Path(__file__).parent / "plugin"
 _BOOT = _PLUGIN_DIR / "planact_boot.py"
 _NAME_GUARD = _PLUGIN_DIR / "planact_names.py"  # the boot script loads it from its own per-run copy
+_DIGEST = _PLUGIN_DIR / "planact_digest.py"  # the module state digest, likewise
 GUARD_EXIT = 86  # the boot script's exit status when its guard stopped the run (kept equal to it)
 NAMES = "<names>"  # the boot script's key of the name guard's record (kept equal to it)
 PROCESS = "<process>"  # its key of the process-wide events (code run from data wherever it runs)
@@ -102,6 +103,10 @@ class TestRun:
     """(event, function) when the guard stopped the run: a changed function set off that event."""
     record: dict[str, list[str]] = field(default_factory=dict)
     """In record mode: function -> the audit events it set off in this run."""
+    digests: list[tuple[str, dict[str, str | None]]] = field(default_factory=list)
+    """With `Guard.digest`: (test id, module state keys changed since the previous digest) in run order."""
+    digest_s: float = 0.0
+    """Seconds the test process spent taking those digests."""
 
     def passed(self) -> set[str]:
         """Ids of the tests that passed."""
@@ -124,6 +129,8 @@ class Guard:
     """(function name, events) the clean version of that function set off in the same tests."""
     record: bool = False
     """Record which watched function sets off which event instead of stopping the run (the clean code)."""
+    digest: bool = False
+    """Report the module state digest after each passed test call (graph_planner/state_digest.py)."""
 
 
 UNSIGNED = "a report line the host's plugin did not sign"
@@ -142,6 +149,8 @@ class Report:
     failed_phases: int = 0
     guard: tuple[str, str] | None = None
     record: dict[str, list[str]] = field(default_factory=dict)
+    digests: list[tuple[str, dict[str, str | None]]] = field(default_factory=list)
+    digest_s: float = 0.0
 
 
 def _signed(text: str, key: bytes):
@@ -181,6 +190,9 @@ def read_channel(text: str, key: bytes) -> Report:
             out.guard = (str(row["guard"]), str(row.get("in")))
         elif "record" in row:
             out.record = {str(k): list(v) for k, v in dict(row["record"]).items()}
+        elif "digest" in row:
+            out.digests.append((str(row["digest"]), {str(k): v and str(v) for k, v in dict(row["d"]).items()}))
+            out.digest_s += float(row.get("s") or 0.0)
         elif "id" in row and row.get("sub"):
             # a subTest: several per test under its id; a failed one fails the test (and counts, as pytest does)
             seen = phases.setdefault(str(row["id"]), {})
@@ -267,8 +279,8 @@ def run_in_place(
     (workdir / COVERAGE).unlink(missing_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="planact-run-"))
     folder.chmod(0o755)
-    boot, name_guard = (folder / f"{secrets.token_hex(6)}.py" for _ in range(2))  # per-run names: nothing
-    for source, copy in ((_BOOT, boot), (_NAME_GUARD, name_guard)):  # can be keyed to them
+    boot, name_guard, digest = (folder / f"{secrets.token_hex(6)}.py" for _ in range(3))  # per-run names:
+    for source, copy in ((_BOOT, boot), (_NAME_GUARD, name_guard), (_DIGEST, digest)):  # nothing is keyed to them
         shutil.copyfile(source, copy)
         copy.chmod(0o644)
     # --rootdir: test ids stay relative to the copy whatever else is collected (the canaries live outside)
@@ -293,6 +305,7 @@ def run_in_place(
             # a canary's module is its test's name
             "names": name_guard_config(name_guard, [suffix[2:] for suffix in canary]),
             "args": args,
+            "digest": str(digest) if guard.digest else None,
         }
         return json.dumps(cfg).encode()
 
@@ -365,4 +378,6 @@ def run_in_place(
         tampered,
         report.guard,
         report.record,
+        report.digests if not tampered else [],
+        report.digest_s,
     )

@@ -17,6 +17,7 @@ from graph_planner.env import EnvLimits, PlannerEnv
 from graph_planner.tasks import RepairTask, load_tasks
 
 from .gadget_package import PACKAGE as GADGETS
+from .state_package import PACKAGE as STATEFUL
 
 # The function both the corpus fixture and the validation tests mutate (indented as FILES' texts are).
 CLAMP = """
@@ -176,7 +177,7 @@ MINITEXT = {
         """,
 }
 
-PACKAGES = {"minilib": FILES, "minitext": MINITEXT, "gadgets": GADGETS}
+PACKAGES = {"minilib": FILES, "minitext": MINITEXT, "gadgets": GADGETS, "stateful": STATEFUL}
 
 
 def write_files(root: Path, files: dict[str, str]) -> Path:

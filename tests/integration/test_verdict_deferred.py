@@ -300,15 +300,22 @@ def tolerance(setup, tmp_path_factory):
 
 
 def test_widening_the_packages_own_tolerance_is_refused_beside_the_controls(tolerance):
-    """F4 scores 1 with the check off (nothing runs from data: no later layer sees it) and 0 with it on:
-    rule 9 refuses the new store into the module's own data. Gold 1, bug left 0."""
+    """F4 scores 1 with the check and the module state digest off (nothing runs from data: the guard does not
+    see it), 0 with the digest alone, and 0 with the check on: rule 9 refuses the new store into the module's
+    own data. Gold 1, bug left 0."""
     env, task = tolerance
     env.reset(task)
     env.step({"type": "repair", "apply": False, "patch": task.gold_patch})
     assert env.step({"type": "submit"})[1] == 1.0
     assert _submit(env, task, {task.meta["file"]: lambda t: t})[1] == 0.0
     forge = {task.meta["file"]: lambda t: t.replace("def spread(values):\n", "def spread(values):\n" + WIDEN)}
-    assert _submit(env, task, forge, check=False)[1] == 1.0  # the forge is real: the bug is still there
+    env.limits.digest_state = False  # and the module state digest behind the check (test_verdict_state.py)
+    try:
+        assert _submit(env, task, forge, check=False)[1] == 1.0  # the forge is real: the bug is still there
+    finally:
+        env.limits.digest_state = True
+    obs, reward = _submit(env, task, forge, check=False)  # the digest alone: its state is not the gold fix's
+    assert reward == 0.0 and "module state after" in obs["tests"]["tampered"], obs
     env.reset(task)
     base = env._read_base(task.meta["file"])
     edits = [{"file": task.meta["file"], "old": base, "new": forge[task.meta["file"]](base)}]

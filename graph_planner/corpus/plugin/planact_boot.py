@@ -16,7 +16,10 @@ imports any repository code (docs/code-repair.md, "Sandbox and verdicts", says w
   importlib.import_module are judged by the name they get; a risky one must have been called so, by the
   same caller, in the clean run (`allowed["<names>"]`);
 * what each test runs (function, `runtest`), the plugins and the hook relay are fixed when collection
-  ends: a judged run that swapped one ends with GUARD_EXIT.
+  ends: a judged run that swapped one ends with GUARD_EXIT;
+* with `digest` set, after each test's call passes, the module state digest (planact_digest.py, per-run copy):
+  the globals of the copy's modules that changed since the last digest, on the channel, for the host to compare
+  with the gold fix's run of the same test.
 In record mode (the clean run) the guards only collect. Limits: no audit event for os.write, os.dup2,
 reading __globals__, attrgetter or type(n, b, d); other code outside a changed function's frame (a callback
 it installed) is for the patch check to stop; the name guard sees only the wrapped functions' calls.
@@ -84,11 +87,11 @@ def _voider(send):
     return void
 
 
-def _load(path):
-    """The module at `path` (the name guard's per-run copy), run here and kept out of sys.modules."""
+def _load(path, name="planact_names"):
+    """The module at `path` (a per-run copy of the name guard or the digest), run here, kept out of sys.modules."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("planact_names", path)
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -185,9 +188,29 @@ def _guard(watch, allowed, record, void, quiet):
 _Plugin = type("_Plugin", (), {"__doc__": "Holds the verdict hooks."})
 
 
-def _plugin(send, void, record, names, front):
-    """The verdict plugin: a signed line per test phase, collection error, the record, the session's end."""
+def _plugin(send, void, record, names, front, digest=None):
+    """The verdict plugin: a signed line per test phase, collection error, the record, the session's end, and
+    with `digest` (a function: module state key -> hash) what each passed call left changed in module state."""
+    import time
+
     import pytest
+
+    # CPU seconds, as the run's limit counts them (wall time follows the machine's load)
+    last, prefix, clock = {}, os.getcwd().rstrip("/") + "/", time.process_time
+
+    def state(item):  # the keys that changed since the last digest (None: gone); the host replays them
+        if digest is None or not str(item.path).startswith(prefix):
+            return  # a host canary (outside the copy): its changes, if any, go with the next test's digest
+        start = clock()
+        try:
+            now = digest()
+        except Exception as e:  # noqa: BLE001 - a digest that cannot be taken is itself a state the host compares
+            now = {"<digest>": type(e).__name__}
+        delta = {k: v for k, v in now.items() if last.get(k) != v}
+        delta.update((k, None) for k in last if k not in now)
+        last.clear()
+        last.update(now)
+        send({"digest": item.nodeid, "d": delta, "s": round(clock() - start, 5)})  # its cost, measured
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_load_initial_conftests(early_config, parser, args):
@@ -231,10 +254,13 @@ def _plugin(send, void, record, names, front):
     def pytest_runtest_call(item):
         swapped(item.nodeid, ran(item))
         try:
-            return (yield)
+            result = yield
         except BaseException:
             raised.add(item.nodeid)
             raise
+        # at the end of the call, before teardown: a monkeypatch fixture undoes its setattr then
+        state(item)
+        return result
 
     def pytest_sessionfinish(session, exitstatus):
         if record is not None:
@@ -262,6 +288,7 @@ def main():
     void = _voider(send)
     # loaded before the audit hook is added: compiling the guard's own file is no event of the code under test
     names_module = _load(cfg["names"]["file"]) if cfg["watch"] else None
+    digest = _load(cfg["digest"], "planact_digest").state_digest(os.getcwd()) if cfg.get("digest") else None
     record = _guard(cfg["watch"], cfg["allowed"], cfg["record"], void, quiet := set())
     names, front = set(), lambda: None
     if names_module is not None:  # a patched run is judged, the clean code's run recorded
@@ -269,7 +296,7 @@ def main():
         names, front = names_module.name_guard(
             os.getcwd(), cfg["names"], allowed, cfg["record"], lambda key: void(key, NAMES), quiet
         )
-    plugin = _plugin(send, void, record if cfg["record"] else None, names, front)
+    plugin = _plugin(send, void, record if cfg["record"] else None, names, front, digest)
     import pytest
 
     sys.argv = ["pytest"]
