@@ -15,6 +15,9 @@ from graph_planner.state_digest import FAILED, differs, mismatches, reference, u
 
 PKG = """
 import logging
+from array import array
+from collections import ChainMap
+from contextvars import ContextVar
 
 PROFILES = {"default": {"abs_tol": 1e-9}, "loose": {"abs_tol": 1e-3}}
 TOLS = [1e-9, 1e-6]
@@ -66,6 +69,9 @@ class Slotted:
 
 OPTIONS = Options()
 SLOTTED = Slotted()
+ARRAY = array("d", [1e-9])
+LAYERS = ChainMap({"abs_tol": 1e-9})
+CONTEXT = ContextVar("dgpkg", default={"abs_tol": 1e-9})
 
 
 def isclose(a, b):
@@ -112,6 +118,9 @@ def test_only_the_repositorys_own_modules_and_their_data_globals_are_digested(pk
         (lambda m: m.TOLS.append(1e300), "TOLS"),  # J: an in-place library call
         (lambda m: setattr(m, "isclose", max), "isclose"),  # L: a global rebound (the test module's, there)
         (lambda m: setattr(m.isclose, "abs_tol", 1.0), "isclose"),  # a function attribute
+        (lambda m: m.ARRAY.__setitem__(0, 1e300), "ARRAY"),  # review 8's M4: the stdlib's data containers
+        (lambda m: m.LAYERS.maps[0].__setitem__("abs_tol", 1e300), "LAYERS"),
+        (lambda m: m.CONTEXT.get().__setitem__("abs_tol", 1e300), "CONTEXT"),  # M6: a ContextVar's value
     ],
 )
 def test_a_state_change_through_any_route_changes_the_globals_digest(pkg, change, key):
