@@ -29,11 +29,12 @@ from graph_planner.state_digest import differs, reference
 from graph_planner.tasks import RepairTask
 
 DEFAULT_TEST_CPU_S = EpisodeConfig().test_cpu_s
-# 7: Submit's passes compared with the gold fix's module state after each test (state_digest.py); 6: the patch
+# 8: the digest's failure always compared, ints in hex, the working copy's path as one (review 8); 7: Submit's
+# passes compared with the gold fix's module state after each test (state_digest.py); 6: the patch
 # check's rule 9 (the file's own module state); 5: the process-wide events, a patch scores
 # only in the functions the task's fix changes; 4: the name guard; 3: signed channel, runtime guard, passes
 # confirmed by a second run, the scoped patch check
-VERDICT_RULES = 7
+VERDICT_RULES = 8
 STATE_REFERENCE = "<state digest>"  # the result cache's "file" under which a task's gold state is kept
 
 

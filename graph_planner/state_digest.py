@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+FAILED = "<digest>"
+"""The key a run reports when its digest raised: compared always, so a patch cannot turn the digest off by making
+it fail (the failure would otherwise drop every key, and a module neither run holds is not compared)."""
 Digests = list[tuple[str, dict[str, str | None]]]
 """(test id, key -> hash, or None when the key is gone) per test, in run order: what changed since the last."""
 
@@ -56,7 +59,7 @@ class _Pair:
             else:
                 self.diff.add(key)
         ma, mb = self.modules
-        return sorted(k for k in self.diff if ma[_module(k)] > 0 and mb[_module(k)] > 0)
+        return sorted(k for k in self.diff if k == FAILED or (ma[_module(k)] > 0 and mb[_module(k)] > 0))
 
 
 def mismatches(

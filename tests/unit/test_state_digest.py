@@ -11,10 +11,13 @@ import textwrap
 import pytest
 
 from graph_planner.corpus.plugin.planact_digest import state_digest
-from graph_planner.state_digest import differs, mismatches, reference, unstable
+from graph_planner.state_digest import FAILED, differs, mismatches, reference, unstable
 
 PKG = """
 import logging
+from array import array
+from collections import ChainMap
+from contextvars import ContextVar
 
 PROFILES = {"default": {"abs_tol": 1e-9}, "loose": {"abs_tol": 1e-3}}
 TOLS = [1e-9, 1e-6]
@@ -66,6 +69,9 @@ class Slotted:
 
 OPTIONS = Options()
 SLOTTED = Slotted()
+ARRAY = array("d", [1e-9])
+LAYERS = ChainMap({"abs_tol": 1e-9})
+CONTEXT = ContextVar("dgpkg", default={"abs_tol": 1e-9})
 
 
 def isclose(a, b):
@@ -112,6 +118,9 @@ def test_only_the_repositorys_own_modules_and_their_data_globals_are_digested(pk
         (lambda m: m.TOLS.append(1e300), "TOLS"),  # J: an in-place library call
         (lambda m: setattr(m, "isclose", max), "isclose"),  # L: a global rebound (the test module's, there)
         (lambda m: setattr(m.isclose, "abs_tol", 1.0), "isclose"),  # a function attribute
+        (lambda m: m.ARRAY.__setitem__(0, 1e300), "ARRAY"),  # review 8's M4: the stdlib's data containers
+        (lambda m: m.LAYERS.maps[0].__setitem__("abs_tol", 1e300), "LAYERS"),
+        (lambda m: m.CONTEXT.get().__setitem__("abs_tol", 1e300), "CONTEXT"),  # M6: a ContextVar's value
     ],
 )
 def test_a_state_change_through_any_route_changes_the_globals_digest(pkg, change, key):
@@ -197,6 +206,24 @@ def test_a_long_list_of_strings_is_one_c_call_and_still_sees_an_item(tmp_path, m
 
 # The host's side: per-test deltas (key -> hash, None = gone) in run order.
 K, T, LAZY = "pkg\tPROFILES", "tests.test_x\tisclose", "pkg.lazy\tTABLE"
+
+
+def test_a_huge_int_digests_and_the_copys_path_is_the_same_state_in_every_copy(tmp_path, monkeypatch):
+    # review 8: a 20,000-digit int made the digest raise (decimal conversion), and a test module's path to its
+    # fixtures differed between two sandbox slots' copies, refusing a correct fix judged against the other's gold
+    digests = []
+    for copy in ("slot-a", "slot-b"):
+        (tmp_path / copy / "dgpath").mkdir(parents=True)
+        text = "import os\nHERE = os.path.join(os.path.dirname(__file__), 'fixtures')\nBIG = 1 << 20000\n"
+        (tmp_path / copy / "dgpath" / "__init__.py").write_text(text)
+        monkeypatch.syspath_prepend(str(tmp_path / copy))
+        importlib.import_module("dgpath")
+        digests.append(state_digest(str(tmp_path / copy))())
+        sys.modules.pop("dgpath")
+    assert {"dgpath\tHERE", "dgpath\tBIG"} <= digests[0].keys() and FAILED not in digests[0]
+    assert digests[0] == digests[1]
+
+
 GOLD = [("t1", {K: "a", T: "f"}), ("t2", {}), ("t3", {})]
 
 
@@ -212,6 +239,14 @@ def test_a_state_changed_at_a_test_differs_from_there_on():
     )
     # changed at a test and put back before the next: still seen after the test that changed it
     assert mismatches(GOLD, [("t1", {K: "a", T: "f"}), ("t2", {T: "max"}), ("t3", {T: "f"})]) == [("t2", [T])]
+
+
+def test_a_digest_that_raised_is_a_difference_however_the_rest_looks():
+    # review 8: a failed digest drops every key, and modules only one run holds are not compared: without the
+    # failure itself counting, a patch that makes the digest raise turns the comparison off
+    failed = [("t1", {K: "a", T: "f"}), ("t2", {FAILED: "ValueError", K: None, T: None}), ("t3", {})]
+    assert mismatches(GOLD, failed)[0] == ("t2", [FAILED])
+    assert "after t2 differs" in differs(reference(GOLD, GOLD), failed)
 
 
 def test_keys_that_vary_between_the_gold_fixs_own_runs_are_not_compared():

@@ -205,7 +205,7 @@ def _plugin(send, void, record, names, front, digest=None):
         try:
             now = digest()
         except Exception as e:  # noqa: BLE001 - a digest that cannot be taken is itself a state the host compares
-            now = {"<digest>": type(e).__name__}
+            now = {"<digest>": type(e).__name__}  # state_digest.FAILED: the host always compares it
         delta = {k: v for k, v in now.items() if last.get(k) != v}
         delta.update((k, None) for k in last if k not in now)
         last.clear()

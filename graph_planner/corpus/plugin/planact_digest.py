@@ -13,7 +13,9 @@ hash order varies from process to process); functions, classes and modules by qu
 (a fix changes code); for the repository's own functions also their mutable defaults, closure cells and
 attribute dict; for its own classes their class attributes; for instances of its own classes their `__dict__`
 and slots. A library's instance counts by its class's name only (a logger's level cache, a lock, a compiled
-pattern: state a fix may touch differently and a test's comparison does not read). Immutable defaults are
+pattern: state a fix may touch differently and a test's comparison does not read), except the standard
+library's data containers (array, bytearray, a ContextVar's value, UserDict, UserList, UserString, ChainMap,
+argparse's Namespace), digested by content. Immutable defaults are
 skipped (a fix may change a literal default). No code of the package runs: no `__eq__`, `__hash__`,
 `__repr__`, `__iter__` or property of any object is called, only the builtin types' own C methods.
 Depth (DEPTH) and nodes per global (BUDGET) are bounded, deterministically: what lies beyond is not seen.
@@ -46,22 +48,31 @@ def state_digest(root):
     module_dict = module_type.__dict__["__dict__"].__get__
     sorted_, len_, id_, list_, issubclass_ = sorted, len, id, list, issubclass
     dict_items, join = dict.items, "\x00".join
-    from collections import defaultdict, deque
+    from argparse import Namespace
+    from array import array
+    from collections import ChainMap, UserDict, UserList, UserString, defaultdict, deque
+    from contextvars import ContextVar
     from functools import partial
     from types import SimpleNamespace
 
-    # a scalar is its own digest (tag and value): only containers are hashed, so a table of numbers costs a join
+    # a scalar is its own digest (tag and value): only containers are hashed, so a table of numbers costs a join.
+    # Ints in hex: decimal conversion refuses more than 4,300 digits, and a digest that raises must not be the
+    # patch's to cause. Strings with the working copy's path in it: each sandbox slot has its own copy, and a
+    # test module's `FIXTURES = os.path.join(os.path.dirname(__file__), ...)` is the same state in every one.
+    root_ = root.rstrip("/")
     scalars = {
-        int: lambda x: "i" + int.__repr__(x),
+        int: lambda x: "i" + int.__format__(x, "x"),
         float: lambda x: "f" + float.__repr__(x),
         complex: lambda x: "c" + complex.__repr__(x),
         bool: lambda x: "b" + int.__repr__(x),
-        str: lambda x: "s" + str.__str__(x),
+        str: lambda x: "s" + str.replace(str.__str__(x), root_, "<copy>"),
         bytes: lambda x: "y" + bytes.hex(x),
         type(None): lambda x: "None",
         type(Ellipsis): lambda x: "...",
     }
     immutable = tuple(scalars)
+    # library classes that are nothing but data in their instance dict: digested like the repository's own
+    plain = (UserDict, UserList, UserString, ChainMap, Namespace)
     frozen = {}  # id -> (object, digest, nodes): tuples and frozensets of scalars only, which cannot change
 
     def h(*parts):
@@ -253,9 +264,15 @@ def state_digest(root):
             return h("property", *(node(f, depth, p) for f in (x.fget, x.fset, x.fdel)))
         if t is partial:
             return h("partial", *(node(v, depth, p) for v in (x.func, x.args, x.keywords)))
+        if issubclass_(t, array):  # review 8 (M4): the stdlib's data containers, by content too
+            return h("array", tname, array.__dict__["typecode"].__get__(x), array.tobytes(x).hex())
+        if issubclass_(t, bytearray):
+            return h("bytes", tname, bytearray.hex(x))
+        if t is ContextVar:  # (M6) its value in this context; unset and without a default: "!" LookupError
+            return h("contextvar", node(ContextVar.get(x), depth, p))
         if t is SimpleNamespace:
             return h(tname, *items(list_(dict_items(vars(x))), depth, p))
-        if tmod not in p.own:
+        if tmod not in p.own and not issubclass_(t, plain):
             return "object " + tname  # a library's instance: its class, not its inner state (module docstring)
         parts = []
         for klass in t.__mro__:  # the instance's dict (a real one: no property named __dict__) and its slots
