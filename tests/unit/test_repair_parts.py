@@ -301,3 +301,28 @@ def test_a_clean_record_from_another_record_version_is_taken_again_when_a_name_s
         "t1", "", ["tests/test_a.py::test_x"], [], "abc", "pkg", clean_events={NAMES: []}, record_version=RECORD_VERSION
     )
     assert not _record_lacks(current, NAMES) and _record_lacks(current, PROCESS)  # no process key recorded
+
+
+def test_a_corpus_recorded_under_another_guard_version_loads_with_a_warning_to_rebuild_it(tmp_path):
+    import json
+
+    from graph_planner.corpus.testrun import RECORD_VERSION
+    from graph_planner.tasks import load_tasks
+
+    def row(version: int | None) -> dict:
+        env = {"repo_dir": "repos/pkg.git", "clean_events": {"<names>": []}}
+        env |= {} if version is None else {"record_version": version}
+        return {
+            "instance_id": f"t{version}",
+            "repo": "pkg",
+            "base_commit": "abc",
+            "FAIL_TO_PASS": ["t::x"],
+            "PASS_TO_PASS": [],
+            "planact_env": env,
+        }
+
+    (tmp_path / "heldout.jsonl").write_text(json.dumps(row(RECORD_VERSION)) + "\n")
+    assert load_tasks(tmp_path, split="heldout")[0].record_version == RECORD_VERSION  # no warning: fresh
+    (tmp_path / "heldout.jsonl").write_text(json.dumps(row(None)) + "\n")
+    with pytest.warns(UserWarning, match="1 tasks .* rebuild the corpus"):
+        assert load_tasks(tmp_path, split="heldout")[0].record_version == 0
