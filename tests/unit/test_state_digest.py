@@ -276,11 +276,11 @@ def test_the_boot_script_reports_each_passed_calls_changes_before_teardown(tmp_p
     """The plugin's rows, through the real boot script (a plain subprocess): the first passed call carries every
     key, a later one only what changed, taken before teardown (a monkeypatch undone there is still seen), and
     a failed call none."""
-    import json
     import os
-    import subprocess
 
-    from graph_planner.corpus.testrun import _BOOT, _DIGEST, name_guard_config, read_channel
+    from graph_planner.corpus.testrun import _DIGEST, name_guard_config
+
+    from .boot_runner import run_boot
 
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text(
@@ -305,19 +305,7 @@ def test_the_boot_script_reports_each_passed_calls_changes_before_teardown(tmp_p
         "args": ["-q", "-p", "no:cacheprovider", f"--rootdir={tmp_path}", "tests/test_pkg.py"],
         "digest": str(_DIGEST),
     }
-    env = {**os.environ, "PYTHONPATH": str(tmp_path), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-s", str(_BOOT)],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        pass_fds=(write,),
-    )
-    os.close(write)
-    proc.communicate(json.dumps(cfg).encode(), timeout=60)
-    with os.fdopen(read) as fh:
-        report = read_channel(fh.read(), key)
+    _, report = run_boot(tmp_path, cfg, key, read, write)
     assert not report.problem
     rows = dict(report.digests)
     assert [t.split("::")[1] for t, _ in report.digests] == ["test_a", "test_patched", "test_after"]  # not test_fails

@@ -7,12 +7,9 @@ import hashlib
 import hmac
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 from graph_planner.corpus.testrun import (
-    _BOOT,
     GUARD_EXIT,
     NAMES,
     UNSIGNED,
@@ -20,6 +17,8 @@ from graph_planner.corpus.testrun import (
     read_channel,
     tampering,
 )
+
+from .boot_runner import run_boot
 
 KEY = b"k" * 16
 
@@ -94,21 +93,7 @@ def _boot(
         "names": name_guard_config(),
         "args": ["-q", "-p", "no:cacheprovider", f"--rootdir={tmp_path}", "tests/test_pkg.py"],
     }
-    env = {**os.environ, "PYTHONPATH": str(tmp_path), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    # The inner pytest's own "FAILED tests/test_pkg.py::..." lines are this test's input, not the suite's
-    # result: kept off the outer log, where CI's summary read them as failures of the suite.
-    proc = subprocess.Popen(
-        [sys.executable, "-s", str(_BOOT)],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        pass_fds=(write,),
-    )
-    os.close(write)
-    proc.communicate(json.dumps(cfg).encode(), timeout=60)
-    with os.fdopen(read) as fh:
-        return proc.returncode, read_channel(fh.read(), KEY)
+    return run_boot(tmp_path, cfg, KEY, read, write)
 
 
 def test_the_guard_stops_only_what_the_changed_function_sets_off(tmp_path):
