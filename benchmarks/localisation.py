@@ -29,7 +29,7 @@ from graph_planner.agents.rule import RuleAgent, run_episode  # noqa: E402
 from graph_planner.env import EnvLimits, PlannerEnv  # noqa: E402
 from graph_planner.env_config import EpisodeConfig, RepairEnvConfig  # noqa: E402
 from graph_planner.evaluate import shard  # noqa: E402
-from graph_planner.judge import ResultCache  # noqa: E402
+from graph_planner.result_cache import ResultCache  # noqa: E402
 from graph_planner.runtime import LocalRuntime  # noqa: E402
 from graph_planner.tasks import load_tasks  # noqa: E402
 from graph_planner.team.context import split_of  # noqa: E402

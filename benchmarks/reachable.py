@@ -31,9 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from graph_planner.candidates import edits_from_sites, function_text, gold_source  # noqa: E402
 from graph_planner.env_config import RepairEnvConfig  # noqa: E402
-from graph_planner.judge import ResultCache, base_text, submit_texts  # noqa: E402
+from graph_planner.judge import base_text, submit_texts  # noqa: E402
 from graph_planner.patching import PatchError, apply_diff  # noqa: E402
 from graph_planner.proposals import model_proposals, repository_proposals  # noqa: E402
+from graph_planner.result_cache import ResultCache  # noqa: E402
 from graph_planner.runtime import LocalRuntime  # noqa: E402
 from graph_planner.tasks import load_tasks  # noqa: E402
 from graph_planner.team.context import split_of  # noqa: E402

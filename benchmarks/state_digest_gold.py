@@ -25,12 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from graph_planner.corpus.testrun import load_proof  # noqa: E402
 from graph_planner.judge import (  # noqa: E402
     DEFAULT_TEST_CPU_S,
-    ResultCache,
     gold_texts,
     passed,
     run_patch,
     state_reference,
 )
+from graph_planner.result_cache import ResultCache  # noqa: E402
 from graph_planner.runtime import LocalRuntime  # noqa: E402
 from graph_planner.tasks import load_tasks  # noqa: E402
 

@@ -31,8 +31,9 @@ from graph_planner.corpus.fetch import git
 from graph_planner.corpus.mutate import unified_diff
 from graph_planner.env_config import EpisodeConfig
 from graph_planner.graph import Budget, GraphSearch, RepoGraph, WorkingMemory
-from graph_planner.judge import ResultCache, passed, run_patch
+from graph_planner.judge import passed, run_patch
 from graph_planner.patching import PatchError, apply_diff, apply_edits, screen
+from graph_planner.result_cache import ResultCache
 from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import RepairTask
 

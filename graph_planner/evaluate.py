@@ -13,7 +13,7 @@ from pathlib import Path
 
 from graph_planner.agents.rule import RuleAgent, run_episode
 from graph_planner.env import EnvLimits, PlannerEnv
-from graph_planner.judge import ResultCache
+from graph_planner.result_cache import ResultCache
 from graph_planner.runtime import make_runtime
 from graph_planner.tasks import RepairTask
 

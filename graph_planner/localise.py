@@ -14,7 +14,7 @@ from graph_planner.corpus.testrun import load_proof
 from graph_planner.corpus.validate import IMPORT_TIME
 from graph_planner.graph import GraphSearch, RepoGraph
 from graph_planner.graph.build import is_test_file, test_node
-from graph_planner.judge import ResultCache
+from graph_planner.result_cache import ResultCache
 from graph_planner.sbfl import rank, spectrum, suspiciousness
 from graph_planner.tasks import RepairTask
 

@@ -25,8 +25,9 @@ from pathlib import Path, PurePosixPath
 
 from graph_planner.corpus.fetch import git
 from graph_planner.graph.build import SKIP_DIRS
-from graph_planner.judge import ResultCache, passed, run_patch
+from graph_planner.judge import passed, run_patch
 from graph_planner.patching import PatchError, apply_edits, screen
+from graph_planner.result_cache import ResultCache
 from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import RepairTask
 

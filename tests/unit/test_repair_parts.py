@@ -96,7 +96,7 @@ def test_candidates_of_every_token_level_mutant_hold_its_fix():
 
 def test_result_caches_over_one_file_share_what_each_other_appends(tmp_path):
     # Seeds run side by side over one corpus: a run's outcome must save the other run the same test run.
-    from graph_planner.judge import ResultCache
+    from graph_planner.result_cache import ResultCache
 
     path = tmp_path / "results-cache.jsonl"
     a, b = ResultCache(path), ResultCache(path)
@@ -131,7 +131,8 @@ class _CountingRuntime:
 
 def test_a_reward_run_is_judged_by_cpu_time_and_an_old_wall_clock_timeout_is_judged_again(tmp_path):
     """A test run starved by a loaded machine must not become a cached reward of 0."""
-    from graph_planner.judge import ResultCache, passed, run_patch
+    from graph_planner.judge import passed, run_patch
+    from graph_planner.result_cache import ResultCache
     from graph_planner.tasks import RepairTask
 
     task = RepairTask("t1", "", ["tests/test_a.py::test_x"], [], "abc", "pkg")
@@ -180,7 +181,8 @@ def test_a_task_without_a_clean_record_is_confirmed_against_the_base_commits_rec
     """A release-history task carries no clean record: the base commit's run of the same tests stands in,
     and the confirming run is judged against it too (it once kept the bare guard and voided every such
     gold fix: "the confirming run disagrees"). A key the base never set off still voids the run."""
-    from graph_planner.judge import ResultCache, passed, run_patch
+    from graph_planner.judge import passed, run_patch
+    from graph_planner.result_cache import ResultCache
     from graph_planner.tasks import RepairTask
 
     task = RepairTask("t1", "", ["tests/test_m.py::test_x"], [], "abc", "pkg")
@@ -224,7 +226,8 @@ def test_a_record_less_tasks_fail_to_pass_run_is_judged_against_the_base_commits
     that the buggy base's FAIL_TO_PASS run never reached. Its baseline is the base commit's run of Submit's
     whole list (what Submit mode allows already), not of the same tests, which voided a mutation task's gold
     fix (funcy's get_argnames)."""
-    from graph_planner.judge import ResultCache, passed, run_patch
+    from graph_planner.judge import passed, run_patch
+    from graph_planner.result_cache import ResultCache
     from graph_planner.tasks import RepairTask
 
     task = RepairTask("t1", "", ["tests/test_m.py::test_x"], ["tests/test_m.py::test_y"], "abc", "pkg")
