@@ -35,6 +35,7 @@ from graph_planner.corpus.testrun import Guard, load_proof  # noqa: E402
 from graph_planner.env import EnvLimits, PlannerEnv  # noqa: E402
 from graph_planner.evaluate import shard  # noqa: E402
 from graph_planner.judge import gold_texts, watched  # noqa: E402
+from graph_planner.result_cache import ResultCache  # noqa: E402
 from graph_planner.runtime import LocalRuntime  # noqa: E402
 from graph_planner.tasks import load_tasks  # noqa: E402
 
@@ -54,9 +55,9 @@ TINY = {
 }
 
 
-class _NoCache:
-    entries: dict = {}
-    hits = 0
+class _NoCache(ResultCache):
+    """Every verdict judged afresh (no outcome reused); the judge's clean records and gold state references are
+    kept as a real cache keeps them (the judge's set-up per task, not the episode's work)."""
 
     def get(self, key):
         return None
