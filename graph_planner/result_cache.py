@@ -61,18 +61,18 @@ class ResultCache:
     def put(self, key: str, result: dict) -> None:
         """Remember a run's result (and append it to the file)."""
         self.entries[key] = result
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a") as fh:
-                fh.write(json.dumps({"key": key, "result": result}) + "\n")
+        self._append({"key": key, "result": result})
 
     def put_reference(self, key: str, reference: dict) -> None:
         """Remember a gold fix's module state reference (and append it to the file, beside the results)."""
         self.references[key] = reference
+        self._append({"key": key, "reference": reference})
+
+    def _append(self, row: dict) -> None:
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "a") as fh:
-                fh.write(json.dumps({"key": key, "reference": reference}) + "\n")
+                fh.write(json.dumps(row) + "\n")
 
     def get_reference(self, key: str) -> dict | None:
         """A gold fix's module state reference, reading what concurrent runs appended on a miss."""
