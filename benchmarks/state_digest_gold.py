@@ -9,6 +9,7 @@ digested and left out as unstable. With `--plain`, the same Submit without the d
 
     python benchmarks/state_digest_gold.py --corpus runs/corpus --every 1
     python benchmarks/state_digest_gold.py --corpus runs/corpus --every 10 --plain --json out.json
+    python benchmarks/state_digest_gold.py --tiny    # a built-in package's few tasks (what the test runs)
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from repair_throughput import tiny_corpus  # noqa: E402  (this script's folder is on sys.path)
 
 from graph_planner.corpus.testrun import load_proof  # noqa: E402
 from graph_planner.judge import (  # noqa: E402
@@ -97,8 +101,10 @@ def main() -> None:
     ap.add_argument("--plain", action="store_true", help="also Submit without the digest (wall time)")
     ap.add_argument("--cpu-s", type=float, default=DEFAULT_TEST_CPU_S)
     ap.add_argument("--json", help="write every task's row here")
+    ap.add_argument("--tiny", action="store_true", help="a built-in package's few tasks, built here (smoke mode)")
     a = ap.parse_args()
-    tasks = list(load_tasks(Path(a.corpus)))[:: a.every]
+    corpus = tiny_corpus(Path(tempfile.mkdtemp(prefix="digest-bench-"))) if a.tiny else Path(a.corpus)
+    tasks = list(load_tasks(corpus))[:: a.every]
     runtime, rows = LocalRuntime(), []
     try:
         for i, task in enumerate(tasks, 1):

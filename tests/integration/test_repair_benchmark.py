@@ -1,7 +1,8 @@
-"""benchmarks/repair_throughput.py in its tiny mode, so the benchmark cannot rot."""
+"""benchmarks/repair_throughput.py and benchmarks/state_digest_gold.py in their tiny modes, so they cannot rot."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -24,3 +25,20 @@ def test_repair_throughput_benchmark_runs_and_prints_the_scaling():
     guard, twice = (float(line.split(": ")[1].split("x")[0]) for line in lines[-2:])
     assert lines[-2].startswith("guard:") and lines[-1].startswith("a pass judged twice:")
     assert guard >= 0.5 and twice > 1.0  # a confirming run is a second run: judging twice cannot be free
+
+
+def test_state_digest_gold_benchmark_passes_every_gold_fix_of_its_tiny_corpus():
+    """The digest's gold benchmark on its built-in package: every gold fix, compared with its own state
+    reference through Submit, passes and none is voided (a voided gold fix is a false refusal)."""
+    out = subprocess.run(
+        [sys.executable, "benchmarks/state_digest_gold.py", "--tiny"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [json.loads(line.split("] ", 1)[1]) for line in out.stdout.splitlines() if line.startswith("[")]
+    assert rows and all(r["passed"] and not r["voided"] and r["reference"] == "ok" for r in rows), out.stdout
+    total = json.loads(out.stdout[out.stdout.index("\n{") :])["all"]
+    assert total["tasks"] == len(rows) and total["passed"] == len(rows) and total["keys"] > 0, total
