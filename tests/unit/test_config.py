@@ -64,6 +64,27 @@ def test_repair_configs_name_the_bad_field(tmp_path):
     assert load_aflow_config(ROOT / "configs" / "aflow-demo.yaml") == AFlowConfig()
 
 
+def test_every_sdist_pin_follows_one_rule():
+    # A dependency is always pinned; a corpus package or a release may leave the pin empty (a local folder or an
+    # unpinned trial); a pin given anywhere is 64 lowercase hex digits, with the same message.
+    from graph_planner.corpus.history_spec import Release
+    from graph_planner.corpus.spec import PackageRef, PackageSpec
+
+    pin = "0123456789abcdef" * 4
+    for model, fields in (
+        (PackageRef, {"name": "x", "version": "1"}),
+        (PackageSpec, {"name": "x", "version": "1"}),
+        (Release, {"version": "1"}),
+    ):
+        assert model(**fields, sha256=pin).sha256 == pin
+        for bad in (pin.upper(), pin[:-1], "nothex"):
+            with pytest.raises(ValueError, match="a sha256 is 64 lowercase hex digits"):
+                model(**fields, sha256=bad)
+    assert PackageSpec(name="x", version="1").sha256 == Release(version="1").sha256 == ""
+    with pytest.raises(ValueError, match="a sha256 is 64 lowercase hex digits"):
+        PackageRef(name="x", version="1", sha256="")
+
+
 def test_invalid_value_names_the_field():
     with pytest.raises(ConfigError, match=r"rounds"):
         load_config(None, ["rounds=-3"])
