@@ -96,7 +96,7 @@ def aflow_round(cfg: AFlowConfig, round_idx: int, salt: int, pool: PoolRef) -> d
     if round_idx > 1 and cfg.policy.enabled:
         # Other runs' expansions on this benchmark (the shared pool) are more GiGPO episodes in the group.
         steps, returns = episodes_from_items(
-            pool.call("query", role="aflow", benchmark=cfg.benchmark), cfg.benchmark, exclude_run=cfg.run_name
+            pool.query(role="aflow", benchmark=cfg.benchmark), cfg.benchmark, exclude_run=cfg.run_name
         )
         out.update(train_policy(cfg, steps, returns))
     out["converged"] = convergence_check(cfg)
