@@ -36,8 +36,8 @@ _API_CONNECTION = (
     "concurrency",
     "max_retries",
     "timeout_s",
-    "input_per_mtok",
-    "output_per_mtok",
+    "prices.input_per_mtok",
+    "prices.output_per_mtok",
 )
 _ROLE_MAY_CHANGE = (
     "resources.",

@@ -63,6 +63,10 @@ def test_what_may_change_is_an_allow_list():
     assert shapes_run("actor.lora.enabled") and shapes_run("planner.lora.rank")
     # A remote model's endpoint may move; the model, its stop words and system prompt may not change.
     assert not shapes_run("planner.openai.base_url") and shapes_run("planner.openai.model")
+    # Its prices only change what the run's cost reads (they sit in a `prices` section: the allow-list named them
+    # one level up, so a changed price was refused while the docs said it may change).
+    assert not shapes_run("actor.anthropic.prices.output_per_mtok")
+    assert not shapes_run("planner.openai.prices.input_per_mtok")
     assert shapes_run("actor.anthropic.system_prompt")
     # A field nobody has declared safe (a new one, or a name that only starts like an allowed one) is refused.
     assert shapes_run("a_new_field") and shapes_run("roundsx") and shapes_run("tracking")
@@ -101,7 +105,9 @@ def test_a_run_stored_before_the_aflow_hook_moved_resumes():
 DECLARED_SAFE = {
     "": "rounds run_name",
     "<role>.anthropic": "api_key_env api_key_secret api_version base_url concurrency max_retries timeout_s",
+    "<role>.anthropic.prices": "input_per_mtok output_per_mtok",
     "<role>.openai": "api_key_env api_key_secret base_url concurrency max_retries timeout_s",
+    "<role>.openai.prices": "input_per_mtok output_per_mtok",
     "<role>.resources": "attention colocate_trainer custom device fsdp memory_mb num_cpus num_gpus replicas "
     "torch_threads trainer_placement trainer_timeout_s trainer_workers",
     "<role>.sglang": "concurrency extra_args host launch_command max_restarts mem_fraction_static request_timeout_s "
