@@ -31,7 +31,7 @@ from aflow_rl.executor import with_local_models
 from aflow_rl.optimizers import accepted
 from aflow_rl.policy import episodes_from_items
 from aflow_rl.search import Search
-from flows import runtime
+from flows import command, runtime
 from planact.experience import PoolRef, pool_actor
 from planact.session import connect_ray
 from planact.storage import atomic_write
@@ -236,7 +236,7 @@ def print_aflow_summary(run_name: str, summary: dict, seconds: float) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: validate the config, then run the search flow."""
-    return runtime.cli(
+    return command.cli(
         argv,
         aflow_optimize,
         load=load_aflow_config,
