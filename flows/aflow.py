@@ -33,7 +33,7 @@ from aflow_rl.policy import episodes_from_items
 from aflow_rl.search import Search
 from flows import command, runtime
 from planact.experience import PoolRef, pool_actor
-from planact.session import connect_ray
+from planact.ray_setup import connect_ray
 from planact.storage import atomic_write
 from planact.tracking import Tracker, tracking_uri
 from tasks.aflow import (

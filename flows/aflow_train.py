@@ -28,7 +28,7 @@ from aflow_rl.optimizer_rl import make_optimizer, training_seeds, transition_ite
 from flows import command, runtime
 from planact import faults
 from planact.experience import PoolRef, pool_actor
-from planact.session import connect_ray
+from planact.ray_setup import connect_ray
 from planact.storage import atomic_write
 from planact.tracking import Tracker
 from tasks.aflow import prepare_executor

@@ -18,7 +18,7 @@ from flows import command, runtime
 from planact import agents
 from planact.config import RunConfig, validate_config
 from planact.preflight import check_runtime
-from planact.session import connect_ray
+from planact.ray_setup import connect_ray
 from planact.storage import RunState
 from planact.tracking import Tracker
 from tasks.plan_act import evaluate_heldout

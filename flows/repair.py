@@ -18,7 +18,7 @@ from prefect.runtime import flow_run
 from flows import command, runtime
 from graph_planner.config import RepairEvalConfig, load_repair_config, validate_repair_config
 from graph_planner.evaluate import markdown, summarize
-from planact.session import connect_ray
+from planact.ray_setup import connect_ray
 from planact.tracking import Tracker
 from tasks.repair import load_corpus, run_episodes, write_summary
 
