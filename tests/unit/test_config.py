@@ -217,3 +217,18 @@ def test_the_repair_smollm_deployment_runs_exactly_its_config_file():
     deployments = {d["name"]: d for d in yaml.safe_load((root / "prefect.yaml").read_text())["deployments"]}
     params = deployments["repair-smollm"]["parameters"]["config"]
     assert validate_config(params) == load_config(root / "configs" / "repair-smollm.yaml")
+
+
+def test_an_episodes_limits_are_its_config_with_a_memory_budget():
+    # EnvLimits declares no setting of its own beside the working memory's: a new episode setting reaches the
+    # environment without a second declaration, with its one default.
+    from graph_planner.env import EnvLimits
+    from graph_planner.env_config import EpisodeConfig
+    from graph_planner.graph import Budget
+
+    assert set(EnvLimits.model_fields) == set(EpisodeConfig.model_fields) | {"memory"}
+    assert EnvLimits().model_dump(exclude={"memory"}) == EpisodeConfig().model_dump()
+    limits = EnvLimits.from_episode(EpisodeConfig(test_cpu_s=5, steps=3), memory=Budget(nodes=2))
+    assert (limits.test_cpu_s, limits.steps, limits.memory.nodes) == (5, 3, 2)
+    with pytest.raises(ValueError, match="steps"):
+        limits.steps = 0  # the episode config's bounds hold for the limits too
