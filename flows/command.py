@@ -8,6 +8,10 @@ import inspect
 import os
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
+
+from prefect import Flow
 
 from flows.runtime import ensure_prefect_api
 from planact.config import ConfigError, load_config
@@ -16,7 +20,12 @@ from tasks import QUIET_ENV, quiet_state_lines
 
 
 def cli(
-    argv: list[str] | None, flow_fn, load=None, check=None, default_config: str = "configs/demo.yaml", summary=None
+    argv: list[str] | None,
+    flow_fn: Flow,
+    load: Callable[[str | None, list[str]], Any] | None = None,
+    check: Callable[[Any], None] | None = None,
+    default_config: str = "configs/demo.yaml",
+    summary: Callable[[str, dict, float], None] | None = None,
 ) -> int:
     """Parse --config/--set, validate before anything starts, run the flow, print the summary table."""
     parser = argparse.ArgumentParser(description=flow_fn.__doc__)

@@ -4,6 +4,7 @@ environment its workers must share. Every flow that uses agents connects through
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import ray
 
@@ -11,7 +12,7 @@ from planact.reaper import reap_descendants_on_death
 from planact.secrets import expand_references
 
 
-def worker_runtime_env(cfg, env_vars: dict[str, str] | None = None) -> dict | None:
+def worker_runtime_env(cfg: Any, env_vars: dict[str, str] | None = None) -> dict | None:
     """The runtime_env for the run's Ray workers: the configured one plus `env_vars` they must share."""
     runtime_env = dict(cfg.ray.runtime_env)
     merged_env = {**(env_vars or {}), **expand_references(runtime_env.pop("env_vars", {}))}
@@ -24,8 +25,10 @@ def worker_runtime_env(cfg, env_vars: dict[str, str] | None = None) -> dict | No
     return runtime_env or None
 
 
-def connect_ray(cfg, env_vars: dict[str, str] | None = None, namespace: str | None = None) -> bool:
-    """Connect to the configured Ray (or start a local one); returns True when this call started it."""
+def connect_ray(cfg: Any, env_vars: dict[str, str] | None = None, namespace: str | None = None) -> bool:
+    """Connect to the configured Ray (or start a local one); returns True when this call started it.
+
+    `cfg` is any of the flows' configs: its `ray` section, and `barrier.namespace` unless `namespace` is given."""
     if ray.is_initialized():
         return False
     kwargs = {
