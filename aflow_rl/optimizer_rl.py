@@ -102,10 +102,8 @@ class OptimizerModel:
 
     def update(self, transitions: list[dict], advantages: list[float]) -> dict[str, float]:
         """One GRPO step over the transitions' choices with their GiGPO advantages; the engine sees it at once."""
-        samples: list[Sample] = [
-            {**{k: tr["completion"][k] for k in ("prompt_ids", "token_ids", "logprobs")}, "advantage": a}
-            for tr, a in zip(transitions, advantages)
-        ]
+        # A transition keeps its choice as `Completion.sample_fields()` made it: a sample once it has its advantage.
+        samples: list[Sample] = [{**tr["completion"], "advantage": a} for tr, a in zip(transitions, advantages)]
         metrics = self.trainer.train_step(samples)
         self.engine.update_weights()  # the trainer updated the engine's own model in place
         return metrics

@@ -31,9 +31,9 @@ from aflow_rl.executor import with_local_models
 from aflow_rl.optimizers import accepted
 from aflow_rl.policy import episodes_from_items
 from aflow_rl.search import Search
-from flows import runtime
+from flows import command, runtime
 from planact.experience import PoolRef, pool_actor
-from planact.session import connect_ray
+from planact.ray_setup import connect_ray
 from planact.storage import atomic_write
 from planact.tracking import Tracker, tracking_uri
 from tasks.aflow import (
@@ -96,7 +96,7 @@ def aflow_round(cfg: AFlowConfig, round_idx: int, salt: int, pool: PoolRef) -> d
     if round_idx > 1 and cfg.policy.enabled:
         # Other runs' expansions on this benchmark (the shared pool) are more GiGPO episodes in the group.
         steps, returns = episodes_from_items(
-            pool.call("query", role="aflow", benchmark=cfg.benchmark), cfg.benchmark, exclude_run=cfg.run_name
+            pool.query(role="aflow", benchmark=cfg.benchmark), cfg.benchmark, exclude_run=cfg.run_name
         )
         out.update(train_policy(cfg, steps, returns))
     out["converged"] = convergence_check(cfg)
@@ -236,7 +236,7 @@ def print_aflow_summary(run_name: str, summary: dict, seconds: float) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: validate the config, then run the search flow."""
-    return runtime.cli(
+    return command.cli(
         argv,
         aflow_optimize,
         load=load_aflow_config,

@@ -25,10 +25,10 @@ from prefect_ray import RayTaskRunner
 
 from aflow_rl.config import AFlowConfig, check_aflow_runtime, load_aflow_config, validate_aflow_config
 from aflow_rl.optimizer_rl import make_optimizer, training_seeds, transition_items
-from flows import runtime
+from flows import command, runtime
 from planact import faults
 from planact.experience import PoolRef, pool_actor
-from planact.session import connect_ray
+from planact.ray_setup import connect_ray
 from planact.storage import atomic_write
 from planact.tracking import Tracker
 from tasks.aflow import prepare_executor
@@ -160,7 +160,7 @@ def print_train_summary(run_name: str, summary: dict, seconds: float) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: validate the config, then run the training flow."""
-    return runtime.cli(
+    return command.cli(
         argv,
         aflow_train,
         load=load_aflow_config,

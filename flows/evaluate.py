@@ -14,11 +14,11 @@ from __future__ import annotations
 from prefect import flow
 from prefect.runtime import flow_run
 
-from flows import runtime
+from flows import command, runtime
 from planact import agents
 from planact.config import RunConfig, validate_config
 from planact.preflight import check_runtime
-from planact.session import connect_ray
+from planact.ray_setup import connect_ray
 from planact.storage import RunState
 from planact.tracking import Tracker
 from tasks.plan_act import evaluate_heldout
@@ -85,7 +85,7 @@ def evaluate_checkpoint(
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point."""
-    return runtime.cli(argv, evaluate_checkpoint)
+    return command.cli(argv, evaluate_checkpoint)
 
 
 if __name__ == "__main__":

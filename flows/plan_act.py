@@ -17,7 +17,7 @@ from prefect import flow
 from prefect.runtime import flow_run
 from prefect_ray.context import remote_options
 
-from flows import runtime
+from flows import command, runtime
 from flows.rounds import Rounds, named
 from planact.config import RunConfig, validate_config
 from planact.preflight import check_runtime
@@ -140,7 +140,7 @@ def plan_act_training(config: RunConfig = runtime.DEMO) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: validate the config, then run the training flow with a progress display."""
-    return runtime.cli(argv, plan_act_training, check=_check)
+    return command.cli(argv, plan_act_training, check=_check)
 
 
 def _check(cfg: RunConfig) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from prefect import flow
 
-from flows import runtime
+from flows import command, runtime
 from planact.config import RunConfig, validate_config
 from planact.registry import ROLES, has_model, registered_name
 from planact.storage import RunState
@@ -47,7 +47,7 @@ def register_checkpoint_models(config: RunConfig = runtime.DEMO, checkpoint: str
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point."""
-    return runtime.cli(argv, register_checkpoint_models, summary=lambda name, result, s: None)
+    return command.cli(argv, register_checkpoint_models, summary=lambda name, result, s: None)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,10 @@ from pathlib import Path
 from prefect import flow
 from prefect.runtime import flow_run
 
-from flows import runtime
+from flows import command, runtime
 from graph_planner.config import RepairEvalConfig, load_repair_config, validate_repair_config
 from graph_planner.evaluate import markdown, summarize
-from planact.session import connect_ray
+from planact.ray_setup import connect_ray
 from planact.tracking import Tracker
 from tasks.repair import load_corpus, run_episodes, write_summary
 
@@ -56,7 +56,7 @@ def _print(run_name: str, result: dict, seconds: float) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point."""
-    return runtime.cli(
+    return command.cli(
         argv,
         repair_evaluate,
         load=load_repair_config,

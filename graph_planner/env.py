@@ -22,8 +22,10 @@ from __future__ import annotations
 import json
 import time
 from collections import OrderedDict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from pydantic import Field
 
 from graph_planner import localise
 from graph_planner.actions import ActionError, Explore, Memory, Repair, Submit, parse_action
@@ -37,27 +39,14 @@ from graph_planner.result_cache import ResultCache
 from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import RepairTask
 
-_EPISODE = EpisodeConfig()  # the defaults, defined once
-
 GRAPHS_KEPT = 4  # code graphs a PlannerEnv keeps (per base commit)
 
 
-@dataclass
-class EnvLimits:
-    """Budgets of one episode: graph_planner.env_config.EpisodeConfig's fields (defaults and meaning defined there
-    once) plus the working-memory budget."""
+class EnvLimits(EpisodeConfig):
+    """Budgets of one episode: graph_planner.env_config.EpisodeConfig's settings (each declared, with its default,
+    there once) plus the working-memory budget."""
 
-    steps: int = _EPISODE.steps
-    test_runs: int = _EPISODE.test_runs
-    coverage_runs: int = _EPISODE.coverage_runs
-    episode_s: float = _EPISODE.episode_s
-    memory: Budget = field(default_factory=Budget)
-    test_cpu_s: float = _EPISODE.test_cpu_s
-    read_chars: int = _EPISODE.read_chars
-    screen_patches: bool = _EPISODE.screen_patches
-    guard_patches: bool = _EPISODE.guard_patches
-    target_patches: bool = _EPISODE.target_patches
-    digest_state: bool = _EPISODE.digest_state
+    memory: Budget = Field(default_factory=Budget, description="What the working memory holds at once.")
 
     @classmethod
     def from_episode(cls, episode: EpisodeConfig, **extra) -> EnvLimits:

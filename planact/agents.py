@@ -69,9 +69,12 @@ class Worker:
 
     def sample(self, decoding: Decoding, requests: list, **kwargs) -> list[list[Completion]]:
         """`generate` (prompts) or `choose` (prompt, candidates) requests, as the environment decodes."""
+        return ray.get(self.submit_sample(decoding, requests, **kwargs))
+
+    def submit_sample(self, decoding: Decoding, requests: list, **kwargs) -> ray.ObjectRef:
+        """`sample` sent without waiting (a fan-out over replicas): the reference to its answer."""
         actor = self.actor
-        method = actor.choose if decoding == "choose" else actor.generate
-        return ray.get(method.remote(requests, **kwargs))
+        return (actor.choose if decoding == "choose" else actor.generate).remote(requests, **kwargs)
 
     def health(self) -> dict:
         """RoleWorker.health: pid, weight version, busy state."""
@@ -221,11 +224,11 @@ def delete_role_groups(cfg: RunConfig, groups: list[RoleGroup]) -> None:
 
 def generate_sharded(group: RoleGroup, prompts: list, decoding: Decoding = "generate", **kwargs) -> list:
     """Spread prompts (or candidate-set requests, decoding 'choose') over the group's replicas; results in order."""
-    refs = []
-    for name, part in zip(group.engines, shard(prompts, len(group.engines))):
-        if part:
-            actor = group.handle(name)
-            refs.append((actor.choose if decoding == "choose" else actor.generate).remote(part, **kwargs))
+    refs = [
+        group.worker(name).submit_sample(decoding, part, **kwargs)
+        for name, part in zip(group.engines, shard(prompts, len(group.engines)))
+        if part
+    ]
     return [c for part in ray.get(refs) for c in part]
 
 

@@ -21,6 +21,7 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from planact.samples import Sample
 from planact.storage import atomic_write, fsync_path
@@ -251,18 +252,40 @@ class PoolRef:
         """The live actor (recreated from the path if it went away: the data is on disk)."""
         return pool_actor(self.path, self.name, self.namespace)
 
-    def call(self, method: str, *args, **kwargs):
-        """Call a pool method and wait for its answer."""
-        import ray
+    # ExperiencePoolActor's methods, each called on the actor and waited for: named here (not passed as a
+    # string) so that a reader and a type checker can follow a call to the store method it runs.
+    def append(self, items: list[dict]) -> int:
+        """ExperienceStore.append: the acknowledged count, once the items are on disk."""
+        return _wait(self.handle().append.remote(items))
 
-        return ray.get(getattr(self.handle(), method).remote(*args, **kwargs))
+    def query(self, **filters) -> list[dict]:
+        """ExperienceStore.query: items matching every given field, oldest first."""
+        return _wait(self.handle().query.remote(**filters))
+
+    def sample(self, n: int, by: str = "recency", seed: int = 0, **filters) -> list[dict]:
+        """ExperienceStore.sample: n items, the newest or drawn by priority."""
+        return _wait(self.handle().sample.remote(n, by, seed, **filters))
+
+    def stats(self) -> dict:
+        """ExperienceStore.stats: counts, superseded duplicates, bytes on disk."""
+        return _wait(self.handle().stats.remote())
+
+    def compact(self) -> dict:
+        """ExperienceStore.compact: the file rewritten with the latest copy of each id."""
+        return _wait(self.handle().compact.remote())
+
+
+def _wait(ref: Any) -> Any:
+    import ray  # lazily: the store alone (tests, benchmarks, the resume check) needs no Ray
+
+    return ray.get(ref)
 
 
 def record(pool: PoolRef, items: list[dict], compact_over: int = 1000) -> dict:
     """Persist a batch durably (acknowledged = on disk), report the pool's statistics, and compact it when
     `compact_over` superseded copies piled up: one round's experience step."""
-    acked = pool.call("append", items)
-    stats = pool.call("stats")
+    acked = pool.append(items)
+    stats = pool.stats()
     if stats["duplicates"] >= compact_over:
-        stats = {**stats, **pool.call("compact")}
+        stats = {**stats, **pool.compact()}
     return {"acknowledged": acked, **stats}

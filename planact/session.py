@@ -1,4 +1,5 @@
-"""The driver-side bookkeeping of a training run: Ray connection, agents, resume, metrics, checkpoints.
+"""The driver-side bookkeeping of a training run: agents, resume, metrics, checkpoints (it connects to Ray through
+planact/ray_setup.py).
 
 No Prefect here: the flow decides *what* runs (tasks, sub-flows); a session
 remembers *where the run is* so that a killed run resumes after its last
@@ -14,7 +15,6 @@ from __future__ import annotations
 import functools
 import importlib
 import json
-import os
 import threading
 import time
 import uuid
@@ -31,10 +31,10 @@ from planact.experience import PoolRef, pool_actor
 from planact.initial_models import prebuild_initial_models
 from planact.orchestrator import get_or_create_orchestrator, orchestrator_state
 from planact.progress import Phase, ProgressFn, bar, eta_text
-from planact.reaper import reap_descendants_on_death
+from planact.ray_setup import connect_ray
 from planact.registry import registered_name
 from planact.resume import check_resume
-from planact.secrets import expand_references, redact
+from planact.secrets import redact
 from planact.storage import RunState, atomic_write, checkpoint_dir, prune_checkpoints
 from planact.timing import freeze_heap, thaw_heap
 from planact.tracking import Tracker
@@ -48,48 +48,6 @@ TABLE_KEYS = (
     "fallback",
     "time/round_s",
 )
-
-
-def worker_runtime_env(cfg, env_vars: dict[str, str] | None = None) -> dict | None:
-    """The runtime_env for the run's Ray workers: the configured one plus `env_vars` they must share."""
-    runtime_env = dict(cfg.ray.runtime_env)
-    merged_env = {**(env_vars or {}), **expand_references(runtime_env.pop("env_vars", {}))}
-    if cfg.ray.private:
-        # A private Ray's workers inherit this process's environment already. A runtime_env with env_vars
-        # makes Ray start every worker through an extra interpreter (setup_worker.py): ~2-3 CPU-s a run.
-        merged_env = {k: v for k, v in merged_env.items() if os.environ.get(k) != v}
-    if merged_env:
-        runtime_env["env_vars"] = merged_env
-    return runtime_env or None
-
-
-def connect_ray(cfg, env_vars: dict[str, str] | None = None, namespace: str | None = None) -> bool:
-    """Connect to the configured Ray (or start a local one); returns True when this call started it."""
-    if ray.is_initialized():
-        return False
-    kwargs = {
-        "namespace": namespace or cfg.barrier.namespace,
-        "runtime_env": worker_runtime_env(cfg, env_vars),
-        "log_to_driver": True,
-    }
-    if cfg.ray.private:
-        # A private single-machine Ray: keep all its traffic on loopback (Ray otherwise binds the primary
-        # interface's address even for a one-node cluster).
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-        # Long-lived actors count against Ray's soft limit of worker processes (= CPUs); past it, idle task
-        # workers are killed after 1 s and every round would pay their multi-second start-up again.
-        kwargs.update(
-            address="local",
-            include_dashboard=False,
-            num_cpus=cfg.ray.num_cpus,
-            _system_config={"num_workers_soft_limit": 16},
-        )
-        # Ray's agents and workers can outlive a SIGKILLed driver; a watchdog process removes them.
-        reap_descendants_on_death()
-    else:
-        kwargs["address"] = cfg.ray.address
-    ray.init(**kwargs)
-    return True
 
 
 @ray.remote

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from graph_planner.corpus.spec import HISTORY_SPLIT, PackageRef
+from graph_planner.corpus.spec import HISTORY_SPLIT, PackageRef, Sha256OrEmpty
 from planact.config_base import ConfigError, StrictConfig
 
 __all__ = ["HISTORY_SPLIT", "HistoryConfig", "HistoryPair", "Release", "load_history_config"]
@@ -18,17 +17,10 @@ class Release(StrictConfig):
     """One release of the pair: its version and the sdist's sha256 (or a local folder standing in for it)."""
 
     version: str = Field(description="Exact version on the index.")
-    sha256: str = Field("", description="sha256 of the release's sdist; pip refuses any other file.")
+    sha256: Sha256OrEmpty = Field("", description="sha256 of the release's sdist; pip refuses any other file.")
     source: str = Field(
         "", description="A local folder holding the release (source and tests) instead of the sdist (tests)."
     )
-
-    @field_validator("sha256")
-    @classmethod
-    def _hex(cls, v: str) -> str:
-        if v and not re.fullmatch(r"[0-9a-f]{64}", v):
-            raise ValueError("a sha256 is 64 lowercase hex digits")
-        return v
 
 
 class HistoryPair(StrictConfig):

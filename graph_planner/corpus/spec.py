@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
 import yaml
-from pydantic import Field, ValidationError, field_validator
+from pydantic import AfterValidator, Field, ValidationError, field_validator
 
 from graph_planner.corpus.mutate import KINDS
 from planact.config_base import ConfigError, StrictConfig
@@ -22,19 +22,29 @@ HISTORY_SPLIT = "real"
 TASK_SPLITS: tuple[str, ...] = (*CORPUS_SPLITS, HISTORY_SPLIT)
 
 
+def _hex_digest(v: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]{64}", v):
+        raise ValueError("a sha256 is 64 lowercase hex digits")
+    return v
+
+
+def _hex_digest_or_empty(v: str) -> str:
+    return v and _hex_digest(v)
+
+
+# An sdist's pin, as pip checks it. The corpus's and the release-history configs use these two types rather
+# than a validator each: one rule, one message.
+Sha256 = Annotated[str, AfterValidator(_hex_digest)]
+Sha256OrEmpty = Annotated[str, AfterValidator(_hex_digest_or_empty)]
+"""A pin that may be left empty (a local source folder, or an unpinned trial that prints the hash to pin)."""
+
+
 class PackageRef(StrictConfig):
     """A pinned sdist: name==version with the archive's sha256."""
 
     name: str = Field(description="Package name on the index (e.g. text-unidecode).")
     version: str = Field(description="Exact version.")
-    sha256: str = Field(description="sha256 of the sdist archive; pip refuses any other file.")
-
-    @field_validator("sha256")
-    @classmethod
-    def _hex(cls, v: str) -> str:
-        if not re.fullmatch(r"[0-9a-f]{64}", v):
-            raise ValueError("a sha256 is 64 lowercase hex digits")
-        return v
+    sha256: Sha256 = Field(description="sha256 of the sdist archive; pip refuses any other file.")
 
     @property
     def key(self) -> str:
@@ -45,7 +55,7 @@ class PackageRef(StrictConfig):
 class PackageSpec(PackageRef):
     """One package of the corpus: its sdist (or a local source folder), dependencies, test settings."""
 
-    sha256: str = Field("", description="sha256 of the sdist; empty only with `source`.")
+    sha256: Sha256OrEmpty = Field("", description="sha256 of the sdist; empty only with `source`.")
     source: str = Field("", description="A local source folder used instead of fetching the sdist.")
     split: CorpusSplit = Field(
         "train",
@@ -71,13 +81,6 @@ class PackageSpec(PackageRef):
         description="Folder holding the importable package: '.', 'src', or 'auto' (src when the source has a src/ "
         "folder).",
     )
-
-    @field_validator("sha256")
-    @classmethod
-    def _hex(cls, v: str) -> str:
-        if v and not re.fullmatch(r"[0-9a-f]{64}", v):
-            raise ValueError("a sha256 is 64 lowercase hex digits")
-        return v
 
 
 class CorpusConfig(StrictConfig):

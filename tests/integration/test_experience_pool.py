@@ -78,7 +78,7 @@ def test_pool_actor_killed_mid_stream_keeps_every_acknowledged_item(local_ray, t
         for i in range(n):
             item = {"id": f"{writer}/{i}", "run": writer, "round": i, "role": "actor", "data": "y" * 500}
             try:
-                pool.call("append", [item])
+                pool.append([item])
             except ray.exceptions.RayActorError:
                 continue  # this append was in flight when the actor died: not acknowledged
             done.append(item["id"])
@@ -97,6 +97,6 @@ def test_pool_actor_killed_mid_stream_keeps_every_acknowledged_item(local_ray, t
     assert len(acked) > 8 * 100 and len(have) > 300  # most writes went through, before and after the kill
     # Query, sample and stats answer through the actor. Compared with what the file holds, not with what
     # was acknowledged: an append whose reply was lost in the kill may still have been made durable.
-    assert len(pool.call("query", run="t3")) == len([i for i in have if i.startswith("t3/")])
-    assert len(pool.call("sample", 5, by="priority")) == 5
-    assert pool.call("stats")["items"] == len(have)
+    assert len(pool.query(run="t3")) == len([i for i in have if i.startswith("t3/")])
+    assert len(pool.sample(5, by="priority")) == 5
+    assert pool.stats()["items"] == len(have)

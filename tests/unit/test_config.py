@@ -64,6 +64,27 @@ def test_repair_configs_name_the_bad_field(tmp_path):
     assert load_aflow_config(ROOT / "configs" / "aflow-demo.yaml") == AFlowConfig()
 
 
+def test_every_sdist_pin_follows_one_rule():
+    # A dependency is always pinned; a corpus package or a release may leave the pin empty (a local folder or an
+    # unpinned trial); a pin given anywhere is 64 lowercase hex digits, with the same message.
+    from graph_planner.corpus.history_spec import Release
+    from graph_planner.corpus.spec import PackageRef, PackageSpec
+
+    pin = "0123456789abcdef" * 4
+    for model, fields in (
+        (PackageRef, {"name": "x", "version": "1"}),
+        (PackageSpec, {"name": "x", "version": "1"}),
+        (Release, {"version": "1"}),
+    ):
+        assert model(**fields, sha256=pin).sha256 == pin
+        for bad in (pin.upper(), pin[:-1], "nothex"):
+            with pytest.raises(ValueError, match="a sha256 is 64 lowercase hex digits"):
+                model(**fields, sha256=bad)
+    assert PackageSpec(name="x", version="1").sha256 == Release(version="1").sha256 == ""
+    with pytest.raises(ValueError, match="a sha256 is 64 lowercase hex digits"):
+        PackageRef(name="x", version="1", sha256="")
+
+
 def test_invalid_value_names_the_field():
     with pytest.raises(ConfigError, match=r"rounds"):
         load_config(None, ["rounds=-3"])
@@ -196,3 +217,18 @@ def test_the_repair_smollm_deployment_runs_exactly_its_config_file():
     deployments = {d["name"]: d for d in yaml.safe_load((root / "prefect.yaml").read_text())["deployments"]}
     params = deployments["repair-smollm"]["parameters"]["config"]
     assert validate_config(params) == load_config(root / "configs" / "repair-smollm.yaml")
+
+
+def test_an_episodes_limits_are_its_config_with_a_memory_budget():
+    # EnvLimits declares no setting of its own beside the working memory's: a new episode setting reaches the
+    # environment without a second declaration, with its one default.
+    from graph_planner.env import EnvLimits
+    from graph_planner.env_config import EpisodeConfig
+    from graph_planner.graph import Budget
+
+    assert set(EnvLimits.model_fields) == set(EpisodeConfig.model_fields) | {"memory"}
+    assert EnvLimits().model_dump(exclude={"memory"}) == EpisodeConfig().model_dump()
+    limits = EnvLimits.from_episode(EpisodeConfig(test_cpu_s=5, steps=3), memory=Budget(nodes=2))
+    assert (limits.test_cpu_s, limits.steps, limits.memory.nodes) == (5, 3, 2)
+    with pytest.raises(ValueError, match="steps"):
+        limits.steps = 0  # the episode config's bounds hold for the limits too

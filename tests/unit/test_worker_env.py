@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from planact.config import load_config
-from planact.session import worker_runtime_env
+from planact.ray_setup import worker_runtime_env
 
 
 def test_a_private_ray_passes_no_env_vars_its_workers_inherit(monkeypatch):
