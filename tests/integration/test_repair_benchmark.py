@@ -1,8 +1,9 @@
-"""benchmarks/repair_throughput.py and benchmarks/state_digest_gold.py in their tiny modes, so they cannot rot."""
+"""benchmarks/repair_throughput.py, state_digest_gold.py and free_form.py in their tiny modes, so they cannot rot."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -42,3 +43,24 @@ def test_state_digest_gold_benchmark_passes_every_gold_fix_of_its_tiny_corpus():
     assert rows and all(r["passed"] and not r["voided"] and r["reference"] == "ok" for r in rows), out.stdout
     total = json.loads(out.stdout[out.stdout.index("\n{") :])["all"]
     assert total["tasks"] == len(rows) and total["passed"] == len(rows) and total["keys"] > 0, total
+
+
+def test_free_form_benchmark_tiny_mode():
+    """benchmarks/free_form.py --tiny: both sampling arms' rates and their ratio, the model's replies judged
+    (malformed and refused counted), and the scripted gold replies solving every task through the same path."""
+    out = subprocess.run(
+        [sys.executable, "benchmarks/free_form.py", "--tiny"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    rates = [float(x) for x in re.findall(r"([0-9.]+) tokens/s", out.stdout)]
+    ratio = float(re.search(r"ratio engine / plain: ([0-9.]+)x", out.stdout).group(1))
+    assert len(rates) == 2 and min(rates) > 0 and abs(ratio - rates[0] / rates[1]) <= 0.01 + 0.01 * ratio, out.stdout
+    model = re.search(r"^model: solve rate [0-9.]+ \((\d+)/(\d+)\), malformed (\d+), refused (\d+)", out.stdout, re.M)
+    assert model and int(model.group(2)) >= 2, out.stdout
+    assert int(model.group(1)) + int(model.group(3)) + int(model.group(4)) <= int(model.group(2))
+    gold = re.search(r"^gold control: solve rate 1\.000 \((\d+)/(\d+)\), malformed 0, refused 0", out.stdout, re.M)
+    assert gold and gold.group(1) == gold.group(2) == model.group(2), out.stdout
