@@ -257,7 +257,13 @@ def _facts(judge: Judge, fn: ast.AST, scopes: dict, qual: str) -> Facts:
     smuggled = {
         a.arg: s for a, d in pairs if d is not None and not literal(d) and (s := judge.expr_status(d)) != "pure"
     }
-    return function_facts(fn, scope.globals if scope else set(), scope.locals if scope else set(), smuggled=smuggled)
+    return function_facts(
+        fn,
+        scope.globals if scope else set(),
+        scope.locals if scope else set(),
+        smuggled=smuggled,
+        own=scope.own if scope else set(),
+    )
 
 
 def _tainted(rules: FileRules, changed: set[str]) -> set[str]:

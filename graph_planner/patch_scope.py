@@ -48,6 +48,9 @@ class Scope:
     globals: set[str] = field(default_factory=set)  # read as a global or builtin somewhere inside
     locals: set[str] = field(default_factory=set)  # bound (or a parameter, or free) somewhere inside
     declared: set[str] = field(default_factory=set)  # named in a `global` or `nonlocal` statement
+    # bound (or a parameter) in the function's own scope, not only in a scope nested in it: where the
+    # write rule (graph_planner/patch_writes.py) may call a name fresh
+    own: set[str] = field(default_factory=set)
 
 
 def _subtree(table: symtable.SymbolTable) -> list[symtable.SymbolTable]:
@@ -70,6 +73,7 @@ def _scope(table: symtable.SymbolTable) -> Scope:
                 scope.locals.add(name)
             if s.is_declared_global() or s.is_nonlocal():
                 scope.declared.add(name)
+    scope.own = {s.get_name() for s in table.get_symbols() if s.is_local() or s.is_parameter()}
     return scope
 
 

@@ -1,0 +1,196 @@
+"""A patch adds no write into an object the function did not create (graph_planner/patch_check.py, rule 10).
+
+An end-of-test digest of module state (graph_planner/state_digest.py) sees what a test leaves behind, not
+what a call changed and undid before the test ended, nor state it does not reach. Review 8 (2026-11-30)
+forged passes that way with one added store each, the buggy line left running: an lru-cached settings
+dict (`limits()["abs_tol"] = 1e300`), a dict a getter hands out (`PROFILES.get("default")[k] = v`, also
+behind an unstable or oversized global, or put back before the test ended, or consumed by the package's
+own next comparison), a pytest fixture's dict handed in as a parameter, `request.module.pytest.approx`,
+and one lambda of a dispatch table swapped for another. Each is a write into an object the function did
+not make. So a changed body may add a write only into an object it provably created itself, or of the
+same kind on the same receiver path as a write the unpatched function already made.
+
+Writes: item and attribute stores, augmented stores and deletes; an augmented assignment to a name (in
+place for a list, a set, a dict); an in-place method (`MUTATORS`: update, pop, append, sort...), called
+or handed on as a value, or named by a literal string (`getattr(d, "update")`, `methodcaller("pop")`);
+setattr / delattr; operator's, bisect's and heapq's in-place functions and random.shuffle (`IN_PLACE`);
+`next()` of a named iterator (it consumes the iterator). The receiver path is the chain from its root
+name, keys and arguments left out (`self.cache[k]` stores into `self.cache`; `PROFILES.get("x")[k]` into
+`PROFILES.get()`); the kind groups methods that do the same (an item store, `update`, `append`,
+`setdefault` all add; `pop`, `del`, `clear` remove; `sort`, `reverse` reorder).
+
+Provably fresh: a name local to the function's own scope (symtable's, so a comprehension's target or a
+global of the same name is not it) whose every binding in the function, nested scopes included, is a
+plain `name = <value>` of a literal display, a comprehension, a constant or a call of a builtin
+constructor (`FRESH_CALLS`), or an augmented assignment of itself; and `*args` / `**kwargs`. Only the
+name itself: a store into an item of a fresh dict (`d["k"]["j"] = v`) writes into whatever the item is.
+
+As new code (a helper of the file judged for rule 5) every write into an object it did not create counts
+only under `HELPERS`; see docs/code-repair.md for what that costs in real fixes. `self.<attr>` stores in a
+method count like any other write (`SELF_ALLOWED`); docs/code-repair.md gives the measurement.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from graph_planner.patch_state import IN_PLACE, MUTATORS
+from graph_planner.patch_units import Facts
+
+# Builtins that return a new object (never one of their arguments): a store into it changes nothing shared.
+FRESH_CALLS = frozenset("list dict set frozenset tuple bytearray sorted str bytes int float bool complex repr".split())
+_ADD = frozenset(
+    "update setdefault append extend insert add appendleft extendleft __setitem__ setitem iadd iand iconcat "
+    "ifloordiv ilshift imod imul imatmul ior ipow irshift isub itruediv ixor insort insort_left insort_right "
+    "heappush heappushpop heapreplace".split()
+)
+_REMOVE = frozenset(
+    "pop popitem remove discard clear popleft __delitem__ delitem difference_update intersection_update "
+    "symmetric_difference_update heappop".split()
+)
+_ORDER = frozenset("sort reverse rotate heapify shuffle".split())
+_BINDERS = ("except", "FunctionDef", "AsyncFunctionDef", "ClassDef")
+HELPERS = False  # judge a helper's writes as new code (rule 5: a helper with one is impure)
+SELF_ALLOWED = False  # let a method add stores into attributes of `self`
+
+
+def _kind(method: str) -> str:
+    """The kind of write an in-place method or function makes."""
+    if method in _ADD:
+        return "set"
+    if method in _REMOVE:
+        return "remove"
+    if method in _ORDER:
+        return "order"
+    return method
+
+
+def path(e: ast.AST) -> str:
+    """The receiver path of an expression: its chain from the root name, keys and arguments left out."""
+    if isinstance(e, ast.Name):
+        return e.id
+    if isinstance(e, ast.Attribute):
+        return f"{path(e.value)}.{e.attr}"
+    if isinstance(e, ast.Subscript):
+        return f"{path(e.value)}[]"
+    if isinstance(e, ast.Call):
+        return f"{path(e.func)}()"
+    return f"<{ast.unparse(e)}>"
+
+
+def _fresh_value(rules, facts: Facts, v: ast.AST) -> bool:
+    """A value that is a new object the function made: a display, a comprehension, a constant, or a call
+    of a builtin constructor (the real builtin, not a module-level name of the same spelling)."""
+    if isinstance(v, (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Set, ast.Dict)):
+        return True
+    if isinstance(v, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        return True
+    return (
+        isinstance(v, ast.Call)
+        and isinstance(v.func, ast.Name)
+        and v.func.id in FRESH_CALLS
+        and rules.kind(v.func.id, facts)[0] == "builtin"
+    )
+
+
+def fresh_names(rules, facts: Facts) -> set[str]:
+    """Names that provably hold only objects the function created (the module docstring)."""
+    values: dict[str, list[ast.AST | None]] = {n: [None] for n in facts.star}
+    other = set(facts.declared) | (facts.params - facts.star)
+    for u in facts.units:
+        if u.key.split(":")[0] in _BINDERS:
+            other |= u.binds  # a handler's name, a nested def or class
+        for part in u.parts:
+            for node in ast.walk(part):
+                p = facts.parent(node)
+                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                    if isinstance(p, ast.Assign) and p.targets == [node]:
+                        values.setdefault(node.id, []).append(p.value)
+                    elif isinstance(p, ast.AnnAssign) and p.target is node and p.value is not None:
+                        values.setdefault(node.id, []).append(p.value)
+                    elif not (isinstance(p, ast.AugAssign) and p.target is node):
+                        other.add(node.id)  # a loop or comprehension target, unpacking, a walrus, with, del
+                elif isinstance(node, ast.arg):
+                    other.add(node.arg)
+                elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+                    other.add(node.name)
+                elif isinstance(node, ast.MatchMapping) and node.rest:
+                    other.add(node.rest)
+                elif isinstance(node, ast.alias):
+                    other.add((node.asname or node.name).split(".")[0])
+    return {
+        n
+        for n, vs in values.items()
+        if n not in other and n in facts.own and all(v is None or _fresh_value(rules, facts, v) for v in vs)
+    }
+
+
+def _literal_name(call: ast.Call, at: int) -> str:
+    args = call.args
+    if len(args) > at and isinstance(args[at], ast.Constant) and isinstance(args[at].value, str):
+        return args[at].value
+    return ""
+
+
+def _builtin(rules, facts: Facts, func: ast.AST, name: str) -> bool:
+    return isinstance(func, ast.Name) and func.id == name and rules.kind(name, facts)[0] == "builtin"
+
+
+def _node_writes(rules, facts: Facts, n: ast.AST) -> list[tuple[str, ast.AST | None, str]]:
+    """(kind, receiver expression, attribute suffix) of each write node `n` makes (receiver None: unknown)."""
+    if isinstance(n, ast.Subscript) and not isinstance(n.ctx, ast.Load):
+        return [("remove" if isinstance(n.ctx, ast.Del) else "set", n.value, "")]
+    if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
+        return [("del-attr" if isinstance(n.ctx, ast.Del) else "attr", n.value, "." + n.attr)]
+    if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+        return [("aug", n.target, "")]
+    if isinstance(n, ast.Attribute) and n.attr in MUTATORS:
+        return [(_kind(n.attr), n.value, "")]  # called, or handed on as a bound method
+    if not isinstance(n, ast.Call):
+        return []
+    last = path(n.func).split(".")[-1]
+    if n.args and last in IN_PLACE:
+        return [(_kind(last), n.args[0], "")]
+    for name, kind in (("setattr", "attr"), ("delattr", "del-attr")):
+        if n.args and _builtin(rules, facts, n.func, name):
+            return [(kind, n.args[0], "." + (_literal_name(n, 1) or "?"))]
+    if _builtin(rules, facts, n.func, "getattr") and _literal_name(n, 1) in MUTATORS:
+        return [(_kind(_literal_name(n, 1)), n.args[0], "")]
+    if last == "methodcaller" and _literal_name(n, 0) in MUTATORS:
+        return [(_kind(_literal_name(n, 0)), None, "")]
+    if _builtin(rules, facts, n.func, "next") and n.args and isinstance(n.args[0], (ast.Name, ast.Attribute)):
+        return [("next", n.args[0], "")]
+    return []
+
+
+def writes(rules, facts: Facts) -> dict[tuple[str, str], int]:
+    """{(kind, receiver path): line} of every write the code makes into an object it did not create."""
+    fresh = fresh_names(rules, facts)
+    out: dict[tuple[str, str], int] = {}
+    for u in facts.units:
+        if u.key.startswith("default:"):
+            continue  # a default is evaluated once, where the skeleton fixes it
+        for n in (n for part in u.parts for n in ast.walk(part)):
+            for kind, receiver, suffix in _node_writes(rules, facts, n):
+                if isinstance(receiver, ast.Name) and receiver.id in fresh:
+                    continue
+                where = ("<methodcaller>" if receiver is None else path(receiver)) + suffix
+                if SELF_ALLOWED and kind == "attr" and where.count(".") == 1 and where.startswith("self."):
+                    continue
+                out.setdefault((kind, where), getattr(n, "lineno", 0))
+    return out
+
+
+def write_reasons(rules, old: Facts | None, new: Facts) -> list[str]:
+    """Why `new` writes into an object it did not create where `old` made no write of that kind there."""
+    if old is None and not HELPERS:
+        return []
+    before = writes(rules, old) if old is not None else {}
+    added = {k: line for k, line in writes(rules, new).items() if k not in before}
+    if not added:
+        return []
+    listed = ", ".join(f"{where} ({kind}, line {line})" for (kind, where), line in sorted(added.items()))
+    return [
+        f"writes into {listed}: an object the function did not create and did not write that way before "
+        "(a patch may add writes only into objects it makes itself)"
+    ]
