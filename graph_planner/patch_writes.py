@@ -11,19 +11,24 @@ not make. So a changed body may add a write only into an object it provably crea
 same kind on the same receiver path as a write the unpatched function already made.
 
 Writes: item and attribute stores, augmented stores and deletes; an augmented assignment to a name (in
-place for a list, a set, a dict); an in-place method (`MUTATORS`: update, pop, append, sort...), called
-or handed on as a value, or named by a literal string (`getattr(d, "update")`, `methodcaller("pop")`);
-setattr / delattr; operator's, bisect's and heapq's in-place functions and random.shuffle (`IN_PLACE`);
-`next()` of a named iterator (it consumes the iterator). The receiver path is the chain from its root
-name, keys and arguments left out (`self.cache[k]` stores into `self.cache`; `PROFILES.get("x")[k]` into
-`PROFILES.get()`); the kind groups methods that do the same (an item store, `update`, `append`,
-`setdefault` all add; `pop`, `del`, `clear` remove; `sort`, `reverse` reorder).
+place for a list, a set, a dict; not `n += 1` / `n -= 1.0`, which no builtin container takes); an in-place
+method (`MUTATORS`: update, pop, append, sort...), called or handed on as a value, or named by a literal
+string (`getattr(d, "update")`, `methodcaller("pop")`); setattr / delattr (the builtins, and methods of
+those names: pytest's monkeypatch); operator's, bisect's and heapq's in-place functions and
+random.shuffle (`IN_PLACE`); `next()` of a named iterator (it consumes the iterator). The receiver path
+is the chain from its root name, keys and arguments left out (`self.cache[k]` stores into `self.cache`;
+`PROFILES.get("x")[k]` into `PROFILES.get()`); the kind groups methods that do the same (an item store,
+`update`, `append`, `setdefault` all add; `pop`, `del`, `clear` remove; `sort`, `reverse` reorder).
 
 Provably fresh: a name local to the function's own scope (symtable's, so a comprehension's target or a
 global of the same name is not it) whose every binding in the function, nested scopes included, is a
 plain `name = <value>` of a literal display, a comprehension, a constant or a call of a builtin
 constructor (`FRESH_CALLS`), or an augmented assignment of itself; and `*args` / `**kwargs`. Only the
 name itself: a store into an item of a fresh dict (`d["k"]["j"] = v`) writes into whatever the item is.
+Likewise an attribute chain (`self.parts`) into which an earlier statement of the function's top-level
+block stored a fresh value (`self.parts = []`; that store is itself a write, judged above).
+Not seen: a call between the two that rebinds the attribute, a `try` whose handler runs the write after
+the store was skipped.
 
 As new code (a helper of the file judged for rule 5) every write into an object it did not create counts
 only under `HELPERS`; see docs/code-repair.md for what that costs in real fixes. `self.<attr>` stores in a
@@ -143,6 +148,9 @@ def _node_writes(rules, facts: Facts, n: ast.AST) -> list[tuple[str, ast.AST | N
     if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
         return [("del-attr" if isinstance(n.ctx, ast.Del) else "attr", n.value, "." + n.attr)]
     if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+        number = isinstance(n.value, ast.Constant) and type(n.value.value) in (int, float)
+        if number and isinstance(n.op, (ast.Add, ast.Sub)):
+            return []  # `pos += 1`: a list, set or dict refuses a number; an array would take it (not judged)
         return [("aug", n.target, "")]
     if isinstance(n, ast.Attribute) and n.attr in MUTATORS:
         return [(_kind(n.attr), n.value, "")]  # called, or handed on as a bound method
@@ -152,7 +160,8 @@ def _node_writes(rules, facts: Facts, n: ast.AST) -> list[tuple[str, ast.AST | N
     if n.args and last in IN_PLACE:
         return [(_kind(last), n.args[0], "")]
     for name, kind in (("setattr", "attr"), ("delattr", "del-attr")):
-        if n.args and _builtin(rules, facts, n.func, name):
+        # the builtin, or a method of that name (pytest's `monkeypatch.setattr(request.module, "f", g)`)
+        if n.args and (_builtin(rules, facts, n.func, name) or (isinstance(n.func, ast.Attribute) and last == name)):
             return [(kind, n.args[0], "." + (_literal_name(n, 1) or "?"))]
     if _builtin(rules, facts, n.func, "getattr") and _literal_name(n, 1) in MUTATORS:
         return [(_kind(_literal_name(n, 1)), n.args[0], "")]
@@ -163,17 +172,40 @@ def _node_writes(rules, facts: Facts, n: ast.AST) -> list[tuple[str, ast.AST | N
     return []
 
 
+def _made_here(rules, facts: Facts) -> dict[str, list[int]]:
+    """{attribute path: units} of plain stores of a fresh value into an attribute chain (`self.parts = []`):
+    what a later write into that path, in the same block or one inside it, writes into."""
+    out: dict[str, list[int]] = {}
+    for i, u in enumerate(facts.units):
+        for p in u.parts:
+            if isinstance(p, ast.Assign) and len(p.targets) == 1 and isinstance(p.targets[0], ast.Attribute):
+                where = path(p.targets[0])
+                if "(" not in where and "[" not in where and _fresh_value(rules, facts, p.value):
+                    out.setdefault(where, []).append(i)
+    return out
+
+
+def _created(facts: Facts, made: dict[str, list[int]], where: str, i: int) -> bool:
+    """A store of a fresh value into `where` runs before unit i on every path to it: an earlier statement
+    of the function's own top-level block (an if's two branches share one block record, so only the top
+    level is sure to have run)."""
+    return any(j < i and not facts.units[j].enclosing for j in made.get(where, []))
+
+
 def writes(rules, facts: Facts) -> dict[tuple[str, str], int]:
     """{(kind, receiver path): line} of every write the code makes into an object it did not create."""
     fresh = fresh_names(rules, facts)
+    made = _made_here(rules, facts)
     out: dict[tuple[str, str], int] = {}
-    for u in facts.units:
+    for i, u in enumerate(facts.units):
         if u.key.startswith("default:"):
             continue  # a default is evaluated once, where the skeleton fixes it
         for n in (n for part in u.parts for n in ast.walk(part)):
             for kind, receiver, suffix in _node_writes(rules, facts, n):
                 if isinstance(receiver, ast.Name) and receiver.id in fresh:
                     continue
+                if receiver is not None and not suffix and _created(facts, made, path(receiver), i):
+                    continue  # `self.parts = []` then `self.parts.append(x)`: into what it made
                 where = ("<methodcaller>" if receiver is None else path(receiver)) + suffix
                 if SELF_ALLOWED and kind == "attr" and where.count(".") == 1 and where.startswith("self."):
                     continue
