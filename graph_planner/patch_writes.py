@@ -22,8 +22,9 @@ is the chain from its root name, keys and arguments left out (`self.cache[k]` st
 
 Provably fresh: a name local to the function's own scope (symtable's, so a comprehension's target or a
 global of the same name is not it) whose every binding in the function, nested scopes included, is a
-plain `name = <value>` of a literal display, a comprehension, a constant or a call of a builtin
-constructor (`FRESH_CALLS`), or an augmented assignment of itself; and `*args` / `**kwargs`. Only the
+plain `name = <value>` of a literal display, a comprehension, a constant, a call of a builtin
+constructor (`FRESH_CALLS`) or of a plain class of the file (no metaclass, decorator or `__new__`, plain
+bases), or an augmented assignment of itself; and `*args` / `**kwargs`. Only the
 name itself: a store into an item of a fresh dict (`d["k"]["j"] = v`) writes into whatever the item is.
 Likewise an attribute chain (`self.parts`) into which an earlier statement of the function's top-level
 block stored a fresh value (`self.parts = []`; that store is itself a write, judged above).
@@ -83,19 +84,56 @@ def path(e: ast.AST) -> str:
     return f"<{ast.unparse(e)}>"
 
 
+# Builtin bases whose instances a plain class call makes anew (no `__new__` that hands out a shared object).
+_PLAIN_BASES = frozenset("object dict list set Exception ValueError TypeError KeyError RuntimeError".split())
+
+
+def _fresh_class(rules, facts: Facts, e: ast.AST, depth: int = 0) -> bool:
+    """A class of the file whose call makes a new instance: no metaclass, no `__new__` of its own, and only
+    such classes or plain builtins as bases (an Enum's call hands out a shared member)."""
+    if not isinstance(e, ast.Name) or depth > 8:
+        return False
+    kind, info = rules.kind(e.id, facts)
+    if kind == "builtin":
+        return e.id in _PLAIN_BASES
+    if kind != "defined" or not isinstance(info, ast.ClassDef) or info.keywords or info.decorator_list:
+        return False
+    own_new = any(isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name == "__new__" for b in info.body)
+    return not own_new and all(_fresh_class(rules, facts, b, depth + 1) for b in info.bases)
+
+
+def _count(rules, facts: Facts, e: ast.AST) -> bool:
+    """An int for sure: a constant, or a call of builtin len or int (`abs`, `round` call the object's own hooks)."""
+    if isinstance(e, ast.Constant):
+        return type(e.value) is int
+    return (
+        isinstance(e, ast.Call)
+        and isinstance(e.func, ast.Name)
+        and e.func.id in ("len", "int")
+        and rules.kind(e.func.id, facts)[0] == "builtin"
+    )
+
+
 def _fresh_value(rules, facts: Facts, v: ast.AST) -> bool:
-    """A value that is a new object the function made: a display, a comprehension, a constant, or a call
-    of a builtin constructor (the real builtin, not a module-level name of the same spelling)."""
+    """A value that is a new object the function made: a display, a comprehension, a constant, a call of a
+    builtin constructor (the real builtin, not a module-level name of the same spelling), or of a plain class
+    of the file (`box = Box()`)."""
     if isinstance(v, (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Set, ast.Dict)):
         return True
     if isinstance(v, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
         return True
-    return (
-        isinstance(v, ast.Call)
-        and isinstance(v.func, ast.Name)
-        and v.func.id in FRESH_CALLS
-        and rules.kind(v.func.id, facts)[0] == "builtin"
-    )
+    if isinstance(v, ast.BinOp) and isinstance(v.op, ast.Mult):
+        # `[0] * len(SETTINGS)`: list.__mul__ makes a new list when the count is a real int (a constant or a
+        # builtin's number); any other count's `__rmul__` could hand back anything
+        for seq, count in ((v.left, v.right), (v.right, v.left)):
+            if isinstance(seq, (ast.List, ast.Tuple)) and _count(rules, facts, count):
+                return True
+        return False
+    if not isinstance(v, ast.Call) or not isinstance(v.func, ast.Name):
+        return False
+    if v.func.id in FRESH_CALLS and rules.kind(v.func.id, facts)[0] == "builtin":
+        return True
+    return rules.kind(v.func.id, facts)[0] == "defined" and _fresh_class(rules, facts, v.func)
 
 
 def fresh_names(rules, facts: Facts) -> set[str]:
