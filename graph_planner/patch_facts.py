@@ -247,6 +247,9 @@ def function_facts(
     b.f.smuggled = dict(smuggled or {})
     b.f.own = set(own)
     b.f.star = {a.arg for a in (fn.args.vararg, fn.args.kwarg) if a}
+    first = [*fn.args.posonlyargs, *fn.args.args][:1]
+    if fn.name in ("__init__", "__post_init__") and first:
+        b.f.init_self = first[0].arg
     b.f.params = {
         a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs, fn.args.vararg, fn.args.kwarg] if a
     }

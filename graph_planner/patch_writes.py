@@ -31,9 +31,15 @@ block stored a fresh value (`self.parts = []`; that store is itself a write, jud
 Not seen: a call between the two that rebinds the attribute, a `try` whose handler runs the write after
 the store was skipped.
 
+An `__init__` (or `__post_init__`) may add stores into attributes of the object it builds (`self.x = v`,
+`super().__init__(...)`, its first parameter never rebound): at construction no other code holds it yet
+(unless unchanged code calls `__init__` again on a live object). `next()` of a local bound only by
+`iter(...)` consumes the iterator the function made (of a caller's iterator too: as a `for` loop would).
+
 As new code (a helper of the file judged for rule 5) every write into an object it did not create counts
-only under `HELPERS`; see docs/code-repair.md for what that costs in real fixes. `self.<attr>` stores in a
-method count like any other write (`SELF_ALLOWED`); docs/code-repair.md gives the measurement.
+only under `HELPERS`; see docs/code-repair.md for what that costs in real fixes. `self.<attr>` stores in
+other methods count like any other write (`SELF_ALLOWED`: a method of a module-level instance can widen and
+put back within one call); docs/code-repair.md gives the measurement.
 """
 
 from __future__ import annotations
@@ -230,10 +236,51 @@ def _created(facts: Facts, made: dict[str, list[int]], where: str, i: int) -> bo
     return any(j < i and not facts.units[j].enclosing for j in made.get(where, []))
 
 
+def _building(facts: Facts, kind: str, where: str, iters: set[str]) -> bool:
+    """A write into the object an `__init__` builds (`self.x = v`, `super().__init__(...)`, `self` never
+    rebound), or `next()` of an iterator the function made with `iter(...)`."""
+    if kind == "next":
+        return where in iters
+    me = facts.init_self
+    if not me or me not in _params_only(facts):
+        return False
+    return (kind == "attr" and where.count(".") == 1 and where.startswith(me + ".")) or (
+        kind == "__init__" and where == "super()"
+    )
+
+
+def _params_only(facts: Facts) -> set[str]:
+    """Parameters the body never rebinds."""
+    bound = {
+        n.id
+        for u in facts.units
+        if not u.key.startswith("default:")
+        for p in u.parts
+        for n in ast.walk(p)
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    }
+    return facts.params - bound
+
+
+def _iterators(rules, facts: Facts) -> set[str]:
+    """Locals of the function's own scope bound only by `name = iter(...)` (the builtin)."""
+    found: dict[str, bool] = {}
+    for u in facts.units:
+        for p in u.parts:
+            for n in ast.walk(p):
+                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                    parent = facts.parent(n)
+                    value = parent.value if isinstance(parent, ast.Assign) and parent.targets == [n] else None
+                    ok = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "iter"
+                    found[n.id] = found.get(n.id, True) and ok and rules.kind("iter", facts)[0] == "builtin"
+    return {n for n, ok in found.items() if ok and n in facts.own and n not in facts.params}
+
+
 def writes(rules, facts: Facts) -> dict[tuple[str, str], int]:
     """{(kind, receiver path): line} of every write the code makes into an object it did not create."""
     fresh = fresh_names(rules, facts)
     made = _made_here(rules, facts)
+    iters = _iterators(rules, facts)
     out: dict[tuple[str, str], int] = {}
     for i, u in enumerate(facts.units):
         if u.key.startswith("default:"):
@@ -245,6 +292,8 @@ def writes(rules, facts: Facts) -> dict[tuple[str, str], int]:
                 if receiver is not None and not suffix and _created(facts, made, path(receiver), i):
                     continue  # `self.parts = []` then `self.parts.append(x)`: into what it made
                 where = ("<methodcaller>" if receiver is None else path(receiver)) + suffix
+                if _building(facts, kind, where, iters):
+                    continue
                 if SELF_ALLOWED and kind == "attr" and where.count(".") == 1 and where.startswith("self."):
                     continue
                 out.setdefault((kind, where), getattr(n, "lineno", 0))
