@@ -143,3 +143,19 @@ def test_fresh_names_follow_python_scoping():
     assert {"d", "kw"} <= fresh and not {"PROFILES", "n", "e", "options", "values"} & fresh
     assert ("set", "PROFILES") not in writes(rules, facts)
     assert isinstance(fn, ast.FunctionDef)
+
+
+def test_init_may_store_into_the_object_it_builds_other_methods_may_not():
+    """`self.x = v` in `__init__` writes into the object under construction; in another method `self` may be a
+    module-level instance the tests compare with (widened and put back within one call)."""
+    init = BUGGY_FILE.replace("        self.seen = {}\n", "        self.seen = {}\n        self.limit = 3\n")
+    assert screen(BUGGY_FILE, init) == []
+    put = BUGGY_FILE.replace(
+        "        self.seen[key] = value\n", "        self.seen[key] = value\n        self.limit = 3\n"
+    )
+    assert any("writes into self.limit" in r for r in screen(BUGGY_FILE, put))
+
+
+def test_next_of_an_iterator_the_function_made():
+    made = "    it = iter(values)\n    first = next(it)\n    return max(values) - min(values) + first - first\n"
+    assert screen(BUGGY_FILE, BUGGY_FILE.replace(BUGGY, made)) == []
