@@ -11,7 +11,7 @@ not make. So a changed body may add a write only into an object it provably crea
 same kind on the same receiver path as a write the unpatched function already made.
 
 Writes: item and attribute stores, augmented stores and deletes; an augmented assignment to a name (in
-place for a list, a set, a dict; not `n += 1` / `n -= 1.0`, which no builtin container takes); an in-place
+place for a list, a set, a dict; not `n += 1` / `s += "x"` with a constant, see below); an in-place
 method (`MUTATORS`: update, pop, append, sort...), called or handed on as a value, or named by a literal
 string (`getattr(d, "update")`, `methodcaller("pop")`); setattr / delattr (the builtins, and methods of
 those names: pytest's monkeypatch); operator's, bisect's and heapq's in-place functions and
@@ -20,12 +20,13 @@ is the chain from its root name, keys and arguments left out (`self.cache[k]` st
 `PROFILES.get("x")[k]` into `PROFILES.get()`); the kind groups methods that do the same (an item store,
 `update`, `append`, `setdefault` all add; `pop`, `del`, `clear` remove; `sort`, `reverse` reorder).
 
-Provably fresh: a name local to the function's own scope (symtable's, so a comprehension's target or a
-global of the same name is not it) whose every binding in the function, nested scopes included, is a
-plain `name = <value>` of a literal display, a comprehension, a constant, a call of a builtin
-constructor (`FRESH_CALLS`) or of a plain class of the file (no metaclass, decorator or `__new__`, plain
-bases), or an augmented assignment of itself; and `*args` / `**kwargs`. Only the
-name itself: a store into an item of a fresh dict (`d["k"]["j"] = v`) writes into whatever the item is.
+Provably fresh: a name local to some scope of the function and global in none (symtable's, so a
+comprehension's target that is a global elsewhere in the function is not it) whose every binding in the
+function, nested scopes included, is a plain `name = <value>` of a literal display, a comprehension, a
+constant, a call of a builtin constructor (`FRESH_CALLS`) or of a plain class of the file (no metaclass,
+decorator or `__new__`, plain bases), a display repeated by a sure int, or an augmented assignment of
+itself; and `*args` / `**kwargs`. Only the name itself: a store into an item of a fresh dict
+(`d["k"]["j"] = v`) writes into whatever the item is.
 Likewise an attribute chain (`self.parts`) into which an earlier statement of the function's top-level
 block stored a fresh value (`self.parts = []`; that store is itself a write, judged above).
 Not seen: a call between the two that rebinds the attribute, a `try` whose handler runs the write after
@@ -35,6 +36,9 @@ An `__init__` (or `__post_init__`) may add stores into attributes of the object 
 `super().__init__(...)`, its first parameter never rebound): at construction no other code holds it yet
 (unless unchanged code calls `__init__` again on a live object). `next()` of a local bound only by
 `iter(...)` consumes the iterator the function made (of a caller's iterator too: as a `for` loop would).
+`name += <number or string constant>` (and `-=`) is no write: a dict or set refuses it; not judged: a
+numpy-like array a parameter holds taking the number in place, a list parameter extended by the string's
+characters.
 
 As new code (a helper of the file judged for rule 5) every write into an object it did not create counts
 only under `HELPERS`; see docs/code-repair.md for what that costs in real fixes. `self.<attr>` stores in
@@ -135,6 +139,10 @@ def _fresh_value(rules, facts: Facts, v: ast.AST) -> bool:
             if isinstance(seq, (ast.List, ast.Tuple)) and _count(rules, facts, count):
                 return True
         return False
+    if isinstance(v, ast.BinOp) and isinstance(v.op, ast.Mod) and isinstance(v.left, ast.Constant):
+        return isinstance(v.left.value, str)  # `"%s" % x`: a new string
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and isinstance(v.func.value, ast.Constant):
+        return isinstance(v.func.value.value, str)  # `",".join(parts)`: str's methods make strings or lists
     if not isinstance(v, ast.Call) or not isinstance(v.func, ast.Name):
         return False
     if v.func.id in FRESH_CALLS and rules.kind(v.func.id, facts)[0] == "builtin":
@@ -142,13 +150,30 @@ def _fresh_value(rules, facts: Facts, v: ast.AST) -> bool:
     return rules.kind(v.func.id, facts)[0] == "defined" and _fresh_class(rules, facts, v.func)
 
 
+def _plain_def(rules, facts: Facts, u) -> bool:
+    """A nested def (its header unit `u`: decorators, then arguments) whose name holds the function it makes:
+    no decorator but `functools.wraps(...)`, which hands the same function back (funcy's `wrapper.fails = 0`)."""
+    parts = u.parts
+    at = next((i for i, p in enumerate(parts) if isinstance(p, ast.arguments)), len(parts))
+    for d in parts[:at]:
+        call = path(d.func) if isinstance(d, ast.Call) else ""
+        root = call.split(".")[0]
+        kind, origins = rules.kind(root, facts) if root else ("", [])
+        if call not in ("wraps", "functools.wraps") or kind != "alias" or any(o[0] != "functools" for o in origins):
+            return False
+    return True
+
+
 def fresh_names(rules, facts: Facts) -> set[str]:
     """Names that provably hold only objects the function created (the module docstring)."""
     values: dict[str, list[ast.AST | None]] = {n: [None] for n in facts.star}
     other = set(facts.declared) | (facts.params - facts.star)
     for u in facts.units:
-        if u.key.split(":")[0] in _BINDERS:
-            other |= u.binds  # a handler's name, a nested def or class
+        if u.key.split(":")[0] in ("FunctionDef", "AsyncFunctionDef") and _plain_def(rules, facts, u):
+            for name in u.binds:
+                values.setdefault(name, []).append(None)  # a def makes a new function object
+        elif u.key.split(":")[0] in _BINDERS:
+            other |= u.binds  # a handler's name, a decorated nested def, a class
         for part in u.parts:
             for node in ast.walk(part):
                 p = facts.parent(node)
@@ -192,9 +217,11 @@ def _node_writes(rules, facts: Facts, n: ast.AST) -> list[tuple[str, ast.AST | N
     if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
         return [("del-attr" if isinstance(n.ctx, ast.Del) else "attr", n.value, "." + n.attr)]
     if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
-        number = isinstance(n.value, ast.Constant) and type(n.value.value) in (int, float)
-        if number and isinstance(n.op, (ast.Add, ast.Sub)):
-            return []  # `pos += 1`: a list, set or dict refuses a number; an array would take it (not judged)
+        constant = isinstance(n.value, ast.Constant) and type(n.value.value) in (int, float, str)
+        if constant and isinstance(n.op, (ast.Add, ast.Sub)):
+            # `pos += 1`, `fmt += " %Y"`: a set or dict refuses either; not judged: an array taking a number, a
+            # list extended by a string's characters (parse's real fix `type += " %Y"` on a parameter)
+            return []
         return [("aug", n.target, "")]
     if isinstance(n, ast.Attribute) and n.attr in MUTATORS:
         return [(_kind(n.attr), n.value, "")]  # called, or handed on as a bound method
