@@ -23,7 +23,8 @@ is the chain from its root name, keys and arguments left out (`self.cache[k]` st
 Provably fresh: a name local to some scope of the function and global in none (symtable's, so a
 comprehension's target that is a global elsewhere in the function is not it) whose every binding in the
 function, nested scopes included, is a plain `name = <value>` of a literal display, a comprehension, a
-constant, a call of a builtin constructor (`FRESH_CALLS`) or of a plain class of the file (no metaclass,
+constant, a call of a builtin constructor (`FRESH_CALLS`), of collections' copying containers
+(`defaultdict`, `OrderedDict`, `Counter`, `deque`) or of a plain class of the file (no metaclass,
 decorator or `__new__`, plain bases), a display repeated by a sure int, or an augmented assignment of
 itself; and `*args` / `**kwargs`. Only the name itself: a store into an item of a fresh dict
 (`d["k"]["j"] = v`) writes into whatever the item is.
@@ -124,6 +125,21 @@ def _count(rules, facts: Facts, e: ast.AST) -> bool:
     )
 
 
+# collections' containers that copy what they are given (never ChainMap: it keeps the maps it is handed).
+_COLLECTIONS = frozenset({"defaultdict", "OrderedDict", "Counter", "deque"})
+
+
+def _library_constructor(rules, facts: Facts, func: ast.AST) -> bool:
+    """`collections.defaultdict(int)`, `Counter(items)` (imported from collections): a new container."""
+    where = path(func)
+    root, _, rest = where.partition(".")
+    kind, origins = rules.kind(root, facts) if root.isidentifier() else ("", [])
+    if kind != "alias" or not origins:
+        return False
+    names = {(o[0], (o[1] + "." + rest) if o[1] and rest else (o[1] or rest)) for o in origins}
+    return all(mod == "collections" and name in _COLLECTIONS for mod, name in names)
+
+
 def _fresh_value(rules, facts: Facts, v: ast.AST) -> bool:
     """A value that is a new object the function made: a display, a comprehension, a constant, a call of a
     builtin constructor (the real builtin, not a module-level name of the same spelling), or of a plain class
@@ -143,6 +159,8 @@ def _fresh_value(rules, facts: Facts, v: ast.AST) -> bool:
         return isinstance(v.left.value, str)  # `"%s" % x`: a new string
     if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and isinstance(v.func.value, ast.Constant):
         return isinstance(v.func.value.value, str)  # `",".join(parts)`: str's methods make strings or lists
+    if isinstance(v, ast.Call) and _library_constructor(rules, facts, v.func):
+        return True
     if not isinstance(v, ast.Call) or not isinstance(v.func, ast.Name):
         return False
     if v.func.id in FRESH_CALLS and rules.kind(v.func.id, facts)[0] == "builtin":

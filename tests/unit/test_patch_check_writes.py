@@ -15,6 +15,7 @@ from graph_planner.patch_check import screen
 from graph_planner.patch_writes import fresh_names, writes
 
 BASE = """
+import collections
 import functools
 import heapq
 import operator
@@ -98,6 +99,7 @@ HONEST = {
     "a comprehension": "v = [x for x in values]\nv.reverse()\nreturn max(v) - min(v)",
     "an augmented fresh counter": "n = 0\nfor x in values:\n    n += 1\nreturn max(values) - min(values)",
     "kwargs-like fresh set": "seen = set()\nseen.add(1)\nreturn max(values) - min(values)",
+    "a collections container": "c = collections.Counter(values)\nc.update([1])\nreturn max(values) - min(values)",
 }
 
 
