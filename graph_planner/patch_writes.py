@@ -100,8 +100,9 @@ _PLAIN_BASES = frozenset("object dict list set Exception ValueError TypeError Ke
 
 
 def _fresh_class(rules, facts: Facts, e: ast.AST, depth: int = 0) -> bool:
-    """A class of the file whose call makes a new instance: no metaclass, no `__new__` of its own, and only
-    such classes or plain builtins as bases (an Enum's call hands out a shared member)."""
+    """A class of the file whose call makes a new instance and whose stores run no code of its own: no
+    metaclass, no `__new__` or store hooks, and only such classes or plain builtins as bases (an Enum's call
+    hands out a shared member)."""
     if not isinstance(e, ast.Name) or depth > 8:
         return False
     kind, info = rules.kind(e.id, facts)
@@ -109,8 +110,16 @@ def _fresh_class(rules, facts: Facts, e: ast.AST, depth: int = 0) -> bool:
         return e.id in _PLAIN_BASES
     if kind != "defined" or not isinstance(info, ast.ClassDef) or info.keywords or info.decorator_list:
         return False
-    own_new = any(isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name == "__new__" for b in info.body)
-    return not own_new and all(_fresh_class(rules, facts, b, depth + 1) for b in info.bases)
+    # nor code a store runs: a `__setattr__` / `__setitem__` of its own, a property's setter (`Box().size = v`
+    # would run it, and it may write anywhere)
+    hooks = {"__new__", "__setattr__", "__setitem__", "__delattr__", "__delitem__", "__set__", "__delete__"}
+    for b in info.body:
+        if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+            b.name in hooks
+            or any(isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter") for d in b.decorator_list)
+        ):
+            return False
+    return all(_fresh_class(rules, facts, b, depth + 1) for b in info.bases)
 
 
 def _count(rules, facts: Facts, e: ast.AST) -> bool:

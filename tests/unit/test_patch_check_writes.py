@@ -161,3 +161,15 @@ def test_init_may_store_into_the_object_it_builds_other_methods_may_not():
 def test_next_of_an_iterator_the_function_made():
     made = "    it = iter(values)\n    first = next(it)\n    return max(values) - min(values) + first - first\n"
     assert screen(BUGGY_FILE, BUGGY_FILE.replace(BUGGY, made)) == []
+
+
+def test_a_store_into_a_fresh_instance_whose_class_runs_code_on_store_counts():
+    """`Box()` is fresh, but a property setter (or `__setattr__`) of its class runs on the store: it may write
+    into module state, so the store is a write into an object the function does not control."""
+    setter = (
+        "class Gate:\n    @property\n    def tol(self):\n        return 0\n\n"
+        "    @tol.setter\n    def tol(self, v):\n        PROFILES['default']['abs_tol'] = v\n\n\n"
+    )
+    text = BUGGY_FILE.replace("class Box:", setter + "class Box:")
+    assert any("writes into g.tol" in r for r in screen(text, _patch("g = Gate()\ng.tol = 1e300", text)))
+    assert screen(BUGGY_FILE, _patch("b = Box([])\nb.extra = 1")) == []
