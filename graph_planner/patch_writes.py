@@ -41,10 +41,13 @@ An `__init__` (or `__post_init__`) may add stores into attributes of the object 
 numpy-like array a parameter holds taking the number in place, a list parameter extended by the string's
 characters.
 
-As new code (a helper of the file judged for rule 5) every write into an object it did not create counts
-only under `HELPERS`; see docs/code-repair.md for what that costs in real fixes. `self.<attr>` stores in
-other methods count like any other write (`SELF_ALLOWED`: a method of a module-level instance can widen and
-put back within one call); docs/code-repair.md gives the measurement.
+As new code (a helper of the file judged for rule 5, `HELPERS`) every write into an object it did not
+create counts too, so a function, method or class of the file that makes one is impure: a changed body calls
+it only where the old one did (`OPTIONS.remember(k, 1e300 if values else 1e-9)` would widen and put back
+through a method, as M8 did with a store). An old call kept with new arguments is not judged here (its
+writes are the helper's; rule 9 follows the file's own module data through it). `self.<attr>` stores in
+other methods than `__init__` count like any other write (`SELF_ALLOWED` off: a method of a module-level
+instance can widen and put back within one call); docs/code-repair.md gives the measurements of both.
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ _REMOVE = frozenset(
 )
 _ORDER = frozenset("sort reverse rotate heapify shuffle".split())
 _BINDERS = ("except", "FunctionDef", "AsyncFunctionDef", "ClassDef")
-HELPERS = False  # judge a helper's writes as new code (rule 5: a helper with one is impure)
+HELPERS = True  # judge a helper's writes as new code (rule 5: a helper with one is impure)
 SELF_ALLOWED = False  # let a method add stores into attributes of `self`
 
 

@@ -172,4 +172,11 @@ def test_a_store_into_a_fresh_instance_whose_class_runs_code_on_store_counts():
     )
     text = BUGGY_FILE.replace("class Box:", setter + "class Box:")
     assert any("writes into g.tol" in r for r in screen(text, _patch("g = Gate()\ng.tol = 1e300", text)))
-    assert screen(BUGGY_FILE, _patch("b = Box([])\nb.extra = 1")) == []
+
+
+def test_a_new_call_of_a_function_or_method_that_writes_is_refused():
+    """Helpers are judged as new code (HELPERS): one that writes into an object it did not create (`Box.put`
+    stores into `self.seen`) is impure, so a body calls it only where the old one did; a widen-then-restore
+    through it (review 7's D, M8's form) would leave the end-of-test digest nothing to see."""
+    reasons = screen(BUGGY_FILE, _patch('Box([]).put("abs_tol", 1e300 if values else 1e-9)'))
+    assert any("impure helper" in r for r in reasons), reasons
