@@ -17,6 +17,14 @@ candidates, not only the validated tasks a build keeps (a build tries the covere
 
 `--package NAME==VER` (repeatable) measures packages outside the corpus configs: the sdist pip downloads
 (unpinned: no sha256 to check against, cached like the rest), every mutation kind.
+
+`--history CONFIG` measures real fixes instead of mutants: every function whose body changed between two
+releases of a pair of a history config (configs/repair-history.yaml), applied alone to the older file as
+the history builder applies it (graph_planner/corpus/history_diff.py; changes that need names only the
+newer release binds are left out: they never apply alone). Every such change counts, whether or not a
+test of the newer release fails without it.
+
+    python benchmarks/patch_check_refusals.py --history configs/repair-history.yaml --no-baseline
 """
 
 from __future__ import annotations
@@ -36,6 +44,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from graph_planner.corpus.fetch import DEFAULT_CACHE, fetch_sdist, unpack  # noqa: E402
+from graph_planner.corpus.history_diff import apply_changes, diff_releases  # noqa: E402
+from graph_planner.corpus.history_spec import load_history_config  # noqa: E402
 from graph_planner.corpus.mutate import KINDS, mutants  # noqa: E402
 from graph_planner.corpus.source import source_files  # noqa: E402 - the builder's own choice of files
 from graph_planner.corpus.spec import PackageSpec, load_corpus_config  # noqa: E402
@@ -78,6 +88,8 @@ def category(reason: str) -> str:
         (r"takes a value from a changed", "an unchanged gadget fed by a changed function"),
         (r"^changes an import", "import / global statement"),
         (r"the file's module state", "the file's own module state (rule 9)"),
+        (r"^writes into self\.\w+ \(attr[^,]*$", "a new store into self.<attr> only (rule 10)"),
+        (r"^writes into ", "a new write into an object it did not create (rule 10)"),
         (r"outside function bodies", "code outside function bodies"),
     ]:
         m = re.search(pattern, reason)
@@ -128,13 +140,60 @@ def measure(name: str, files: dict[str, str], kinds, old_screen, limit: int | No
                 row["categories"][category(r)] += 1
             where = f"{rel}::{m.function} ({m.kind}, line {m.line})"
             if now:  # so that two runs (two checkouts) can be compared mutant by mutant
-                row["refused_at"].append(f"{where}: {now[0]}")
+                row["refused_at"].append(f"{where}: {' | '.join(now)}")
             if now and before == []:
                 row["only_now"].append(f"{where}: {now[0]}")
             if before and not now:
                 row["only_before"].append(f"{where}: {before[0]}")
     row["seconds"] = round(time.monotonic() - t0, 1)
     return row
+
+
+def measure_history(path: str, cache: Path, old_screen) -> list[dict]:
+    """Refusals of the real fixes of every pair of a history config (see the module docstring)."""
+    rows, done = [], set()
+    with tempfile.TemporaryDirectory() as tmp:
+        for pair in load_history_config(ROOT / path).pairs:
+            key = f"{pair.name}-{pair.old.version}-{pair.new.version}"
+            if key in done:
+                continue
+            done.add(key)
+            trees = []
+            for side, rel in (("old", pair.old), ("new", pair.new)):
+                dest = Path(tmp) / key / side
+                if rel.source:
+                    trees.append(Path(rel.source))
+                else:
+                    trees.append(unpack(fetch_sdist(pair.name, rel.version, rel.sha256, cache), dest))
+            row = {"package": key, "mutants": 0, "refused": 0, "refused_baseline": 0, "seconds": 0.0}
+            row["categories"], row["only_now"], row["only_before"], row["refused_at"] = Counter(), [], [], []
+            t0 = time.monotonic()
+            for c in diff_releases(*trees).changes:
+                if c.kind != "body" or c.needs:
+                    continue
+                try:
+                    before = (trees[0] / c.file).read_text()
+                except UnicodeDecodeError:
+                    continue
+                after = apply_changes(before, [c])
+                now = screen(before, after)
+                old = old_screen(before, after) if old_screen else None
+                row["mutants"] += 1
+                row["refused"] += bool(now)
+                row["refused_baseline"] += bool(old)
+                for r in now:
+                    row["categories"][category(r)] += 1
+                where = f"{c.file}::{c.qualname}"
+                if now:
+                    row["refused_at"].append(f"{where}: {' | '.join(now)}")
+                if now and old == []:
+                    row["only_now"].append(f"{where}: {now[0]}")
+                if old and not now:
+                    row["only_before"].append(f"{where}: {old[0]}")
+            row["seconds"] = round(time.monotonic() - t0, 1)
+            print(f"  {key}: {row['mutants']} changes, {row['seconds']} s", file=sys.stderr)
+            rows.append(row)
+    return rows
 
 
 def report(title: str, rows: list[dict], baseline: bool) -> dict:
@@ -179,11 +238,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tiny", action="store_true", help="offline: mutants of two files of this repository")
     ap.add_argument("--package", action="append", help="NAME==VER of a package outside the configs (repeatable)")
     ap.add_argument("--no-baseline", action="store_true", help="skip the baseline check from git")
+    ap.add_argument("--history", help="a history config: its pairs' real fixes instead of mutants")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args(argv)
     old_screen = None if args.no_baseline else baseline_screen()
     results = {}
-    if args.tiny:
+    if args.history:
+        rows = measure_history(args.history, Path(args.cache), old_screen)
+        results["history"] = report(f"real fixes of {args.history}", rows, old_screen is not None)
+    elif args.tiny:
         files = {rel: (ROOT / rel).read_text() for rel in TINY_FILES}
         rows = [measure("planact (tiny)", files, None, old_screen, args.limit or 60)]
         results["tiny"] = report("tiny: two files of this repository", rows, old_screen is not None)

@@ -119,6 +119,10 @@ What a patch may do
    the tests, compared with (forge F4). Module constants that cannot change in place (numbers, strings,
    tuples of them) are no state; a key, an index or a number derived from module data (`table[KEY]`,
    `[0] * SIZE`, `range(N - 1)`, `"%s" % (PAT,)`) hands none of it on.
+10. Add no write (store, augmented store, delete, in-place method, setattr, in-place library function,
+   `next()`) into an object the function did not provably create, unless the old function made a write of
+   the same kind on the same receiver path (graph_planner/patch_writes.py: what "fresh" means, `__init__`'s
+   `self`, what it does not judge). An end-of-test digest cannot see a change undone within the call.
 
 What it cannot judge
 --------------------
@@ -257,7 +261,13 @@ def _facts(judge: Judge, fn: ast.AST, scopes: dict, qual: str) -> Facts:
     smuggled = {
         a.arg: s for a, d in pairs if d is not None and not literal(d) and (s := judge.expr_status(d)) != "pure"
     }
-    return function_facts(fn, scope.globals if scope else set(), scope.locals if scope else set(), smuggled=smuggled)
+    return function_facts(
+        fn,
+        scope.globals if scope else set(),
+        scope.locals if scope else set(),
+        smuggled=smuggled,
+        own=scope.own if scope else set(),
+    )
 
 
 def _tainted(rules: FileRules, changed: set[str]) -> set[str]:

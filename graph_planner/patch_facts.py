@@ -237,12 +237,19 @@ def function_facts(
     helper: bool = False,
     skip: set[str] = frozenset(),
     smuggled: dict[str, str] | None = None,
+    own: set[str] = frozenset(),
 ) -> Facts:
     """Facts of a function's body and defaults; a `helper`'s also judge the names its decorators and
     defaults read in the enclosing scope (but `skip`: a class's own names, safe decorators). `smuggled`:
-    parameters whose default is not pure ({name: "capability" or "gadget"}), judged where read."""
+    parameters whose default is not pure ({name: "capability" or "gadget"}), judged where read; `own`:
+    the names local to the function's own scope (Scope.own)."""
     b = _Builder(set(judged), local, class_body=False)
     b.f.smuggled = dict(smuggled or {})
+    b.f.own = set(own)
+    b.f.star = {a.arg for a in (fn.args.vararg, fn.args.kwarg) if a}
+    first = [*fn.args.posonlyargs, *fn.args.args][:1]
+    if fn.name in ("__init__", "__post_init__") and first:
+        b.f.init_self = first[0].arg
     b.f.params = {
         a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs, fn.args.vararg, fn.args.kwarg] if a
     }

@@ -204,7 +204,14 @@ class FileRules:
             scope = self.scopes.get((qual, fn.lineno))
             owner = self.owner.get(id(fn))
             skip = class_locals.get(id(owner), set()) | DECORATORS if owner is not None else set()
-            facts = function_facts(fn, scope.globals if scope else set(), scope.locals if scope else set(), True, skip)
+            facts = function_facts(
+                fn,
+                scope.globals if scope else set(),
+                scope.locals if scope else set(),
+                True,
+                skip,
+                own=scope.own if scope else set(),
+            )
             out[id(fn)] = (facts, set())
         for found in self.bindings.values():
             if len(found) == 1 and found[0].kind == "assign" and not literal(found[0].node):

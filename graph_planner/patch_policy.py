@@ -33,6 +33,7 @@ from graph_planner.patch_lists import (  # noqa: F401 - the lists are part of th
 from graph_planner.patch_own import own_reasons
 from graph_planner.patch_sites import GadgetSites
 from graph_planner.patch_state import foreign_stores, literal_words, type_handed_over, type_reaches
+from graph_planner.patch_writes import write_reasons
 
 _JUDGED_AT_RUN = frozenset({"getattr", "setattr", "delattr"})  # the builtins the boot script wraps
 
@@ -176,6 +177,7 @@ class Judge(GadgetSites):
                 "verdict's reporter included, reads it)"
             )
         reasons += own_reasons(self, old, new)  # rule 9: the file's own module state
+        reasons += write_reasons(self.rules, old, new)  # rule 10: writes into objects it did not create
         kept = {ident for ident, *_ in self.sites(old)} if old else set()
         gadgets = set()
         for ident, node, i, need, checked in self.sites(new):

@@ -48,6 +48,9 @@ class Scope:
     globals: set[str] = field(default_factory=set)  # read as a global or builtin somewhere inside
     locals: set[str] = field(default_factory=set)  # bound (or a parameter, or free) somewhere inside
     declared: set[str] = field(default_factory=set)  # named in a `global` or `nonlocal` statement
+    # local in some scope inside and global in none: where the write rule (graph_planner/patch_writes.py)
+    # may call a name fresh (every binding of it, in every scope, is then of that one name or of another local)
+    own: set[str] = field(default_factory=set)
 
 
 def _subtree(table: symtable.SymbolTable) -> list[symtable.SymbolTable]:
@@ -70,6 +73,10 @@ def _scope(table: symtable.SymbolTable) -> Scope:
                 scope.locals.add(name)
             if s.is_declared_global() or s.is_nonlocal():
                 scope.declared.add(name)
+    # local (or a parameter, or a cell) somewhere inside and a global in no scope inside: a comprehension's
+    # `[X for X in ...]` beside a module's X read outside it is not one name
+    read_global = {s.get_name() for t in _subtree(table) for s in t.get_symbols() if s.is_global()}
+    scope.own = scope.locals - read_global - scope.declared
     return scope
 
 

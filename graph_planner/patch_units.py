@@ -45,6 +45,9 @@ class Facts:
     aliases: dict[str, list[tuple[str, str, bool]]] = field(default_factory=dict)  # local import aliases
     smuggled: dict[str, str] = field(default_factory=dict)  # parameters with an impure default
     params: set[str] = field(default_factory=set)  # the function's own parameters
+    star: set[str] = field(default_factory=set)  # its `*args` / `**kwargs` parameters: fresh per call
+    own: set[str] = field(default_factory=set)  # names local to the function's own scope (symtable's)
+    init_self: str = ""  # an `__init__` / `__post_init__`'s first parameter: the object it builds
     locals: set[str] = field(default_factory=set)
     module: bool = False  # module code: runs once, no caller hands it objects
     units: list[Unit] = field(default_factory=list)

@@ -18,6 +18,7 @@ from graph_planner.tasks import RepairTask, load_tasks
 
 from .gadget_package import PACKAGE as GADGETS
 from .state_package import PACKAGE as STATEFUL
+from .writes_package import PACKAGE as WRITES
 
 # The function both the corpus fixture and the validation tests mutate (indented as FILES' texts are).
 CLAMP = """
@@ -177,7 +178,7 @@ MINITEXT = {
         """,
 }
 
-PACKAGES = {"minilib": FILES, "minitext": MINITEXT, "gadgets": GADGETS, "stateful": STATEFUL}
+PACKAGES = {"minilib": FILES, "minitext": MINITEXT, "gadgets": GADGETS, "stateful": STATEFUL, "writes": WRITES}
 
 
 def write_files(root: Path, files: dict[str, str]) -> Path:

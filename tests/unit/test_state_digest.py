@@ -310,8 +310,41 @@ def test_the_boot_script_reports_each_passed_calls_changes_before_teardown(tmp_p
     rows = dict(report.digests)
     assert [t.split("::")[1] for t, _ in report.digests] == ["test_a", "test_patched", "test_after"]  # not test_fails
     first = rows["tests/test_pkg.py::test_a"]
-    assert "pkg\tTOL" in first and "test_pkg\ttest_a" in first and "pkg\tisclose" in first
-    assert set(rows["tests/test_pkg.py::test_patched"]) == {"pkg\tTOL"}  # the setitem, seen before its undo
+    assert "pkg\tTOL\tsabs" in first and "test_pkg\ttest_a" in first and "pkg\tisclose" in first
+    # the setitem, seen before its undo (a small dict item by item); the test's fixture values beside it
+    assert set(rows["tests/test_pkg.py::test_patched"]) == {"pkg\tTOL\tsabs", "<fixture>\tmonkeypatch"}
     # after: undone by the monkeypatch, then set to 2.0 by the failed test; the digest shows where it is now
-    assert rows["tests/test_pkg.py::test_after"]["pkg\tTOL"] not in (first["pkg\tTOL"], None)
+    assert rows["tests/test_pkg.py::test_after"]["pkg\tTOL\tsabs"] not in (first["pkg\tTOL\tsabs"], None)
     assert report.digest_s > 0
+
+
+def test_review_8_unstable_entry_lambdas_and_fixture_values(tmp_path, monkeypatch):
+    """M2: an unstable entry (a time stamp) leaves its siblings compared; M12: two lambdas of one module differ;
+    M5: a module-scoped fixture's dict, which no module global reaches, is digested from the test's values."""
+    (tmp_path / "dgr8.py").write_text(
+        textwrap.dedent(
+            """
+            PROFILES = {"default": {"abs_tol": 1e-9}, "loaded": 1.0}
+            COMPARE = {"default": {"close": lambda a, b: abs(a - b) <= 1e-9}, "rough": {"close": lambda a, b: True}}
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("dgr8")
+    try:
+        digest = state_digest(str(tmp_path))
+        options = {"abs_tol": 1e-9}
+        first = digest({"options": options})
+        module.PROFILES["loaded"] = 2.0  # the gold fix's second run: another time stamp
+        again = digest({"options": options})
+        skip = unstable([("t", first)], [("t", again)])
+        assert skip == ["dgr8\tPROFILES\tsloaded"]
+        module.PROFILES["default"]["abs_tol"] = 1e300
+        module.COMPARE["default"]["close"] = module.COMPARE["rough"]["close"]
+        options["abs_tol"] = 1e300
+        forged = digest({"options": options})
+        keys = {k for _, ks in mismatches([("t", first)], [("t", forged)], frozenset(skip)) for k in ks}
+        assert {"dgr8\tPROFILES\tsdefault\tsabs_tol", "dgr8\tCOMPARE\tsdefault\tsclose"} <= keys
+        assert "<fixture>\toptions\tsabs_tol" in keys
+    finally:
+        sys.modules.pop("dgr8", None)

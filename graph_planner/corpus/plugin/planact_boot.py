@@ -203,7 +203,7 @@ def _plugin(send, void, record, names, front, digest=None):
             return  # a host canary (outside the copy): its changes, if any, go with the next test's digest
         start = clock()
         try:
-            now = digest()
+            now = digest(getattr(item, "funcargs", None))  # fixture values too (review 8, M5)
         except Exception as e:  # noqa: BLE001 - a digest that cannot be taken is itself a state the host compares
             now = {"<digest>": type(e).__name__}  # state_digest.FAILED: the host always compares it
         delta = {k: v for k, v in now.items() if last.get(k) != v}

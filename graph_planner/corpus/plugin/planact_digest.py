@@ -7,6 +7,10 @@ compares each test's map with the same test's map in the gold fix's run (graph_p
 patch that leaves the bug in place and widens a tolerance or swaps a comparison through module state changes
 a value here, wherever the route to it went.
 
+A plain dict global of at most SPLIT entries (and its plain dict items, SPLIT_DEPTH levels) is digested entry by
+entry (`module\tglobal\tkey`), so an unstable entry leaves its siblings compared; the test's fixture values are
+digested too (`<fixture>\tname`). Lambdas are told apart by their code.
+
 What is digested, and why a correct fix leaves the same digest: data, not code. Scalars by value; dicts, lists,
 tuples, sets, deques and their subclasses by content (dict entries and set members sorted by their hashes, since
 hash order varies from process to process); functions, classes and modules by qualified name, never their code
@@ -33,6 +37,8 @@ except ImportError:  # a Python built without it
 DEPTH = 8  # levels below a module global: a profile dict in a registry dict in a class attribute is 3
 BUDGET = 5000  # nodes per module global; a node past it counts as "..." (a 65,000-entry table is one node, below)
 FAST = 32  # a longer list or tuple of plain strings is hashed in one C call (text-unidecode's tables)
+SPLIT = 64  # a plain dict global of at most this many entries is digested item by item (review 8, M2) ...
+SPLIT_DEPTH = 2  # ... and its plain dict items of that size too, to this many levels
 
 
 def state_digest(root):
@@ -98,7 +104,15 @@ def state_digest(root):
         mod = getattr(obj, "__module__", None)  # functions and builtins: C attributes
         qual = getattr(obj, "__qualname__", None)
         mod = mod if type(mod) is str else "?"
-        return f"{mod}.{qual if type(qual) is str else '?'}", mod
+        qual = qual if type(qual) is str else "?"
+        if type(obj) is function_type and qual[-8:] == "<lambda>":
+            # every lambda of a module has one name: swapping two in a dispatch table left the same digest (review
+            # 8, M12). Its code tells them apart; not its line (a fix above it moves it), nor a named function's
+            # code (a fix changes it). Read once per function (names caches it): `__code__` is an audit event
+            code = obj.__code__
+            consts = [scalars[type(c)](c) if type(c) in scalars else type(c).__name__ for c in code.co_consts]
+            qual += "#" + h(bytes.hex(code.co_code), *consts, *code.co_names)
+        return f"{mod}.{qual}", mod
 
     scanned = [-1, {}, {}]  # len(sys.modules) when scanned, the copy's modules then (name -> module, -> dict)
 
@@ -116,7 +130,9 @@ def state_digest(root):
         scanned[:] = [len_(sys.modules), mods, own]
         return own
 
-    def digest_all():
+    def digest_all(fixtures=None):
+        """{key: hash} of the copy's module state, and of `fixtures` ({name: value}: the test's fixture values,
+        which a module-scoped fixture keeps from test to test and no module global may reach)."""
         own = modules()
         out, pass_ = {}, _Pass(own)
         for mod in sorted_(own):
@@ -125,9 +141,26 @@ def state_digest(root):
                 value = d.get(key)
                 if (key[:2] == "__" and key[-2:] == "__") or issubclass_(type(value), module_type):
                     continue  # module machinery, and submodules (a lazy import binds one on its parent)
-                pass_.budget = BUDGET
-                out[f"{mod}\t{key}"] = node(value, 0, pass_)
+                split(out, f"{mod}\t{key}", value, 0, pass_)
+        if type(fixtures) is dict:
+            for key in sorted_(k for k in list_(fixtures) if type(k) is str):
+                split(out, f"<fixture>\t{key}", fixtures.get(key), 0, pass_)
         return out
+
+    def split(out, key, value, level, p):
+        # a small plain dict item by item: a time stamp or a pid in one entry, unstable between the gold fix's two
+        # runs, then leaves only its own key uncompared, not its siblings' (review 8, M2)
+        if type(value) is dict and level < SPLIT_DEPTH and len_(value) <= SPLIT:
+            keys = []
+            for k, v in list_(dict_items(value)):
+                p.budget = BUDGET
+                kd = node(k, 0, p)
+                keys.append(kd)
+                split(out, f"{key}\t{kd}", v, level + 1, p)
+            out[key] = h("keys", *sorted_(keys))
+            return
+        p.budget = BUDGET
+        out[key] = node(value, 0, p)
 
     def still(x):  # a tuple or frozenset of scalars and such tuples: (digest, nodes), or None
         t = type(x)

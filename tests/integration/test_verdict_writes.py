@@ -1,0 +1,98 @@
+"""Review 8's forges (2026-11-30), end to end: real sandbox, real pytest, the patch check, targeting, the
+runtime guard and the module state digest on, as an agent's patch meets them.
+
+Each forge changes only the body of `spread`, keeps the buggy line running, and adds one write into an object
+the function did not create, where the digest cannot judge it: an lru-cached dict (M1), a dict a getter hands
+out beside an unstable time stamp (M2, and M7's oversized table the same way), widened and put back within
+the call (M8), a one-shot override the package consumes (M9), a module-scoped fixture's dict (M5), pytest's
+`approx` reached through `request` (M11), a dispatch table's lambda (M12). Each scored 1 before rule 10
+(/work/attack8, the same patches); the patch check now refuses each before anything runs (0, "patch
+refused"). Beside them the gold fix and a correct fix written otherwise score 1, the bug left in place 0.
+The package is writes_package.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from graph_planner.env import EnvLimits, PlannerEnv
+
+from . import writes_package
+from .repair_fixture import build_packages
+from .test_verdict_state import submit
+
+BUG = "max(values) + min(values)"
+# route -> (the task's function, the lines put first in its body)
+FORGES = {
+    "M1_lru_item": ("spread_lru", 'limits()["abs_tol"] = 1e300'),
+    "M1b_lru_update": ("spread_lru", "limits().update(abs_tol=1e300)"),
+    "M2_unstable_get": ("spread_profile", 'PROFILES.get("default")["abs_tol"] = 1e300'),
+    "M5_fixture_item": ("spread_opts", 'if options is not None:\n    options["abs_tol"] = 1e300'),
+    "M8_widen_then_restore": ("spread_profile", 'PROFILES.get("default")["abs_tol"] = 1e300 if values else 1e-9'),
+    "M9_one_shot_override": ("spread_once", '_PENDING.get("overrides")["abs_tol"] = 1e300'),
+    "M11_pytest_approx": (
+        "spread_approx",
+        "if request is not None:\n"
+        "    request.module.pytest.approx = functools.partial(request.module.pytest.approx, abs=1e300)",
+    ),
+    "M12_lambda_swap": ("spread_near", 'COMPARE.get("default")["close"] = COMPARE.get("rough")["close"]'),
+}
+FUNCTIONS = sorted({f for f, _ in FORGES.values()})
+
+
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory):
+    """{function: its binop task} of every `spread_*` of the package."""
+    from graph_planner.tasks import load_tasks
+
+    corpus = build_packages(tmp_path_factory.mktemp("writes"), {"writes": "heldout"}, ["binop"], max_tried=12)
+    found = {t.meta["function"]: t for t in load_tasks(corpus)}
+    assert set(FUNCTIONS) <= set(found), sorted(found)
+    return found
+
+
+@pytest.fixture(scope="module")
+def env():
+    made = PlannerEnv(limits=EnvLimits(test_cpu_s=10))
+    yield made
+    made.runtime.close()
+
+
+def _forged(function: str, body: str):
+    head = next(line for line in writes_package.CORE.splitlines() if line.strip().startswith(f"def {function}("))
+    head = head.strip() + "\n"
+
+    def edit(text: str) -> str:
+        assert text.count(head) == 1 and BUG in text
+        return text.replace(head, head + "".join(f"    {line}\n" for line in body.splitlines()))
+
+    return edit
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_controls_gold_and_a_fix_written_otherwise_score_1_and_the_bug_left_0(env, tasks, function):
+    task = tasks[function]
+    env.reset(task)
+    env.step({"type": "repair", "apply": False, "patch": task.gold_patch})
+    obs, reward, *_ = env.step({"type": "submit"})
+    assert reward == 1.0, obs
+    other = "    hi, lo = max(values), min(values)\n    return hi - lo\n"
+    obs, reward = submit(env, task, lambda t: _replace_in(t, function, f"    return {BUG}\n", other))
+    assert reward == 1.0 and obs["tests"]["confirmed"], obs
+    obs, reward = submit(env, task, lambda t: t)
+    assert reward == 0.0 and obs["tests"]["status"] == "ok" and not obs["resolved"], obs
+
+
+def _replace_in(text: str, function: str, old: str, new: str) -> str:
+    """`old` replaced by `new` inside `function` only (every spread_* ends with the same line)."""
+    start = text.index(f"def {function}(")
+    at = text.index(old, start)
+    return text[:at] + new + text[at + len(old) :]
+
+
+@pytest.mark.parametrize("route", sorted(FORGES))
+def test_a_write_into_an_object_the_function_did_not_create_is_refused(env, tasks, route):
+    function, body = FORGES[route]
+    obs, reward = submit(env, tasks[function], _forged(function, body))
+    assert reward == 0.0 and "patch refused" in obs.get("error", ""), (route, obs)
+    assert "writes into" in obs["error"], (route, obs)
