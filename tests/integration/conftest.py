@@ -123,6 +123,13 @@ def start_cli(
     )
 
 
+def run_script(*args: str, timeout: int, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`python *args` from the repository root (a benchmark's tiny mode, a tool); fails with its output."""
+    out = subprocess.run([PY, *args], cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env or cli_env())
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    return out
+
+
 def run_cli(args: list[str], log_path: Path, timeout: float = 600, **kw) -> tuple[int, str]:
     """Run the training CLI to completion; returns (exit code, output)."""
     proc = start_cli(args, log_path, **kw)

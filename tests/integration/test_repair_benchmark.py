@@ -4,21 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
-from .conftest import REPO
+from .conftest import run_script
 
 
 def test_repair_throughput_benchmark_runs_and_prints_the_scaling():
-    out = subprocess.run(
-        [sys.executable, "benchmarks/repair_throughput.py", "--tiny", "--slots", "2"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
+    out = run_script("benchmarks/repair_throughput.py", "--tiny", "--slots", "2", timeout=300)
     lines = out.stdout.strip().splitlines()
     assert lines[1].startswith("1 slot:") and lines[2].startswith("2 slots:")
     assert "scaling efficiency" in lines[3] and "tasks/s" in lines[2]
@@ -31,14 +22,7 @@ def test_repair_throughput_benchmark_runs_and_prints_the_scaling():
 def test_state_digest_gold_benchmark_passes_every_gold_fix_of_its_tiny_corpus():
     """The digest's gold benchmark on its built-in package: every gold fix, compared with its own state
     reference through Submit, passes and none is voided (a voided gold fix is a false refusal)."""
-    out = subprocess.run(
-        [sys.executable, "benchmarks/state_digest_gold.py", "--tiny"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
+    out = run_script("benchmarks/state_digest_gold.py", "--tiny", timeout=300)
     rows = [json.loads(line.split("] ", 1)[1]) for line in out.stdout.splitlines() if line.startswith("[")]
     assert rows and all(r["passed"] and not r["voided"] and r["reference"] == "ok" for r in rows), out.stdout
     total = json.loads(out.stdout[out.stdout.index("\n{") :])["all"]
@@ -48,14 +32,7 @@ def test_state_digest_gold_benchmark_passes_every_gold_fix_of_its_tiny_corpus():
 def test_free_form_benchmark_tiny_mode():
     """benchmarks/free_form.py --tiny: both sampling arms' rates and their ratio, the model's replies judged
     (malformed and refused counted), and the scripted gold replies solving every task through the same path."""
-    out = subprocess.run(
-        [sys.executable, "benchmarks/free_form.py", "--tiny"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
+    out = run_script("benchmarks/free_form.py", "--tiny", timeout=300)
     rates = [float(x) for x in re.findall(r"([0-9.]+) tokens/s", out.stdout)]
     ratio = float(re.search(r"ratio engine / plain: ([0-9.]+)x", out.stdout).group(1))
     assert len(rates) == 2 and min(rates) > 0 and abs(ratio - rates[0] / rates[1]) <= 0.01 + 0.01 * ratio, out.stdout

@@ -6,26 +6,15 @@ trainer_scaling.py, repair_throughput.py and repair_rl.py beside their own featu
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import pytest
 
-from .conftest import REPO, cli_env
-
-
-def _run(*args: str, timeout: int) -> subprocess.CompletedProcess:
-    """`python *args` from the repository root, as the suite's command-line tests run it; fails with its output."""
-    out = subprocess.run(
-        [sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=timeout, env=cli_env()
-    )
-    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
-    return out
+from .conftest import run_script
 
 
 @pytest.mark.slow
 def test_round_overhead_benchmark_tiny_mode(prefect_api):
-    out = _run("benchmarks/round_overhead.py", "--tiny", timeout=600)
+    out = run_script("benchmarks/round_overhead.py", "--tiny", timeout=600)
     # The ratio is the quotient of the two medians it prints (a wrong baseline would show here).
     loop = float(re.search(r"plain loop : ([0-9.]+) s/round", out.stdout).group(1))
     flow = float(re.search(r"prefect flow \(rounds as task runs on Ray\): ([0-9.]+) s/round", out.stdout).group(1))
@@ -40,7 +29,7 @@ def test_round_overhead_benchmark_tiny_mode(prefect_api):
 def test_rl_vs_sft_benchmark_over_seeds_tiny():
     """benchmarks/rl_vs_sft.py with two independent warm starts on the smoke config: per-seed tables, then
     mean, sd and per-seed figures for every arm and paired difference."""
-    out = _run(
+    out = run_script(
         "benchmarks/rl_vs_sft.py", "--config", "configs/smoke.yaml", "--seeds", "0", "1", "--rounds", "1", timeout=600
     )
     assert "seed 0. RL: 1 GRPO rounds" in out.stdout and "seed 1. RL: 1 GRPO rounds" in out.stdout
@@ -55,13 +44,13 @@ def test_fault_matrix_tiny_mode(prefect_api):
     with every round, metric step, update and experience item once, and no Ray process left behind.
     (A SIGKILLed driver and planact.reaper are tested in test_resume.py.) The suite's Prefect server serves
     it: only a cell that takes the server down starts its own."""
-    out = _run("benchmarks/fault_matrix.py", "--tiny", timeout=900)
+    out = run_script("benchmarks/fault_matrix.py", "--tiny", timeout=900)
     assert re.search(r"^trainer\.mid_train:2\s+completed", out.stdout, re.M), out.stdout
     assert "1 of 1 cells completed or resumed with nothing lost" in out.stdout
 
 
 def test_engine_throughput_benchmark_tiny_mode():
-    out = _run("benchmarks/engine_throughput.py", "--tiny", timeout=300)
+    out = run_script("benchmarks/engine_throughput.py", "--tiny", timeout=300)
     assert "16 prompts, max_new_tokens 8" in out.stdout
     # The ratio is the quotient of the two rates the table prints (not a claim that batching wins: beside a loaded
     # suite the other throughput benchmark measured batching at 0.41x once; speed is the benchmark's to report).
@@ -77,7 +66,7 @@ def test_engine_throughput_benchmark_tiny_mode():
 def test_pretrained_throughput_benchmark_tiny_mode():
     """benchmarks/pretrained_throughput.py --tiny: each of its three comparisons prints a ratio, the
     shared-prefix scores equal the per-candidate ones, and the training step's sampler/trainer gap is rounding."""
-    out = _run("benchmarks/pretrained_throughput.py", "--tiny", timeout=300)
+    out = run_script("benchmarks/pretrained_throughput.py", "--tiny", timeout=300)
     ratios = re.findall(r"ratio ([0-9.]+)x", out.stdout)
     assert len(ratios) == 3, out.stdout
     # Each ratio is the quotient of the two rates it stands beside. (Not that batching wins: a speed is the
@@ -95,7 +84,7 @@ def test_pretrained_throughput_benchmark_tiny_mode():
 def test_gpu_determinism_benchmark_tiny_mode():
     """benchmarks/gpu_determinism.py --tiny: SFT + GRPO rounds repeated in two fresh processes on the CPU
     give the same samples and the same weights, bit for bit (on a GPU machine it also runs the cuda modes)."""
-    out = _run("benchmarks/gpu_determinism.py", "--tiny", timeout=300)
+    out = run_script("benchmarks/gpu_determinism.py", "--tiny", timeout=300)
     assert re.search(r"^cpu\s+True\s+True\s+0\s+0\s", out.stdout, re.M), out.stdout
     assert "bit-identical across repeats: cpu" in out.stdout
 
@@ -105,7 +94,7 @@ def test_async_rounds_benchmark_quick_runs_the_pipelined_flow(prefect_api):
     """benchmarks/async_rounds.py --quick: the training flow synchronous and with pipeline.max_staleness 1
     (separate trainer actors), 2 rounds each. The pipelined run's second round was generated one weight
     version behind its trainer (what the loss corrected for); the synchronous run never was."""
-    out = _run("benchmarks/async_rounds.py", "--quick", timeout=900)
+    out = run_script("benchmarks/async_rounds.py", "--quick", timeout=900)
     sync = re.search(r"^sync\s+\d+\s+([0-9.]+)\s+([0-9.]+)\s+[0-9.]+\s+planner (\d), actor (\d)$", out.stdout, re.M)
     stale = re.search(
         r"^staleness-1\s+\d+\s+([0-9.]+)\s+([0-9.]+)\s+[0-9.]+\s+planner (\d), actor (\d)$", out.stdout, re.M
