@@ -13,6 +13,20 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 
+def other_binding(node: ast.AST) -> str | None:
+    """The name a binding node other than `ast.Name` binds (a parameter, an except or match capture, an
+    import's first part), else None: what the binding walks count as bound by something they do not follow."""
+    if isinstance(node, ast.arg):
+        return node.arg
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+        return node.name
+    if isinstance(node, ast.MatchMapping) and node.rest:
+        return node.rest
+    if isinstance(node, ast.alias):
+        return (node.asname or node.name).split(".")[0]
+    return None
+
+
 @dataclass
 class Unit:
     """One statement, or the header of a compound statement (its test, target, items, handler type)."""
@@ -80,14 +94,8 @@ class Facts:
                             values.setdefault(node.id, []).extend(p.iter.elts)  # `for f in ("a", "b")`
                         else:
                             other.add(node.id)
-                    elif isinstance(node, ast.arg):
-                        other.add(node.arg)
-                    elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
-                        other.add(node.name)
-                    elif isinstance(node, ast.MatchMapping) and node.rest:
-                        other.add(node.rest)
-                    elif isinstance(node, ast.alias):
-                        other.add((node.asname or node.name).split(".")[0])
+                    elif (name := other_binding(node)) is not None:
+                        other.add(name)
         return {n: v for n, v in values.items() if n not in other}
 
     @property

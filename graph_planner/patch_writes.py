@@ -55,7 +55,7 @@ from __future__ import annotations
 import ast
 
 from graph_planner.patch_state import IN_PLACE, MUTATORS
-from graph_planner.patch_units import Facts
+from graph_planner.patch_units import Facts, other_binding
 
 # Builtins that return a new object (never one of their arguments): a store into it changes nothing shared.
 FRESH_CALLS = frozenset("list dict set frozenset tuple bytearray sorted str bytes int float bool complex repr".split())
@@ -214,14 +214,8 @@ def fresh_names(rules, facts: Facts) -> set[str]:
                         values.setdefault(node.id, []).append(p.value)
                     elif not (isinstance(p, ast.AugAssign) and p.target is node):
                         other.add(node.id)  # a loop or comprehension target, unpacking, a walrus, with, del
-                elif isinstance(node, ast.arg):
-                    other.add(node.arg)
-                elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
-                    other.add(node.name)
-                elif isinstance(node, ast.MatchMapping) and node.rest:
-                    other.add(node.rest)
-                elif isinstance(node, ast.alias):
-                    other.add((node.asname or node.name).split(".")[0])
+                elif (name := other_binding(node)) is not None:
+                    other.add(name)
     return {
         n
         for n, vs in values.items()
