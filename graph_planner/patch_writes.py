@@ -27,7 +27,8 @@ constant, a call of a builtin constructor (`FRESH_CALLS`), of collections' copyi
 (`defaultdict`, `OrderedDict`, `Counter`, `deque`) or of a plain class of the file (no metaclass,
 decorator or `__new__`, plain bases), a display repeated by a sure int, or an augmented assignment of
 itself; and `*args` / `**kwargs`. Only the name itself: a store into an item of a fresh dict
-(`d["k"]["j"] = v`) writes into whatever the item is.
+(`d["k"]["j"] = v`) writes into whatever the item is, and so does an augmented store into an item or
+attribute (`d["k"] |= v`, `box.items += [v]`: the old item's in-place operator runs first).
 Likewise an attribute chain (`self.parts`) into which an earlier statement of the function's top-level
 block stored a fresh value (`self.parts = []`; that store is itself a write, judged above).
 Not seen: a call between the two that rebinds the attribute, a `try` whose handler runs the write after
@@ -247,6 +248,10 @@ def _node_writes(rules, facts: Facts, n: ast.AST) -> list[tuple[str, ast.AST | N
             # list extended by a string's characters (parse's real fix `type += " %Y"` on a parameter)
             return []
         return [("aug", n.target, "")]
+    if isinstance(n, ast.AugAssign) and _in_place_on_item(n):
+        # `d["k"] |= v`: Python runs the old item's own in-place operator before the store into `d`, so the item
+        # is written into whatever `d` is (review 9's N8: a fresh `dict(_PENDING)` whose item is shared)
+        return [("aug", n.target, "[]")]
     if isinstance(n, ast.Attribute) and n.attr in MUTATORS:
         return [(_kind(n.attr), n.value, "")]  # called, or handed on as a bound method
     if not isinstance(n, ast.Call):
@@ -265,6 +270,18 @@ def _node_writes(rules, facts: Facts, n: ast.AST) -> list[tuple[str, ast.AST | N
     if _builtin(rules, facts, n.func, "next") and n.args and isinstance(n.args[0], (ast.Name, ast.Attribute)):
         return [("next", n.args[0], "")]
     return []
+
+
+def _in_place_on_item(n: ast.AugAssign) -> bool:
+    """An augmented store into an item or attribute that may change the old item in place: any operator but
+    `+=` / `-=`, and those when the value is a container (`x.queue += [v]` extends the list `x.queue` holds).
+    Not judged: `x[k] += name` with a list behind both (numbers are the common case: `totals[k] += amount`)."""
+    if isinstance(n.target, ast.Name):
+        return False
+    if not isinstance(n.op, (ast.Add, ast.Sub)):
+        return True
+    containers = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp)
+    return isinstance(n.value, containers)
 
 
 def _made_here(rules, facts: Facts) -> dict[str, list[int]]:

@@ -73,6 +73,10 @@ FORGES = {
     "a walrus in a comprehension": '[(d := PROFILES.get("default")) for _ in "x"]\nd["abs_tol"] = 1e300',
     "an item of a fresh dict": 'd = {"p": PROFILES.get("default")}\nd["p"]["abs_tol"] = 1e300',
     "next() of a parameter": "next(options)",
+    # review 9 (N8, N9): an augmented store into an item of a fresh copy runs the shared item's in-place operator
+    "an item of a fresh copy, |=": 'd = dict(PROFILES)\nd["default"] |= {"abs_tol": 1e300}',
+    "an item of a fresh list, |=": 'box = [PROFILES.get("default")]\nbox[0] |= {"abs_tol": 1e300}',
+    "an attribute of a fresh instance, += a list": "b = Box([])\nb.items = COMPARE.get('x', [])\nb.items += [1e300]",
 }
 
 
@@ -100,6 +104,7 @@ HONEST = {
     "an augmented fresh counter": "n = 0\nfor x in values:\n    n += 1\nreturn max(values) - min(values)",
     "kwargs-like fresh set": "seen = set()\nseen.add(1)\nreturn max(values) - min(values)",
     "a collections container": "c = collections.Counter(values)\nc.update([1])\nreturn max(values) - min(values)",
+    "a number added to an item": 'd = {"lo": 0}\nd["lo"] += min(values)\nreturn max(values) - d["lo"]',
 }
 
 
