@@ -254,10 +254,16 @@ def _node_writes(rules, facts: Facts, n: ast.AST) -> list[tuple[str, ast.AST | N
         return [("aug", n.target, "[]")]
     if isinstance(n, ast.Attribute) and n.attr in MUTATORS:
         return [(_kind(n.attr), n.value, "")]  # called, or handed on as a bound method
+    if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load):
+        parent = facts.parent(n)
+        called = isinstance(parent, ast.Call) and parent.func is n
+        if not called and not isinstance(parent, ast.Attribute) and _in_place_function(rules, facts, n):
+            # handed on as a value (review 9's N10: `map(operator.setitem, ...)`, `partial`, `reduce(ior, ...)`)
+            return [("add", None, "")]
     if not isinstance(n, ast.Call):
         return []
     last = path(n.func).split(".")[-1]
-    if n.args and last in IN_PLACE:
+    if n.args and _in_place_function(rules, facts, n.func):
         return [(_kind(last), n.args[0], "")]
     for name, kind in (("setattr", "attr"), ("delattr", "del-attr")):
         # the builtin, or a method of that name (pytest's `monkeypatch.setattr(request.module, "f", g)`)
@@ -270,6 +276,24 @@ def _node_writes(rules, facts: Facts, n: ast.AST) -> list[tuple[str, ast.AST | N
     if _builtin(rules, facts, n.func, "next") and n.args and isinstance(n.args[0], (ast.Name, ast.Attribute)):
         return [("next", n.args[0], "")]
     return []
+
+
+def _in_place_function(rules, facts: Facts, e: ast.AST) -> bool:
+    """`e` names one of the library's in-place functions (`IN_PLACE`): by its own name or attribute, or through
+    an alias (`from operator import setitem as put`, review 9's N17) or a module-level name bound to one
+    (`_set = operator.setitem`)."""
+    if isinstance(e, ast.Attribute):
+        return e.attr in IN_PLACE
+    if not isinstance(e, ast.Name):
+        return False
+    if e.id in IN_PLACE:
+        return True
+    kind, found = rules.kind(e.id, facts)
+    if kind == "alias":
+        return any(isinstance(o, tuple) and len(o) > 1 and str(o[1]).split(".")[-1] in IN_PLACE for o in found)
+    if kind == "defined" and isinstance(found, ast.Assign):
+        return isinstance(found.value, (ast.Name, ast.Attribute)) and path(found.value).split(".")[-1] in IN_PLACE
+    return False
 
 
 def _in_place_on_item(n: ast.AugAssign) -> bool:

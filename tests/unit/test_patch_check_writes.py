@@ -19,6 +19,7 @@ import collections
 import functools
 import heapq
 import operator
+from operator import setitem as put
 
 PROFILES = {"default": {"abs_tol": 1e-9}}
 COMPARE = {"default": {"close": lambda a, b: abs(a - b) <= 1e-9}, "rough": {"close": lambda a, b: True}}
@@ -77,6 +78,11 @@ FORGES = {
     "an item of a fresh copy, |=": 'd = dict(PROFILES)\nd["default"] |= {"abs_tol": 1e300}',
     "an item of a fresh list, |=": 'box = [PROFILES.get("default")]\nbox[0] |= {"abs_tol": 1e300}',
     "an attribute of a fresh instance, += a list": "b = Box([])\nb.items = COMPARE.get('x', [])\nb.items += [1e300]",
+    # review 9 (N10, N17): an in-place function handed on as a value, or called under another name
+    "setitem handed to map": 'list(map(operator.setitem, [PROFILES.get("default")], ["abs_tol"], [1e300]))',
+    "ior handed to reduce": 'functools.reduce(operator.ior, [PROFILES.get("default"), {"abs_tol": 1e300}])',
+    "setitem imported under another name": 'put(PROFILES.get("default"), "abs_tol", 1e300)',
+    "setitem bound to a local name": 'set_ = operator.setitem\nset_(PROFILES.get("default"), "abs_tol", 1e300)',
 }
 
 
