@@ -17,19 +17,7 @@ from graph_planner.patch_facts import (
     slice_units,
 )
 from graph_planner.patch_forms import class_clone
-from graph_planner.patch_lists import (  # noqa: F401 - the lists are part of this module's interface
-    CAPABILITY_MODULES,
-    DECORATORS,
-    GADGET_ATTRS,
-    GADGET_BUILTINS,
-    NAME_ARGUMENT,
-    NAME_INPUTS,
-    PURE_CHAINS,
-    RESOLVABLE,
-    SAFE_BUILTINS,
-    TEMPLATES,
-    resolves_pure,
-)
+from graph_planner.patch_lists import GADGET_ATTRS, GADGET_BUILTINS, NAME_ARGUMENT, NAME_INPUTS, TEMPLATES
 from graph_planner.patch_state import type_reaches
 
 _BY_NAME = frozenset({"attrgetter", "methodcaller"})  # they take an attribute's name as a string
