@@ -30,6 +30,9 @@ def apply_lora(model: torch.nn.Module, cfg, seed: int) -> torch.nn.Module:
     import torch
     from peft import LoraConfig, get_peft_model
 
+    from planact.llama import as_transformers
+
+    model = as_transformers(model)  # peft wraps transformers' classes, not planact's own Llama
     torch.manual_seed(seed)
     peft_cfg = LoraConfig(
         r=cfg.rank,

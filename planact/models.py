@@ -1,48 +1,66 @@
 """Tiny-model factory and the loader shared with real checkpoints.
 
 No weights can be downloaded here, so the embedded default builds a small
-Llama-style model and a character tokenizer locally, saves both with
-`save_pretrained`, and loads them back through the Auto* classes: exactly the
-call that loads a real Hugging Face checkpoint.
+Llama-style model and a character tokenizer locally with transformers and saves
+both with `save_pretrained`, in the files a real Hugging Face checkpoint has.
+`load_model` reads any checkpoint; one of these tiny models it reads with
+planact's own Llama and tokenizer (planact.llama, planact.tokenizer: the same
+outputs, without transformers' ~5 CPU-s import in every process that loads one).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import string
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-from transformers.utils import logging as hf_logging
 
+from planact import llama
 from planact.role_config import TinyModelSpec
 
-hf_logging.disable_progress_bar()  # per-shard progress bars from every Ray worker drown the run's own output
-hf_logging.set_verbosity_error()
+# transformers is imported where it is needed: loading one of planact's own tiny models does not need it,
+# and its model stack costs ~5 CPU-s in every process that imports it (planact.llama).
+if TYPE_CHECKING:
+    from transformers import LlamaForCausalLM, PreTrainedTokenizerFast
 
 SPECIAL = ["<pad>", "<bos>", "<eos>", "<unk>"]
 # Every character the Plan/Act prompts and answers use; anything else maps to <unk>.
 CHARSET = string.ascii_lowercase + string.digits + " ,.:;|>-'()"
 
 
+def _transformers():
+    """The transformers package, quiet: per-shard progress bars from every Ray worker drown the run's output."""
+    import transformers
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    return transformers
+
+
 def build_tokenizer() -> PreTrainedTokenizerFast:
     """A character-level fast tokenizer with a pad token distinct from EOS."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
     vocab = {tok: i for i, tok in enumerate(SPECIAL + list(CHARSET))}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
     tok.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(
+    return _transformers().PreTrainedTokenizerFast(
         tokenizer_object=tok, pad_token="<pad>", bos_token="<bos>", eos_token="<eos>", unk_token="<unk>"
     )
 
 
 def build_bpe_tokenizer(texts: list[str], vocab_size: int) -> PreTrainedTokenizerFast:
     """A byte-level BPE tokenizer trained here on `texts` (for code: a function fits in a tiny model's context)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
     tok = Tokenizer(models.BPE(unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -53,7 +71,7 @@ def build_bpe_tokenizer(texts: list[str], vocab_size: int) -> PreTrainedTokenize
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
     tok.train_from_iterator(texts, trainer=trainer)
-    return PreTrainedTokenizerFast(
+    return _transformers().PreTrainedTokenizerFast(
         tokenizer_object=tok, pad_token="<pad>", bos_token="<bos>", eos_token="<eos>", unk_token="<unk>"
     )
 
@@ -61,8 +79,10 @@ def build_bpe_tokenizer(texts: list[str], vocab_size: int) -> PreTrainedTokenize
 def build_tiny_model(
     spec: TinyModelSpec, vocab_size: int, seed: int, tokenizer: PreTrainedTokenizerFast
 ) -> LlamaForCausalLM:
-    """A small Llama causal LM with its special-token ids wired from the tokenizer."""
-    cfg = LlamaConfig(
+    """A small Llama causal LM with its special-token ids wired from the tokenizer (marked as one planact's own
+    Llama loads: planact.llama)."""
+    transformers = _transformers()
+    cfg = transformers.LlamaConfig(
         vocab_size=vocab_size,
         hidden_size=spec.hidden_size,
         intermediate_size=spec.intermediate_size,
@@ -75,9 +95,10 @@ def build_tiny_model(
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         attn_implementation="eager",
+        **{llama.MARKER: True},
     )
     torch.manual_seed(seed)
-    return LlamaForCausalLM(cfg)
+    return transformers.LlamaForCausalLM(cfg)
 
 
 def materialize_tiny(
@@ -109,30 +130,43 @@ def materialize_tiny(
 
 
 def load_model(
-    path: str | Path, device: str = "cpu", attention: str = "eager"
+    path: str | Path, device: str = "cpu", attention: str = "eager", native: bool = True
 ) -> tuple[torch.nn.Module, PreTrainedTokenizerFast]:
     """Load a causal LM and tokenizer by path: the same call for tiny and real checkpoints.
 
     `attention` ('eager' | 'sdpa' | 'varlen') must be the same wherever a role's model is loaded: its engine's
-    sampling log-probabilities and its trainer's must come from the same kernel. A LoRA checkpoint's
-    folder (adapter only) loads its base and applies the adapter.
+    sampling log-probabilities and its trainer's must come from the same kernel. One of planact's own tiny
+    models loads as planact.llama's Llama (same files, same outputs, no transformers import) unless `native`
+    is False (LoRA: peft wraps transformers' classes); anything else loads through transformers. A LoRA
+    checkpoint's folder (adapter only) loads its base and applies the adapter.
     """
     from planact.lora import base_of, is_adapter_folder, resolve_base
 
     if is_adapter_folder(path):  # a LoRA checkpoint: its base loaded as configured, the adapter over it
         from peft import PeftModel
 
-        base, tokenizer = load_model(resolve_base(base_of(path)), device, attention)
+        base, tokenizer = load_model(resolve_base(base_of(path)), device, attention, native=False)
         if (Path(path) / "tokenizer_config.json").is_file():
-            tokenizer = AutoTokenizer.from_pretrained(str(path))
+            tokenizer = _transformers().AutoTokenizer.from_pretrained(str(path))
         # trainable: a role may go on training the adapter it starts from (model_path = a LoRA checkpoint)
         return PeftModel.from_pretrained(base, str(path), is_trainable=True).to(device), tokenizer
-    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    config = Path(path) / "config.json"
+    own = native and config.is_file() and llama.supports(json.loads(config.read_text()))
+    if own:
+        from planact.tokenizer import TinyTokenizer
+
+        tokenizer = TinyTokenizer(path)
+    else:
+        tokenizer = _transformers().AutoTokenizer.from_pretrained(str(path))
     if tokenizer.pad_token_id is None or tokenizer.pad_token_id == tokenizer.eos_token_id:
         raise ValueError(f"{path}: the tokenizer needs a pad token distinct from EOS (logprob alignment depends on it)")
+    if own:
+        return llama.LlamaForCausalLM.from_pretrained(path, attention).to(device), tokenizer
     if attention == "varlen":
         import planact.rl.varlen  # noqa: F401  (registers the attention with transformers)
-    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32, attn_implementation=attention)
+    model = _transformers().AutoModelForCausalLM.from_pretrained(
+        str(path), dtype=torch.float32, attn_implementation=attention
+    )
     return model.to(device), tokenizer
 
 

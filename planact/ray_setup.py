@@ -42,11 +42,13 @@ def connect_ray(cfg: Any, env_vars: dict[str, str] | None = None, namespace: str
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         # Long-lived actors count against Ray's soft limit of worker processes (= CPUs); past it, idle task
         # workers are killed after 1 s and every round would pay their multi-second start-up again.
+        # No workers started ahead of the first task: a run's actors start their own processes in parallel
+        # anyway, and prestarted ones that no actor took (~1 a run) each cost ~2 CPU-s importing Ray.
         kwargs.update(
             address="local",
             include_dashboard=False,
             num_cpus=cfg.ray.num_cpus,
-            _system_config={"num_workers_soft_limit": 16},
+            _system_config={"num_workers_soft_limit": 16, "prestart_worker_first_driver": False},
         )
         # Ray's agents and workers can outlive a SIGKILLed driver; a watchdog process removes them.
         reap_descendants_on_death()

@@ -95,7 +95,7 @@ def register_role(
     from planact.models import load_model
 
     src = Path(folder) / role
-    model, tokenizer = load_model(src)
+    model, tokenizer = load_model(src, native=False)  # MLflow's transformers flavour logs transformers' classes
     # A LoRA checkpoint is logged as its adapter plus a reference to the local base folder (MLflow's PEFT
     # support): mlflow.transformers.load_model loads that base and applies the adapter.
     base = {"base_model_path": str(lora.resolve_base(lora.base_of(src)))} if lora.is_adapter_folder(src) else {}

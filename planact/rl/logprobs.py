@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from planact.rl.varlen import no_cudnn_attention
+from planact.attention import no_cudnn_attention
 
 
 def pad_batch(
