@@ -67,7 +67,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     cfg = load_config("configs/demo.yaml")
     path = args.path or materialize_tiny(cfg.planner.tiny, Path(tempfile.mkdtemp()) / "planner", seed=0)
-    model, tok = load_model(path, args.device)
+    model, tok = load_model(path, args.device, native=False)  # the baseline is transformers' generate
     model.eval()
     prompts = [planner_prompt(t) for t in PlanActEnv(cfg.env, 0).sample_tasks(1, args.prompts)]
     params = SamplingParams(temperature=args.temperature, max_new_tokens=args.max_new_tokens, n=1, seed=0)

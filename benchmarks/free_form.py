@@ -110,7 +110,7 @@ def main() -> None:
     if not tasks:
         raise SystemExit(f"no task with a single target function in {folder} ({split or 'all splits'})")
     prompts = [free_prompt(*task_target(t)[:2], t.problem_statement) for t in tasks]
-    model, tok = load_model(path)
+    model, tok = load_model(path, native=False)  # the baseline is transformers' generate
     model.eval()
     engine = HFEngine(model, tok, name="free-bench")
     print(f"{len(tasks)} tasks of {folder} ({split or 'all splits'}), {path}, max_new_tokens {max_new}, ", end="")
