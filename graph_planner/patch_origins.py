@@ -1,0 +1,182 @@
+"""What a local name may hold, and which objects are a library's (rule 10 of the patch check:
+graph_planner/patch_writes.py).
+
+An old write permits a new one on the same receiver path only while the path's root names the same objects:
+the unpatched function stored `out["spread"] = r` into its parameter, so a patch that rebinds `out` to a
+shared dict first (`out = limits()`) writes somewhere else under the same spelling (review 9's N3). So each
+local name gets its origins, flow-insensitively: what every binding of it hands it (a parameter's caller, a
+chain such as `limits()` or `table[]` with keys and arguments left out, a fresh object, a loop's iterable),
+with local names followed to their own origins.
+
+A library object is a module-level name of the file bound to a call that is not a class of the file
+(`PENDING = queue.Queue()`, `_TOL = contextvars.ContextVar(...)`): its methods are the library's, and a
+list of mutators cannot be complete (`put`, `put_nowait`, `ContextVar.set`: review 9's N15, N18). So every
+method of one called or handed on counts as a write unless it is on `READS`, a list of methods that only read.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from graph_planner.patch_fresh import fresh_value
+from graph_planner.patch_units import Facts, other_binding
+from graph_planner.patch_write_sites import path
+
+PARAM = "<param>"
+FRESH = "<fresh>"
+
+# Methods of builtin and standard-library objects that read and change nothing (dict, set, str, re's
+# patterns and matches, logging's loggers, ContextVar.get, Queue's sizes). `get` is on it though
+# `queue.Queue.get` takes an item: dict.get and ContextVar.get are the common reads.
+READS = frozenset(
+    "get keys values items copy count index union intersection difference symmetric_difference issubset "
+    "issuperset isdisjoint startswith endswith find rfind format format_map join split rsplit splitlines strip "
+    "lstrip rstrip lower upper casefold replace encode decode isdigit isalpha isspace match search fullmatch "
+    "findall finditer sub subn group groups groupdict span start end expand most_common elements total qsize "
+    "empty full is_set locked debug info warning warn error exception critical log isEnabledFor "
+    "getEffectiveLevel getChild hasHandlers strftime isoformat timestamp date time timetuple weekday "
+    "isoweekday total_seconds astimezone hex bit_length is_integer as_integer_ratio to_bytes tobytes tolist "
+    "dumps loads iterencode raw_decode getvalue tell readable writable seekable fileno isatty "
+    "__contains__ __getitem__ __len__ __iter__ __eq__ __hash__ __repr__ __str__".split()
+)
+
+
+def root_name(where: str) -> str:
+    """The root name of a receiver path (`self` of `self.cache[]`, `limits` of `limits()`)."""
+    found = re.match(r"[A-Za-z_]\w*", where)
+    return found.group(0) if found else ""
+
+
+def _value_origins(rules, facts: Facts, v: ast.AST) -> set[str]:
+    """What value `v` may be: a fresh object, a chain's path, either branch of a conditional; any other
+    expression by its kind and the chains it reads (a binop mutant keeps both)."""
+    if isinstance(v, ast.IfExp):
+        return _value_origins(rules, facts, v.body) | _value_origins(rules, facts, v.orelse)
+    if isinstance(v, ast.BoolOp):
+        return set().union(*(_value_origins(rules, facts, x) for x in v.values))
+    if isinstance(v, ast.NamedExpr):
+        return _value_origins(rules, facts, v.value)
+    if fresh_value(rules, facts, v):
+        return {FRESH}
+    if isinstance(v, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
+        return {path(v)}
+    names = sorted({n.id for n in ast.walk(v) if isinstance(n, ast.Name)})
+    return {f"<{type(v).__name__} {' '.join(names)}>"}
+
+
+def _binding_origins(rules, facts: Facts, node: ast.Name) -> set[str]:
+    """What the binding at `node` (a Name in a store or delete position) hands its name."""
+    p = facts.parent(node)
+    head = ""
+    while isinstance(p, (ast.Tuple, ast.List, ast.Starred)):  # unpacking: the whole value's origins
+        p, head = facts.parent(p), "unpack "
+    if isinstance(p, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and p.value is not None:
+        return {head + o for o in _value_origins(rules, facts, p.value)}
+    if isinstance(p, ast.AugAssign):
+        return {"aug " + o for o in _value_origins(rules, facts, p.value)}
+    if isinstance(p, (ast.For, ast.AsyncFor, ast.comprehension)):
+        return {"item " + o for o in _value_origins(rules, facts, p.iter)}
+    if isinstance(p, ast.withitem):
+        return {"with " + o for o in _value_origins(rules, facts, p.context_expr)}
+    return {f"<{type(p).__name__}>"}
+
+
+def origins(rules, facts: Facts) -> dict[str, frozenset[str]]:
+    """{local name: what it may hold} (the module docstring); worked out once per Facts."""
+    found = facts.__dict__.get("_origins")
+    if found is not None:
+        return found
+    direct: dict[str, set[str]] = {p: {PARAM} for p in facts.params}
+    for u in facts.units:
+        if u.key.startswith("default:"):
+            name = u.key[8:].partition("=")[0]
+            direct.setdefault(name, set()).update(_value_origins(rules, facts, u.parts[0]))
+            continue
+        for part in u.parts:
+            for node in ast.walk(part):
+                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                    direct.setdefault(node.id, set()).update(_binding_origins(rules, facts, node))
+                elif (name := other_binding(node)) is not None:
+                    direct.setdefault(name, set()).add(f"<{type(node).__name__}>")
+    # a local in an origin stands for that local's own origins (`given = out`, `row = rows[i]`)
+    resolved = {name: set(found) for name, found in direct.items()}
+    changed = True
+    while changed:
+        changed = False
+        for name, found in resolved.items():
+            grown = found | {x for o in found for x in _expanded(o, resolved)}
+            if grown != found:
+                resolved[name] = grown
+                changed = True
+    out = {name: frozenset(o for o in found if _local_root(o, direct) is None) for name, found in resolved.items()}
+    facts.__dict__["_origins"] = out
+    return out
+
+
+_PREFIXES = ("unpack ", "aug ", "item ", "with ")
+
+
+def _local_root(o: str, local: dict) -> tuple[str, str, str] | None:
+    """(prefixes, local root, rest) of an origin whose root is a local name, else None."""
+    head = ""
+    while o.startswith(_PREFIXES):
+        word = o.split(" ", 1)[0] + " "
+        head, o = head + word, o[len(word) :]
+    root = root_name(o)
+    return (head, root, o[len(root) :]) if root and root in local else None
+
+
+def _expanded(o: str, resolved: dict[str, set[str]]) -> set[str]:
+    """Origin `o` with its local root replaced by each of that local's origins (bounded: a loop over its own
+    items would grow `item item ...` forever)."""
+    found = _local_root(o, resolved)
+    if found is None or len(o) > 200:
+        return set()
+    head, root, rest = found
+    return {head + x + rest for x in resolved[root] if len(head + x + rest) <= 200}
+
+
+def same_origin(rules, old: Facts, new: Facts, where: str) -> bool:
+    """The root of receiver path `where` may hold in `new` only what it held in `old` (or a fresh object)."""
+    root = root_name(where)
+    before = origins(rules, old).get(root, frozenset())
+    return origins(rules, new).get(root, frozenset()) <= before | {FRESH}
+
+
+def library_object(rules, facts: Facts, e: ast.AST) -> bool:
+    """`e` may be a library object of the file (the module docstring): such a module-level name, or a local
+    or parameter default that may hold one."""
+    if not isinstance(e, ast.Name):
+        return False
+    if e.id in facts.own or e.id in facts.params:
+        return any(_module_object(rules, facts, o) for o in origins(rules, facts).get(e.id, ()))
+    return _module_object(rules, facts, e.id)
+
+
+def _module_object(rules, facts: Facts, name: str) -> bool:
+    """A module-level name bound to a call of anything but a class of the file (whose methods rule 10 judges
+    as helpers)."""
+    if not name.isidentifier():
+        return False
+    kind, found = rules.kind(name, facts)
+    value = found.value if isinstance(found, ast.Assign) else found
+    if kind != "defined" or not isinstance(value, ast.Call):
+        return False
+    func = value.func
+    if isinstance(func, ast.Name):
+        called_kind, called = rules.kind(func.id, facts)
+        return not (called_kind == "defined" and isinstance(called, ast.ClassDef))
+    return True
+
+
+def library_writes(rules, facts: Facts, n: ast.AST) -> list[tuple[str, ast.AST, str]]:
+    """(kind, receiver, suffix) when `n` is a method of a library object called or handed on (`PENDING.put`,
+    `map(_TOL.set, ...)`) that is not on `READS` (an in-place method on `MUTATORS` is node_writes')."""
+    if not isinstance(n, ast.Attribute) or not isinstance(n.ctx, ast.Load) or n.attr in READS:
+        return []
+    parent = facts.parent(n)
+    handed = isinstance(parent, (ast.Call, ast.keyword, ast.Assign, ast.NamedExpr, ast.Return, ast.Starred))
+    if not handed and not isinstance(parent, (ast.List, ast.Tuple, ast.Lambda)):
+        return []  # a data attribute read into an expression (`PENDING.maxsize + 1`)
+    return [(n.attr, n.value, "")] if library_object(rules, facts, n.value) else []
