@@ -4,9 +4,10 @@ An `__init__` builds an object no other code holds yet, so it may add `self.x = 
 fix puts back the store the mutant removed. But the caller holds the object afterwards, and an attribute
 its class already has steers how the object behaves: `self.tol = 1e300` shadows the class attribute
 `tol = 1e-9` that the test's comparison `Meter(...).close(6)` reads (review 9's N7). So the allowance
-covers only attributes the object would not have without the store: none of its class or its bases binds
-that name in the class body, every base is a class of the file or a plain builtin (an imported base may bind
-any name), and no `getattr(obj, "x", default)` / `hasattr` / `__dict__` lookup of the file names it.
+covers only attributes the object would not have without the store: none of its class or its bases
+binds that name in the class body, every base is a class of the file, a plain builtin or a class of a pure
+standard module that lacks it (an imported base of the package may bind any name), and no
+`getattr(obj, "x", default)` / `hasattr` / `__dict__` lookup of the file names it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from __future__ import annotations
 import ast
 
 from graph_planner.patch_fresh import PLAIN_BASES
+from graph_planner.patch_lists import resolved
 from graph_planner.patch_units import Facts
+from graph_planner.patch_write_sites import path
 
 _LOOKUPS = frozenset({"getattr", "hasattr"})
 
@@ -58,9 +61,25 @@ def _lacks(rules, facts: Facts, cls: ast.ClassDef, attr: str, depth: int) -> boo
         kind, info = rules.kind(b.id, facts) if isinstance(b, ast.Name) else ("", None)
         if kind == "builtin" and b.id in PLAIN_BASES:
             continue
-        if not (kind == "defined" and isinstance(info, ast.ClassDef) and _lacks(rules, facts, info, attr, depth + 1)):
+        if kind == "defined" and isinstance(info, ast.ClassDef) and _lacks(rules, facts, info, attr, depth + 1):
+            continue
+        found = _standard_class(rules, facts, b)
+        if found is None or hasattr(found, attr):
             return False
     return True
+
+
+def _standard_class(rules, facts: Facts, base: ast.AST) -> type | None:
+    """A base imported from a pure standard module (`datetime.tzinfo`, `textwrap.TextWrapper`), resolved on
+    this interpreter, or None."""
+    where = path(base)
+    root, _, rest = where.partition(".")
+    kind, origins = rules.kind(root, facts) if root.isidentifier() else ("", [])
+    if kind != "alias" or len(origins) != 1 or not isinstance(origins[0], tuple):
+        return None
+    module, name = origins[0][0], ".".join(p for p in (origins[0][1], rest) if p)
+    found = resolved(module, tuple(name.split(".")) if name else ())
+    return found if isinstance(found, type) else None
 
 
 def _looked_up(rules) -> frozenset[str]:

@@ -59,6 +59,9 @@ def _value_origins(rules, facts: Facts, v: ast.AST) -> set[str]:
         return _value_origins(rules, facts, v.value)
     if fresh_value(rules, facts, v):
         return {FRESH}
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "iter" and len(v.args) == 1:
+        if rules.kind("iter", facts)[0] == "builtin":
+            return _value_origins(rules, facts, v.args[0])  # an iterator's iter() is itself; a new one reads it
     if isinstance(v, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
         return {path(v)}
     names = sorted({n.id for n in ast.walk(v) if isinstance(n, ast.Name)})
@@ -82,9 +85,9 @@ def _binding_origins(rules, facts: Facts, node: ast.Name) -> set[str]:
     return {f"<{type(p).__name__}>"}
 
 
-def origins(rules, facts: Facts) -> dict[str, frozenset[str]]:
-    """{local name: what it may hold} (the module docstring); worked out once per Facts."""
-    found = facts.__dict__.get("_origins")
+def _direct(rules, facts: Facts) -> dict[str, set[str]]:
+    """{local name: what each of its bindings hands it}, locals not followed; worked out once per Facts."""
+    found = facts.__dict__.get("_direct")
     if found is not None:
         return found
     direct: dict[str, set[str]] = {p: {PARAM} for p in facts.params}
@@ -99,6 +102,16 @@ def origins(rules, facts: Facts) -> dict[str, frozenset[str]]:
                     direct.setdefault(node.id, set()).update(_binding_origins(rules, facts, node))
                 elif (name := other_binding(node)) is not None:
                     direct.setdefault(name, set()).add(f"<{type(node).__name__}>")
+    facts.__dict__["_direct"] = direct
+    return direct
+
+
+def origins(rules, facts: Facts) -> dict[str, frozenset[str]]:
+    """{local name: what it may hold} (the module docstring); worked out once per Facts."""
+    found = facts.__dict__.get("_origins")
+    if found is not None:
+        return found
+    direct = _direct(rules, facts)
     # a local in an origin stands for that local's own origins (`given = out`, `row = rows[i]`)
     resolved = {name: set(found) for name, found in direct.items()}
     changed = True
@@ -138,10 +151,25 @@ def _expanded(o: str, resolved: dict[str, set[str]]) -> set[str]:
 
 
 def same_origin(rules, old: Facts, new: Facts, where: str) -> bool:
-    """The root of receiver path `where` may hold in `new` only what it held in `old` (or a fresh object)."""
-    root = root_name(where)
-    before = origins(rules, old).get(root, frozenset())
-    return origins(rules, new).get(root, frozenset()) <= before | {FRESH}
+    """The root of receiver path `where`, and every local it may be bound from, gets no binding in `new` that
+    `old` lacks, other than a fresh object or another of those locals (`seq = iter(seq)`). A name `old` never
+    bound nor could read (the mutant removed its binding: a NameError) may be bound to anything."""
+    before, after = _direct(rules, old), _direct(rules, new)
+    todo, seen = [root_name(where)], set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in after:
+            continue
+        seen.add(name)
+        feeding = [_local_root(o, after) for o in after[name]]
+        todo += [f[1] for f in feeding if f is not None]
+        if name not in before and rules.kind(name, old)[0] not in ("defined", "alias", "builtin"):
+            continue  # unbound in the unpatched function: its writes never ran
+        for o in after[name] - before.get(name, set()):
+            local = _local_root(o, after)
+            if o != FRESH and not (local is not None and local[0] == "" and local[2] == ""):
+                return False
+    return True
 
 
 def library_object(rules, facts: Facts, e: ast.AST) -> bool:
