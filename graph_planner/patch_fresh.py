@@ -92,11 +92,27 @@ def fresh_value(rules, facts: Facts, v: ast.AST) -> bool:
         return isinstance(v.func.value.value, str)  # `",".join(parts)`: str's methods make strings or lists
     if isinstance(v, ast.Call) and _library_constructor(rules, facts, v.func):
         return True
+    if isinstance(v, ast.IfExp):
+        return fresh_value(rules, facts, v.body) and fresh_value(rules, facts, v.orelse)
+    if isinstance(v, ast.Call) and path(v.func) == "dict.fromkeys":
+        return rules.kind("dict", facts)[0] == "builtin"  # a new dict (its values: the one value handed)
     if not isinstance(v, ast.Call) or not isinstance(v.func, ast.Name):
         return False
     if v.func.id in FRESH_CALLS and rules.kind(v.func.id, facts)[0] == "builtin":
         return True
-    return rules.kind(v.func.id, facts)[0] == "defined" and fresh_class(rules, facts, v.func)
+    kind, found = rules.kind(v.func.id, facts)
+    return kind == "defined" and (fresh_class(rules, facts, v.func) or _display_maker(found))
+
+
+def _display_maker(fn: ast.AST) -> bool:
+    """A plain function of the file whose every return is a display, a comprehension or a constant
+    (`def _empty(): return []`): each call makes a new object."""
+    if not isinstance(fn, ast.FunctionDef) or fn.decorator_list:
+        return False
+    made = (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp)
+    found = [n for n in ast.walk(fn) if isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom, ast.Lambda))]
+    nested = [n for n in ast.walk(fn) if n is not fn and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return bool(found) and not nested and all(isinstance(n, ast.Return) and isinstance(n.value, made) for n in found)
 
 
 def plain_def(rules, facts: Facts, u) -> bool:
@@ -130,8 +146,10 @@ def fresh_names(rules, facts: Facts, strict: bool = True) -> set[str]:
             for node in ast.walk(part):
                 p = facts.parent(node)
                 if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                    if isinstance(p, ast.Assign) and p.targets == [node]:
+                    if isinstance(p, ast.Assign) and p.targets == [node] or isinstance(p, ast.NamedExpr):
                         values.setdefault(node.id, []).append(p.value)
+                    elif (item := _unpacked(facts, node)) is not None:
+                        values.setdefault(node.id, []).append(item)  # `low, high = [], []`
                     elif isinstance(p, ast.AnnAssign) and p.target is node and p.value is not None:
                         values.setdefault(node.id, []).append(p.value)
                     elif isinstance(p, ast.AugAssign) and p.target is node:
@@ -169,3 +187,17 @@ def _self_returning(rules, facts: Facts, v: ast.AST) -> bool:
     if isinstance(v.func, ast.Name) and v.func.id in ("list", "dict", "set", "bytearray"):
         return rules.kind(v.func.id, facts)[0] == "builtin"
     return _library_constructor(rules, facts, v.func)
+
+
+def _unpacked(facts: Facts, node: ast.Name) -> ast.AST | None:
+    """The item of a display that unpacking binds to `node` (`a, b = [], {}`: `b` gets `{}`), or None."""
+    target = facts.parent(node)
+    p = facts.parent(target)
+    if not isinstance(target, (ast.Tuple, ast.List)) or not isinstance(p, ast.Assign) or p.targets != [target]:
+        return None
+    value = p.value
+    if not isinstance(value, (ast.Tuple, ast.List)) or len(value.elts) != len(target.elts):
+        return None
+    if any(isinstance(e, ast.Starred) for e in [*target.elts, *value.elts]):
+        return None
+    return value.elts[target.elts.index(node)]

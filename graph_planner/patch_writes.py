@@ -57,6 +57,7 @@ import ast
 
 from graph_planner.patch_fresh import fresh_names, fresh_value
 from graph_planner.patch_init import new_attribute
+from graph_planner.patch_items import fresh_item, fresh_items
 from graph_planner.patch_origins import library_writes, root_name, same_origin
 from graph_planner.patch_units import Facts
 from graph_planner.patch_write_sites import node_writes, path
@@ -147,6 +148,7 @@ def writes(rules, facts: Facts) -> dict[tuple[str, str], int]:
     fresh = fresh_names(rules, facts)
     plain = fresh_names(rules, facts, strict=False)
     made = _made_here(rules, facts, fresh)
+    items = fresh_items(rules, facts, fresh)
     iters = _iterators(rules, facts)
     out: dict[tuple[str, str], int] = {}
     for i, u in enumerate(facts.units):
@@ -156,6 +158,8 @@ def writes(rules, facts: Facts) -> dict[tuple[str, str], int]:
             for kind, receiver, suffix in node_writes(rules, facts, n) + library_writes(rules, facts, n):
                 if isinstance(receiver, ast.Name) and receiver.id in (plain if kind == "aug" else fresh):
                     continue  # `total = 0; total += v` writes into nothing shared (what it then holds may be)
+                if receiver is not None and fresh_item(rules, facts, receiver, items):
+                    continue  # `groups.setdefault(k, []).append(v)`: an item the function made
                 if receiver is not None and not suffix and _created(facts, made, path(receiver), i):
                     continue  # `self.parts = []` then `self.parts.append(x)`: into what it made
                 where = ("<methodcaller>" if receiver is None else path(receiver)) + suffix
