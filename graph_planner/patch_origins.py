@@ -150,10 +150,19 @@ def _expanded(o: str, resolved: dict[str, set[str]]) -> set[str]:
     return {head + x + rest for x in resolved[root] if len(head + x + rest) <= 200}
 
 
+_GLOBAL = ("defined", "alias", "builtin")
+
+
+def _names(facts: Facts) -> set[str]:
+    """Every name the code reads or binds."""
+    return {n.id for u in facts.units for p in u.parts for n in ast.walk(p) if isinstance(n, ast.Name)}
+
+
 def same_origin(rules, old: Facts, new: Facts, where: str) -> bool:
     """The root of receiver path `where`, and every local it may be bound from, gets no binding in `new` that
-    `old` lacks, other than a fresh object or another of those locals (`seq = iter(seq)`). A name `old` never
-    bound nor could read (the mutant removed its binding: a NameError) may be bound to anything."""
+    `old` lacks, other than a fresh object or another of those locals (`seq = iter(seq)`). A name `old` reads
+    but never binds, with no module-level or builtin meaning (the mutant removed its binding: a NameError),
+    may be bound to anything: its old writes never ran (a forge would have to write exactly there)."""
     before, after = _direct(rules, old), _direct(rules, new)
     todo, seen = [root_name(where)], set()
     while todo:
@@ -163,8 +172,8 @@ def same_origin(rules, old: Facts, new: Facts, where: str) -> bool:
         seen.add(name)
         feeding = [_local_root(o, after) for o in after[name]]
         todo += [f[1] for f in feeding if f is not None]
-        if name not in before and rules.kind(name, old)[0] not in ("defined", "alias", "builtin"):
-            continue  # unbound in the unpatched function: its writes never ran
+        if name not in before and name in _names(old) and rules.kind(name, old)[0] not in _GLOBAL:
+            continue  # read but never bound in the unpatched function (a NameError): its writes never ran
         for o in after[name] - before.get(name, set()):
             local = _local_root(o, after)
             if o != FRESH and not (local is not None and local[0] == "" and local[2] == ""):
