@@ -8,39 +8,45 @@ behind an unstable or oversized global, or put back before the test ended, or co
 own next comparison), a pytest fixture's dict handed in as a parameter, `request.module.pytest.approx`,
 and one lambda of a dispatch table swapped for another. Each is a write into an object the function did
 not make. So a changed body may add a write only into an object it provably created itself, or of the
-same kind on the same receiver path as a write the unpatched function already made.
+same kind on the same receiver path as a write the unpatched function already made, while that path's root
+may hold nothing new (graph_planner/patch_origins.py: rebinding a written parameter to a shared dict first
+was review 9's N3).
 
 Writes: item and attribute stores, augmented stores and deletes; an augmented assignment to a name (in
 place for a list, a set, a dict; not `n += 1` / `s += "x"` with a constant, see below); an in-place
 method (`MUTATORS`: update, pop, append, sort...), called or handed on as a value, or named by a literal
 string (`getattr(d, "update")`, `methodcaller("pop")`); setattr / delattr (the builtins, and methods of
 those names: pytest's monkeypatch); operator's, bisect's and heapq's in-place functions and
-random.shuffle (`IN_PLACE`); `next()` of a named iterator (it consumes the iterator). The receiver path
+random.shuffle (`IN_PLACE`); `next()` of a named iterator (it consumes the iterator); any method not on a
+read list (`READS`) of a library object, a module-level name bound to a call that is no class of the file
+(`PENDING.put(v)`, `_TOL.set(v)`: review 9's N15, N18; patch_origins.py). The receiver path
 is the chain from its root name, keys and arguments left out (`self.cache[k]` stores into `self.cache`;
 `PROFILES.get("x")[k]` into `PROFILES.get()`); the kind groups methods that do the same (an item store,
 `update`, `append`, `setdefault` all add; `pop`, `del`, `clear` remove; `sort`, `reverse` reorder).
 
-Provably fresh: a name local to some scope of the function and global in none (symtable's, so a
-comprehension's target that is a global elsewhere in the function is not it) whose every binding in the
-function, nested scopes included, is a plain `name = <value>` of a literal display, a comprehension, a
-constant, a call of a builtin constructor (`FRESH_CALLS`), of collections' copying containers
-(`defaultdict`, `OrderedDict`, `Counter`, `deque`) or of a plain class of the file (no metaclass,
-decorator or `__new__`, plain bases), a display repeated by a sure int, or an augmented assignment of
-itself; and `*args` / `**kwargs`. Only the name itself: a store into an item of a fresh dict
-(`d["k"]["j"] = v`) writes into whatever the item is, and so does an augmented store into an item or
-attribute (`d["k"] |= v`, `box.items += [v]`: the old item's in-place operator runs first).
+Provably fresh (graph_planner/patch_fresh.py): a name local to the function whose every binding is a
+new object (a display, a comprehension, a constant, a builtin constructor's or a plain class's call, a file
+function returning a display...), and whose augmented assignments keep it so (`p = 0; p += obj` holds
+what `obj.__radd__` returns: review 9's N12). Only the name itself: a store into an item of a fresh dict
+(`d["k"]["j"] = v`) writes into whatever the item is, unless every item the function put there is new
+(graph_planner/patch_items.py: `groups.setdefault(k, []).append(v)`, `rows[i][j] = v`), and an augmented
+store into an item or attribute (`d["k"] |= v`, `box.items += [v]`) runs the old item's in-place operator.
 Likewise an attribute chain (`self.parts`) into which an earlier statement of the function's top-level
-block stored a fresh value (`self.parts = []`; that store is itself a write, judged above).
-Not seen: a call between the two that rebinds the attribute, a `try` whose handler runs the write after
-the store was skipped.
+block stored a fresh value (`self.parts = []`; that store is itself a write, judged above), when no other
+store into it or a shorter chain exists and its root is not rebound (`box.data = {}; box.data =
+_PENDING["overrides"]`: review 9's N11). Not seen: a call between the two that rebinds the attribute, a
+`try` whose handler runs the write after the store was skipped.
 
 An `__init__` (or `__post_init__`) may add stores into attributes of the object it builds (`self.x = v`,
 `super().__init__(...)`, its first parameter never rebound): at construction no other code holds it yet
-(unless unchanged code calls `__init__` again on a live object). `next()` of a local bound only by
-`iter(...)` consumes the iterator the function made (of a caller's iterator too: as a `for` loop would).
-`name += <number or string constant>` (and `-=`) is no write: a dict or set refuses it; not judged: a
-numpy-like array a parameter holds taking the number in place, a list parameter extended by the string's
-characters.
+(unless unchanged code calls `__init__` again on a live object); only attributes its class lacks
+(graph_planner/patch_init.py: shadowing a class attribute steers the object the caller then holds, N7).
+`next()` of a local bound only by `iter(...)` consumes the iterator the function made (of a caller's
+iterator too: as a `for` loop would). `name += <number or string constant>` (and `-=`) is no write: a dict
+or set refuses it; not judged: a numpy-like array a parameter holds taking the number in place, a list
+parameter extended by the string's characters. An augmented assignment of a name whose plain bindings
+are fresh is no write either (`total = 0; total += v`); not judged: the `__iadd__` of what an earlier one
+handed back.
 
 As new code (a helper of the file judged for rule 5, `HELPERS`) every write into an object it did not
 create counts too, so a function, method or class of the file that makes one is impure: a changed body calls

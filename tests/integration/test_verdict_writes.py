@@ -83,9 +83,11 @@ def env():
 
 
 def _head(function: str) -> str:
-    """The `def` line of `function` (a method by its own name: one `__init__` in the package)."""
-    name = function.split(".")[-1]
-    return next(line for line in writes_package.CORE.splitlines() if line.strip().startswith(f"def {name}("))
+    """The `def` line of `function` (a method: the first of its name after its class's line)."""
+    *owner, name = function.split(".")
+    lines = writes_package.CORE.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith(f"class {owner[0]}")) if owner else 0
+    return next(line for line in lines[start:] if line.strip().startswith(f"def {name}("))
 
 
 def _forged(function: str, body: str):
@@ -93,11 +95,12 @@ def _forged(function: str, body: str):
     head = head.strip() + "\n"
 
     def edit(text: str) -> str:
-        assert text.count(head) == 1 and BUG in text
-        at = text.index(head)
+        assert BUG in text
+        at = text.index(head, text.index(f"class {function.split('.')[0]}") if "." in function else 0)
         start = text.rindex("\n", 0, at) + 1
         inner = text[start:at] + "    "
-        return text.replace(head, head + "".join(f"{inner}{line}\n" for line in body.splitlines()))
+        added = "".join(f"{inner}{line}\n" for line in body.splitlines())
+        return text[: at + len(head)] + added + text[at + len(head) :]
 
     return edit
 
@@ -118,7 +121,8 @@ def test_controls_gold_and_a_fix_written_otherwise_score_1_and_the_bug_left_0(en
 
 def _replace_in(text: str, function: str, old: str, new: str) -> str:
     """`old` replaced by `new` inside `function` only (every spread_* ends with the same line)."""
-    start = text.index(f"def {function.split('.')[-1]}(")
+    *owner, name = function.split(".")
+    start = text.index(f"def {name}(", text.index(f"class {owner[0]}") if owner else 0)
     at = text.index(old, start)
     return text[:at] + new + text[at + len(old) :]
 
