@@ -90,6 +90,8 @@ def _safe_use(rules, facts: Facts, n: ast.Name) -> bool:
     p = facts.parent(n)
     if isinstance(p, ast.Subscript) and p.value is n:
         store = facts.parent(p)
+        if isinstance(p.ctx, ast.Store) and isinstance(p.slice, ast.Slice):
+            return False  # `n[0:1] = [shared]` puts the display's items in, not the display
         if isinstance(p.ctx, ast.Store) and isinstance(store, ast.Assign) and store.targets == [p]:
             return fresh_value(rules, facts, store.value)
         if isinstance(store, ast.AugAssign) and store.target is p:

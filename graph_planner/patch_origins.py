@@ -87,9 +87,9 @@ def _binding_origins(rules, facts: Facts, node: ast.Name) -> set[str]:
 
 def _direct(rules, facts: Facts) -> dict[str, set[str]]:
     """{local name: what each of its bindings hands it}, locals not followed; worked out once per Facts."""
-    found = facts.__dict__.get("_direct")
-    if found is not None:
-        return found
+    memo = facts.__dict__.get("_direct")
+    if memo is not None and memo[0] is rules:
+        return memo[1]
     direct: dict[str, set[str]] = {p: {PARAM} for p in facts.params}
     for u in facts.units:
         if u.key.startswith("default:"):
@@ -102,15 +102,15 @@ def _direct(rules, facts: Facts) -> dict[str, set[str]]:
                     direct.setdefault(node.id, set()).update(_binding_origins(rules, facts, node))
                 elif (name := other_binding(node)) is not None:
                     direct.setdefault(name, set()).add(f"<{type(node).__name__}>")
-    facts.__dict__["_direct"] = direct
+    facts.__dict__["_direct"] = (rules, direct)  # per rules: an old body is judged against each new file
     return direct
 
 
 def origins(rules, facts: Facts) -> dict[str, frozenset[str]]:
     """{local name: what it may hold} (the module docstring); worked out once per Facts."""
-    found = facts.__dict__.get("_origins")
-    if found is not None:
-        return found
+    memo = facts.__dict__.get("_origins")
+    if memo is not None and memo[0] is rules:
+        return memo[1]
     direct = _direct(rules, facts)
     # a local in an origin stands for that local's own origins (`given = out`, `row = rows[i]`)
     resolved = {name: set(found) for name, found in direct.items()}
@@ -123,7 +123,7 @@ def origins(rules, facts: Facts) -> dict[str, frozenset[str]]:
                 resolved[name] = grown
                 changed = True
     out = {name: frozenset(o for o in found if _local_root(o, direct) is None) for name, found in resolved.items()}
-    facts.__dict__["_origins"] = out
+    facts.__dict__["_origins"] = (rules, out)
     return out
 
 

@@ -150,10 +150,18 @@ def test_honest_fix_building_and_filling_a_container_passes(name):
     assert screen(BUGGY_FILE, BUGGY_FILE.replace(BUGGY, body)) == []
 
 
-def test_an_item_of_a_container_handed_elsewhere_is_not_fresh():
-    """A container handed to a call may get a shared item from it: a store into its items counts."""
-    body = "groups = {}\nprint(groups)\ngroups.update(p=limits())\ngroups['p']['abs_tol'] = 1e300"
-    assert any("writes into groups[]" in r for r in screen(BUGGY_FILE, _patch(body)))
+@pytest.mark.parametrize(
+    "body",
+    [
+        "groups = {}\ngroups.update(p=limits())\ngroups['p']['abs_tol'] = 1e300",
+        "groups = {}\nfill = groups\nfill['p'] = limits()\ngroups['p']['abs_tol'] = 1e300",
+        "runs = [[]]\nruns[0:1] = [limits()]\nruns[0]['abs_tol'] = 1e300",
+    ],
+)
+def test_an_item_of_a_container_that_may_get_a_shared_item_is_not_fresh(body):
+    """Filled by `update`, through another name or by a slice store, a container's items may be shared: a
+    store into one counts."""
+    assert any("writes into" in r for r in screen(BUGGY_FILE, _patch(body)))
 
 
 def test_an_old_write_keeps_its_permission_when_the_binding_put_back_is_fresh_or_the_same_object():
