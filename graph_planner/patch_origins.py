@@ -5,8 +5,9 @@ An old write permits a new one on the same receiver path only while the path's r
 the unpatched function stored `out["spread"] = r` into its parameter, so a patch that rebinds `out` to a
 shared dict first (`out = limits()`) writes somewhere else under the same spelling (review 9's N3). So each
 local name gets its origins, flow-insensitively: what every binding of it hands it (a parameter's caller, a
-chain such as `limits()` or `table[]` with keys and arguments left out, a fresh object, a loop's iterable),
-with local names followed to their own origins.
+chain such as `limits()` or `table[]` with keys and arguments left out, a fresh object, a loop's iterable).
+An old write's permission holds while no binding the old body lacks hands the path's root, or a local it is
+bound from, anything but a fresh object.
 
 A library object is a module-level name of the file bound to a call that is not a class of the file
 (`PENDING = queue.Queue()`, `_TOL = contextvars.ContextVar(...)`): its methods are the library's, and a
@@ -87,7 +88,7 @@ def _binding_origins(rules, facts: Facts, node: ast.Name) -> set[str]:
 
 def _direct(rules, facts: Facts) -> dict[str, set[str]]:
     """{local name: what each of its bindings hands it}, locals not followed; worked out once per Facts."""
-    memo = facts.__dict__.get("_direct")
+    memo = facts.__dict__.get("_direct")  # per rules: an old body is judged against each new file
     if memo is not None and memo[0] is rules:
         return memo[1]
     direct: dict[str, set[str]] = {p: {PARAM} for p in facts.params}
@@ -102,29 +103,26 @@ def _direct(rules, facts: Facts) -> dict[str, set[str]]:
                     direct.setdefault(node.id, set()).update(_binding_origins(rules, facts, node))
                 elif (name := other_binding(node)) is not None:
                     direct.setdefault(name, set()).add(f"<{type(node).__name__}>")
-    facts.__dict__["_direct"] = (rules, direct)  # per rules: an old body is judged against each new file
+    facts.__dict__["_direct"] = (rules, direct)
     return direct
 
 
-def origins(rules, facts: Facts) -> dict[str, frozenset[str]]:
-    """{local name: what it may hold} (the module docstring); worked out once per Facts."""
-    memo = facts.__dict__.get("_origins")
-    if memo is not None and memo[0] is rules:
-        return memo[1]
+def _aliased(rules, facts: Facts, name: str) -> set[str]:
+    """The names other than locals that local `name` may hold as they are, through locals bound to one
+    another as they are (`q = PENDING`, `given = out`): a walk over the bindings, each local once."""
     direct = _direct(rules, facts)
-    # a local in an origin stands for that local's own origins (`given = out`, `row = rows[i]`)
-    resolved = {name: set(found) for name, found in direct.items()}
-    changed = True
-    while changed:
-        changed = False
-        for name, found in resolved.items():
-            grown = found | {x for o in found for x in _expanded(o, resolved)}
-            if grown != found:
-                resolved[name] = grown
-                changed = True
-    out = {name: frozenset(o for o in found if _local_root(o, direct) is None) for name, found in resolved.items()}
-    facts.__dict__["_origins"] = (rules, out)
-    return out
+    todo, seen, found = [name], set(), set()
+    while todo:
+        local = todo.pop()
+        if local in seen:
+            continue
+        seen.add(local)
+        for o in direct.get(local, ()):
+            if o in direct:
+                todo.append(o)
+            elif o.isidentifier():
+                found.add(o)
+    return found
 
 
 _PREFIXES = ("unpack ", "aug ", "item ", "with ")
@@ -138,16 +136,6 @@ def _local_root(o: str, local: dict) -> tuple[str, str, str] | None:
         head, o = head + word, o[len(word) :]
     root = root_name(o)
     return (head, root, o[len(root) :]) if root and root in local else None
-
-
-def _expanded(o: str, resolved: dict[str, set[str]]) -> set[str]:
-    """Origin `o` with its local root replaced by each of that local's origins (bounded: a loop over its own
-    items would grow `item item ...` forever)."""
-    found = _local_root(o, resolved)
-    if found is None or len(o) > 200:
-        return set()
-    head, root, rest = found
-    return {head + x + rest for x in resolved[root] if len(head + x + rest) <= 200}
 
 
 _GLOBAL = ("defined", "alias", "builtin")
@@ -187,7 +175,7 @@ def library_object(rules, facts: Facts, e: ast.AST) -> bool:
     if not isinstance(e, ast.Name):
         return False
     if e.id in facts.own or e.id in facts.params:
-        return any(_module_object(rules, facts, o) for o in origins(rules, facts).get(e.id, ()))
+        return any(_module_object(rules, facts, o) for o in _aliased(rules, facts, e.id))
     return _module_object(rules, facts, e.id)
 
 
