@@ -148,7 +148,7 @@ def fresh_names(rules, facts: Facts, strict: bool = True) -> set[str]:
                 if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                     if isinstance(p, ast.Assign) and p.targets == [node] or isinstance(p, ast.NamedExpr):
                         values.setdefault(node.id, []).append(p.value)
-                    elif (item := _unpacked(facts, node)) is not None:
+                    elif (item := unpacked(facts, node)) is not None:
                         values.setdefault(node.id, []).append(item)  # `low, high = [], []`
                     elif isinstance(p, ast.AnnAssign) and p.target is node and p.value is not None:
                         values.setdefault(node.id, []).append(p.value)
@@ -189,7 +189,7 @@ def _self_returning(rules, facts: Facts, v: ast.AST) -> bool:
     return _library_constructor(rules, facts, v.func)
 
 
-def _unpacked(facts: Facts, node: ast.Name) -> ast.AST | None:
+def unpacked(facts: Facts, node: ast.Name) -> ast.AST | None:
     """The item of a display that unpacking binds to `node` (`a, b = [], {}`: `b` gets `{}`), or None."""
     target = facts.parent(node)
     p = facts.parent(target)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import re
 
-from graph_planner.patch_fresh import fresh_value
+from graph_planner.patch_fresh import fresh_value, unpacked
 from graph_planner.patch_units import Facts, other_binding
 from graph_planner.patch_write_sites import path
 
@@ -71,6 +71,9 @@ def _value_origins(rules, facts: Facts, v: ast.AST) -> set[str]:
 
 def _binding_origins(rules, facts: Facts, node: ast.Name) -> set[str]:
     """What the binding at `node` (a Name in a store or delete position) hands its name."""
+    item = unpacked(facts, node)
+    if item is not None:
+        return _value_origins(rules, facts, item)  # `a, b = x, []`: `a` gets `x`
     p = facts.parent(node)
     head = ""
     while isinstance(p, (ast.Tuple, ast.List, ast.Starred)):  # unpacking: the whole value's origins
@@ -148,9 +151,10 @@ def _names(facts: Facts) -> set[str]:
 
 def same_origin(rules, old: Facts, new: Facts, where: str) -> bool:
     """The root of receiver path `where`, and every local it may be bound from, gets no binding in `new` that
-    `old` lacks, other than a fresh object or another of those locals (`seq = iter(seq)`). A name `old` reads
-    but never binds, with no module-level or builtin meaning (the mutant removed its binding: a NameError),
-    may be bound to anything: its old writes never ran (a forge would have to write exactly there)."""
+    `old` lacks, other than a fresh object, another of those locals, or a value derived from the name's own
+    (`seq = iter(seq)`, `s = s.strip()`). A name `old` reads but never binds, with no module-level or
+    builtin meaning (the mutant removed its binding: a NameError), may be bound to anything: its old writes
+    never ran (a forge would have to write exactly there)."""
     before, after = _direct(rules, old), _direct(rules, new)
     todo, seen = [root_name(where)], set()
     while todo:
@@ -164,7 +168,9 @@ def same_origin(rules, old: Facts, new: Facts, where: str) -> bool:
             continue  # read but never bound in the unpatched function (a NameError): its writes never ran
         for o in after[name] - before.get(name, set()):
             local = _local_root(o, after)
-            if o != FRESH and not (local is not None and local[0] == "" and local[2] == ""):
+            # a fresh object, another local whose own bindings are judged here, or the name's own value
+            # derived (`s = s.strip()`, `seq = iter(seq)`: it reaches what the old value reached)
+            if o != FRESH and not (local is not None and local[0] == "" and (local[2] == "" or local[1] == name)):
                 return False
     return True
 

@@ -173,3 +173,16 @@ def test_an_old_write_keeps_its_permission_when_the_binding_put_back_is_fresh_or
     assert screen(old, old.replace("    for k", "    result = [None] * n\n    for k")) == []
     seq = "def second(seq):\n    next(seq)\n    return next(seq)\n"
     assert screen(seq, seq.replace("    next(seq)\n", "    seq = iter(seq)\n    next(seq)\n")) == []
+
+
+def test_an_old_write_keeps_its_permission_through_the_same_value_spelled_otherwise():
+    """Real fixes of release history: boltons' `cur_list, n = self.lists[i], len(self)` became
+    `cur_list = self.lists[i]`; pathspec's `pattern = pattern.strip()` gained a branch binding
+    `pattern.lstrip()`, and `segs = pattern.split("/")` is written into either way."""
+    old = "def f(self, i):\n    cur, n = self.lists[i], len(self)\n    del cur[-n:]\n"
+    assert screen(old, old.replace("cur, n = self.lists[i], len(self)", "cur = self.lists[i]\n    n = 2")) == []
+    old = "def g(p):\n    p = p.strip()\n    segs = p.split('/')\n    del segs[0]\n    return segs\n"
+    new = old.replace(
+        "    p = p.strip()\n", "    if p.endswith(' '):\n        p = p.lstrip()\n    else:\n        p = p.strip()\n"
+    )
+    assert screen(old, new) == []
