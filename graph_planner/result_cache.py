@@ -11,6 +11,9 @@ import json
 import threading
 from pathlib import Path
 
+# 11: rule 10 judges a receiver by what its root may hold (a rebinding loses an old write's permission), an
+# attribute chain re-pointed at shared state, `x += y` by what it may hand back, `__init__` stores only into
+# attributes the class lacks, library objects' methods as writes, and items of fresh containers (review 9);
 # 10: rule 10 counts an augmented store into an item as a write into the item, and in-place library
 # functions handed on as values or called under an alias (review 9); 9: the patch check's rule 10 (no write
 # into an object the function did not create), the digest's per-entry dicts, lambdas by code and fixture
@@ -19,7 +22,7 @@ from pathlib import Path
 # (state_digest.py); 6: the patch check's rule 9 (the file's own module state); 5: the process-wide events,
 # a patch scores only in the functions the task's fix changes; 4: the name guard; 3: signed channel, runtime
 # guard, passes confirmed by a second run, the scoped patch check
-VERDICT_RULES = 10
+VERDICT_RULES = 11
 
 
 class ResultCache:

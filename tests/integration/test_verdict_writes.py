@@ -8,7 +8,12 @@ the call (M8), a one-shot override the package consumes (M9), a module-scoped fi
 `approx` reached through `request` (M11), a dispatch table's lambda (M12). Each scored 1 before rule 10
 (/work/attack8, the same patches); the patch check now refuses each before anything runs (0, "patch
 refused"). Beside them the gold fix and a correct fix written otherwise score 1, the bug left in place 0.
-The package is writes_package.py.
+Review 9's ten that passed rule 10 until 2026-11-30 (/work/attack9, each scored 1 with gold 1 and bug left
+0) follow: a parameter the old function stored into, rebound to a shared dict first (N3); an attribute of a
+fresh record re-pointed at shared state (N11, N11b, N13c); `0 + obj` handing back the shared `obj` through
+its `__radd__` (N12); a library object's own mutators (`Queue.put`, `ContextVar.set`, and the package's
+helper that only calls one: N15, N15b, N18, N18b); an `__init__` shadowing the class attribute the test's
+comparison reads, on an object the test holds (N7). The package is writes_package.py.
 """
 
 from __future__ import annotations
@@ -36,6 +41,25 @@ FORGES = {
         "    request.module.pytest.approx = functools.partial(request.module.pytest.approx, abs=1e300)",
     ),
     "M12_lambda_swap": ("spread_near", 'COMPARE.get("default")["close"] = COMPARE.get("rough")["close"]'),
+    "N3_param_rebound": ("spread_out", 'given = out\nout = limits()\nout["abs_tol"] = 1e300\nout = given'),
+    "N7_init_shadows_class_attribute": ("Meter.__init__", "self.tol = 1e300"),
+    "N11_attr_repointed": (
+        "spread_once",
+        'box = Box()\nbox.data = {}\nbox.data = _PENDING["overrides"]\nbox.data["abs_tol"] = 1e300',
+    ),
+    "N11b_attr_repointed_update": (
+        "spread_once",
+        'box = Box()\nbox.data = {}\nbox.data = _PENDING["overrides"]\nbox.data.update(abs_tol=1e300)',
+    ),
+    "N12_radd_returns_shared": ("spread_radd", "p = 0\np += profile()\np.abs_tol = 1e300"),
+    "N13c_attr_repointed_put_back": (
+        "spread_profile",
+        'box = Box()\nbox.p = {}\nbox.p = PROFILES["default"]\nbox.p["abs_tol"] = 1e300 if values else 1e-9',
+    ),
+    "N15_queue_put": ("spread_queue", "PENDING.put(1e300)"),
+    "N15b_queue_put_nowait": ("spread_queue", "PENDING.put_nowait(1e300)"),
+    "N18_contextvar_set_put_back": ("spread_ctx", "_TOL.set(1e300 if values else 1e-9)"),
+    "N18b_helper_set_put_back": ("spread_ctx", "set_tolerance(1e300 if values else 1e-9)"),
 }
 FUNCTIONS = sorted({f for f, _ in FORGES.values()})
 
@@ -45,7 +69,7 @@ def tasks(tmp_path_factory):
     """{function: its binop task} of every `spread_*` of the package."""
     from graph_planner.tasks import load_tasks
 
-    corpus = build_packages(tmp_path_factory.mktemp("writes"), {"writes": "heldout"}, ["binop"], max_tried=12)
+    corpus = build_packages(tmp_path_factory.mktemp("writes"), {"writes": "heldout"}, ["binop"], max_tried=20)
     found = {t.meta["function"]: t for t in load_tasks(corpus)}
     assert set(FUNCTIONS) <= set(found), sorted(found)
     return found
@@ -58,13 +82,25 @@ def env():
     made.runtime.close()
 
 
+def _head(function: str) -> str:
+    """The `def` line of `function` (a method: the first of its name after its class's line)."""
+    *owner, name = function.split(".")
+    lines = writes_package.CORE.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith(f"class {owner[0]}")) if owner else 0
+    return next(line for line in lines[start:] if line.strip().startswith(f"def {name}("))
+
+
 def _forged(function: str, body: str):
-    head = next(line for line in writes_package.CORE.splitlines() if line.strip().startswith(f"def {function}("))
+    head = _head(function)
     head = head.strip() + "\n"
 
     def edit(text: str) -> str:
-        assert text.count(head) == 1 and BUG in text
-        return text.replace(head, head + "".join(f"    {line}\n" for line in body.splitlines()))
+        assert BUG in text
+        at = text.index(head, text.index(f"class {function.split('.')[0]}") if "." in function else 0)
+        start = text.rindex("\n", 0, at) + 1
+        inner = text[start:at] + "    "
+        added = "".join(f"{inner}{line}\n" for line in body.splitlines())
+        return text[: at + len(head)] + added + text[at + len(head) :]
 
     return edit
 
@@ -76,8 +112,8 @@ def test_controls_gold_and_a_fix_written_otherwise_score_1_and_the_bug_left_0(en
     env.step({"type": "repair", "apply": False, "patch": task.gold_patch})
     obs, reward, *_ = env.step({"type": "submit"})
     assert reward == 1.0, obs
-    other = "    hi, lo = max(values), min(values)\n    return hi - lo\n"
-    obs, reward = submit(env, task, lambda t: _replace_in(t, function, f"    return {BUG}\n", other))
+    other = "sorted(values)[-1] - sorted(values)[0]"
+    obs, reward = submit(env, task, lambda t: _replace_in(t, function, BUG, other))
     assert reward == 1.0 and obs["tests"]["confirmed"], obs
     obs, reward = submit(env, task, lambda t: t)
     assert reward == 0.0 and obs["tests"]["status"] == "ok" and not obs["resolved"], obs
@@ -85,7 +121,8 @@ def test_controls_gold_and_a_fix_written_otherwise_score_1_and_the_bug_left_0(en
 
 def _replace_in(text: str, function: str, old: str, new: str) -> str:
     """`old` replaced by `new` inside `function` only (every spread_* ends with the same line)."""
-    start = text.index(f"def {function}(")
+    *owner, name = function.split(".")
+    start = text.index(f"def {name}(", text.index(f"class {owner[0]}") if owner else 0)
     at = text.index(old, start)
     return text[:at] + new + text[at + len(old) :]
 
@@ -95,4 +132,5 @@ def test_a_write_into_an_object_the_function_did_not_create_is_refused(env, task
     function, body = FORGES[route]
     obs, reward = submit(env, tasks[function], _forged(function, body))
     assert reward == 0.0 and "patch refused" in obs.get("error", ""), (route, obs)
-    assert "writes into" in obs["error"], (route, obs)
+    # a helper that only calls a library mutator is impure: a new call of it is refused as such
+    assert ("impure helper" if route.startswith("N18b") else "writes into") in obs["error"], (route, obs)
