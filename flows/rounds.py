@@ -279,15 +279,17 @@ class Rounds:
         actor: agents.RoleGroup | None,
         pool: PoolRef,
         incarnation: str | None = None,
+        plain: bool = False,
     ):
         self.cfg, self.planner, self.actor, self.pool, self.incarnation = cfg, planner, actor, pool, incarnation
+        self.plain = plain  # every round's stages as plain calls in this process (Round.plain)
         self.training: tuple[Round, dict] | None = None  # the round whose training is in flight, its futures
         self._last_done = time.perf_counter()
         self._last_cpu = host_cpu_seconds()
 
     def play(self, round_idx: int) -> Iterator[dict]:
         """Generate round `round_idx`; yield every round this finishes (the one in training, or this one)."""
-        rnd = Round(self.cfg, round_idx, self.planner, self.actor, self.pool, self.incarnation)
+        rnd = Round(self.cfg, round_idx, self.planner, self.actor, self.pool, self.incarnation, plain=self.plain)
         samples = COMPOSITIONS[self.cfg.agent_role](rnd)
         yield from self.drain()
         if self.cfg.pipeline.max_staleness == 0:
