@@ -86,7 +86,19 @@ class Worker:
 
     def warm_start(self, seed: int, steps: int | None = None) -> list[dict]:
         """RoleWorker.warm_start: the supervised warm start's loss curve."""
-        return ray.get(self.actor.warm_start.remote(seed, steps))
+        return ray.get(self.submit_warm_start(seed, steps))
+
+    def submit_warm_start(self, seed: int, steps: int | None = None, progress_file: str | None = None) -> ray.ObjectRef:
+        """`warm_start` sent without waiting (the caller reports the trainer's progress file meanwhile)."""
+        return self.actor.warm_start.remote(seed, steps, progress_file)
+
+    def submit_update_weights(self, weights_ref: ray.ObjectRef, version: int) -> ray.ObjectRef:
+        """RoleWorker.update_weights sent without waiting (one weight sync fans out over the engines)."""
+        return self.actor.update_weights.remote(weights_ref, version)
+
+    def submit_load_checkpoint(self, folder: str) -> ray.ObjectRef:
+        """RoleWorker.load_checkpoint sent without waiting (a restore fans out over the agents); the version."""
+        return self.actor.load_checkpoint.remote(folder)
 
     def get_weights(self) -> tuple[dict | str, int]:
         """RoleWorker.get_weights: (a CPU state_dict, adapters or an exported folder, the weight version)."""
@@ -263,7 +275,7 @@ def sync_weights(group: RoleGroup) -> None:
     if group.extra_sync:
         weights, version = group.worker(group.trainer).get_weights()
         ref = ray.put(weights)
-        ray.get([group.handle(n).update_weights.remote(ref, version) for n in group.extra_sync])
+        ray.get([group.worker(n).submit_update_weights(ref, version) for n in group.extra_sync])
 
 
 def train_and_sync(group: RoleGroup, samples: list[Sample], step_id: str | None = None, sync: bool = True) -> dict:
@@ -295,7 +307,7 @@ def warm_start_and_sync(
         curve = group.worker(group.trainer).warm_start(seed, steps)
     else:
         Path(progress_file).unlink(missing_ok=True)  # a previous run's last line is not this one's
-        ref = group.handle(group.trainer).warm_start.remote(seed, steps, progress_file)
+        ref = group.worker(group.trainer).submit_warm_start(seed, steps, progress_file)
         curve = wait_reporting(ref, progress_file, progress)
     sync_weights(group)
     return curve
@@ -317,5 +329,5 @@ def wait_reporting(ref, progress_file: str, progress: ProgressFn, poll_s: float 
 def restore_group(group: RoleGroup, folder: str) -> int:
     """Load a checkpoint into every actor of the group; returns the weight version."""
     names = set(group.engines) | ({group.trainer} if group.trainer else set())
-    versions = ray.get([group.handle(n).load_checkpoint.remote(folder) for n in sorted(names)])
+    versions = ray.get([group.worker(n).submit_load_checkpoint(folder) for n in sorted(names)])
     return max(versions)
