@@ -12,6 +12,7 @@ import torch
 from planact import lora
 from planact.config import WarmStartConfig
 from planact.progress import Phase, ProgressFn
+from planact.rl.eager_optim import adamw
 from planact.rl.logprobs import make_batch, token_logprobs
 
 
@@ -48,7 +49,7 @@ def sft(
     heldout: list = []
     if cfg.patience and len(demos) > 2 * cfg.heldout:
         demos, heldout = demos[: -cfg.heldout], demos[-cfg.heldout :]
-    opt = torch.optim.AdamW(lora.trainable(model), lr=cfg.lr, weight_decay=0.0)
+    opt = adamw(lora.trainable(model), lr=cfg.lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _cosine_lambda(steps, cfg.warmup_steps, cfg.final_lr_ratio))
     rng = random.Random(seed)
     curve: list[dict[str, float]] = []

@@ -12,6 +12,7 @@ import torch
 from planact import lora
 from planact.config import RLConfig
 from planact.rl.data_parallel import DataParallel
+from planact.rl.eager_optim import adamw
 from planact.rl.grpo import grpo_loss
 from planact.rl.logprobs import make_batch, token_logprobs
 from planact.rl.sampler_gap import GapMeter, check_fresh, check_stale, previous_version
@@ -38,8 +39,8 @@ class RoleTrainer:
         self.ref_model: torch.nn.Module | None = None
         # A LoRA model's reference is itself with adapters off: set once KL is on, no copy of the weights.
         self.ref_is_base = False
-        self.optimizer = torch.optim.AdamW(
-            lora.trainable(model), lr=rl.lr, weight_decay=rl.weight_decay, fused=rl.fused_adamw or None
+        self.optimizer = adamw(
+            lora.trainable(model), rl.compile, lr=rl.lr, weight_decay=rl.weight_decay, fused=rl.fused_adamw or None
         )
         # The training forward may be compiled; it shares the parameters, so sync and checkpoints are unchanged.
         self.forward_model = torch.compile(model) if rl.compile else model
