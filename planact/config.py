@@ -130,11 +130,10 @@ class _RunConfig(StrictConfig):
         "both", description="'both' = one flow drives both roles; 'planner'/'actor' = two-job mode."
     )
     env: EnvConfig = Field(default_factory=EnvConfig, description="Environment.")
+    # Each setting has one default: a role's own value where it differs from RoleConfig's (the planner's
+    # group size and reply length are RoleConfig's defaults; the actor's are its own).
     planner: RoleConfig = Field(
-        default_factory=lambda: RoleConfig(
-            group_size=8, sampling=SamplingConfig(max_new_tokens=16), rl=RLConfig(lr=3e-4)
-        ),
-        description="The planner role (larger model).",
+        default_factory=lambda: RoleConfig(rl=RLConfig(lr=3e-4)), description="The planner role (larger model)."
     )
     actor: RoleConfig = Field(
         default_factory=lambda: RoleConfig(

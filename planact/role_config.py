@@ -43,7 +43,7 @@ class SamplingConfig(StrictConfig):
 
     temperature: float = Field(1.0, ge=0.0, le=5.0, description="Softmax temperature; 0 means greedy.")
     top_p: float = Field(1.0, gt=0.0, le=1.0, description="Nucleus sampling mass (1.0 disables it).")
-    max_new_tokens: int = Field(24, ge=1, le=4096, description="Longest response the engine may produce.")
+    max_new_tokens: int = Field(16, ge=1, le=4096, description="Longest response the engine may produce.")
     chat_template: bool = Field(
         True,
         description="Wrap prompts in the tokenizer's chat template as a user turn (instruct models; tokenizers without "
@@ -256,7 +256,7 @@ class RoleConfig(StrictConfig):
     sglang: SGLangConfig = Field(default_factory=SGLangConfig, description="Settings of the sglang engine.")
     openai: OpenAIConfig = Field(default_factory=OpenAIConfig, description="Settings of the openai engine.")
     anthropic: AnthropicConfig = Field(default_factory=AnthropicConfig, description="Settings of the anthropic engine.")
-    group_size: int = Field(4, ge=1, description="Samples per prompt (GRPO group G).")
+    group_size: int = Field(8, ge=1, description="Samples per prompt (GRPO group G).")
     sampling: SamplingConfig = Field(default_factory=SamplingConfig, description="Rollout sampling settings.")
     rl: RLConfig = Field(default_factory=RLConfig, description="GRPO hyper-parameters.")
     warm_start: WarmStartConfig = Field(default_factory=WarmStartConfig, description="Supervised warm start.")
