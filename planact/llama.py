@@ -38,6 +38,7 @@ class LlamaConfig:
         self.num_key_value_heads = raw.get("num_key_value_heads") or raw["num_attention_heads"]
         self.head_dim = raw.get("head_dim") or raw["hidden_size"] // raw["num_attention_heads"]
         self.rms_norm_eps = raw.get("rms_norm_eps", 1e-6)
+        self.pad_token_id = raw.get("pad_token_id")
         rope = raw.get("rope_parameters") or {}
         self.rope_theta = float(rope.get("rope_theta", raw.get("rope_theta", 10000.0)))
         self._attn_implementation = attention
@@ -211,7 +212,10 @@ class Decoder(nn.Module):
 
     def __init__(self, cfg: LlamaConfig):
         super().__init__()
-        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        # padding_idx, as transformers' LlamaModel: the pad id is in the vocabulary, so a policy can sample it as
+        # a real token, and that lookup must give the pad row no gradient (the tied output head still trains it).
+        # Without it the demo's planner parted from transformers' at the first round that sampled a pad.
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size, padding_idx=cfg.pad_token_id)
         self.layers = nn.ModuleList(Block(cfg, i) for i in range(cfg.num_hidden_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.rotary_emb = RotaryEmbedding(cfg)

@@ -12,9 +12,12 @@ import torch
 from transformers import AutoTokenizer
 
 from planact import llama
+from planact.config import RLConfig
 from planact.engines.base import SamplingParams
 from planact.engines.hf import HFEngine
 from planact.models import load_model
+from planact.rl.logprobs import make_batch, token_logprobs
+from planact.rl.trainer import RoleTrainer
 from planact.tokenizer import TinyTokenizer
 
 
@@ -58,7 +61,32 @@ def test_logits_cache_and_gradients_equal_transformers(tiny_model_dir, attention
     grads = dict(theirs.named_parameters())
     assert grads.keys() == dict(ours.named_parameters()).keys()
     for name, p in ours.named_parameters():
-        assert torch.allclose(p.grad, grads[name].grad, atol=1e-6), name
+        assert torch.equal(p.grad, grads[name].grad), name  # bit for bit: a step apart is a run apart
+
+
+def test_a_sampled_pad_token_trains_the_same_as_transformers(tiny_model_dir):
+    # The pad id is in the vocabulary, so a policy can sample it as a real token (the demo's planner did in its
+    # second RL round). transformers' embedding has padding_idx: that lookup gives the pad row no gradient.
+    ours, theirs, tok = _pair(tiny_model_dir, "eager")
+    pad = tok.pad_token_id
+    samples = [
+        {"prompt_ids": [1, 9, 12, 5], "token_ids": [22, pad, 22, 26, 2], "advantage": 1.0},
+        {"prompt_ids": [1, 9, 12, 5, 7, 8], "token_ids": [17, 6, 2], "advantage": -1.0},
+        {"prompt_ids": [1, 30], "token_ids": [pad, pad, 14, 2], "advantage": 0.5},
+    ]
+    batch, starts = make_batch([s["prompt_ids"] for s in samples], [s["token_ids"] for s in samples], pad)
+    with torch.no_grad():  # what the engine recorded: the sampler/trainer check sees no gap
+        lp, _ = token_logprobs(ours, batch)
+    for (row, col), s in zip(starts, samples):
+        s["logprobs"] = lp[row, col : col + len(s["token_ids"])].tolist()
+    trained = []
+    for model in (ours, theirs):
+        trainer = RoleTrainer(model, pad, RLConfig(lr=1e-2, warmup_steps=0, num_minibatches=1), temperature=1.0)
+        metrics = trainer.train_step(copy.deepcopy(samples))
+        trained.append((metrics["grad_norm"], model.state_dict()))
+    for name, weight in trained[1][1].items():  # before the fix: model.embed_tokens.weight, row `pad`
+        assert torch.equal(trained[0][1][name], weight), name
+    assert trained[0][0] == trained[1][0]  # the logged grad norm too
 
 
 def test_the_engine_samples_and_scores_the_same_with_either_model(tiny_model_dir):
