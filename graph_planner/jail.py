@@ -146,7 +146,8 @@ class ImportHook:
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is not None and spec.origin and os.path.realpath(spec.origin) == self.file:
             spec.loader = _Loader(name, spec.origin, self)
-        return spec
+            return spec
+        return None  # any other module: the finders after this one, as without the jail
 
     def install(self) -> None:
         """First on sys.meta_path (the boot script installs it before pytest imports anything)."""

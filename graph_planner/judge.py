@@ -14,7 +14,6 @@ proves a task solvable.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import threading
 from dataclasses import replace
@@ -24,6 +23,7 @@ from graph_planner.corpus.testrun import _DIGEST, JAIL_FAULT, NAMES, PROCESS, RE
 from graph_planner.env_config import EpisodeConfig
 from graph_planner.patch_check import changed_functions, outer_functions
 from graph_planner.patching import PatchError, apply_diff, parse_diff, screen
+from graph_planner.pyparse import parse
 from graph_planner.result_cache import ResultCache
 from graph_planner.state_digest import differs, reference
 from graph_planner.tasks import RepairTask
@@ -95,7 +95,7 @@ def jail_target(task: RepairTask, patch: dict[str, str]) -> tuple | None:
     text = patch.get(spec["path"])
     text = base_text(task, spec["path"]) if text is None else text
     try:
-        found = [fn for q, fn in outer_functions(ast.parse(text)) if q == spec["qualname"]]
+        found = [fn for q, fn in outer_functions(parse(text)) if q == spec["qualname"]]
     except SyntaxError:
         return None
     if len(found) != 1:
@@ -284,6 +284,8 @@ def run_patch(
         "n_failed": len(failed),
         "tail": run.tail[-1500:],
         "cpu_s": limit,
+        # CPU seconds the judged runs took (the sandbox's count; the clean record's runs aside)
+        "used_cpu_s": round(sum(r.cpu_s or 0.0 for r in (run, again) if r is not None), 3),
     }
     if digest:  # what the module state digests cost this verdict's runs (seconds in the test process)
         result["digest_s"] = round(run.digest_s, 3)

@@ -105,7 +105,7 @@ def from_record(row: dict, root: Path) -> RepairTask:
         list((env or {}).get("fail_to_pass_at", [])),
         dict((env or {}).get("clean_events", {})),
         int((env or {}).get("record_version", 0)),
-        dict((env or {}).get("jail", {})),
+        dict((env or {}).get("jail") or {}),
     )
 
 

@@ -293,6 +293,7 @@ def _jail(cfg, send):
     if why:
         fault(f"the jail cannot run: {why}")
     jail.wire.deny_exec()
+    return client
 
 
 def main():
@@ -308,8 +309,7 @@ def main():
     send = _signer(fd, bytes.fromhex(cfg.pop("key")))
     void = _voider(send)
     sys.path[0] = os.getcwd()  # as `python -m pytest` has it (and this script's folder is out of sight)
-    if cfg.get("jail"):
-        _jail(cfg["jail"], send)
+    client = _jail(cfg["jail"], send) if cfg.get("jail") else None
     # loaded before the audit hook is added: compiling the guard's own file is no event of the code under test
     names_module = _load(cfg["names"]["file"]) if cfg["watch"] else None
     digest = _load(cfg["digest"], "planact_digest").state_digest(os.getcwd()) if cfg.get("digest") else None
@@ -324,7 +324,10 @@ def main():
     import pytest
 
     sys.argv = ["pytest"]
-    sys.exit(pytest.main(cfg["args"], plugins=[plugin]))
+    status = pytest.main(cfg["args"], plugins=[plugin])
+    if client is not None:
+        client.close()  # reaped: the zygote's CPU time (and its children's) counts in the run's
+    sys.exit(status)
 
 
 if __name__ == "__main__":
