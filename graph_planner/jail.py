@@ -446,6 +446,16 @@ class Client:
             e.args = args
             return e
 
+    def stray(self) -> str:
+        """A module of the target file that another loader loaded (pytest's assertion rewriter claims files
+        named like tests): its patched code ran outside the jail ("" when there is none)."""
+        for name, module in list(sys.modules.items()):
+            path = getattr(module, "__file__", None)
+            loader = getattr(getattr(module, "__spec__", None), "loader", None)
+            if path and os.path.realpath(path) == os.path.realpath(self.cfg["file"]) and type(loader) is not _Loader:
+                return f"module {name} was loaded without the jail's hook"
+        return ""
+
     def close(self) -> None:
         """End the zygote."""
         try:

@@ -249,3 +249,13 @@ def test_trampoline_keeps_the_signature_and_free_variables():
     fn = type(Base.f)(tramp, space, "f", Base.f.__defaults__, Base.f.__closure__)
     assert inspect.signature(fn) == inspect.signature(Base.f)
     assert fn(0, 1, 2, 3, c=4, d=5) == ((0, 1, 2, 3), {"c": 4, "d": 5})
+
+
+def test_a_jailed_task_screens_structure_alone():
+    from graph_planner.patch_check import screen
+
+    before = "import re\n\n\ndef f(x):\n    return x\n"
+    body = "import re\n\n\ndef f(x):\n    import os\n    return os.listdir(x)\n"
+    assert screen(before, body) and screen(before, body, bodies=False) == []
+    for outside in ("import os\n" + before, before + "\nY = f(1)\n", before.replace("(x)", "(x, y)")):
+        assert screen(before, outside, bodies=False), outside

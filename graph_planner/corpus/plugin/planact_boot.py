@@ -327,6 +327,9 @@ def main():
     status = pytest.main(cfg["args"], plugins=[plugin])
     if client is not None:
         client.close()  # reaped: the zygote's CPU time (and its children's) counts in the run's
+        stray = client.stray()
+        if stray:  # before the end line's verdict stands: void it
+            client.fault(stray)
     sys.exit(status)
 
 
