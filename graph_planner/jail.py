@@ -88,7 +88,7 @@ def trampoline(original: types.CodeType) -> types.CodeType:
     params = list(names[:npos]) + (["/"] if npos else []) + list(names[npos:pos])
     params += [f"*{star}"] if star else (["*"] if kwonly else [])
     params += list(kwonly) + ([f"**{dstar}"] if dstar else [])
-    args = "(" + "".join(f"{n}, " for n in names[:pos]) + (f"*{star}" if star else "") + ")"
+    args = "(" + "".join(f"{n}, " for n in names[:pos]) + (f"*{star}," if star else "") + ")"
     kwargs = "{" + "".join(f"{n!r}: {n}, " for n in kwonly) + (f"**{dstar}" if dstar else "") + "}"
     free = original.co_freevars
     src = "def _factory():\n" + "".join(f"    {v} = None\n" for v in free)
@@ -105,10 +105,13 @@ def trampoline(original: types.CodeType) -> types.CodeType:
     )
 
 
-def compile_split(path: str, qualname: str, first: int, last: int):
-    """(module code with the target replaced by its trampoline, the trampoline, the patched target's code)."""
-    with open(path, "rb") as fh:
-        module = compile(fh.read(), path, "exec", dont_inherit=True)
+def compile_split(path: str, qualname: str, first: int, last: int, source: bytes | None = None):
+    """(module code with the target replaced by its trampoline, the trampoline, the patched target's code);
+    `source`: the patched file's text when the file on disk no longer holds it."""
+    if source is None:
+        with open(path, "rb") as fh:
+            source = fh.read()
+    module = compile(source, path, "exec", dont_inherit=True)
     found = _find(module, qualname, first, last)
     if found is None:
         raise JailFault(f"no function {qualname} on lines {first}-{last} of {path}")
@@ -125,7 +128,7 @@ class _Loader(importlib.machinery.SourceFileLoader):
         self.hook = hook
 
     def get_code(self, fullname):
-        code, tramp, patched = compile_split(self.path, *self.hook.target)
+        code, tramp, patched = compile_split(self.path, *self.hook.target, self.hook.source)
         # only the zygote keeps the patched code (for its children); the test process drops it here
         self.hook.codes.append((tramp, patched if self.hook.keep else None))
         return code
@@ -138,8 +141,9 @@ class _Loader(importlib.machinery.SourceFileLoader):
 class ImportHook:
     """A meta-path finder that hands the target file, under any module name, to `_Loader`."""
 
-    def __init__(self, file: str, qualname: str, first: int, last: int, call, keep: bool = False):
+    def __init__(self, file: str, qualname: str, first: int, last: int, call, keep: bool = False, source=None):
         self.file, self.target, self.call, self.keep = os.path.realpath(file), (qualname, first, last), call, keep
+        self.source = source
         self.codes: list[tuple[types.CodeType, types.CodeType]] = []
 
     def find_spec(self, name, path, target=None):
@@ -468,9 +472,22 @@ class Client:
 def start(lib: str, cfg: dict, on_fault) -> Client:
     """Start the zygote (`lib`: this file's path) and hook the target module's import in this process.
     cfg: module, file, qualname, first, last (the target's lines), package (its top-level package), call_s,
-    total_s, max_calls, memory_mb."""
+    total_s, max_calls, memory_mb; with "base" (the unpatched file's text), once the zygote has read the
+    patched file, the file on disk becomes the base text: a subprocess a test starts (a command-line test
+    running `python -m package`) imports the unpatched function, never the patch outside the jail."""
+    with open(cfg["file"], "rb") as fh:
+        source = fh.read()
+    base = cfg.pop("base", None)
     client = Client(lib, cfg, on_fault)
-    ImportHook(cfg["file"], cfg["qualname"], cfg["first"], cfg["last"], client).install()
+    ImportHook(cfg["file"], cfg["qualname"], cfg["first"], cfg["last"], client, source=source).install()
+    if base is not None and not client.ready():
+        cached = importlib.util.cache_from_source(cfg["file"])
+        folder, stem = os.path.dirname(cached), os.path.basename(cached).split(".")[0]
+        for name in os.listdir(folder) if os.path.isdir(folder) else ():
+            if name.split(".")[0] == stem:  # a bytecode cache of the patched text must not stand in for it
+                os.unlink(os.path.join(folder, name))
+        with open(cfg["file"], "w", encoding="utf-8") as fh:
+            fh.write(base)
     return client
 
 

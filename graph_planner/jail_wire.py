@@ -143,29 +143,6 @@ def install_filter(fd: int) -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
 
 
-def deny_exec() -> None:
-    """No execve/execveat from now on in this process or its children (EPERM): the test process's filter,
-    so no test can start a fresh interpreter that imports the patched module outside the jail's hook."""
-    prepare()
-    ins = [
-        (_LD_W_ABS, 0, 0, _ARCH),
-        (_JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
-        (_RET_K, 0, 0, RET_KILL_PROCESS),
-        (_LD_W_ABS, 0, 0, _NR),
-        (_JEQ_K, 2, 0, 59),  # execve
-        (_JEQ_K, 1, 0, 322),  # execveat
-        (_RET_K, 0, 0, RET_ALLOW),
-        (_RET_K, 0, 0, RET_ERRNO_EPERM),
-    ]
-    code = b"".join(struct.pack("<HBBI", *i) for i in ins)
-    buf = ctypes.create_string_buffer(code, len(code))
-    prog = _Fprog(len(ins), ctypes.cast(buf, ctypes.c_void_p))
-    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, None, 0, 0) != 0 or _libc.prctl(
-        PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0
-    ):
-        raise OSError(ctypes.get_errno(), "could not forbid exec")
-
-
 # --- the plain-data codec ----------------------------------------------------------------------------
 
 MAX_BYTES = 16 << 20

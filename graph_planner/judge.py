@@ -90,7 +90,8 @@ def off_target(task: RepairTask, patch: dict[str, str]) -> list[str]:
 
 def jail_target(task: RepairTask, patch: dict[str, str]) -> tuple | None:
     """Guard.jail for `patch` on a task that qualifies for the call jail: (module, path, qualname, first line,
-    last line, package) of its target function in the patched file; None when that function is not there."""
+    last line, package) of its target function in the patched file and the file's base text; None when that
+    function is not there."""
     spec = task.jail
     text = patch.get(spec["path"])
     text = base_text(task, spec["path"]) if text is None else text
@@ -102,7 +103,8 @@ def jail_target(task: RepairTask, patch: dict[str, str]) -> tuple | None:
         return None
     fn = found[0]
     first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
-    return (spec["module"], spec["path"], spec["qualname"], first, fn.end_lineno, spec["module"].split(".")[0])
+    package, base = spec["module"].split(".")[0], base_text(task, spec["path"])
+    return (spec["module"], spec["path"], spec["qualname"], first, fn.end_lineno, package, base)
 
 
 def _record_lacks(task: RepairTask, key: str) -> bool:

@@ -135,8 +135,8 @@ class Guard:
     digest: bool = False
     """Report the module state digest after each passed test call (graph_planner/state_digest.py)."""
     jail: tuple = ()
-    """(module, path relative to the copy, qualname, first line, last line, package): run that function of the
-    patched file only in the call jail (graph_planner/jail.py); () for none."""
+    """(module, path relative to the copy, qualname, first line, last line, package, the file's base text): run
+    that function of the patched file only in the call jail (graph_planner/jail.py); () for none."""
 
 
 UNSIGNED = "a report line the host's plugin did not sign"
@@ -275,7 +275,7 @@ def name_guard_config(file: str | Path = _NAME_GUARD, modules: list[str] = ()) -
 
 def _jail_config(jail: tuple, workdir: Path, folder: Path, suite: Suite) -> dict:
     """The boot script's call jail settings: the jail's per-run copy, the target, its limits."""
-    module, path, qualname, first, last, package = jail
+    module, path, qualname, first, last, package, base = jail
     per_call = max(2.0, min(10.0, suite.cpu_s or suite.timeout_s))
     return {
         "lib": str(folder / "jail.py"),
@@ -289,6 +289,7 @@ def _jail_config(jail: tuple, workdir: Path, folder: Path, suite: Suite) -> dict
         "total_s": suite.cpu_s or suite.timeout_s,  # the run's own budget, for every jailed call together
         "max_calls": 200_000,
         "memory_mb": min(1024, suite.memory_mb // 2),
+        "base": base,  # on disk once the zygote has read the patch: a subprocess imports the unpatched code
     }
 
 

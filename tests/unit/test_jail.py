@@ -259,3 +259,12 @@ def test_a_jailed_task_screens_structure_alone():
     assert screen(before, body) and screen(before, body, bodies=False) == []
     for outside in ("import os\n" + before, before + "\nY = f(1)\n", before.replace("(x)", "(x, y)")):
         assert screen(before, outside, bodies=False), outside
+
+
+def test_trampoline_of_a_function_with_only_star_args():
+    def f(*items, **named):
+        return items
+
+    tramp = jail.trampoline(f.__code__)
+    fn = type(f)(tramp, {jail.JAIL_NAME: lambda args, kwargs: (args, kwargs)}, "f")
+    assert fn(1, 2, k=3) == ((1, 2), {"k": 3}) and fn() == ((), {})

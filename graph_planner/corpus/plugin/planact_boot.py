@@ -278,9 +278,8 @@ def _plugin(send, void, record, names, front, digest=None):
 def _jail(cfg, send):
     """Start the call jail (graph_planner/jail.py, a per-run copy) before anything imports the package: the
     target function becomes a trampoline here and runs only in the zygote's jailed children. A call the jail
-    cannot judge is reported and ends the run (JAIL_EXIT): no test may catch it and pass. After the zygote
-    started, this process and its children can exec nothing (a fresh interpreter would import the patched
-    module without the hook)."""
+    cannot judge is reported and ends the run (JAIL_EXIT): no test may catch it and pass. Once the zygote read
+    the patched file, the file on disk holds the base text (a subprocess imports the unpatched function)."""
     jail = _load(cfg.pop("lib"), "planact_jail")
     exit_ = os._exit
 
@@ -292,7 +291,6 @@ def _jail(cfg, send):
     why = client.ready()
     if why:
         fault(f"the jail cannot run: {why}")
-    jail.wire.deny_exec()
     return client
 
 
