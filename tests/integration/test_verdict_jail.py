@@ -100,6 +100,7 @@ def test_gold_fix_and_a_correct_fix_score_one_the_bug_zero(task, env):
 @pytest.mark.parametrize("name", list(FORGES))
 def test_a_forge_with_full_power_in_the_function_scores_zero(task, env, name):
     obs, reward = submit_body(env, task, FORGES[name])
+    print(f"\n[forge] {name}: reward {reward}, status {obs['tests']['status']}")
     assert obs["tests"]["jailed"], obs  # it reached the sandbox: the structure-only check let it through
     assert reward == 0.0 and not obs["resolved"], obs
     if name in ("fake report on every descriptor", "an always-equal result", "exhaust memory", "outlive the timeout"):
