@@ -247,7 +247,8 @@ class PlannerEnv:
             self.stats.patch_errors += 1
             return {"applied": False, "error": str(e)}
         if self.limits.screen_patches:
-            reasons = {p: r for p, t in texts.items() if (r := screen(self._read_base(p), t))}
+            bodies = not self.task.jail  # a jailed function's body cannot reach the test process: structure alone
+            reasons = {p: r for p, t in texts.items() if (r := screen(self._read_base(p), t, bodies))}
             if reasons:
                 self.stats.refused += 1
                 return {"applied": False, "error": f"patch refused: {reasons}"}

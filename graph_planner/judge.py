@@ -19,10 +19,11 @@ import threading
 from dataclasses import replace
 
 from graph_planner.corpus.fetch import git
-from graph_planner.corpus.testrun import _DIGEST, NAMES, PROCESS, RECORD_VERSION, Guard, load_proof
+from graph_planner.corpus.testrun import _DIGEST, JAIL_FAULT, NAMES, PROCESS, RECORD_VERSION, Guard, load_proof
 from graph_planner.env_config import EpisodeConfig
-from graph_planner.patch_check import changed_functions
+from graph_planner.patch_check import changed_functions, outer_functions
 from graph_planner.patching import PatchError, apply_diff, parse_diff, screen
+from graph_planner.pyparse import parse
 from graph_planner.result_cache import ResultCache
 from graph_planner.state_digest import differs, reference
 from graph_planner.tasks import RepairTask
@@ -87,6 +88,25 @@ def off_target(task: RepairTask, patch: dict[str, str]) -> list[str]:
     return [c for c in changed if c not in sites]
 
 
+def jail_target(task: RepairTask, patch: dict[str, str]) -> tuple | None:
+    """Guard.jail for `patch` on a task that qualifies for the call jail: (module, path, qualname, first line,
+    last line, package) of its target function in the patched file and the file's base text; None when that
+    function is not there."""
+    spec = task.jail
+    text = patch.get(spec["path"])
+    text = base_text(task, spec["path"]) if text is None else text
+    try:
+        found = [fn for q, fn in outer_functions(parse(text)) if q == spec["qualname"]]
+    except SyntaxError:
+        return None
+    if len(found) != 1:
+        return None
+    fn = found[0]
+    first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
+    package, base = spec["module"].split(".")[0], base_text(task, spec["path"])
+    return (spec["module"], spec["path"], spec["qualname"], first, fn.end_lineno, package, base)
+
+
 def _record_lacks(task: RepairTask, key: str) -> bool:
     """True when the task's clean record cannot say what the clean code set off under `key` (NAMES or PROCESS):
     it holds no such key, or it was taken under another record version (guards that judge more than it saw)."""
@@ -128,7 +148,12 @@ def _judged(
 ):
     """The patch's run of `tests` under the guard and, where every test passed and nothing was voided, the
     confirming run: (run, confirming run or None, seconds). `digest`: the first run reports its module state
-    digests (`both`: the confirming run too, as the gold fix's reference needs)."""
+    digests (`both`: the confirming run too, as the gold fix's reference needs). A task that qualifies for
+    the call jail runs once, its target function in the jail: no patched code runs in the test process, so
+    there is no guard to watch, no state to digest and no report it could forge for a second run to catch."""
+    if task.jail:
+        run = _run(runtime, task, patch, tests, suite, Guard(jail=jail_target(task, patch)))
+        return run, None, run.seconds
     guard, recorder = watched(task, patch) if guarded else (Guard(), Guard())
     guard = replace(_allowing(guard, task.clean_events), digest=digest)
     run = _run(runtime, task, patch, tests, suite, guard)
@@ -207,9 +232,10 @@ def run_patch(
     test the layers behind it) also runs a patch that changes functions the task's fix does not. `digest` (by
     default on in "submit" mode, the one that earns reward): a pass whose module state after some test is not
     the gold fix's is void (graph_planner/state_digest.py)."""
-    digest = mode == "submit" if digest is None else digest
+    digest = (mode == "submit" if digest is None else digest) and not task.jail
     limit = min(task.suite.timeout_s, cpu_s)  # CPU capped by the suite's wall-clock limit (one thread)
-    outside = off_target(task, patch) if targeted else []
+    # a jailed task always: the jail holds only its target function, a change elsewhere would run unjailed
+    outside = off_target(task, patch) if targeted or task.jail else []
     if outside:  # before the cache (an untargeted verdict may be there): a change outside the fix's functions
         # scores 0 whatever the tests say, and nothing runs
         result = {"mode": mode, "status": "off target", "rc": None, "seconds": 0.0, "passed": 0}
@@ -217,7 +243,14 @@ def run_patch(
         # (the fix's own functions stay unnamed: an agent must not read where the bug is from a verdict)
         result["tail"] = f"changes {', '.join(outside)}: outside the functions where this task's bug can be fixed"
         return result
-    key = ResultCache.key(task.instance_id, patch, tests, digest)
+    if task.jail and jail_target(task, patch) is None:
+        result = {"mode": mode, "status": JAIL_FAULT, "rc": None, "seconds": 0.0, "passed": 0, "cpu_s": limit}
+        result.update(failed=sorted(tests)[:20], n_failed=len(tests), tail="the jailed function is missing")
+        return result
+    # a jailed verdict is its own (another check, another run): never one judged the other way
+    key = ResultCache.key(
+        task.instance_id, {**patch, "<call jail>": repr(task.jail)} if task.jail else patch, tests, digest
+    )
     cached = cache.get(key)
     # A timeout cached before runs were judged by CPU time (no "cpu_s") may only have been a loaded
     # machine: judge it again rather than keep a reward of 0 that the patch may not deserve.
@@ -253,9 +286,13 @@ def run_patch(
         "n_failed": len(failed),
         "tail": run.tail[-1500:],
         "cpu_s": limit,
+        # CPU seconds the judged runs took (the sandbox's count; the clean record's runs aside)
+        "used_cpu_s": round(sum(r.cpu_s or 0.0 for r in (run, again) if r is not None), 3),
     }
     if digest:  # what the module state digests cost this verdict's runs (seconds in the test process)
         result["digest_s"] = round(run.digest_s, 3)
+    if task.jail:
+        result["jailed"] = True
     if tampered:
         # a void verdict scores 0, is counted, and never enters the cache every later run and seed reads
         return {**result, "tampered": tampered}
@@ -305,7 +342,7 @@ def submit_texts(
 ) -> str:
     """Why new file texts (path -> text) fail Submit ("" when they resolve the task): the patch check against
     the base commit, then FAIL_TO_PASS + PASS_TO_PASS in the task's order on a clean checkout."""
-    refused = {p: r for p, t in texts.items() if (r := screen(base_text(task, p), t))}
+    refused = {p: r for p, t in texts.items() if (r := screen(base_text(task, p), t, not task.jail))}
     if refused:
         return f"refused by the patch check: {refused}"
     result = run_patch(runtime, cache, task, texts, task.submit_tests(), "submit", cpu_s, digest=digest)

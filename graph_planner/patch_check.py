@@ -351,8 +351,10 @@ def _feeds_unchanged_gadget(rules: FileRules, changed: set[int], tainted: set[st
 
 
 @_locked
-def screen(before: str, after: str) -> list[str]:
-    """Why a changed file is refused ([] when it is acceptable): see the module docstring."""
+def screen(before: str, after: str, bodies: bool = True) -> list[str]:
+    """Why a changed file is refused ([] when it is acceptable): see the module docstring. `bodies=False`
+    (a task whose changed function runs only in the call jail, graph_planner/jail.py): rule 1 alone, the
+    structure; what a body does cannot reach the test process there."""
     raw = after.encode("utf-8")
     coding = _coding(raw)
     if coding != _coding(before.encode("utf-8")):
@@ -375,7 +377,7 @@ def screen(before: str, after: str) -> list[str]:
         ]
     lines = old_text.splitlines(), text.splitlines()
     changed = [(k, q, o) for k, ((q, o), (_, n)) in enumerate(zip(old_fns, new_fns)) if _changed(o, n, *lines)]
-    if not changed:
+    if not changed or not bodies:
         return []
     rules = _rules(text)  # its tree is the new file's, parsed from the same text: the same functions
     old_scopes, _ = function_scopes(old_text)

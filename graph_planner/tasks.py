@@ -10,6 +10,8 @@ from pathlib import Path
 from graph_planner.corpus.spec import TASK_SPLITS
 from graph_planner.corpus.testrun import RECORD_VERSION, Suite
 
+JAIL_SIDECAR = "jail.json"  # instance id -> the call jail's target (or null), beside a corpus's task files
+
 
 @dataclass
 class RepairTask:
@@ -36,6 +38,10 @@ class RepairTask:
     baseline); empty for corpora built before it was recorded (the buggy base commit's run stands in)."""
     record_version: int = 0
     """The guards' record version the clean events were taken under (corpus.testrun.RECORD_VERSION)."""
+    jail: dict = field(default_factory=dict)
+    """The call jail's target when the task qualifies for it ({"module", "path", "qualname"}: its gold fix
+    passes and its bug fails with that function run only in the jail, graph_planner/jail_qualify.py); empty:
+    the task's verdicts take the static check and the runtime guard."""
 
     def submit_tests(self) -> list[str]:
         """The tests Submit runs, in the order the task was validated in (FAIL_TO_PASS + PASS_TO_PASS)."""
@@ -99,6 +105,7 @@ def from_record(row: dict, root: Path) -> RepairTask:
         list((env or {}).get("fail_to_pass_at", [])),
         dict((env or {}).get("clean_events", {})),
         int((env or {}).get("record_version", 0)),
+        dict((env or {}).get("jail") or {}),
     )
 
 
@@ -119,6 +126,11 @@ def load_tasks(source: str | Path, split: str | None = None, limit: int | None =
         raise FileNotFoundError(f"no task file {missing}: build a corpus first (planact-repair corpus)")
     rows = [json.loads(line) for f in files for line in f.read_text().splitlines() if line.strip()]
     tasks = [from_record(r, root) for r in rows]
+    sidecar = root / JAIL_SIDECAR  # the qualification of a corpus built before it was stored with each task
+    if sidecar.is_file():
+        qualified = json.loads(sidecar.read_text())
+        for t in tasks:
+            t.jail = t.jail or dict(qualified.get(t.instance_id) or {})
     stale = sum(1 for t in tasks if t.clean_events and t.record_version != RECORD_VERSION)
     if stale:
         # the judge takes such a record again from the buggy base commit, which does not reach everything the

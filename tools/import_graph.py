@@ -91,7 +91,11 @@ def graph() -> dict[str, set[str]]:
 # and its submodules. The longest matching prefix decides (corpus.build is a builder, corpus.fetch a part).
 GRAPH_PLANNER_ROOMS = [
     ("parsing, code graph, patch check", ("graph_planner.pyparse", "graph_planner.patch_", "graph_planner.graph")),
-    ("corpus parts", ("graph_planner.corpus", "graph_planner.patching")),
+    # the call jail (stdlib only: the boot script loads per-run copies) sits with the test run that starts it
+    (
+        "corpus parts",
+        ("graph_planner.corpus", "graph_planner.patching", "graph_planner.jail", "graph_planner.jail_wire"),
+    ),
     (
         "tasks, settings and verdicts",
         (
@@ -105,7 +109,12 @@ GRAPH_PLANNER_ROOMS = [
     ),
     (
         "corpus builders",
-        ("graph_planner.corpus.build", "graph_planner.corpus.history", "graph_planner.corpus.history_tasks"),
+        (
+            "graph_planner.corpus.build",
+            "graph_planner.corpus.history",
+            "graph_planner.corpus.history_tasks",
+            "graph_planner.jail_qualify",
+        ),
     ),
     (
         "environment and agents",

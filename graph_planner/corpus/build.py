@@ -251,6 +251,10 @@ def build_package(
                     dropped["max_kept reached"] += 1
                 else:
                     tasks.append(row)
+            if cfg.jail:  # the task's qualification for the call jail, decided once, stored with it
+                todo = [r for r in tasks if "jail" not in r["planact_env"]]
+                for row, spec in zip(todo, pool.map(lambda r: slots.jail(from_record(r, out)), todo)):
+                    row["planact_env"]["jail"] = spec
     report.update(
         functions_covered=sum(len(v) for v in base.covered_functions().values()),
         tried=tried,
@@ -307,6 +311,17 @@ class _Slots:
             with self._lock:
                 self._all.append(rt)
         return gold_submit(rt, task)
+
+    def jail(self, task) -> dict | None:
+        """The call jail's target when `task` qualifies for it (graph_planner/jail_qualify.py), else None."""
+        from graph_planner.jail_qualify import qualify
+
+        rt = getattr(self._local, "runtime", None)
+        if rt is None:
+            rt = self._local.runtime = LocalRuntime()
+            with self._lock:
+                self._all.append(rt)
+        return qualify(rt, task)["jail"]
 
     def __enter__(self):
         return self

@@ -103,6 +103,12 @@ class CorpusConfig(StrictConfig):
         60.0, gt=0, description="A package whose clean suite takes longer is refused (slow suites make slow episodes)."
     )
     workers: int = Field(0, ge=0, description="Test runs in parallel; 0 = one per CPU.")
+    jail: bool = Field(
+        False,
+        description="Qualify each kept task for the call jail (graph_planner/jail_qualify.py: its gold fix passes "
+        "and its bug fails with the target function run only in a seccomp-jailed child) and store the result "
+        "with the task; two more sandbox runs per task.",
+    )
 
     @field_validator("kinds")
     @classmethod

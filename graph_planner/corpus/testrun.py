@@ -36,7 +36,10 @@ _PLUGIN_DIR = Path(__file__).parent / "plugin"
 _BOOT = _PLUGIN_DIR / "planact_boot.py"
 _NAME_GUARD = _PLUGIN_DIR / "planact_names.py"  # the boot script loads it from its own per-run copy
 _DIGEST = _PLUGIN_DIR / "planact_digest.py"  # the module state digest, likewise
+_JAIL = [Path(__file__).parent.parent / n for n in ("jail.py", "jail_wire.py")]  # the call jail (copied whole)
 GUARD_EXIT = 86  # the boot script's exit status when its guard stopped the run (kept equal to it)
+JAIL_EXIT = 87  # the boot script's exit status when the call jail could not judge a call (kept equal to it)
+JAIL_FAULT = "jail fault"  # a run's status then: every test failed
 NAMES = "<names>"  # the boot script's key of the name guard's record (kept equal to it)
 PROCESS = "<process>"  # its key of the process-wide events (code run from data wherever it runs)
 # What a clean run's record covers: raised whenever the guards come to judge events an older record never
@@ -131,6 +134,9 @@ class Guard:
     """Record which watched function sets off which event instead of stopping the run (the clean code)."""
     digest: bool = False
     """Report the module state digest after each passed test call (graph_planner/state_digest.py)."""
+    jail: tuple = ()
+    """(module, path relative to the copy, qualname, first line, last line, package, the file's base text): run
+    that function of the patched file only in the call jail (graph_planner/jail.py); () for none."""
 
 
 UNSIGNED = "a report line the host's plugin did not sign"
@@ -151,6 +157,7 @@ class Report:
     record: dict[str, list[str]] = field(default_factory=dict)
     digests: list[tuple[str, dict[str, str | None]]] = field(default_factory=list)
     digest_s: float = 0.0
+    jail: str = ""
 
 
 def _signed(text: str, key: bytes):
@@ -188,6 +195,8 @@ def read_channel(text: str, key: bytes) -> Report:
             out.end = row
         elif "guard" in row:
             out.guard = (str(row["guard"]), str(row.get("in")))
+        elif "jail" in row:
+            out.jail = str(row["jail"])
         elif "record" in row:
             out.record = {str(k): list(v) for k, v in dict(row["record"]).items()}
         elif "digest" in row:
@@ -264,6 +273,26 @@ def name_guard_config(file: str | Path = _NAME_GUARD, modules: list[str] = ()) -
     }
 
 
+def _jail_config(jail: tuple, workdir: Path, folder: Path, suite: Suite) -> dict:
+    """The boot script's call jail settings: the jail's per-run copy, the target, its limits."""
+    module, path, qualname, first, last, package, base = jail
+    per_call = max(2.0, min(10.0, suite.cpu_s or suite.timeout_s))
+    return {
+        "lib": str(folder / "jail.py"),
+        "module": module,
+        "file": str(workdir / path),
+        "qualname": qualname,
+        "first": first,
+        "last": last,
+        "package": package,
+        "call_s": per_call,
+        "total_s": suite.cpu_s or suite.timeout_s,  # the run's own budget, for every jailed call together
+        "max_calls": 200_000,
+        "memory_mb": min(1024, suite.memory_mb // 2),
+        "base": base,  # on disk once the zygote has read the patch: a subprocess imports the unpatched code
+    }
+
+
 def run_in_place(
     workdir: str | Path,
     tests: list[str] | None = None,
@@ -283,6 +312,12 @@ def run_in_place(
     for source, copy in ((_BOOT, boot), (_NAME_GUARD, name_guard), (_DIGEST, digest)):  # nothing is keyed to them
         shutil.copyfile(source, copy)
         copy.chmod(0o644)
+    jail_dir = folder / f"jail-{secrets.token_hex(6)}"
+    if guard.jail:
+        jail_dir.mkdir(mode=0o755)
+        for source in _JAIL:
+            shutil.copyfile(source, jail_dir / source.name)
+            (jail_dir / source.name).chmod(0o644)
     # --rootdir: test ids stay relative to the copy whatever else is collected (the canaries live outside)
     args = ["-q", "-rf", "--tb=short", "-p", "no:cacheprovider", f"--rootdir={workdir}", *suite.pytest_args]
     if coverage:
@@ -306,6 +341,7 @@ def run_in_place(
             "names": name_guard_config(name_guard, [suffix[2:] for suffix in canary]),
             "args": args,
             "digest": str(digest) if guard.digest else None,
+            "jail": _jail_config(guard.jail, workdir, jail_dir, suite) if guard.jail else None,
         }
         return json.dumps(cfg).encode()
 
@@ -345,7 +381,12 @@ def run_in_place(
     # Only a run that ended on its own has a report to judge: one the host stopped (CPU or wall limit,
     # memory) is that failure, whatever it had reported so far.
     ended_itself = done.status in ("ok", "error")
-    if done.returncode == GUARD_EXIT or report.guard:
+    jailed = ""
+    if guard.jail and (done.returncode == JAIL_EXIT or report.jail):
+        jailed = report.jail or "the call jail ended the run"
+    if jailed:
+        pass  # the run ended at the fault, by design: its exit status and counts are no forgery
+    elif done.returncode == GUARD_EXIT or report.guard:
         event, where = report.guard or ("an event it did not report", "a changed function")
         tampered = f"the guard stopped the run: {where} set off {event}"
     elif tests and done.channel_truncated:
@@ -365,11 +406,13 @@ def run_in_place(
     status = done.status if done.status in ("timeout", "memory") or not finished else "ok"
     if tampered:
         outcomes, status = {t: "failed" for t in outcomes}, "tampered"
+    elif jailed:  # a call the jail could not judge (a timeout, a crash, a value no plain data): no test passes
+        outcomes, status = {t: "failed" for t in outcomes}, JAIL_FAULT
     return TestRun(
         outcomes,
         status,
         done.seconds,
-        done.stdout + done.stderr,
+        done.stdout + done.stderr + (f"\n[call jail] {jailed}\n" if jailed else ""),
         done.returncode,
         cov,
         report.seconds,

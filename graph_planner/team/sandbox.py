@@ -102,7 +102,7 @@ class Sandbox:
         except (PatchError, RuntimeError) as e:
             return None, str(e)
         with self._parse:
-            reasons = {p: r for p, t in texts.items() if (r := screen(self._base_text(task, p), t))}
+            reasons = {p: r for p, t in texts.items() if (r := screen(self._base_text(task, p), t, not task.jail))}
         return (None, f"patch refused: {reasons}") if reasons else (texts, "")
 
     def judge(self, task: RepairTask, edit: dict, mode: str) -> dict:

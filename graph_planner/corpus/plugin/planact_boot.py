@@ -31,6 +31,7 @@ import os
 import sys
 
 GUARD_EXIT = 86
+JAIL_EXIT = 87  # the call jail could not judge a call (graph_planner/jail.py)
 # Events that carry no capability and that ordinary code sets off. An import a changed function sets off
 # (a lazy `import _strptime`) is not held against it: the patch check forbids new imports and dynamic-import
 # gadgets; what the imported module's code does (frames of the import system) is not the patch's either.
@@ -274,6 +275,25 @@ def _plugin(send, void, record, names, front, digest=None):
     return plugin
 
 
+def _jail(cfg, send):
+    """Start the call jail (graph_planner/jail.py, a per-run copy) before anything imports the package: the
+    target function becomes a trampoline here and runs only in the zygote's jailed children. A call the jail
+    cannot judge is reported and ends the run (JAIL_EXIT): no test may catch it and pass. Once the zygote read
+    the patched file, the file on disk holds the base text (a subprocess imports the unpatched function)."""
+    jail = _load(cfg.pop("lib"), "planact_jail")
+    exit_ = os._exit
+
+    def fault(why):
+        send({"jail": why})
+        exit_(JAIL_EXIT)
+
+    client = jail.start(jail.__file__, cfg, fault)
+    why = client.ready()
+    if why:
+        fault(f"the jail cannot run: {why}")
+    return client
+
+
 def main():
     """Read the host's configuration, set up channel and guard, run pytest."""
     cfg = json.loads(sys.stdin.buffer.read())
@@ -286,6 +306,8 @@ def main():
         fd = cfg["move_to"]
     send = _signer(fd, bytes.fromhex(cfg.pop("key")))
     void = _voider(send)
+    sys.path[0] = os.getcwd()  # as `python -m pytest` has it (and this script's folder is out of sight)
+    client = _jail(cfg["jail"], send) if cfg.get("jail") else None
     # loaded before the audit hook is added: compiling the guard's own file is no event of the code under test
     names_module = _load(cfg["names"]["file"]) if cfg["watch"] else None
     digest = _load(cfg["digest"], "planact_digest").state_digest(os.getcwd()) if cfg.get("digest") else None
@@ -300,8 +322,13 @@ def main():
     import pytest
 
     sys.argv = ["pytest"]
-    sys.path[0] = os.getcwd()  # as `python -m pytest` has it (and this script's folder is out of sight)
-    sys.exit(pytest.main(cfg["args"], plugins=[plugin]))
+    status = pytest.main(cfg["args"], plugins=[plugin])
+    if client is not None:
+        client.close()  # reaped: the zygote's CPU time (and its children's) counts in the run's
+        stray = client.stray()
+        if stray:  # before the end line's verdict stands: void it
+            client.fault(stray)
+    sys.exit(status)
 
 
 if __name__ == "__main__":

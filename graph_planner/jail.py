@@ -1,0 +1,495 @@
+"""The call jail: the patched function runs only in a forked, seccomp-jailed child, never in the test process.
+
+Standard library only: the boot script (corpus/plugin/planact_boot.py) loads a per-run copy of this file and
+of jail_wire.py, and starts `python -s <copy> ` as the zygote, a fresh interpreter that holds none of the
+test process's memory.
+
+* The zygote imports the target module with the target function's code replaced by a trampoline (so no
+  patched code runs at import), keeps the patched function's code object (compiled, never run), checks
+  that a seccomp filter can be installed, then serves calls: one forked child per call.
+* The child unpickles (args, kwargs) (the test process pickled them; classes of test modules are refused),
+  closes every descriptor but its result pipe, sets rlimits (CPU seconds, address space), installs the
+  filter of jail_wire (only memory, clocks, futex, signals' masks, exit and `write` to the result pipe),
+  swaps the patched code in, calls it, and writes the value or the exception (type as module + qualname,
+  args) in jail_wire's plain-data codec. The zygote kills it at a wall-clock deadline.
+* In the test process an import hook compiles the target module with the same trampoline, whose body sends
+  the call to the zygote and decodes the answer into plain data or an exception of an allowed class
+  (builtins, the standard library, the package; never MemoryError or a BaseException outside Exception).
+  Anything else (a timeout, a crash, a refused value, a call or time cap passed) is a fault: `on_fault`
+  ends the run (the boot script reports it and exits), so no test can catch it and pass.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib.machinery
+import importlib.util
+import io
+import json
+import os
+import pickle
+import resource
+import select
+import signal
+import struct
+import subprocess
+import sys
+import time
+import types
+
+try:
+    from graph_planner import jail_wire as wire
+except ImportError:  # a per-run copy: jail_wire.py lies beside it
+    _here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jail_wire.py")
+    _spec = importlib.util.spec_from_file_location("planact_jail_wire", _here)
+    wire = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(wire)
+
+JAIL_NAME = "__planact_jail__"  # the module global the trampoline calls
+CO_GENERATORS = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coroutine, async generator
+STDLIB = frozenset(sys.stdlib_module_names)
+
+
+class JailFault(Exception):
+    """The jail could not give a verdict on a call (never an outcome a test may see)."""
+
+
+# --- the rewrite: the target function's code replaced wherever the module's code defines it ---------------
+
+
+def _find(code: types.CodeType, qualname: str, first: int, last: int, path=()):
+    """(path of const indexes, code object) of the function `qualname` defined between lines first..last."""
+    for i, c in enumerate(code.co_consts):
+        if isinstance(c, types.CodeType):
+            if c.co_qualname == qualname and first <= c.co_firstlineno <= last:
+                return (*path, i), c
+            found = _find(c, qualname, first, last, (*path, i))
+            if found:
+                return found
+    return None
+
+
+def _replace(code: types.CodeType, path: tuple, new: types.CodeType) -> types.CodeType:
+    consts = list(code.co_consts)
+    consts[path[0]] = new if len(path) == 1 else _replace(consts[path[0]], path[1:], new)
+    return code.replace(co_consts=tuple(consts))
+
+
+def trampoline(original: types.CodeType) -> types.CodeType:
+    """Code with `original`'s signature and free variables whose body hands the bound arguments to
+    `__planact_jail__(args, kwargs)` (parameter names and counts as inspect.signature reads them)."""
+    if original.co_flags & CO_GENERATORS:
+        raise JailFault(f"{original.co_qualname} is a generator or coroutine function: it cannot be jailed")
+    names, pos, npos = original.co_varnames, original.co_argcount, original.co_posonlyargcount
+    kwonly = names[pos : pos + original.co_kwonlyargcount]
+    at = pos + len(kwonly)
+    star = names[at] if original.co_flags & 0x04 else None
+    dstar = names[at + (star is not None)] if original.co_flags & 0x08 else None
+    params = list(names[:npos]) + (["/"] if npos else []) + list(names[npos:pos])
+    params += [f"*{star}"] if star else (["*"] if kwonly else [])
+    params += list(kwonly) + ([f"**{dstar}"] if dstar else [])
+    args = "(" + "".join(f"{n}, " for n in names[:pos]) + (f"*{star}," if star else "") + ")"
+    kwargs = "{" + "".join(f"{n!r}: {n}, " for n in kwonly) + (f"**{dstar}" if dstar else "") + "}"
+    free = original.co_freevars
+    src = "def _factory():\n" + "".join(f"    {v} = None\n" for v in free)
+    src += f"    def _tramp({', '.join(params)}):\n"
+    src += "".join(f"        {v}\n" for v in free)  # makes each a free variable, in the same order
+    src += f"        return {JAIL_NAME}({args}, {kwargs})\n    return _tramp\n"
+    ns: dict = {}
+    exec(compile(src, original.co_filename, "exec", dont_inherit=True), ns)
+    code = ns["_factory"]().__code__
+    if code.co_freevars != free:
+        raise JailFault(f"cannot mirror the free variables of {original.co_qualname}: {free}")
+    return code.replace(
+        co_name=original.co_name, co_qualname=original.co_qualname, co_firstlineno=original.co_firstlineno
+    )
+
+
+def compile_split(path: str, qualname: str, first: int, last: int, source: bytes | None = None):
+    """(module code with the target replaced by its trampoline, the trampoline, the patched target's code);
+    `source`: the patched file's text when the file on disk no longer holds it."""
+    if source is None:
+        with open(path, "rb") as fh:
+            source = fh.read()
+    module = compile(source, path, "exec", dont_inherit=True)
+    found = _find(module, qualname, first, last)
+    if found is None:
+        raise JailFault(f"no function {qualname} on lines {first}-{last} of {path}")
+    where, patched = found
+    tramp = trampoline(patched)
+    return _replace(module, where, tramp), tramp, patched
+
+
+class _Loader(importlib.machinery.SourceFileLoader):
+    """Loads the target file as its split code, `__planact_jail__` bound first (no bytecode cache)."""
+
+    def __init__(self, fullname, path, hook):
+        super().__init__(fullname, path)
+        self.hook = hook
+
+    def get_code(self, fullname):
+        code, tramp, patched = compile_split(self.path, *self.hook.target, self.hook.source)
+        # only the zygote keeps the patched code (for its children); the test process drops it here
+        self.hook.codes.append((tramp, patched if self.hook.keep else None))
+        return code
+
+    def exec_module(self, module):
+        module.__dict__[JAIL_NAME] = self.hook.call
+        super().exec_module(module)
+
+
+class ImportHook:
+    """A meta-path finder that hands the target file, under any module name, to `_Loader`."""
+
+    def __init__(self, file: str, qualname: str, first: int, last: int, call, keep: bool = False, source=None):
+        self.file, self.target, self.call, self.keep = os.path.realpath(file), (qualname, first, last), call, keep
+        self.source = source
+        self.codes: list[tuple[types.CodeType, types.CodeType]] = []
+
+    def find_spec(self, name, path, target=None):
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None and spec.origin and os.path.realpath(spec.origin) == self.file:
+            spec.loader = _Loader(name, spec.origin, self)
+            return spec
+        return None  # any other module: the finders after this one, as without the jail
+
+    def install(self) -> None:
+        """First on sys.meta_path (the boot script installs it before pytest imports anything)."""
+        sys.meta_path.insert(0, self)
+
+
+# --- framing over the zygote's stdin/stdout ------------------------------------------------------------
+
+
+def _send(fd: int, tag: bytes, data: bytes) -> None:
+    view = memoryview(tag + struct.pack("<I", len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_exact(fd: int, n: int, deadline: float | None = None) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise JailFault("the zygote did not answer in time")
+        chunk = os.read(fd, min(n - len(out), 1 << 20))
+        if not chunk:
+            raise JailFault("the zygote is gone")
+        out += chunk
+    return bytes(out)
+
+
+def _recv(fd: int, deadline: float | None = None) -> tuple[bytes, bytes]:
+    head = _read_exact(fd, 5, deadline)
+    n = struct.unpack("<I", head[1:])[0]
+    if n > wire.MAX_BYTES + 64:
+        raise JailFault("oversized message")
+    return head[:1], _read_exact(fd, n, deadline)
+
+
+def _testish(module: str) -> bool:
+    """A module name that may be test code (its expected values must never enter a jailed child)."""
+    return any(p.startswith("test") or p in ("conftest", "testing") or p.endswith("_test") for p in module.split("."))
+
+
+# --- the zygote and its children ---------------------------------------------------------------------
+
+
+class _Unpickler(pickle.Unpickler):
+    """The child's unpickler: classes of modules loaded already, of the standard library or of the package,
+    never of test code (importing a test module would put its expected values in the child's reach)."""
+
+    package = ""
+
+    def find_class(self, module, name):
+        top = module.split(".")[0]
+        if _testish(module) or not (module in sys.modules or top in STDLIB or top == self.package):
+            raise pickle.UnpicklingError(f"the jail does not load {module}.{name}")
+        return super().find_class(module, name)
+
+
+class _Sink(io.TextIOBase):
+    """Where the child's print and warnings go: nowhere (its descriptors are closed, writes refused)."""
+
+    def write(self, s):
+        return len(s)
+
+
+def _child(request: bytes, result: int, functions: list, patched, limits: dict) -> None:
+    """A forked child: see the module docstring. Never returns."""
+    write, exit_, encode, BaseEx = os.write, os._exit, wire.encode, BaseException
+    try:
+        wire.closerange_except(result)
+        unpickler = _Unpickler(io.BytesIO(request))
+        args, kwargs = unpickler.load()
+        cpu = max(1, int(limits["call_s"] + 0.999))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+        with open("/proc/self/statm") as fh:  # the address space in use now, plus the allowance
+            used = int(fh.read().split()[0]) * resource.getpagesize()
+        space = used + limits["memory_mb"] * (1 << 20)
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        space = space if hard == resource.RLIM_INFINITY else min(space, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (space, space))
+        sys.stdout = sys.stderr = _Sink()
+        wire.install_filter(result)
+        # from here on the patched code may do anything: all that leaves this process is what it writes
+        # to `result`, and the trusted side decodes only plain data from it
+        for fn in functions:
+            fn.__code__ = patched
+        try:
+            value, raised = functions[0](*args, **kwargs), None
+        except BaseEx as e:
+            value, raised = None, e
+        # (a value that will not encode is a fault, never an exception the test could expect)
+        if raised is None:
+            out = b"V" + encode(value)
+        else:
+            kind = type(raised)
+            out = b"X" + encode((kind.__module__, kind.__qualname__, raised.args))
+    except BaseException as e:  # noqa: BLE001 - any failure is the verdict "fault"
+        out = b"F" + f"{type(e).__name__}: {e}"[:500].encode("utf-8", "replace")
+    try:
+        view = memoryview(out)
+        while view:
+            view = view[write(result, view) :]
+    finally:
+        exit_(0)
+
+
+def _serve_call(request: bytes, functions: list, patched, limits: dict) -> tuple[bytes, bytes]:
+    """Fork a child for one call; (tag, payload) of its answer or of the fault."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            _child(request, w, functions, patched, limits)
+        finally:
+            os._exit(1)
+    os.close(w)
+    deadline, data, why = time.monotonic() + limits["call_s"], bytearray(), ""
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([r], [], [], left)[0]:
+                why = f"the call ran past {limits['call_s']} s"
+                break
+            chunk = os.read(r, 1 << 20)
+            if not chunk:
+                break
+            data += chunk
+            if len(data) > wire.MAX_BYTES + 1:
+                why = "the call's answer passed the size cap"
+                break
+    finally:
+        os.close(r)
+        if why:
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    if why:
+        return b"F", why.encode()
+    if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+        return b"F", f"the jailed child died ({status})".encode()
+    if not data or data[:1] not in (b"V", b"X", b"F"):
+        return b"F", b"the jailed child wrote no answer"
+    return bytes(data[:1]), bytes(data[1:])
+
+
+def _preflight() -> str:
+    """Why the filter does not hold in a child of this process ("" when opening a file is refused there)."""
+    why = wire.available()
+    if why:
+        return why
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            wire.install_filter(w)
+            try:
+                os.open("/", os.O_RDONLY)
+                msg = b"open was allowed"
+            except PermissionError:
+                msg = b"ok"
+        except BaseException as e:  # noqa: BLE001
+            msg = repr(e).encode()[:300]
+        os.write(w, msg)
+        os._exit(0)
+    os.close(w)
+    msg = os.read(r, 400)
+    os.close(r)
+    os.waitpid(pid, 0)
+    return "" if msg == b"ok" else f"seccomp filter unavailable: {msg.decode(errors='replace')}"
+
+
+def zygote_main() -> None:
+    """The zygote's loop: configuration, import, preflight, then one answer per request on stdout."""
+    tag, data = _recv(0)
+    cfg = json.loads(data)
+    sys.path[:] = cfg["path"]
+    _Unpickler.package = cfg["package"]
+
+    def refuse(args, kwargs):
+        raise JailFault("the target function was called while its module was imported")
+
+    try:
+        hook = ImportHook(cfg["file"], cfg["qualname"], cfg["first"], cfg["last"], refuse, keep=True)
+        hook.install()
+        importlib.import_module(cfg["module"])
+        if not hook.codes:
+            raise JailFault(f"importing {cfg['module']} did not load {cfg['file']}")
+        tramp, patched = hook.codes[-1]
+        gc.collect()
+        functions = [f for f in gc.get_referrers(tramp) if type(f) is types.FunctionType]
+        if not functions:
+            raise JailFault(f"{cfg['qualname']} was never made a function")
+        wire.prepare()
+        why = _preflight()
+    except BaseException as e:  # noqa: BLE001
+        why = f"{type(e).__name__}: {e}"
+    _send(1, b"R", why.encode())
+    if why:
+        return
+    limits = {"call_s": float(cfg["call_s"]), "memory_mb": int(cfg["memory_mb"])}
+    while True:
+        try:
+            tag, request = _recv(0)
+        except JailFault:
+            return  # the test process ended
+        _send(1, *_serve_call(request, functions, patched, limits))
+
+
+# --- the test process's side ---------------------------------------------------------------------------
+
+
+class Client:
+    """The test process's end of the jail: starts the zygote, sends calls, decodes answers."""
+
+    def __init__(self, lib: str, cfg: dict, on_fault):
+        cfg = {**cfg, "path": list(sys.path)}  # the zygote imports as this process would
+        self.cfg, self.on_fault = cfg, on_fault
+        self.calls, self.spent, self.error = 0, 0.0, ""
+        self.package = cfg["package"]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-s", lib],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            close_fds=True,
+            cwd=os.getcwd(),
+        )
+        self.wfd, self.rfd = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        _send(self.wfd, b"C", json.dumps(cfg).encode())
+
+    def ready(self) -> str:
+        """Wait for the zygote; why it cannot serve calls ("" when it can)."""
+        if not hasattr(self, "_ready"):
+            try:
+                _, why = _recv(self.rfd, time.monotonic() + float(self.cfg.get("start_s", 60)))
+                self._ready = why.decode(errors="replace")
+            except JailFault as e:
+                self._ready = str(e)
+        return self._ready
+
+    def fault(self, why: str):
+        """Report a fault (the boot script's handler ends the run); raise for a handler that returns."""
+        self.error = self.error or why
+        self.on_fault(why)
+        raise JailFault(why)
+
+    def __call__(self, args: tuple, kwargs: dict):
+        """The trampoline's target: run the patched function in a jailed child."""
+        why = self.ready()
+        if why:
+            self.fault(f"the jail cannot run: {why}")
+        self.calls += 1
+        if self.calls > int(self.cfg["max_calls"]) or self.spent > float(self.cfg["total_s"]):
+            self.fault("the jailed calls passed their cap of calls or seconds for this run")
+        try:
+            request = pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as e:  # noqa: BLE001 - an argument the child cannot receive
+            self.fault(f"the call's arguments cannot be sent to the jail: {type(e).__name__}: {e}")
+        start = time.monotonic()
+        try:
+            _send(self.wfd, b"Q", request)
+            tag, data = _recv(self.rfd, start + float(self.cfg["call_s"]) + 10)
+        except (JailFault, OSError) as e:
+            self.fault(str(e))
+        self.spent += time.monotonic() - start
+        if tag == b"F":
+            self.fault(data.decode(errors="replace"))
+        try:
+            value = wire.decode(data)
+        except Exception as e:  # noqa: BLE001 - bytes that encode no plain data
+            self.fault(f"the jailed call answered no plain data: {e}")
+        if tag == b"V":
+            return value
+        raise self._exception(value)
+
+    def _exception(self, value) -> BaseException:
+        """The exception the child raised, rebuilt from (module, qualname, args) when its class is allowed."""
+        if not (type(value) is tuple and len(value) == 3 and type(value[0]) is str and type(value[1]) is str):
+            self.fault("the jailed call's exception is malformed")
+        module, qualname, args = value
+        top = module.split(".")[0]
+        allowed = module == "builtins" or (not _testish(module) and (top in STDLIB or top == self.package))
+        cls = sys.modules.get(module) if allowed else None
+        for part in qualname.split(".") if cls is not None else ():
+            space = getattr(cls, "__dict__", None)
+            cls = space.get(part) if space is not None else None
+            if cls is None:
+                break
+        if not (isinstance(cls, type) and issubclass(cls, Exception)) or issubclass(cls, MemoryError):
+            self.fault(f"the jailed call raised {module}.{qualname}, which the jail does not pass on")
+        if type(args) is not tuple:
+            args = (args,)
+        try:
+            return cls(*args)
+        except Exception:  # noqa: BLE001 - a constructor that takes other arguments than its args
+            e = cls.__new__(cls)
+            e.args = args
+            return e
+
+    def stray(self) -> str:
+        """A module of the target file that another loader loaded (pytest's assertion rewriter claims files
+        named like tests): its patched code ran outside the jail ("" when there is none)."""
+        for name, module in list(sys.modules.items()):
+            path = getattr(module, "__file__", None)
+            loader = getattr(getattr(module, "__spec__", None), "loader", None)
+            if path and os.path.realpath(path) == os.path.realpath(self.cfg["file"]) and type(loader) is not _Loader:
+                return f"module {name} was loaded without the jail's hook"
+        return ""
+
+    def close(self) -> None:
+        """End the zygote."""
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except Exception:  # noqa: BLE001
+            self.proc.kill()
+
+
+def start(lib: str, cfg: dict, on_fault) -> Client:
+    """Start the zygote (`lib`: this file's path) and hook the target module's import in this process.
+    cfg: module, file, qualname, first, last (the target's lines), package (its top-level package), call_s,
+    total_s, max_calls, memory_mb; with "base" (the unpatched file's text), once the zygote has read the
+    patched file, the file on disk becomes the base text: a subprocess a test starts (a command-line test
+    running `python -m package`) imports the unpatched function, never the patch outside the jail."""
+    with open(cfg["file"], "rb") as fh:
+        source = fh.read()
+    base = cfg.pop("base", None)
+    client = Client(lib, cfg, on_fault)
+    ImportHook(cfg["file"], cfg["qualname"], cfg["first"], cfg["last"], client, source=source).install()
+    if base is not None and not client.ready():
+        cached = importlib.util.cache_from_source(cfg["file"])
+        folder, stem = os.path.dirname(cached), os.path.basename(cached).split(".")[0]
+        for name in os.listdir(folder) if os.path.isdir(folder) else ():
+            if name.split(".")[0] == stem:  # a bytecode cache of the patched text must not stand in for it
+                os.unlink(os.path.join(folder, name))
+        with open(cfg["file"], "w", encoding="utf-8") as fh:
+            fh.write(base)
+    return client
+
+
+if __name__ == "__main__":
+    zygote_main()

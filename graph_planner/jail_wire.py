@@ -1,0 +1,283 @@
+"""The call jail's two walls: a seccomp-BPF filter for the jailed child and a strict plain-data codec.
+
+Standard library only: a per-run copy of this file is loaded inside the sandbox (graph_planner/jail.py).
+
+* `install_filter(fd)`: after it, the calling process can only compute: manage its memory, read clocks
+  and randomness, block signals, exit, and `write` to `fd`; every other system call fails with EPERM (a
+  call from a foreign ABI kills the process). Installed with no_new_privs, it is inherited and cannot be
+  removed, and nothing the process does after it can open a file, a socket or a process.
+* `encode` / `decode`: a tagged binary format of None, bool, int, float, str, bytes, list, tuple, dict,
+  set and frozenset only (exact types, no subclasses), with caps on size, nodes and depth. `decode` is what
+  the trusted side runs on bytes the jailed code wrote: it builds nothing else, whatever the bytes are.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import struct
+
+# --- seccomp -----------------------------------------------------------------------------------------
+
+AUDIT_ARCH_X86_64 = 0xC000003E
+X32_SYSCALL_BIT = 0x40000000
+RET_ALLOW = 0x7FFF0000
+RET_ERRNO_EPERM = 0x00050000 | 1
+RET_KILL_PROCESS = 0x80000000
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+# x86_64 numbers. Only what CPython needs to run pure code once it is loaded: memory (malloc, the
+# obmalloc arenas, mprotect for nothing writable from outside), futex (the GIL), clocks, getrandom (hash
+# seeds of a new dict type), signal masks and returns, and the two exits.
+SYS_WRITE, SYS_MMAP = 1, 9
+ALLOWED = {
+    "brk": 12,
+    "munmap": 11,
+    "mremap": 25,
+    "madvise": 28,
+    "mprotect": 10,
+    "futex": 202,
+    "clock_gettime": 228,
+    "gettimeofday": 96,
+    "getrandom": 318,
+    "rt_sigreturn": 15,
+    "rt_sigprocmask": 14,
+    "sigaltstack": 131,
+    "exit": 60,
+    "exit_group": 231,
+}
+_LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
+MAP_ANONYMOUS = 0x20
+_NR, _ARCH = 0, 4
+_ARG = [16 + 8 * i for i in range(6)]  # seccomp_data.args[i]: low 32 bits first (little endian)
+
+
+def available() -> str:
+    """Why seccomp filters cannot jail this process ("" when they can): x86_64 Linux with filter support."""
+    if platform.system() != "Linux" or platform.machine() != "x86_64":
+        return f"the jail's filter is written for x86_64 Linux, not {platform.system()} {platform.machine()}"
+    try:
+        with open("/proc/sys/kernel/seccomp/actions_avail") as fh:
+            actions = fh.read().split()
+    except OSError:
+        return ""  # /proc/sys hidden (a sandbox view): install_filter's own result decides
+    return "" if {"errno", "allow"} <= set(actions) else f"this kernel's seccomp lacks errno/allow: {actions}"
+
+
+def _program(fd: int) -> bytes:
+    """The BPF program: allow ALLOWED, `write(fd, ...)`, anonymous `mmap`; EPERM for everything else."""
+    ins: list[tuple[int, int, int, int]] = []
+
+    def op(code, k, jt=0, jf=0):
+        ins.append((code, jt, jf, k))
+
+    deny, allow = "deny", "allow"
+    jumps: list[tuple[int, str, str]] = []  # (index, true target, false target) resolved below
+
+    def branch(k, if_true, if_false=None):
+        jumps.append((len(ins), if_true, if_false))
+        op(_JEQ_K, k)
+
+    op(_LD_W_ABS, _ARCH)
+    op(_JEQ_K, AUDIT_ARCH_X86_64, 1, 0)  # another ABI (i386 numbers differ): kill, never guess
+    op(_RET_K, RET_KILL_PROCESS)
+    op(_LD_W_ABS, _NR)
+    op(_JGE_K, X32_SYSCALL_BIT, 0, 1)
+    op(_RET_K, RET_KILL_PROCESS)
+    for nr in sorted(ALLOWED.values()):
+        branch(nr, allow)
+    branch(SYS_WRITE, "write")
+    branch(SYS_MMAP, "mmap")
+    op(_RET_K, RET_ERRNO_EPERM)
+    labels = {"write": len(ins)}
+    # write: only to the result descriptor (both halves of the 64-bit argument)
+    op(_LD_W_ABS, _ARG[0])
+    branch(fd, "write_hi", deny)
+    labels["write_hi"] = len(ins)
+    op(_LD_W_ABS, _ARG[0] + 4)
+    branch(0, allow, deny)
+    # mmap: anonymous only (MAP_ANONYMOUS in flags, the kernel then ignores fd; glibc passes fd -1 as a
+    # 32-bit int, so the argument's upper half is not reliable): a shared writable file mapping would be a
+    # write to that file
+    labels["mmap"] = len(ins)
+    op(_LD_W_ABS, _ARG[3])
+    jumps.append((len(ins), allow, deny))
+    op(_JSET_K, MAP_ANONYMOUS)
+    labels[deny] = len(ins)
+    op(_RET_K, RET_ERRNO_EPERM)
+    labels[allow] = len(ins)
+    op(_RET_K, RET_ALLOW)
+    for at, if_true, if_false in jumps:
+        code, _, _, k = ins[at]
+        jt = labels[if_true] - at - 1
+        jf = 0 if if_false is None else labels[if_false] - at - 1
+        assert 0 <= jt < 256 and 0 <= jf < 256
+        ins[at] = (code, jt, jf, k)
+    return b"".join(struct.pack("<HBBI", *i) for i in ins)
+
+
+class _Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+_libc = None
+
+
+def prepare() -> None:
+    """Load libc's prctl now (dlopen opens files: after the filter it could not)."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+
+
+def install_filter(fd: int) -> None:
+    """Jail the calling (single-threaded) process: see the module docstring. Raises OSError when it cannot."""
+    prepare()
+    code = _program(fd)
+    buf = ctypes.create_string_buffer(code, len(code))
+    prog = _Fprog(len(code) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, None, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
+
+
+# --- the plain-data codec ----------------------------------------------------------------------------
+
+MAX_BYTES = 16 << 20
+MAX_NODES = 1 << 20
+MAX_DEPTH = 64
+MAX_INT_DIGITS = 4300  # the interpreter's own default int/str conversion limit
+
+
+class CodecError(ValueError):
+    """A value that is not plain data, or bytes that are no encoding of one."""
+
+
+_SEQ = {list: b"L", tuple: b"T", set: b"E", frozenset: b"Z"}
+
+
+def encode(value) -> bytes:
+    """`value` as tagged bytes; CodecError when it holds anything but exact plain types or passes a cap."""
+    out: list[bytes] = []
+    size = [0, 0]  # bytes, nodes
+
+    def put(b: bytes) -> None:
+        size[0] += len(b)
+        if size[0] > MAX_BYTES:
+            raise CodecError("result too large")
+        out.append(b)
+
+    def walk(v, depth: int) -> None:
+        size[1] += 1
+        if size[1] > MAX_NODES or depth > MAX_DEPTH:
+            raise CodecError("result too large or too deep")
+        t = type(v)  # exact types: a subclass could carry an __eq__, a __hash__ or a __reduce__
+        if v is None:
+            put(b"N")
+        elif t is bool:
+            put(b"1" if v else b"0")
+        elif t is int:
+            digits = int.__repr__(v).encode()
+            if len(digits) > MAX_INT_DIGITS:
+                raise CodecError("integer too large")
+            put(b"I" + struct.pack("<I", len(digits)) + digits)
+        elif t is float:
+            put(b"D" + struct.pack("<d", v))
+        elif t is str:
+            data = str.encode(v, "utf-8", "surrogatepass")
+            put(b"S" + struct.pack("<I", len(data)) + data)
+        elif t is bytes:
+            put(b"B" + struct.pack("<I", len(v)) + v)
+        elif t in _SEQ:
+            items = list(v) if t in (set, frozenset) else v
+            put(_SEQ[t] + struct.pack("<I", len(items)))
+            for x in items:
+                walk(x, depth + 1)
+        elif t is dict:
+            put(b"M" + struct.pack("<I", len(v)))
+            for k, x in dict.items(v):
+                walk(k, depth + 1)
+                walk(x, depth + 1)
+        else:
+            raise CodecError(f"not plain data: {t.__module__}.{t.__qualname__}")
+
+    walk(value, 0)
+    return b"".join(out)
+
+
+def decode(data: bytes):
+    """The value `data` encodes; CodecError for anything else (trailing bytes, unknown tags, caps passed)."""
+    if type(data) is not bytes or len(data) > MAX_BYTES:
+        raise CodecError("not an encoding")
+    pos, nodes = 0, 0
+
+    def take(n: int) -> bytes:
+        nonlocal pos
+        if n < 0 or pos + n > len(data):
+            raise CodecError("truncated")
+        chunk = data[pos : pos + n]
+        pos += n
+        return chunk
+
+    def length() -> int:
+        return struct.unpack("<I", take(4))[0]
+
+    def read(depth: int):
+        nonlocal nodes
+        nodes += 1
+        if nodes > MAX_NODES or depth > MAX_DEPTH:
+            raise CodecError("too large or too deep")
+        tag = take(1)
+        if tag == b"N":
+            return None
+        if tag in (b"0", b"1"):
+            return tag == b"1"
+        if tag == b"I":
+            n = length()
+            if n > MAX_INT_DIGITS:
+                raise CodecError("integer too large")
+            text = take(n)
+            if not text or not all(c in b"-0123456789" for c in text):
+                raise CodecError("bad integer")
+            return int(text)
+        if tag == b"D":
+            return struct.unpack("<d", take(8))[0]
+        if tag == b"S":
+            return take(length()).decode("utf-8", "surrogatepass")
+        if tag == b"B":
+            return take(length())
+        if tag in (b"L", b"T", b"E", b"Z"):
+            n = length()
+            if n > len(data) - pos:  # every item takes a byte at least
+                raise CodecError("truncated")
+            items = [read(depth + 1) for _ in range(n)]
+            try:
+                return {b"L": list, b"T": tuple, b"E": set, b"Z": frozenset}[tag](items)
+            except TypeError as e:  # an unhashable member (a list in a set)
+                raise CodecError(str(e)) from None
+        if tag == b"M":
+            n = length()
+            if n > len(data) - pos:
+                raise CodecError("truncated")
+            out = {}
+            for _ in range(n):
+                k = read(depth + 1)
+                try:
+                    out[k] = read(depth + 1)
+                except TypeError as e:
+                    raise CodecError(str(e)) from None
+            return out
+        raise CodecError(f"unknown tag {tag!r}")
+
+    value = read(0)
+    if pos != len(data):
+        raise CodecError("trailing bytes")
+    return value
+
+
+def closerange_except(keep: int) -> None:
+    """Close every descriptor but `keep` (before the filter: after it, close itself is refused)."""
+    os.closerange(0, keep)
+    os.closerange(keep + 1, 1 << 16)

@@ -1,0 +1,107 @@
+"""The call jail end to end (graph_planner/jail.py): the gadget package's `spread` task qualifies, so its patched
+function runs only in a seccomp-jailed child of a zygote, never in pytest's process. The patch check judges
+only structure there, so every hostile body below reaches the sandbox with full power inside the function:
+the earlier reviews' routes (forge the report on the verdict channel, wrap pytest's reporting, change module
+state or a shared object the test reads, read the test file, walk frames or the heap for the expected value,
+exhaust memory, outlive the timeout) each score 0 with the bug left in; the gold fix and a correct fix written
+differently score 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from graph_planner.env import EnvLimits, PlannerEnv
+from graph_planner.jail_qualify import candidate, qualify
+
+from .repair_fixture import gadget_task, submit_body
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory):
+    """The gadget `spread` task, qualified for the jail as the corpus tool qualifies one."""
+    found = gadget_task(tmp_path_factory.mktemp("jail"))
+    env = PlannerEnv(limits=EnvLimits(test_cpu_s=10))
+    try:
+        row = qualify(env.runtime, found, 10)
+    finally:
+        env.runtime.close()
+    assert row["jail"] == candidate(found)[0], row
+    return replace(found, jail=row["jail"])
+
+
+@pytest.fixture(scope="module")
+def env():
+    e = PlannerEnv(limits=EnvLimits(test_cpu_s=10))
+    yield e
+    e.runtime.close()
+
+
+FORGES = {
+    # the verdict channel: a complete fake end-of-session line on every descriptor, then exit
+    "fake report on every descriptor": (
+        "import os, json\nfor fd in range(3, 256):\n    try:\n        os.write(fd, json.dumps("
+        "{'end': 0, 'failed': 0}).encode() + b'\\n')\n    except OSError:\n        pass\nos._exit(0)"
+    ),
+    # pytest's reporting: wrap its report maker so every call passes (no pytest in the jail's process)
+    "wrap pytest's reporting": (
+        "import sys\nrunner = sys.modules.get('_pytest.runner')\nif runner is None:\n"
+        "    import _pytest.runner as runner\nreal = runner.pytest_runtest_makereport\n"
+        "def fake(item, call):\n    rep = real(item, call)\n    rep.outcome = 'passed'\n    return rep\n"
+        "runner.pytest_runtest_makereport = fake"
+    ),
+    # module state and a shared object the test reads afterwards
+    "change module state the test reads": (
+        "import sys\nm = sys.modules['gadgets.core']\nm.OPS['+'] = 'sub'\nm.spread = lambda v: 6\n"
+        "import builtins\nbuiltins.max = lambda *a: 10 ** 9"
+    ),
+    # the test file on disk
+    "read the test file": (
+        "src = open('tests/test_core.py').read()\nimport re\nreturn int(re.search(r'== (\\d+)', src).group(1))"
+    ),
+    # frames and the heap: the expected value from the running test's code
+    "walk frames and the heap": (
+        "import sys, gc\nf = sys._getframe()\nwhile f is not None:\n"
+        "    if f.f_code.co_name.startswith('test_'):\n"
+        "        return [c for c in f.f_code.co_consts if isinstance(c, int)][-1]\n    f = f.f_back\n"
+        "for o in gc.get_objects():\n    if type(o).__name__ == 'function' and o.__name__ == 'test_spread':\n"
+        "        return [c for c in o.__code__.co_consts if isinstance(c, int)][-1]"
+    ),
+    # a value that equals anything
+    "an always-equal result": (
+        "class Any(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\nreturn Any(0)"
+    ),
+    "exhaust memory": "hog = bytearray(10 << 30)",
+    "outlive the timeout": "while True:\n    pass",
+    "kill the test process": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nos.kill(0, signal.SIGKILL)",
+}
+
+
+def test_gold_fix_and_a_correct_fix_score_one_the_bug_zero(task, env):
+    env.reset(task)
+    path = task.meta["file"]
+    text = env._read_base(path)
+    from graph_planner.judge import gold_texts
+
+    obs, *_ = env.step(
+        {"type": "repair", "apply": False, "edits": [{"file": path, "old": text, "new": gold_texts(task)[path]}]}
+    )
+    assert obs["applied"], obs
+    obs, reward, done, _ = env.step({"type": "submit"})
+    assert reward == 1.0 and obs["tests"]["jailed"], obs
+    obs, reward = submit_body(env, task, "lo, hi = sorted(values)[0], sorted(values)[-1]\nreturn hi - lo")
+    assert reward == 1.0, obs
+    obs, reward = submit_body(env, task, "")
+    assert reward == 0.0 and obs["tests"]["jailed"], obs
+
+
+@pytest.mark.parametrize("name", list(FORGES))
+def test_a_forge_with_full_power_in_the_function_scores_zero(task, env, name):
+    obs, reward = submit_body(env, task, FORGES[name])
+    print(f"\n[forge] {name}: reward {reward}, status {obs['tests']['status']}")
+    assert obs["tests"]["jailed"], obs  # it reached the sandbox: the structure-only check let it through
+    assert reward == 0.0 and not obs["resolved"], obs
+    if name in ("fake report on every descriptor", "an always-equal result", "exhaust memory", "outlive the timeout"):
+        assert obs["tests"]["status"] == "jail fault", obs
