@@ -94,7 +94,13 @@ GRAPH_PLANNER_ROOMS = [
     # the call jail (stdlib only: the boot script loads per-run copies) sits with the test run that starts it
     (
         "corpus parts",
-        ("graph_planner.corpus", "graph_planner.patching", "graph_planner.jail", "graph_planner.jail_wire"),
+        (
+            "graph_planner.corpus",
+            "graph_planner.patching",
+            "graph_planner.jail",
+            "graph_planner.jail_rewrite",
+            "graph_planner.jail_wire",
+        ),
     ),
     (
         "tasks, settings and verdicts",

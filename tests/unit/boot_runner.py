@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from graph_planner.corpus.testrun import _BOOT, read_channel
+from graph_planner.corpus.channel import read_channel
+from graph_planner.corpus.testrun import _BOOT
 
 
 def run_boot(tmp_path: Path, cfg: dict, key: bytes, read: int, write: int):

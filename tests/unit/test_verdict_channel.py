@@ -9,14 +9,8 @@ import json
 import os
 from pathlib import Path
 
-from graph_planner.corpus.testrun import (
-    GUARD_EXIT,
-    NAMES,
-    UNSIGNED,
-    name_guard_config,
-    read_channel,
-    tampering,
-)
+from graph_planner.corpus.channel import UNSIGNED, read_channel, tampering
+from graph_planner.corpus.testrun import GUARD_EXIT, NAMES, name_guard_config
 
 from .boot_runner import run_boot
 
