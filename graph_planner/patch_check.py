@@ -178,7 +178,7 @@ from graph_planner.patch_policy import (  # noqa: F401 - the lists are part of t
 from graph_planner.patch_scope import function_scopes, outer_functions
 from graph_planner.patch_slice import roots
 from graph_planner.patch_values import immutable
-from graph_planner.pyparse import PARSE_LOCK
+from graph_planner.pyparse import PARSE_LOCK, added_breaks, source_lines
 
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
@@ -239,7 +239,7 @@ def changed_functions(before: str, after: str) -> list[tuple[str, tuple[int, int
     """(qualified name, (first, last) line in `before`, (first, last) line in `after`) of every outermost
     function whose body or defaults changed; meaningful for patches `screen` accepted."""
     old_fns, new_fns = outer_functions(ast.parse(before)), outer_functions(ast.parse(after))
-    lines = before.splitlines(), after.splitlines()
+    lines = source_lines(before), source_lines(after)
     return [(q, _span(o), _span(n)) for (q, o), (_, n) in zip(old_fns, new_fns) if _changed(o, n, *lines)]
 
 
@@ -355,6 +355,9 @@ def screen(before: str, after: str, bodies: bool = True) -> list[str]:
     """Why a changed file is refused ([] when it is acceptable): see the module docstring. `bodies=False`
     (a task whose changed function runs only in the call jail, graph_planner/jail.py): rule 1 alone, the
     structure; what a body does cannot reach the test process there."""
+    added = added_breaks(before, after)
+    if added:
+        return [f"adds {', '.join(added)}, which other tools read as a line break and Python does not"]
     raw = after.encode("utf-8")
     coding = _coding(raw)
     if coding != _coding(before.encode("utf-8")):
@@ -375,7 +378,7 @@ def screen(before: str, after: str, bodies: bool = True) -> list[str]:
             "changes code outside function bodies (imports, classes, functions, signatures, decorators or "
             "module statements): a patch may change only the bodies of existing functions"
         ]
-    lines = old_text.splitlines(), text.splitlines()
+    lines = source_lines(old_text), source_lines(text)
     changed = [(k, q, o) for k, ((q, o), (_, n)) in enumerate(zip(old_fns, new_fns)) if _changed(o, n, *lines)]
     if not changed or not bodies:
         return []

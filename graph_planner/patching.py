@@ -13,6 +13,7 @@ from pathlib import PurePosixPath
 
 from graph_planner.graph.build import is_test_file
 from graph_planner.patch_check import screen  # noqa: F401 - the check every patch path uses
+from graph_planner.pyparse import source_lines
 
 
 class PatchError(ValueError):
@@ -42,7 +43,7 @@ def check_path(path: str, files: set[str]) -> str:
 def parse_diff(diff: str) -> dict[str, list[tuple[int, list[str], list[str]]]]:
     """file -> hunks (old start line, old lines, new lines) of a unified diff."""
     out: dict[str, list] = {}
-    lines = diff.splitlines()
+    lines = source_lines(diff)  # the lines Python sees: a U+2028 inside a line stays in it
     i, current = 0, None
     while i < len(lines):
         line = lines[i]
@@ -78,7 +79,7 @@ def parse_diff(diff: str) -> dict[str, list[tuple[int, list[str], list[str]]]]:
 
 
 def _apply_hunks(text: str, hunks: list[tuple[int, list[str], list[str]]], path: str) -> str:
-    lines = text.splitlines()
+    lines = source_lines(text)
     shift = 0
     for start, old, new in hunks:
         want = start - 1 + shift
@@ -90,7 +91,10 @@ def _apply_hunks(text: str, hunks: list[tuple[int, list[str], list[str]]], path:
             raise PatchError(f"{path}: hunk at line {start} does not match the file")
         lines[at : at + len(old)] = new
         shift += len(new) - len(old)
-    return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
+    # source_lines keeps a final empty line where splitlines did not: join them as they were
+    if lines and lines[-1] == "" and text.endswith(("\n", "\r")):
+        lines.pop()
+    return "\n".join(lines) + ("\n" if text.endswith(("\n", "\r")) else "")
 
 
 def apply_diff(diff: str, read, files: set[str]) -> dict[str, str]:

@@ -11,7 +11,8 @@ import json
 import threading
 from pathlib import Path
 
-# 11: rule 10 judges a receiver by what its root may hold (a rebinding loses an old write's permission), an
+# 12: lines as Python numbers them (a U+2028 no longer hides a change from the check and the off-target
+# rule), no added line-break characters, the call jail (review 11); 11: rule 10 judges a receiver by what its root may hold (a rebinding loses an old write's permission), an
 # attribute chain re-pointed at shared state, `x += y` by what it may hand back, `__init__` stores only into
 # attributes the class lacks, library objects' methods as writes, and items of fresh containers (review 9);
 # 10: rule 10 counts an augmented store into an item as a write into the item, and in-place library
@@ -22,7 +23,7 @@ from pathlib import Path
 # (state_digest.py); 6: the patch check's rule 9 (the file's own module state); 5: the process-wide events,
 # a patch scores only in the functions the task's fix changes; 4: the name guard; 3: signed channel, runtime
 # guard, passes confirmed by a second run, the scoped patch check
-VERDICT_RULES = 11
+VERDICT_RULES = 12
 
 
 class ResultCache:
@@ -54,7 +55,7 @@ class ResultCache:
             data = fh.read()
             end = data.rfind(b"\n") + 1
             self._read_to += end
-        for line in data[:end].decode(errors="replace").splitlines():
+        for line in data[:end].decode(errors="replace").split("\n"):
             try:
                 row = json.loads(line)
             except ValueError:  # a torn line of a killed writer
