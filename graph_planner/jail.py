@@ -32,22 +32,21 @@ import resource
 import select
 import signal
 import struct
-import subprocess
 import sys
 import time
 import types
 
 
 def _sibling(name: str):
-    """graph_planner.<name>, or in a per-run copy the file of that name beside this one."""
-    try:
+    """graph_planner.<name> when this is graph_planner.jail; in a per-run copy, the copy of that file beside
+    this one (never the installed project's, which may be other code)."""
+    if __name__.startswith("graph_planner."):
         return importlib.import_module(f"graph_planner.{name}")
-    except ImportError:
-        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
-        spec = importlib.util.spec_from_file_location(f"planact_{name}", here)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"planact_{name}", here)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 wire = _sibling("jail_wire")
@@ -60,6 +59,11 @@ JAIL_NAME, JailFault, ImportHook, trampoline = (
 )
 
 STDLIB = frozenset(sys.stdlib_module_names)
+
+
+def _wall_factor(cfg: dict) -> float:
+    """How many times a CPU-second limit the clock may run before a call or the run's calls are stopped."""
+    return float(cfg.get("wall_factor", 4.0))
 
 
 # --- framing over the zygote's stdin/stdout ------------------------------------------------------------
@@ -173,12 +177,15 @@ def _serve_call(request: bytes, functions: list, patched, limits: dict) -> tuple
         finally:
             os._exit(1)
     os.close(w)
-    deadline, data, why = time.monotonic() + limits["call_s"], bytearray(), ""
+    # The child's CPU is limited by RLIMIT_CPU; the clock is only a backstop (wall_factor x), for a child that
+    # blocks without computing: a verdict must not depend on how loaded the machine is.
+    wall = limits["call_s"] * limits["wall_factor"]
+    deadline, data, why = time.monotonic() + wall, bytearray(), ""
     try:
         while True:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([r], [], [], left)[0]:
-                why = f"the call ran past {limits['call_s']} s"
+                why = f"the call ran past {wall:g} s"
                 break
             chunk = os.read(r, 1 << 20)
             if not chunk:
@@ -194,6 +201,9 @@ def _serve_call(request: bytes, functions: list, patched, limits: dict) -> tuple
         _, status = os.waitpid(pid, 0)
     if why:
         return b"F", why.encode()
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGXCPU, signal.SIGKILL):
+        # RLIMIT_CPU: SIGXCPU at the soft limit, SIGKILL at the hard one (set equal, so the kernel kills it)
+        return b"F", f"the call ran past its {limits['call_s']:g} CPU-s (or was killed)".encode()
     if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
         return b"F", f"the jailed child died ({status})".encode()
     if not data or data[:1] not in (b"V", b"X", b"F"):
@@ -255,145 +265,13 @@ def zygote_main() -> None:
     _send(1, b"R", why.encode())
     if why:
         return
-    limits = {"call_s": float(cfg["call_s"]), "memory_mb": int(cfg["memory_mb"])}
+    limits = {"call_s": float(cfg["call_s"]), "memory_mb": int(cfg["memory_mb"]), "wall_factor": _wall_factor(cfg)}
     while True:
         try:
             tag, request = _recv(0)
         except JailFault:
             return  # the test process ended
         _send(1, *_serve_call(request, functions, patched, limits))
-
-
-# --- the test process's side ---------------------------------------------------------------------------
-
-
-class Client:
-    """The test process's end of the jail: starts the zygote, sends calls, decodes answers."""
-
-    def __init__(self, lib: str, cfg: dict, on_fault):
-        cfg = {**cfg, "path": list(sys.path)}  # the zygote imports as this process would
-        self.cfg, self.on_fault = cfg, on_fault
-        self.calls, self.spent, self.error = 0, 0.0, ""
-        self.package = cfg["package"]
-        self.proc = subprocess.Popen(
-            [sys.executable, "-s", lib],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            close_fds=True,
-            cwd=os.getcwd(),
-        )
-        self.wfd, self.rfd = self.proc.stdin.fileno(), self.proc.stdout.fileno()
-        _send(self.wfd, b"C", json.dumps(cfg).encode())
-
-    def ready(self) -> str:
-        """Wait for the zygote; why it cannot serve calls ("" when it can)."""
-        if not hasattr(self, "_ready"):
-            try:
-                _, why = _recv(self.rfd, time.monotonic() + float(self.cfg.get("start_s", 60)))
-                self._ready = why.decode(errors="replace")
-            except JailFault as e:
-                self._ready = str(e)
-        return self._ready
-
-    def fault(self, why: str):
-        """Report a fault (the boot script's handler ends the run); raise for a handler that returns."""
-        self.error = self.error or why
-        self.on_fault(why)
-        raise JailFault(why)
-
-    def __call__(self, args: tuple, kwargs: dict):
-        """The trampoline's target: run the patched function in a jailed child."""
-        why = self.ready()
-        if why:
-            self.fault(f"the jail cannot run: {why}")
-        self.calls += 1
-        if self.calls > int(self.cfg["max_calls"]) or self.spent > float(self.cfg["total_s"]):
-            self.fault("the jailed calls passed their cap of calls or seconds for this run")
-        try:
-            request = pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as e:  # noqa: BLE001 - an argument the child cannot receive
-            self.fault(f"the call's arguments cannot be sent to the jail: {type(e).__name__}: {e}")
-        start = time.monotonic()
-        try:
-            _send(self.wfd, b"Q", request)
-            tag, data = _recv(self.rfd, start + float(self.cfg["call_s"]) + 10)
-        except (JailFault, OSError) as e:
-            self.fault(str(e))
-        self.spent += time.monotonic() - start
-        if tag == b"F":
-            self.fault(data.decode(errors="replace"))
-        try:
-            value = wire.decode(data)
-        except Exception as e:  # noqa: BLE001 - bytes that encode no plain data
-            self.fault(f"the jailed call answered no plain data: {e}")
-        if tag == b"V":
-            return value
-        raise self._exception(value)
-
-    def _exception(self, value) -> BaseException:
-        """The exception the child raised, rebuilt from (module, qualname, args) when its class is allowed."""
-        if not (type(value) is tuple and len(value) == 3 and type(value[0]) is str and type(value[1]) is str):
-            self.fault("the jailed call's exception is malformed")
-        module, qualname, args = value
-        top = module.split(".")[0]
-        allowed = module == "builtins" or (not _testish(module) and (top in STDLIB or top == self.package))
-        cls = sys.modules.get(module) if allowed else None
-        for part in qualname.split(".") if cls is not None else ():
-            space = getattr(cls, "__dict__", None)
-            cls = space.get(part) if space is not None else None
-            if cls is None:
-                break
-        if not (isinstance(cls, type) and issubclass(cls, Exception)) or issubclass(cls, MemoryError):
-            self.fault(f"the jailed call raised {module}.{qualname}, which the jail does not pass on")
-        if type(args) is not tuple:
-            args = (args,)
-        try:
-            return cls(*args)
-        except Exception:  # noqa: BLE001 - a constructor that takes other arguments than its args
-            e = cls.__new__(cls)
-            e.args = args
-            return e
-
-    def stray(self) -> str:
-        """A module of the target file that another loader loaded (pytest's assertion rewriter claims files
-        named like tests): its patched code ran outside the jail ("" when there is none)."""
-        for name, module in list(sys.modules.items()):
-            path = getattr(module, "__file__", None)
-            loader = getattr(getattr(module, "__spec__", None), "loader", None)
-            ours = type(loader) is _rewrite.Loader
-            if path and os.path.realpath(path) == os.path.realpath(self.cfg["file"]) and not ours:
-                return f"module {name} was loaded without the jail's hook"
-        return ""
-
-    def close(self) -> None:
-        """End the zygote."""
-        try:
-            self.proc.stdin.close()
-            self.proc.wait(timeout=5)
-        except Exception:  # noqa: BLE001
-            self.proc.kill()
-
-
-def start(lib: str, cfg: dict, on_fault) -> Client:
-    """Start the zygote (`lib`: this file's path) and hook the target module's import in this process.
-    cfg: module, file, qualname, first, last (the target's lines), package (its top-level package), call_s,
-    total_s, max_calls, memory_mb; with "base" (the unpatched file's text), once the zygote has read the
-    patched file, the file on disk becomes the base text: a subprocess a test starts (a command-line test
-    running `python -m package`) imports the unpatched function, never the patch outside the jail."""
-    with open(cfg["file"], "rb") as fh:
-        source = fh.read()
-    base = cfg.pop("base", None)
-    client = Client(lib, cfg, on_fault)
-    ImportHook(cfg["file"], cfg["qualname"], cfg["first"], cfg["last"], client, source=source).install()
-    if base is not None and not client.ready():
-        cached = importlib.util.cache_from_source(cfg["file"])
-        folder, stem = os.path.dirname(cached), os.path.basename(cached).split(".")[0]
-        for name in os.listdir(folder) if os.path.isdir(folder) else ():
-            if name.split(".")[0] == stem:  # a bytecode cache of the patched text must not stand in for it
-                os.unlink(os.path.join(folder, name))
-        with open(cfg["file"], "w", encoding="utf-8") as fh:
-            fh.write(base)
-    return client
 
 
 if __name__ == "__main__":

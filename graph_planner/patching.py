@@ -44,6 +44,8 @@ def parse_diff(diff: str) -> dict[str, list[tuple[int, list[str], list[str]]]]:
     """file -> hunks (old start line, old lines, new lines) of a unified diff."""
     out: dict[str, list] = {}
     lines = source_lines(diff)  # the lines Python sees: a U+2028 inside a line stays in it
+    if lines and lines[-1] == "":  # the text's final line end (splitlines gives no empty line after it)
+        lines.pop()
     i, current = 0, None
     while i < len(lines):
         line = lines[i]

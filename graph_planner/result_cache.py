@@ -12,17 +12,17 @@ import threading
 from pathlib import Path
 
 # 12: lines as Python numbers them (a U+2028 no longer hides a change from the check and the off-target
-# rule), no added line-break characters, the call jail (review 11); 11: rule 10 judges a receiver by what its root may hold (a rebinding loses an old write's permission), an
-# attribute chain re-pointed at shared state, `x += y` by what it may hand back, `__init__` stores only into
-# attributes the class lacks, library objects' methods as writes, and items of fresh containers (review 9);
-# 10: rule 10 counts an augmented store into an item as a write into the item, and in-place library
-# functions handed on as values or called under an alias (review 9); 9: the patch check's rule 10 (no write
-# into an object the function did not create), the digest's per-entry dicts, lambdas by code and fixture
-# values (review 8); 8: the digest's failure always compared, ints in hex, the working copy's path as one
-# (review 8); 7: Submit's passes compared with the gold fix's module state after each test
-# (state_digest.py); 6: the patch check's rule 9 (the file's own module state); 5: the process-wide events,
-# a patch scores only in the functions the task's fix changes; 4: the name guard; 3: signed channel, runtime
-# guard, passes confirmed by a second run, the scoped patch check
+# rule), no added line-break characters, the call jail (review 11); 11: rule 10 judges a receiver by what its
+# root may hold (a rebinding loses an old write's permission), an attribute chain re-pointed at shared state,
+# `x += y` by what it may hand back, `__init__` stores only into attributes the class lacks, library objects'
+# methods as writes, and items of fresh containers (review 9); 10: rule 10 counts an augmented store into an
+# item as a write into the item, and in-place library functions handed on as values or called under an
+# alias (review 9); 9: the patch check's rule 10 (no write into an object the function did not create), the
+# digest's per-entry dicts, lambdas by code and fixture values (review 8); 8: the digest's failure always
+# compared, ints in hex, the working copy's path as one (review 8); 7: Submit's passes compared with the gold
+# fix's module state after each test (state_digest.py); 6: the patch check's rule 9 (the file's own module
+# state); 5: the process-wide events, a patch scores only in the functions the task's fix changes; 4: the
+# name guard; 3: signed channel, runtime guard, passes confirmed by a second run, the scoped patch check
 VERDICT_RULES = 12
 
 

@@ -98,6 +98,7 @@ GRAPH_PLANNER_ROOMS = [
             "graph_planner.corpus",
             "graph_planner.patching",
             "graph_planner.jail",
+            "graph_planner.jail_client",
             "graph_planner.jail_rewrite",
             "graph_planner.jail_wire",
         ),

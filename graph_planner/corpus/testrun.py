@@ -36,7 +36,7 @@ _BOOT = _PLUGIN_DIR / "planact_boot.py"
 _NAME_GUARD = _PLUGIN_DIR / "planact_names.py"  # the boot script loads it from its own per-run copy
 _DIGEST = _PLUGIN_DIR / "planact_digest.py"  # the module state digest, likewise
 # the call jail (copied whole)
-_JAIL = [Path(__file__).parent.parent / n for n in ("jail.py", "jail_rewrite.py", "jail_wire.py")]
+_JAIL = [Path(__file__).parent.parent / f"jail{n}.py" for n in ("", "_client", "_rewrite", "_wire")]
 GUARD_EXIT = 86  # the boot script's exit status when its guard stopped the run (kept equal to it)
 JAIL_EXIT = 87  # the boot script's exit status when the call jail could not judge a call (kept equal to it)
 JAIL_FAULT = "jail fault"  # a run's status then: every test failed
@@ -155,15 +155,17 @@ def _jail_config(jail: tuple, workdir: Path, folder: Path, suite: Suite) -> dict
     module, path, qualname, first, last, package, base = jail
     per_call = max(2.0, min(10.0, suite.cpu_s or suite.timeout_s))
     return {
-        "lib": str(folder / "jail.py"),
+        "lib": str(folder / "jail_client.py"),
         "module": module,
         "file": str(workdir / path),
         "qualname": qualname,
         "first": first,
         "last": last,
         "package": package,
-        "call_s": per_call,
-        "total_s": suite.cpu_s or suite.timeout_s,  # the run's own budget, for every jailed call together
+        "call_s": per_call,  # CPU seconds (the child's RLIMIT_CPU); the clock stops it at wall_factor x
+        "wall_factor": WALL_BACKSTOP,
+        # the run's own budget for every jailed call together (on the clock, so wall_factor x it)
+        "total_s": suite.cpu_s or suite.timeout_s,
         "max_calls": 200_000,
         "memory_mb": min(1024, suite.memory_mb // 2),
         "base": base,  # on disk once the zygote has read the patch: a subprocess imports the unpatched code

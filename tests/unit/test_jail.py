@@ -26,16 +26,16 @@ HARNESS = """
 import json, os, sys, inspect
 sys.path.insert(0, {lib_dir!r})
 sys.path.insert(0, {root!r})
-import jail
+import jail_client
 cfg = json.loads(sys.argv[1])
 faults = []
-client = jail.start({lib!r}, cfg, faults.append)
+client = jail_client.start(cfg, faults.append, {lib!r})
 import pkg.core as core
 out = {{"zygote": client.proc.pid, "signature": str(inspect.signature(core.target))}}
 out["trampoline_consts"] = [repr(c) for c in core.target.__code__.co_consts]
 try:
     out["value"] = repr(core.target(*cfg["call"]))
-except jail.JailFault as e:
+except jail_client.JailFault as e:
     out["fault"] = str(e)
 except Exception as e:
     out["raised"] = [type(e).__module__ + "." + type(e).__qualname__, repr(e.args)]
@@ -74,7 +74,7 @@ def run_jailed(tmp_path: Path, body: str, call: list, call_s: float = 2.0) -> di
     first = core.splitlines().index("def target(x, pids=(), *, scale=2):") + 1
     lib_dir = tmp_path / "lib"
     lib_dir.mkdir()
-    for name in ("jail.py", "jail_wire.py"):  # a per-run copy, as the boot script loads it
+    for name in ("jail.py", "jail_client.py", "jail_rewrite.py", "jail_wire.py"):  # per-run copies, as the boot
         (lib_dir / name).write_bytes(Path(jail.__file__).with_name(name).read_bytes())
     cfg = {
         "module": "pkg.core",

@@ -276,18 +276,19 @@ def _plugin(send, void, record, names, front, digest=None):
 
 
 def _jail(cfg, send):
-    """Start the call jail (graph_planner/jail.py, a per-run copy) before anything imports the package: the
-    target function becomes a trampoline here and runs only in the zygote's jailed children. A call the jail
-    cannot judge is reported and ends the run (JAIL_EXIT): no test may catch it and pass. Once the zygote read
-    the patched file, the file on disk holds the base text (a subprocess imports the unpatched function)."""
-    jail = _load(cfg.pop("lib"), "planact_jail")
+    """Start the call jail (graph_planner/jail_client.py and jail.py, per-run copies) before anything imports
+    the package: the target function becomes a trampoline here and runs only in the zygote's jailed children.
+    A call the jail cannot judge is reported and ends the run (JAIL_EXIT): no test may catch it and pass. Once
+    the zygote read the patched file, the file on disk holds the base text (a subprocess imports the unpatched
+    function)."""
+    jail = _load(cfg.pop("lib"), "planact_jail_client")
     exit_ = os._exit
 
     def fault(why):
         send({"jail": why})
         exit_(JAIL_EXIT)
 
-    client = jail.start(jail.__file__, cfg, fault)
+    client = jail.start(cfg, fault)
     why = client.ready()
     if why:
         fault(f"the jail cannot run: {why}")

@@ -1,0 +1,162 @@
+"""The call jail, the test process's end: it starts the zygote (graph_planner/jail.py), hooks the target
+module's import so that its function is a trampoline, sends each call to the zygote and decodes the answer.
+
+Standard library only: the boot script (corpus/plugin/planact_boot.py) loads a per-run copy of this file
+beside per-run copies of jail.py, jail_rewrite.py and jail_wire.py.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pickle
+import subprocess
+import sys
+import time
+
+
+def _jail():
+    """graph_planner.jail when this is graph_planner.jail_client; in a per-run copy, the jail.py beside it."""
+    if __name__.startswith("graph_planner."):
+        return importlib.import_module("graph_planner.jail")
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jail.py")
+    spec = importlib.util.spec_from_file_location("planact_jail", here)
+    jail = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(jail)
+    return jail
+
+
+_z = _jail()
+wire, JailFault, ImportHook, STDLIB = _z.wire, _z.JailFault, _z.ImportHook, _z.STDLIB
+_send, _recv, _testish, _wall_factor, _rewrite = _z._send, _z._recv, _z._testish, _z._wall_factor, _z._rewrite
+ZYGOTE = _z.__file__  # the zygote's script: jail.py, run as `python -s jail.py`
+
+
+class Client:
+    """The test process's end of the jail: starts the zygote, sends calls, decodes answers."""
+
+    def __init__(self, lib: str, cfg: dict, on_fault):
+        cfg = {**cfg, "path": list(sys.path)}  # the zygote imports as this process would
+        self.cfg, self.on_fault = cfg, on_fault
+        self.calls, self.spent, self.error = 0, 0.0, ""
+        self.package = cfg["package"]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-s", lib],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            close_fds=True,
+            cwd=os.getcwd(),
+        )
+        self.wfd, self.rfd = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        _send(self.wfd, b"C", json.dumps(cfg).encode())
+
+    def ready(self) -> str:
+        """Wait for the zygote; why it cannot serve calls ("" when it can)."""
+        if not hasattr(self, "_ready"):
+            try:
+                _, why = _recv(self.rfd, time.monotonic() + float(self.cfg.get("start_s", 60)))
+                self._ready = why.decode(errors="replace")
+            except JailFault as e:
+                self._ready = str(e)
+        return self._ready
+
+    def fault(self, why: str):
+        """Report a fault (the boot script's handler ends the run); raise for a handler that returns."""
+        self.error = self.error or why
+        self.on_fault(why)
+        raise JailFault(why)
+
+    def __call__(self, args: tuple, kwargs: dict):
+        """The trampoline's target: run the patched function in a jailed child."""
+        why = self.ready()
+        if why:
+            self.fault(f"the jail cannot run: {why}")
+        self.calls += 1
+        if self.calls > int(self.cfg["max_calls"]) or self.spent > float(self.cfg["total_s"]) * _wall_factor(self.cfg):
+            self.fault("the jailed calls passed their cap of calls or seconds for this run")
+        try:
+            request = pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as e:  # noqa: BLE001 - an argument the child cannot receive
+            self.fault(f"the call's arguments cannot be sent to the jail: {type(e).__name__}: {e}")
+        start = time.monotonic()
+        try:
+            _send(self.wfd, b"Q", request)
+            tag, data = _recv(self.rfd, start + float(self.cfg["call_s"]) * _wall_factor(self.cfg) + 10)
+        except (JailFault, OSError) as e:
+            self.fault(str(e))
+        self.spent += time.monotonic() - start
+        if tag == b"F":
+            self.fault(data.decode(errors="replace"))
+        try:
+            value = wire.decode(data)
+        except Exception as e:  # noqa: BLE001 - bytes that encode no plain data
+            self.fault(f"the jailed call answered no plain data: {e}")
+        if tag == b"V":
+            return value
+        raise self._exception(value)
+
+    def _exception(self, value) -> BaseException:
+        """The exception the child raised, rebuilt from (module, qualname, args) when its class is allowed."""
+        if not (type(value) is tuple and len(value) == 3 and type(value[0]) is str and type(value[1]) is str):
+            self.fault("the jailed call's exception is malformed")
+        module, qualname, args = value
+        top = module.split(".")[0]
+        allowed = module == "builtins" or (not _testish(module) and (top in STDLIB or top == self.package))
+        cls = sys.modules.get(module) if allowed else None
+        for part in qualname.split(".") if cls is not None else ():
+            space = getattr(cls, "__dict__", None)
+            cls = space.get(part) if space is not None else None
+            if cls is None:
+                break
+        if not (isinstance(cls, type) and issubclass(cls, Exception)) or issubclass(cls, MemoryError):
+            self.fault(f"the jailed call raised {module}.{qualname}, which the jail does not pass on")
+        if type(args) is not tuple:
+            args = (args,)
+        try:
+            return cls(*args)
+        except Exception:  # noqa: BLE001 - a constructor that takes other arguments than its args
+            e = cls.__new__(cls)
+            e.args = args
+            return e
+
+    def stray(self) -> str:
+        """A module of the target file that another loader loaded (pytest's assertion rewriter claims files
+        named like tests): its patched code ran outside the jail ("" when there is none)."""
+        for name, module in list(sys.modules.items()):
+            path = getattr(module, "__file__", None)
+            loader = getattr(getattr(module, "__spec__", None), "loader", None)
+            ours = type(loader) is _rewrite.Loader
+            if path and os.path.realpath(path) == os.path.realpath(self.cfg["file"]) and not ours:
+                return f"module {name} was loaded without the jail's hook"
+        return ""
+
+    def close(self) -> None:
+        """End the zygote."""
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except Exception:  # noqa: BLE001
+            self.proc.kill()
+
+
+def start(cfg: dict, on_fault, lib: str = ZYGOTE) -> Client:
+    """Start the zygote (`lib`: jail.py's path) and hook the target module's import in this process.
+    cfg: module, file, qualname, first, last (the target's lines), package (its top-level package), call_s,
+    total_s, max_calls, memory_mb; with "base" (the unpatched file's text), once the zygote has read the
+    patched file, the file on disk becomes the base text: a subprocess a test starts (a command-line test
+    running `python -m package`) imports the unpatched function, never the patch outside the jail."""
+    with open(cfg["file"], "rb") as fh:
+        source = fh.read()
+    base = cfg.pop("base", None)
+    client = Client(lib, cfg, on_fault)
+    ImportHook(cfg["file"], cfg["qualname"], cfg["first"], cfg["last"], client, source=source).install()
+    if base is not None and not client.ready():
+        cached = importlib.util.cache_from_source(cfg["file"])
+        folder, stem = os.path.dirname(cached), os.path.basename(cached).split(".")[0]
+        for name in os.listdir(folder) if os.path.isdir(folder) else ():
+            if name.split(".")[0] == stem:  # a bytecode cache of the patched text must not stand in for it
+                os.unlink(os.path.join(folder, name))
+        with open(cfg["file"], "w", encoding="utf-8") as fh:
+            fh.write(base)
+    return client
