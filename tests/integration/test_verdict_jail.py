@@ -103,5 +103,9 @@ def test_a_forge_with_full_power_in_the_function_scores_zero(task, env, name):
     print(f"\n[forge] {name}: reward {reward}, status {obs['tests']['status']}")
     assert obs["tests"]["jailed"], obs  # it reached the sandbox: the structure-only check let it through
     assert reward == 0.0 and not obs["resolved"], obs
-    if name in ("fake report on every descriptor", "an always-equal result", "exhaust memory", "outlive the timeout"):
+    if name in ("fake report on every descriptor", "an always-equal result", "exhaust memory"):
         assert obs["tests"]["status"] == "jail fault", obs
+    if name == "outlive the timeout":
+        # A child that sleeps uses no CPU: the clock stops it only at 4x its CPU limit (a verdict must not depend
+        # on load), so the run's own backstop may come first. Either way it is stopped, scored 0 and counted.
+        assert obs["tests"]["status"] in ("jail fault", "timeout"), obs
