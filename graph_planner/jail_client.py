@@ -38,6 +38,7 @@ class Client:
 
     def __init__(self, lib: str, cfg: dict, on_fault):
         cfg = {**cfg, "path": list(sys.path)}  # the zygote imports as this process would
+        self.wall = _wall_factor(cfg)  # the clock's backstop, a multiple of the CPU-second limits
         self.cfg, self.on_fault = cfg, on_fault
         self.calls, self.spent, self.error = 0, 0.0, ""
         self.package = cfg["package"]
@@ -73,7 +74,7 @@ class Client:
         if why:
             self.fault(f"the jail cannot run: {why}")
         self.calls += 1
-        if self.calls > int(self.cfg["max_calls"]) or self.spent > float(self.cfg["total_s"]) * _wall_factor(self.cfg):
+        if self.calls > int(self.cfg["max_calls"]) or self.spent > float(self.cfg["total_s"]) * self.wall:
             self.fault("the jailed calls passed their cap of calls or seconds for this run")
         try:
             request = pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
@@ -82,7 +83,7 @@ class Client:
         start = time.monotonic()
         try:
             _send(self.wfd, b"Q", request)
-            tag, data = _recv(self.rfd, start + float(self.cfg["call_s"]) * _wall_factor(self.cfg) + 10)
+            tag, data = _recv(self.rfd, start + float(self.cfg["call_s"]) * self.wall + 10)
         except (JailFault, OSError) as e:
             self.fault(str(e))
         self.spent += time.monotonic() - start
