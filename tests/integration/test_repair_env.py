@@ -134,6 +134,7 @@ def test_malformed_actions_are_observed_and_counted_never_raised(corpus, env):
 
 def test_screen_refuses_a_patch_that_could_forge_the_verdict(corpus, env):
     task = load_tasks(corpus, split="heldout")[0]
+    env.fixed_origin = "menu"  # the static path's check is under test (model text would never run here)
     env.reset(task)
     forge = "def clamp(x, lo, hi):\n    import os\n    os._exit(0)\n"
     source = env._read_base("minilib/core.py")
@@ -162,7 +163,7 @@ def test_evaluation_runs_the_whole_suite_only_for_edits_whose_failing_tests_pass
             gold = {"file": task.meta["file"], "old": minus[0], "new": plus[0]}
             wrong = {"file": task.meta["file"], "old": minus[0], "new": minus[0] + "  # unchanged"}
             before = dict(box.stats)
-            assert box.judge(task, gold, "eval") == {
+            assert box.judge(task, gold, "eval", "gold") == {
                 "resolved": True,
                 "cached": False,
                 "refused": False,
@@ -170,10 +171,10 @@ def test_evaluation_runs_the_whole_suite_only_for_edits_whose_failing_tests_pass
                 "full": 1,
                 "tampering": 0,
             }
-            w = box.judge(task, wrong, "eval")
+            w = box.judge(task, wrong, "eval", "menu")  # (a stand-in for a wrong candidate)
             assert not w["resolved"] and w["full"] == 0 and w["runs"] == 1
             assert box.stats["full_runs"] - before["full_runs"] == 1
-            assert box.judge(task, gold, "eval")["cached"]  # both of its runs are remembered
+            assert box.judge(task, gold, "eval", "gold")["cached"]  # both of its runs are remembered
             judged += 1
         assert judged >= 3
     finally:
@@ -218,7 +219,7 @@ def test_the_team_sandbox_refuses_edits_that_forge_or_escape_before_any_test_run
         why = ["is a test file", "only paths inside the repository", "not a Python file", "patch refused"]
         for edit, reason in zip(attacks, why):
             for mode in ("train", "eval"):
-                v = box.judge(task, edit, mode)
+                v = box.judge(task, edit, mode, "menu")  # the static path's rules are under test
                 assert v["refused"] and not v["resolved"] and v["runs"] == 0 and reason in v["error"], (edit, v)
         assert box.stats["test_runs"] == 0 and box.stats["refused"] == 2 * len(attacks)
     finally:
