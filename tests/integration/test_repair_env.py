@@ -84,6 +84,8 @@ def test_rule_agent_repairs_token_level_bugs_and_logs_every_step(corpus, env, tm
     stats = [run_episode(env, t, RuleAgent()) for t in tasks]
     assert sum(s["resolved"] for s in stats) >= 1
     assert all(s["test_runs"] <= env.limits.test_runs + 1 for s in stats)
+    # its edits are planact's own candidates (candidates.menu_edit): judged on these unjailed tasks, none unjudged
+    assert all(s["unjudged"] == 0 for s in stats)
     lines = [json.loads(line) for line in (tmp_path / "telemetry.jsonl").read_text().splitlines()]
     assert len(lines) == sum(s["steps"] for s in stats)
     assert {"action", "observation", "reward", "done", "step", "instance_id"} <= set(lines[0])
