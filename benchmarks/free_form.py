@@ -12,9 +12,10 @@ Prints tokens/s of each arm and the ratio, measured in this run. Then the engine
 judged through the path every free-form edit takes (graph_planner.free_eval.evaluate_free: the patch check,
 then the guarded test runs) and the solve rate, malformed and refused replies and seconds per task print,
 beside the scripted gold model's on the same tasks (1.0 wherever the format holds the gold fix: the path's
-positive control).
+positive control). A reply is model text, judged only on a task with the call jail (graph_planner.provenance):
+the tasks are the split's first N with the jail and one target function.
 
-    python benchmarks/free_form.py                           # SmolLM2-135M-Instruct, 12 held-out tasks
+    python benchmarks/free_form.py                           # SmolLM2-135M-Instruct, 12 jailed held-out tasks
     python benchmarks/free_form.py --split unseen_2025 --n 24 --max-new-tokens 256
     python benchmarks/free_form.py --tiny                    # a tiny local model on a built-in package (the test)
 """
@@ -34,6 +35,7 @@ from repair_throughput import tiny_corpus  # noqa: E402  (this script's folder i
 from graph_planner.evaluate import summarize  # noqa: E402
 from graph_planner.free_edit import free_prompt, task_target  # noqa: E402
 from graph_planner.free_eval import evaluate_free, gold_replies  # noqa: E402
+from graph_planner.provenance import HOW_TO_JAIL  # noqa: E402
 from graph_planner.tasks import load_tasks  # noqa: E402
 
 
@@ -74,8 +76,8 @@ def engine_generate(engine, prompts: list[str], max_new: int) -> tuple[list[str]
 def line(name: str, summary: dict) -> str:
     """One evaluation's figures on one line."""
     return (
-        f"{name}: solve rate {summary['solve_rate']:.3f} ({summary['solved']}/{summary['tasks']}), "
-        f"malformed {summary['malformed']}, refused {summary['refused']}, "
+        f"{name}: solve rate {summary['solve_rate']:.3f} ({summary['solved']}/{summary['judged']}), "
+        f"malformed {summary['malformed']}, refused {summary['refused']}, unjudged {summary['unjudged']}, "
         f"seconds per task {summary['mean_seconds']:.2f}"
     )
 
@@ -85,7 +87,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks", default="runs/corpus", help="a built corpus folder")
     ap.add_argument("--split", default="heldout")
-    ap.add_argument("--n", type=int, default=12, help="tasks (the first N of the split with one target function)")
+    ap.add_argument(
+        "--n", type=int, default=12, help="tasks (the first N of the split with the call jail and one target function)"
+    )
     ap.add_argument("--model", default="planact:smollm2-135m-instruct")
     ap.add_argument("--max-new-tokens", type=int, default=384)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
@@ -103,12 +107,15 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     if args.tiny:
         tmp = Path(tempfile.mkdtemp(prefix="free-bench-"))
-        folder, split, path, max_new = tiny_corpus(tmp), None, tiny_code_model(tmp / "model"), 16
+        folder, split, path, max_new = tiny_corpus(tmp, jail=True), None, tiny_code_model(tmp / "model"), 16
     else:
         folder, split, path, max_new = Path(args.tasks), args.split, resolve_model(args.model), args.max_new_tokens
-    tasks = [t for t in load_tasks(folder, split=split) if task_target(t)][: args.n]
+    tasks = [t for t in load_tasks(folder, split=split) if task_target(t) and t.jail][: args.n]
     if not tasks:
-        raise SystemExit(f"no task with a single target function in {folder} ({split or 'all splits'})")
+        raise SystemExit(
+            f"no task with the call jail and a single target function in {folder} ({split or 'all splits'}): "
+            f"{HOW_TO_JAIL}"
+        )
     prompts = [free_prompt(*task_target(t)[:2], t.problem_statement) for t in tasks]
     model, tok = load_model(path, native=False)  # the baseline is transformers' generate
     model.eval()

@@ -34,6 +34,7 @@ from graph_planner.env_config import RepairEnvConfig  # noqa: E402
 from graph_planner.judge import base_text, submit_texts  # noqa: E402
 from graph_planner.patching import PatchError, apply_diff  # noqa: E402
 from graph_planner.proposals import model_proposals, repository_proposals  # noqa: E402
+from graph_planner.provenance import MODEL, UNJUDGED  # noqa: E402
 from graph_planner.result_cache import ResultCache  # noqa: E402
 from graph_planner.runtime import LocalRuntime  # noqa: E402
 from graph_planner.tasks import load_tasks  # noqa: E402
@@ -92,14 +93,17 @@ def task_row(task, split: str, generate, runtime, cache: ResultCache, max_gaps: 
             return out
 
         sites = model_proposals(textwrap.dedent(source), prefix, timed, max_gaps)
-        passing = [c for c in edits_from_sites(file, first, source, sites) if not _fails(c, base, task, runtime, cache)]
-        row |= {"model_proposals": len(sites), "model_passing": len(passing), "model_s": gaps}
+        why = [_fails(c, base, task, runtime, cache) for c in edits_from_sites(file, first, source, sites)]
+        # a model's line is model text: judged only on a task with the call jail (graph_planner.provenance)
+        unjudged = sum(w == UNJUDGED for w in why)
+        row |= {"model_proposals": len(sites), "model_passing": why.count(""), "model_unjudged": unjudged}
+        row["model_s"] = gaps
     return row
 
 
 def _fails(candidate, base: str, task, runtime, cache: ResultCache) -> str:
     new = base.replace(candidate.edit["old"], candidate.edit["new"], 1)
-    return submit_texts(runtime, cache, task, {candidate.edit["file"]: new})
+    return submit_texts(runtime, cache, task, {candidate.edit["file"]: new}, origin=MODEL)
 
 
 def table(rows: list[dict]) -> list[str]:
@@ -127,7 +131,9 @@ def table(rows: list[dict]) -> list[str]:
         tried = [r for r in rows if "model_proposals" in r]
         lines.append(
             f"model: {len(tried)} tasks, {sum(r['model_proposals'] for r in tried)} proposals, "
-            f"{sum(r['model_passing'] for r in tried)} pass Submit, {statistics.fmean(timed or [0]):.2f} s per gap"
+            f"{sum(r['model_passing'] for r in tried)} pass Submit, "
+            f"{sum(r.get('model_unjudged', 0) for r in tried)} unjudged (no call jail), "
+            f"{statistics.fmean(timed or [0]):.2f} s per gap"
         )
     return lines
 

@@ -112,13 +112,15 @@ def verdict_cost(tasks, repeats: int = 2) -> dict[str, tuple[float, float]]:
     return {k: (sum(c for c, _ in v) / len(v), sum(w for _, w in v) / len(v)) for k, v in seen.items()}
 
 
-def tiny_corpus(root: Path) -> Path:
-    """A built-in two-function package built into a corpus under `root`."""
+def tiny_corpus(root: Path, jail: bool = False) -> Path:
+    """A built-in two-function package built into a corpus under `root` (`jail`: its tasks qualified for the call
+    jail, as free-form replies need)."""
     for rel, text in TINY.items():
         (root / "src" / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / "src" / rel).write_text(text)
     spec = PackageSpec(name="tinypkg", version="0", source=str(root / "src"))
-    build_corpus(CorpusConfig(packages=[spec], max_tried=8, max_kept=8), root / "corpus", log=lambda _: None)
+    cfg = CorpusConfig(packages=[spec], max_tried=8, max_kept=8, jail=jail)
+    build_corpus(cfg, root / "corpus", log=lambda _: None)
     return root / "corpus"
 
 

@@ -45,7 +45,7 @@ def judge_gold(runtime, task, cpu_s: float, plain: bool) -> dict:
     t0 = time.perf_counter()
     ref = state_reference(runtime, cache, task, tests, load_proof(task.suite, min(task.suite.timeout_s, cpu_s)))
     ref_s = time.perf_counter() - t0
-    result = run_patch(runtime, cache, task, texts, tests, "submit", cpu_s, digest=True)
+    result = run_patch(runtime, cache, task, texts, tests, "submit", cpu_s, digest=True, origin="gold")
     row = {
         "task": task.instance_id,
         "package": task.instance_id.split("__")[0],
@@ -62,7 +62,10 @@ def judge_gold(runtime, task, cpu_s: float, plain: bool) -> dict:
     }
     if plain:
         row["plain_s"] = (
-            run_patch(runtime, ResultCache(), task, texts, tests, "submit", cpu_s, digest=False)["seconds"] / 2
+            run_patch(runtime, ResultCache(), task, texts, tests, "submit", cpu_s, digest=False, origin="gold")[
+                "seconds"
+            ]
+            / 2
         )
     return row
 

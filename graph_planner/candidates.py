@@ -214,3 +214,34 @@ def from_read(node: str, numbered: str) -> tuple[str, int, str] | None:
         return None
     first = int(lines[0].split(" | ", 1)[0])
     return node.split("::")[0], first, "\n".join(ln.split(" | ", 1)[1] for ln in lines) + "\n"
+
+
+def _function_at(base: str, start: int, old: str) -> bool:
+    """`old`, found at character `start` of `base`, is exactly one whole function of the module (def line to end)."""
+    if start and base[start - 1] != "\n":
+        return False
+    first = base.count("\n", 0, start) + 1
+    try:
+        tree = parse(base)
+    except SyntaxError:
+        return False
+    lines = base.splitlines(True)
+    return any(
+        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and n.lineno == first
+        and "".join(lines[n.lineno - 1 : n.end_lineno]) == old
+        for n in ast.walk(tree)
+    )
+
+
+def menu_edit(base: str, edit: dict) -> bool:
+    """Whether the edit script entry {file, old, new} is one planact enumerates itself for the function `old`
+    of the module text `base`: a candidate edit, an inverse, or a statement or default of the module put back."""
+    old, new = str(edit.get("old", "")), str(edit.get("new", ""))
+    if not old or base.count(old) != 1 or not _function_at(base, base.index(old), old):
+        return False
+    file, first = str(edit.get("file", "")), base.count("\n", 0, base.index(old)) + 1
+    # the function's own edits first (the rule agent's menu, ~ms); then the module's proposals too (~0.1-3 s)
+    return any(c.edit["new"] == new for c in candidate_edits(file, first, old, structural=True)) or any(
+        c.edit["new"] == new for c in candidate_edits(file, first, old, structural=True, module=base)
+    )

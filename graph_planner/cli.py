@@ -7,7 +7,8 @@
   planact-repair evaluate --agent rule --tasks corpus/ --split heldout [--budget-tests 6]
   planact-repair evaluate --agent gold-free --tasks corpus/ --split heldout    the free-form positive control
   planact-repair evaluate --agent free --engine hf --model planact:smollm2-135m-instruct --tasks corpus/
-`evaluate` prints the solve rate, mean test runs and seconds per task as its last line.
+`evaluate` prints the solve rate, mean test runs and seconds per task as its last line. `free` and `gold-free`
+judge only tasks with the call jail (a reply is model text): the others are counted as unjudged, not run.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from graph_planner.corpus.build import build_corpus
 from graph_planner.corpus.fetch import DEFAULT_CACHE, FetchError
 from graph_planner.corpus.spec import CORPUS_SPLITS, TASK_SPLITS, CorpusConfig, PackageSpec, load_corpus_config
 from graph_planner.judge import DEFAULT_TEST_CPU_S
+from graph_planner.provenance import HOW_TO_JAIL, UNJUDGED
 from planact.progress import PhasePrinter
 
 CORPUS_CONFIG, HISTORY_CONFIG = "configs/repair-corpus.yaml", "configs/repair-history.yaml"
@@ -140,10 +142,15 @@ def _evaluate(args) -> int:
         Path(args.json).write_text(json.dumps({"summary": summary, "episodes": results}, indent=1))
     for row in summary["by_package"]:
         print(f"  {row['package']}: {row['solved']}/{row['tasks']}")
+    if summary["judged"] < summary["tasks"]:
+        print(
+            f"  {summary['tasks'] - summary['judged']} of {summary['tasks']} tasks unjudged: {UNJUDGED} ({HOW_TO_JAIL})"
+        )
     print(
-        f"solve rate {summary['solve_rate']:.3f} ({summary['solved']}/{summary['tasks']}), "
+        f"solve rate {summary['solve_rate']:.3f} ({summary['solved']}/{summary['judged']}), "
         f"mean test runs {summary['mean_test_runs']:.2f}, seconds per task {summary['mean_seconds']:.2f}, "
-        f"malformed {summary['malformed']}, refused {summary['refused']}, wall {summary['wall_s']} s"
+        f"malformed {summary['malformed']}, refused {summary['refused']}, unjudged {summary['unjudged']}, "
+        f"wall {summary['wall_s']} s"
     )
     return 0
 
@@ -177,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=["rule", "model", "free", "gold-free"],
         help="rule; model (JSON actions from --engine); free (--engine writes the corrected function, the "
         "task's own function given: docs/code-repair.md 'Free-form edits'); gold-free (the scripted gold "
-        "fix in that format: the positive control)",
+        "fix in that format: the positive control). free and gold-free judge only tasks with the call jail",
     )
     e.add_argument("--tasks", required=True, help="corpus folder or JSONL file")
     e.add_argument("--split", choices=TASK_SPLITS, help="corpus split (default: all)")

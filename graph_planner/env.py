@@ -13,7 +13,12 @@ info). Rules that keep the reward honest:
     patch), on its own budget, so a model can neither steer the spectrum nor spend test runs on it;
   * malformed or invalid actions, patches that do not apply, budgets spent: observations, never raised.
   * a run whose own report is void (graph_planner.corpus.validate: canaries, exit status, counts) scores
-    0, is counted in `EpisodeStats.tampering` and is never cached.
+    0, is counted in `EpisodeStats.tampering` and is never cached;
+  * text a model wrote runs only on a task with the call jail (graph_planner.provenance): each Repair's
+    origin is derived here from what it holds, never read from the action (a model writes the action): an
+    edit script of one edit that planact enumerates itself for the function (candidates.menu_edit) is
+    "menu", files equal to the task's gold fix are "gold", anything else (a diff, other edits) is "model",
+    which on a task without the jail scores 0 unrun and is counted in `EpisodeStats.unjudged`.
 Test results are cached by (task, patch hash, tests); one telemetry JSONL line is written per step.
 """
 
@@ -29,12 +34,14 @@ from pydantic import Field
 
 from graph_planner import localise
 from graph_planner.actions import ActionError, Explore, Memory, Repair, Submit, parse_action
+from graph_planner.candidates import menu_edit
 from graph_planner.corpus.fetch import git
 from graph_planner.corpus.mutate import unified_diff
 from graph_planner.env_config import EpisodeConfig
 from graph_planner.graph import Budget, GraphSearch, RepoGraph, WorkingMemory
-from graph_planner.judge import passed, run_patch
+from graph_planner.judge import gold_texts, passed, run_patch
 from graph_planner.patching import PatchError, apply_diff, apply_edits, screen
+from graph_planner.provenance import GOLD, MENU, MODEL, ORIGINS, unjudged
 from graph_planner.result_cache import ResultCache
 from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import RepairTask
@@ -67,6 +74,8 @@ class EpisodeStats:
     refused: int = 0
     tampering: int = 0
     """Test runs whose own report was voided (canaries, exit status or counts disagreed): each scored 0."""
+    unjudged: int = 0
+    """Runs refused unrun: model-written text on a task without the call jail (graph_planner.provenance)."""
     coverage_runs: int = 0
     """Explore(coverage) runs started (a cached spectrum costs none); apart from test_runs."""
     coverage_s: float = 0.0
@@ -85,7 +94,13 @@ class PlannerEnv:
         limits: EnvLimits | None = None,
         telemetry: str | Path | None = None,
         cache: ResultCache | None = None,
+        origin: str | None = None,
     ):
+        """`origin`: None (the only value outside tests of the static path's layers) derives each patch's origin
+        from what it holds; a fixed one judges every patch as that origin, whoever wrote it."""
+        if origin is not None and origin not in ORIGINS:
+            raise ValueError(f"unknown patch origin {origin!r}: one of {ORIGINS}")
+        self.fixed_origin = origin
         self.runtime = runtime or LocalRuntime()
         self.limits = limits or EnvLimits()
         self.telemetry = Path(telemetry) if telemetry else None
@@ -112,6 +127,7 @@ class PlannerEnv:
         self.search = GraphSearch(self.graph)
         self.memory = WorkingMemory(self.graph, self.limits.memory)
         self.patch: dict[str, str] = {}  # file -> patched text (against the base commit)
+        self.origin = MENU  # of self.patch (provenance): no change is the task's own code
         self.plan = {"plan": "", "target": ""}
         self.stats = EpisodeStats(task.instance_id)
         self.episode += 1
@@ -246,13 +262,14 @@ class PlannerEnv:
         except PatchError as e:
             self.stats.patch_errors += 1
             return {"applied": False, "error": str(e)}
-        if self.limits.screen_patches:
+        origin = self._origin(act, texts)
+        if self.limits.screen_patches and not unjudged(self.task, origin):  # an unjudged patch is never run
             bodies = not self.task.jail  # a jailed function's body cannot reach the test process: structure alone
             reasons = {p: r for p, t in texts.items() if (r := screen(self._read_base(p), t, bodies))}
             if reasons:
                 self.stats.refused += 1
                 return {"applied": False, "error": f"patch refused: {reasons}"}
-        self.patch = texts
+        self.patch, self.origin = texts, origin
         obs = {"applied": True, "diff": self.diff()[:3000]}
         if not act.apply:
             return obs
@@ -261,6 +278,21 @@ class PlannerEnv:
             return obs
         obs["tests"] = self._run(self.task.fail_to_pass, "fail_to_pass")
         return obs
+
+    def _origin(self, act: Repair, texts: dict[str, str]) -> str:
+        """Where the applied patch's code came from (graph_planner.provenance), from what it holds alone."""
+        if self.fixed_origin is not None:
+            return self.fixed_origin
+        if not act.patch and len(act.edits) == 1:
+            edit = act.edits[0].model_dump()
+            if menu_edit(self._read_base(str(edit.get("file", ""))), edit):
+                return MENU
+        try:
+            gold = gold_texts(self.task)
+        except (PatchError, RuntimeError):  # no gold fix to compare with (or its repository is unreadable)
+            gold = None
+        # the reference fix is the task's own (the corpus proved it), whoever typed it in
+        return GOLD if gold and texts == gold else MODEL
 
     def _submit(self) -> dict:
         result = self._run(self.task.submit_tests(), "submit")
@@ -283,8 +315,12 @@ class PlannerEnv:
             guarded=self.limits.guard_patches,
             targeted=self.limits.target_patches,
             digest=mode == "submit" and self.limits.digest_state,
+            origin=self.origin,
         )
         self.stats.tampering += int(bool(result.get("tampered")))
+        if result.get("unjudged"):  # nothing ran: no test run spent
+            self.stats.unjudged += 1
+            return result
         if result.get("cached"):
             self.stats.cache_hits += 1
         else:

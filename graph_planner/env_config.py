@@ -121,7 +121,9 @@ class RepairEnvConfig(StrictConfig):
         description="'candidates': both roles choose among the options the environment enumerates, sampled from the "
         "model's own distribution over them (tiny models); 'free': the planner still chooses the target "
         "function, the patch model writes the whole corrected function in one fenced python block "
-        "(graph_planner.free_edit; any engine; malformed and refused replies score 0 and are counted).",
+        "(graph_planner.free_edit; any engine; malformed and refused replies score 0 and are counted). A reply "
+        "is model text, judged only on tasks with the call jail: free decoding uses only the corpus's jailed "
+        "tasks (qualified with `jail: true` in the corpus config or `python -m graph_planner.jail_qualify`).",
     )
     teacher: Literal["top", "traced_edit"] = Field(
         "top",
@@ -238,9 +240,20 @@ class RepairEnvConfig(StrictConfig):
             )
 
     def preflight(self, run: RunConfig) -> None:
-        """Before any work starts: the corpus exists."""
+        """Before any work starts: the corpus exists and, for free decoding, has training tasks with the call jail."""
         if not (Path(self.corpus) / "train.jsonl").is_file():
             raise ConfigError(
                 f"env.repair.corpus: no corpus at {Path(self.corpus).resolve()} (build it: "
                 "planact-repair corpus --config configs/repair-rl-corpus.yaml --out runs/rl-corpus)"
             )
+        if self.decoding == "free":  # (imported here: a config module stays light to import)
+            from graph_planner.provenance import HOW_TO_JAIL
+            from graph_planner.tasks import load_tasks
+
+            train = [t for t in load_tasks(self.corpus, split="train") if t.meta.get("mutation") in self.kinds]
+            if not any(t.jail for t in train):
+                raise ConfigError(
+                    f"env.repair.decoding 'free': none of the {len(train)} training tasks of kinds {self.kinds} in "
+                    f"{Path(self.corpus).resolve()} has the call jail (task field `jail`), and text a model wrote is "
+                    f"judged only there; {HOW_TO_JAIL}"
+                )

@@ -107,10 +107,14 @@ def _table(results: list[dict], key: str) -> list[dict]:
 
 
 def summarize(results: list[dict], wall_s: float | None = None) -> dict:
-    """Solve rate, mean steps / test runs / seconds, fallbacks, and per-package / per-mutation tables."""
+    """Solve rate, mean steps / test runs / seconds, fallbacks, and per-package / per-mutation tables, over the
+    judged tasks ('judged': False, a free-form evaluation's task without the call jail, is counted apart)."""
+    every = results
+    results = [r for r in every if r.get("judged", True)]
     n = len(results) or 1
     out = {
-        "tasks": len(results),
+        "tasks": len(every),
+        "judged": len(results),
         "solved": sum(r["resolved"] for r in results),
         "solve_rate": round(sum(r["resolved"] for r in results) / n, 4),
         "mean_steps": round(statistics.fmean(r["steps"] for r in results), 2) if results else 0.0,
@@ -121,12 +125,14 @@ def summarize(results: list[dict], wall_s: float | None = None) -> dict:
         "patch_errors": sum(r["patch_errors"] for r in results),
         "refused": sum(r["refused"] for r in results),
         "tampering": sum(r.get("tampering", 0) for r in results),
+        # tasks not judged (free-form, no call jail) plus runs refused unrun (model text, no call jail)
+        "unjudged": sum(r.get("unjudged", 0) for r in every),
         "by_package": _table(results, "package"),
         "by_mutation": _table(results, "mutation"),
     }
     if wall_s is not None:
         out["wall_s"] = round(wall_s, 1)
-        out["tasks_per_s"] = round(len(results) / wall_s, 4) if wall_s else 0.0
+        out["tasks_per_s"] = round(len(every) / wall_s, 4) if wall_s else 0.0
     return out
 
 
@@ -135,10 +141,11 @@ def markdown(summary: dict, title: str = "Code repair") -> str:
     lines = [
         f"# {title}",
         "",
-        f"solve rate **{summary['solve_rate']:.3f}** ({summary['solved']}/{summary['tasks']}), "
+        f"solve rate **{summary['solve_rate']:.3f}** ({summary['solved']}/{summary.get('judged', summary['tasks'])}), "
         f"mean test runs {summary['mean_test_runs']}, mean steps {summary['mean_steps']}, "
         f"mean seconds {summary['mean_seconds']}, fallbacks {summary['fallbacks']}, "
-        f"refused patches {summary.get('refused', 0)}, voided verdicts (tampering) {summary.get('tampering', 0)}",
+        f"refused patches {summary.get('refused', 0)}, voided verdicts (tampering) {summary.get('tampering', 0)}, "
+        f"unjudged (model text, no call jail) {summary.get('unjudged', 0)}",
         "",
     ]
     for key in ("package", "mutation"):

@@ -5,7 +5,9 @@ so the figure is the patch model's), the prompt is graph_planner.free_edit.free_
 task. Replies are parsed (free_edit.parse_reply) and the edits judged in Submit mode by the same sandbox
 path every candidate edit takes (graph_planner.team.sandbox.Sandbox.judge: the patch check, then the
 guarded FAIL_TO_PASS run and, when those pass, FAIL_TO_PASS + PASS_TO_PASS). Malformed replies and
-refused edits score 0 and are counted.
+refused edits score 0 and are counted. A reply is text a model wrote, judged only through the call jail
+(graph_planner.provenance): a task without the jail is not prompted and not run; it counts as unjudged
+('unjudged': 1, 'judged': False; outside the solve rate: graph_planner.evaluate.summarize).
 
 `gold-free` is the positive control: a scripted "model" that replies with each task's gold fix of its
 function in the format. It scores 1 wherever the format can express the gold fix, which says the
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from graph_planner.free_edit import free_prompt, gold_reply, parse_reply, target_name, task_target
 from graph_planner.judge import DEFAULT_TEST_CPU_S
+from graph_planner.provenance import MODEL, UNJUDGED
 from graph_planner.tasks import RepairTask
 from graph_planner.team.sandbox import Sandbox
 
@@ -51,9 +54,11 @@ def evaluate_free(
     test_cpu_s: float = DEFAULT_TEST_CPU_S,
     telemetry_dir: str | Path | None = None,
 ) -> list[dict]:
-    """One reply per task, judged in Submit mode; per-task results in the shape `evaluate.summarize` reads."""
+    """One reply per task with the call jail, judged in Submit mode (the others unjudged); per-task results in
+    the shape `evaluate.summarize` reads."""
     t0 = time.monotonic()
-    targets = [task_target(t) for t in tasks]
+    # no prompt for a task without the jail: its reply could not be judged (and decoding is the costly part)
+    targets = [task_target(t) if t.jail else None for t in tasks]
     prompts = [free_prompt(tg[0], tg[1], t.problem_statement) if tg else "" for t, tg in zip(tasks, targets)]
     asked = [i for i, tg in enumerate(targets) if tg]
     got = replier([tasks[i] for i in asked], [prompts[i] for i in asked]) if asked else []
@@ -64,13 +69,14 @@ def evaluate_free(
     jobs = [i for i in asked if parsed[i].edit is not None]
     box = Sandbox(workers, None, test_cpu_s, telemetry_dir)
     try:
-        verdicts = dict(zip(jobs, box.judge_many([(tasks[i], parsed[i].edit) for i in jobs], "eval")))
+        verdicts = dict(zip(jobs, box.judge_many([(tasks[i], parsed[i].edit) for i in jobs], "eval", MODEL)))
     finally:
         box.close()
     out = []
     for i, task in enumerate(tasks):
         v = verdicts.get(i, {})
         error = "" if i in verdicts else parsed[i].error if i in parsed else "no single function of its file to fix"
+        error = error if task.jail else UNJUDGED
         out.append(
             {
                 "instance_id": task.instance_id,
@@ -83,6 +89,8 @@ def evaluate_free(
                 "refused": int(bool(v.get("refused"))),
                 "patch_errors": 0,
                 "tampering": v.get("tampering", 0),
+                "unjudged": int(not task.jail),
+                "judged": bool(task.jail),
                 "error": (v.get("error") or error)[:300],
                 "package": task.repo,
                 "mutation": task.meta.get("mutation", ""),

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from graph_planner.judge import DEFAULT_TEST_CPU_S, fix_sites, gold_texts, passed, run_patch
 from graph_planner.patching import PatchError
+from graph_planner.provenance import GOLD
 from graph_planner.result_cache import ResultCache
 from graph_planner.tasks import JAIL_SIDECAR, RepairTask, load_tasks
 
@@ -56,7 +57,7 @@ def qualify(runtime, task: RepairTask, cpu_s: float = DEFAULT_TEST_CPU_S) -> dic
     except PatchError as e:
         return {**out, "why": f"gold patch does not apply: {e}"}
     start = time.perf_counter()
-    result = run_patch(runtime, ResultCache(), jailed, gold, task.submit_tests(), "submit", cpu_s)
+    result = run_patch(runtime, ResultCache(), jailed, gold, task.submit_tests(), "submit", cpu_s, origin=GOLD)
     out.update(gold_s=round(time.perf_counter() - start, 3), gold_cpu_s=result.get("used_cpu_s"))
     if not passed(result):
         return {

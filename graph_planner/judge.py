@@ -9,7 +9,8 @@ pass is judged twice: a second run built differently (another boot file, descrip
 random places) must agree, or the verdict is void. Outcomes are cached by (task, patch, tests) and the
 verdict rules' version; only confirmed passes and believed failures are cached, never a void run.
 `gold_submit` sends a task's own reference fix down the same path, which is how the corpus builder
-proves a task solvable.
+proves a task solvable. Text a model wrote runs only on a task with the call jail: a patch of origin
+"model" (the default) on any other task is not run at all (graph_planner.provenance).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from graph_planner.corpus.testrun import _DIGEST, JAIL_FAULT, NAMES, PROCESS, RE
 from graph_planner.env_config import EpisodeConfig
 from graph_planner.patch_check import changed_functions, outer_functions
 from graph_planner.patching import PatchError, apply_diff, parse_diff, screen
+from graph_planner.provenance import GOLD, MODEL, UNJUDGED, unjudged, unjudged_result
 from graph_planner.pyparse import parse
 from graph_planner.result_cache import ResultCache
 from graph_planner.state_digest import differs, reference
@@ -225,15 +227,21 @@ def run_patch(
     guarded: bool = True,
     targeted: bool = True,
     digest: bool | None = None,
+    origin: str = MODEL,
 ) -> dict:
     """`tests` on a clean checkout of the task's base commit plus `patch` (path -> text), cached by
     (task, patch, tests): a cached outcome carries 'cached': True. A pass carries 'confirmed': True.
     `guarded=False` (only to test the sandbox alone) runs without the runtime guard; `targeted=False` (only to
     test the layers behind it) also runs a patch that changes functions the task's fix does not. `digest` (by
     default on in "submit" mode, the one that earns reward): a pass whose module state after some test is not
-    the gold fix's is void (graph_planner/state_digest.py)."""
-    digest = (mode == "submit" if digest is None else digest) and not task.jail
+    the gold fix's is void (graph_planner/state_digest.py). `origin` (graph_planner.provenance): where the
+    patch's code came from; "model", the default, is run only on a task with the call jail, and elsewhere
+    scores 0 with status UNJUDGED before anything runs (an empty patch holds no one's text: the bug is run)."""
     limit = min(task.suite.timeout_s, cpu_s)  # CPU capped by the suite's wall-clock limit (one thread)
+    # first, before the cache: a static verdict of the same text (a menu edit's, an earlier run's) may be there
+    if patch and unjudged(task, origin):
+        return unjudged_result(mode, tests, limit)
+    digest = (mode == "submit" if digest is None else digest) and not task.jail
     # a jailed task always: the jail holds only its target function, a change elsewhere would run unjailed
     outside = off_target(task, patch) if targeted or task.jail else []
     if outside:  # before the cache (an untargeted verdict may be there): a change outside the fix's functions
@@ -317,7 +325,7 @@ def gold_submit(runtime, task: RepairTask, cpu_s: float = DEFAULT_TEST_CPU_S, di
         texts = gold_texts(task)
     except PatchError as e:
         return f"gold patch does not apply: {e}"
-    why = submit_texts(runtime, ResultCache(), task, texts, cpu_s, digest)
+    why = submit_texts(runtime, ResultCache(), task, texts, cpu_s, digest, origin=GOLD)
     return why and f"gold patch {why}"
 
 
@@ -339,13 +347,17 @@ def submit_texts(
     texts: dict[str, str],
     cpu_s: float = DEFAULT_TEST_CPU_S,
     digest: bool = True,
+    origin: str = MODEL,
 ) -> str:
     """Why new file texts (path -> text) fail Submit ("" when they resolve the task): the patch check against
-    the base commit, then FAIL_TO_PASS + PASS_TO_PASS in the task's order on a clean checkout."""
+    the base commit, then FAIL_TO_PASS + PASS_TO_PASS in the task's order on a clean checkout (text of
+    `origin` "model" only on a task with the call jail)."""
+    if unjudged(task, origin):
+        return UNJUDGED
     refused = {p: r for p, t in texts.items() if (r := screen(base_text(task, p), t, not task.jail))}
     if refused:
         return f"refused by the patch check: {refused}"
-    result = run_patch(runtime, cache, task, texts, task.submit_tests(), "submit", cpu_s, digest=digest)
+    result = run_patch(runtime, cache, task, texts, task.submit_tests(), "submit", cpu_s, digest=digest, origin=origin)
     if passed(result):
         return ""
     what = (

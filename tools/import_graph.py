@@ -110,6 +110,7 @@ GRAPH_PLANNER_ROOMS = [
             "graph_planner.env_config",
             "graph_planner.runtime",
             "graph_planner.judge",
+            "graph_planner.provenance",
             "graph_planner.result_cache",
             "graph_planner.state_digest",
         ),

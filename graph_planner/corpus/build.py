@@ -253,8 +253,9 @@ def build_package(
                     tasks.append(row)
             if cfg.jail:  # the task's qualification for the call jail, decided once, stored with it
                 todo = [r for r in tasks if "jail" not in r["planact_env"]]
-                for row, spec in zip(todo, pool.map(lambda r: slots.jail(from_record(r, out)), todo)):
-                    row["planact_env"]["jail"] = spec
+                # (not `spec`: that name is the package's, which the report lines below read)
+                for row, target in zip(todo, pool.map(lambda r: slots.jail(from_record(r, out)), todo)):
+                    row["planact_env"]["jail"] = target
     report.update(
         functions_covered=sum(len(v) for v in base.covered_functions().values()),
         tried=tried,

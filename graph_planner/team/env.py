@@ -7,6 +7,10 @@ the model's own distribution (decoding 'candidates'), or written as the whole co
 (decoding 'free', graph_planner.team.free). Reward: the edit's FAIL_TO_PASS run in the sandbox (1 = all
 pass); the planner's episode earns the mean outcome of its plan's edits. Nothing a model outputs can
 raise: an empty candidate set or a malformed reply scores 0 and is counted.
+
+Free decoding judges text a model wrote, which runs only on a task with the call jail (graph_planner.
+provenance): its task pool keeps only the corpus's jailed tasks, says how many it left out, and a corpus
+without one fails before any work starts (`RepairEnvConfig.preflight`, again here).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from graph_planner.corpus.fetch import git
+from graph_planner.provenance import HOW_TO_JAIL, MENU, MODEL
 from graph_planner.team import demos, file_prompts, free, prompts
 from graph_planner.team.context import load_contexts
 from graph_planner.team.evaluate import evaluate_team
@@ -102,6 +107,7 @@ class RepairTeamEnv:
             real_tasks, real_ctx = load_real(r.eval_real_corpus, r, progress)
             self.tasks, self.ctx = {**self.tasks, **real_tasks}, {**self.ctx, **real_ctx}
         self.split: dict[str, list[str]] = {s: sorted(i for i, c in self.ctx.items() if c.split == s) for s in SPLITS}
+        self.left_out = self._jailed_only() if self.free else {}
         if not self.split["train"]:
             raise ValueError(f"env.repair: the corpus at {self.corpus} has no training tasks of kinds {r.kinds}")
         self._sandbox: Sandbox | None = None
@@ -109,6 +115,26 @@ class RepairTeamEnv:
         self.by_mark = r.planner_labels == "mark"  # prompts.function_labels
         self.file_style = r.prompt_style == "file"  # graph_planner.team.file_prompts
         self._files: dict[tuple[str, str], str] = {}
+
+    def _jailed_only(self) -> dict[str, int]:
+        """Free decoding: every split cut to its tasks with the call jail; {split: tasks left out}, also printed."""
+        left = {}
+        for split, ids in self.split.items():
+            kept = [i for i in ids if self.tasks[i].jail]
+            if len(kept) < len(ids):
+                left[split] = len(ids) - len(kept)
+                print(
+                    f"env.repair.decoding free: split {split} keeps {len(kept)} of {len(ids)} tasks; "
+                    f"{left[split]} have no call jail, and text a model wrote is judged only there",
+                    flush=True,
+                )
+            self.split[split] = kept
+        if not self.split["train"]:
+            raise ValueError(
+                f"env.repair.decoding 'free': no training task of {self.corpus} has the call jail, and text a "
+                f"model wrote is judged only there; {HOW_TO_JAIL}"
+            )
+        return left
 
     @property
     def sandbox(self) -> Sandbox:
@@ -238,7 +264,8 @@ class RepairTeamEnv:
                         jobs.append((self.tasks[t["task_id"]], edit))
                         where.append((ti, gi, ki))
         before = dict(self.sandbox.stats)
-        verdicts = dict(zip(where, self.sandbox.judge_many(jobs, "train")))
+        # a free reply is model text; a chosen candidate is an edit planact enumerated from the task's source
+        verdicts = dict(zip(where, self.sandbox.judge_many(jobs, "train", MODEL if self.free else MENU)))
         steps, returns, plan_samples = [], {}, []
         outcomes, plan_rewards, correct, no_cands, signal = [], [], [], 0, []
         for ti, t in enumerate(batch):
@@ -309,6 +336,8 @@ class RepairTeamEnv:
         m["sandbox/cache_hit_rate"] = hits / max(1, runs + hits)
         m["sandbox/refused"] = float(after["refused"] - before["refused"])
         m["sandbox/tampering"] = float(after["tampering"] - before["tampering"])  # voided verdicts, each scored 0
+        # model text on a task without the call jail, scored 0 unrun (free decoding keeps such tasks out: 0)
+        m["sandbox/unjudged"] = float(after["unjudged"] - before["unjudged"])
         m["time/sandbox_s"] = after["seconds"] - before["seconds"]
         res.metrics = m
         return res

@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 
 from graph_planner.agents.rule import RuleAgent
+from graph_planner.provenance import MENU, MODEL
 from graph_planner.team import free, prompts
 from graph_planner.team.real import fix_functions, reach
 from planact.progress import Phase, ProgressFn
@@ -53,10 +54,10 @@ def team_order(env, ids: list[str], planner, actor, budget: int) -> tuple[dict[s
     return out, targets
 
 
-def solve_rates(env, attempts: dict[str, list[dict]], budget: int) -> dict[int, float]:
-    """Solve rate at every budget 1..budget (edits judged in eval mode, shared cache)."""
+def solve_rates(env, attempts: dict[str, list[dict]], budget: int, origin: str = MODEL) -> dict[int, float]:
+    """Solve rate at every budget 1..budget (edits of `origin` judged in eval mode, shared cache)."""
     jobs = [(env.tasks[i], e) for i, edits in attempts.items() for e in edits[:budget]]
-    verdicts = iter(env.sandbox.judge_many(jobs, "eval"))
+    verdicts = iter(env.sandbox.judge_many(jobs, "eval", origin))
     first_solved = []
     for edits in attempts.values():
         ok = [next(verdicts)["resolved"] for _ in edits[:budget]]
@@ -116,17 +117,22 @@ def evaluate_team(env, planner, actor, progress: ProgressFn | None = None) -> di
             "random": {i: random_order(env.ctx[i], r.eval_budget, rng) for i in all_ids},
         }
         for name, attempts in systems.items():
-            for b, rate in solve_rates(env, attempts, r.eval_budget).items():
+            # the team's free reply is model text; every other edit here is a candidate planact enumerated
+            origin = MODEL if name == "team" and env.free else MENU
+            for b, rate in solve_rates(env, attempts, r.eval_budget, origin).items():
                 out[f"{split}/{name}/solve_at_{b}"] = rate
             phase.advance(note=f"{split}: {name} judged")
         hits = sum(targets[i] in fix_functions(env.tasks[i]) for i in ids)  # a real fix may change several
         out[f"{split}/team/localised"] = hits / len(all_ids)
         out |= {f"{split}/{k}": v for k, v in reach(env, all_ids).items()}
         out[f"{split}/tasks"] = float(len(all_ids))
+        if getattr(env, "left_out", {}).get(split):  # free decoding: tasks without the call jail, not evaluated
+            out[f"{split}/left_out_no_jail"] = float(env.left_out[split])
     # Evaluation Submits run FAIL_TO_PASS + PASS_TO_PASS (training runs only FAIL_TO_PASS): counted apart,
     # and of those the whole-suite runs (edits whose FAIL_TO_PASS tests passed on their own).
     out["sandbox/eval_test_runs"] = float(env.sandbox.stats["test_runs"] - before["test_runs"])
     out["sandbox/eval_full_runs"] = float(env.sandbox.stats["full_runs"] - before["full_runs"])
     out["sandbox/eval_cache_hits"] = float(env.sandbox.stats["cache_hits"] - before["cache_hits"])
     out["sandbox/eval_tampering"] = float(env.sandbox.stats["tampering"] - before["tampering"])
+    out["sandbox/eval_unjudged"] = float(env.sandbox.stats["unjudged"] - before["unjudged"])
     return out

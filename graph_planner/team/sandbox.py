@@ -12,6 +12,11 @@ checkout (graph_planner.judge.run_patch); outcomes are cached by (task, patched 
 shared by every run over the same corpus, so a repeated patch costs one run ever. No code graph is
 built: a PlannerEnv episode parses the whole repository at reset (0.1-0.5 s a task, serial, see below),
 which made a cached judgement cost ~0.7 s and a held-out evaluation minutes of graph building.
+
+Every judgement names the edit's origin (graph_planner.provenance): "model" (the default: a free-form reply
+or anything else planact did not enumerate) runs only on a task with the call jail; elsewhere it is
+unjudged (reward 0, counted in `stats["unjudged"]`, nothing runs). "menu" is for edits planact enumerated
+from the task's own source (the candidates the team's actor and the baselines choose among).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from graph_planner.corpus.fetch import git
 from graph_planner.graph.build import SKIP_DIRS
 from graph_planner.judge import passed, run_patch
 from graph_planner.patching import PatchError, apply_edits, screen
+from graph_planner.provenance import MODEL, UNJUDGED, unjudged
 from graph_planner.result_cache import ResultCache
 from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import RepairTask
@@ -59,7 +65,8 @@ class Sandbox:
         self._parse = threading.Lock()
         self._files: dict[str, set[str]] = {}
         self._texts: OrderedDict[tuple[str, str], str] = OrderedDict()
-        self.stats = {"test_runs": 0, "full_runs": 0, "cache_hits": 0, "refused": 0, "tampering": 0, "seconds": 0.0}
+        self.stats = {"test_runs": 0, "full_runs": 0, "cache_hits": 0, "refused": 0, "tampering": 0, "unjudged": 0}
+        self.stats["seconds"] = 0.0
 
     def _slot(self) -> tuple[LocalRuntime, Path | None]:
         rt = getattr(self._local, "runtime", None)
@@ -105,14 +112,18 @@ class Sandbox:
             reasons = {p: r for p, t in texts.items() if (r := screen(self._base_text(task, p), t, not task.jail))}
         return (None, f"patch refused: {reasons}") if reasons else (texts, "")
 
-    def judge(self, task: RepairTask, edit: dict, mode: str) -> dict:
-        """One edit on one task ('train' or 'eval' mode).
+    def judge(self, task: RepairTask, edit: dict, mode: str, origin: str = MODEL) -> dict:
+        """One edit on one task ('train' or 'eval' mode) whose code came from `origin` (provenance.ORIGINS).
 
         Returns {'resolved', 'refused', 'cached' (no test ran), 'runs' (test runs made), 'full' (whole-suite
-        runs made)}."""
+        runs made)}, and 'unjudged': True where the edit was not run (model text on a task without the jail)."""
         runtime, telemetry = self._slot()
         t0 = time.perf_counter()
-        result = self._judge(runtime, task, edit, mode)
+        if unjudged(task, origin):  # model text on a task without the call jail: not screened, not run
+            result = {"resolved": False, "cached": False, "refused": False, "unjudged": True, "runs": 0, "full": 0}
+            result["error"] = UNJUDGED
+        else:
+            result = self._judge(runtime, task, edit, mode, origin)
         seconds = time.perf_counter() - t0
         with self._lock:
             self.stats["test_runs"] += result["runs"]
@@ -120,23 +131,27 @@ class Sandbox:
             self.stats["cache_hits"] += int(result["cached"])
             self.stats["refused"] += int(result["refused"])
             self.stats["tampering"] += result.get("tampering", 0)
+            self.stats["unjudged"] += int(result.get("unjudged", False))
             self.stats["seconds"] += seconds
         if telemetry is not None:
             telemetry.parent.mkdir(parents=True, exist_ok=True)
             with open(telemetry, "a") as fh:
                 fh.write(
                     json.dumps(
-                        {"instance_id": task.instance_id, "mode": mode, "edit": edit, **result, "t": round(seconds, 3)}
+                        {"instance_id": task.instance_id, "mode": mode, "origin": origin, "edit": edit, **result}
+                        | {"t": round(seconds, 3)}
                     )
                     + "\n"
                 )
         return result
 
-    def _judge(self, runtime: LocalRuntime, task: RepairTask, edit: dict, mode: str) -> dict:
+    def _judge(self, runtime: LocalRuntime, task: RepairTask, edit: dict, mode: str, origin: str) -> dict:
         texts, error = self._patch(task, edit)
         if texts is None:
             return {"resolved": False, "cached": False, "refused": True, "runs": 0, "full": 0, "error": error[:200]}
-        f2p = run_patch(runtime, self.cache, task, texts, task.fail_to_pass, "fail_to_pass", self.test_cpu_s)
+        f2p = run_patch(
+            runtime, self.cache, task, texts, task.fail_to_pass, "fail_to_pass", self.test_cpu_s, origin=origin
+        )
         runs, tampering = int(not f2p.get("cached")), int("tampered" in f2p)
         if mode == "train" or not passed(f2p):
             return {
@@ -147,7 +162,9 @@ class Sandbox:
                 "full": 0,
                 "tampering": tampering,
             }
-        whole = run_patch(runtime, self.cache, task, texts, task.submit_tests(), "submit", self.test_cpu_s)
+        whole = run_patch(
+            runtime, self.cache, task, texts, task.submit_tests(), "submit", self.test_cpu_s, origin=origin
+        )
         full = int(not whole.get("cached"))
         return {
             "resolved": passed(whole),
@@ -158,14 +175,14 @@ class Sandbox:
             "tampering": tampering + int("tampered" in whole),
         }
 
-    def judge_many(self, jobs: list[tuple[RepairTask, dict]], mode: str) -> list[dict]:
-        """Judge (task, edit) pairs in parallel slots; identical pairs are judged once."""
+    def judge_many(self, jobs: list[tuple[RepairTask, dict]], mode: str, origin: str = MODEL) -> list[dict]:
+        """Judge (task, edit) pairs, all of one origin, in parallel slots; identical pairs are judged once."""
         keys = [(t.instance_id, e["file"], e["old"], e["new"]) for t, e in jobs]
         unique = {}
         for k, job in zip(keys, jobs):
             unique.setdefault(k, job)
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            results = dict(zip(unique, pool.map(lambda j: self.judge(j[0], j[1], mode), unique.values())))
+            results = dict(zip(unique, pool.map(lambda j: self.judge(j[0], j[1], mode, origin), unique.values())))
         return [results[k] for k in keys]
 
     def close(self) -> None:

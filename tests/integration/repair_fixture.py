@@ -220,6 +220,7 @@ def build_packages(root: Path, splits: dict[str, str], kinds: list[str] | None =
     if session is None:
         return _build(root, splits, kinds, **budget)
     key = "+".join(f"{n}.{s}" for n, s in sorted(splits.items())) + "-" + "-".join(sorted(kinds or ["all"]))
+    key += "-jail" if budget.get("jail") else ""
     shared = session / "minilib-corpora" / key
     shared.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(shared) + ".lock"):
@@ -233,10 +234,11 @@ def build_packages(root: Path, splits: dict[str, str], kinds: list[str] | None =
     return root / "corpus"
 
 
-def build_minilib(root: Path, kinds: list[str] | None = None) -> Path:
+def build_minilib(root: Path, kinds: list[str] | None = None, jail: bool = False) -> Path:
     """A corpus of minilib tasks (held-out split) in `root`/corpus (~10 CPU-s, once per session and kinds;
-    six test files use it); returns the corpus folder."""
-    return build_packages(root, {"minilib": "heldout"}, kinds, per_function=3, max_tried=14, max_kept=14)
+    six test files use it); returns the corpus folder. `jail`: each task qualified for the call jail at the
+    build (free-form replies are model text, judged only there)."""
+    return build_packages(root, {"minilib": "heldout"}, kinds, per_function=3, max_tried=14, max_kept=14, jail=jail)
 
 
 def gadget_task(root: Path) -> RepairTask:
@@ -256,9 +258,13 @@ def gadget_fixtures():
     @pytest.fixture(scope="module", name="envs")
     def envs_():
         # Targeting off in both: several attacks change a function beside the buggy one, which targeting alone
-        # already scores 0 (test_verdict_deferred.py); these show the layers behind it hold too.
+        # already scores 0 (test_verdict_deferred.py); these show the layers behind it hold too. Origin "menu":
+        # the static path's layers are under test, so every body is judged as planact's own edit would be (the
+        # derived origin, "model", would leave it unrun on this unjailed task: test_verdict_jail.py).
         made = {
-            screen: PlannerEnv(limits=EnvLimits(test_cpu_s=10, screen_patches=screen, target_patches=False))
+            screen: PlannerEnv(
+                limits=EnvLimits(test_cpu_s=10, screen_patches=screen, target_patches=False), origin="menu"
+            )
             for screen in (True, False)
         }
         yield made

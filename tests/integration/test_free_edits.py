@@ -1,10 +1,12 @@
 """Free-form edits (env.repair.decoding: free) through the real judge: the sandbox's candidate path, the
-patch check, real pytest under the runtime guard.
+patch check, real pytest with the target function in the call jail.
 
-The positive control (a scripted model replying with each task's gold fix in the format) scores 1; every
-hostile reply (a body that reaches exec, __import__, /proc, frames, or forges the verdict) scores 0 beside
-an honest control; replies from the OpenAI and Anthropic engines come from loopback stand-ins of their
-HTTP APIs (tests/servers/loopback.py: no internet here), the real SDKs on both sides of the wire.
+A reply is text a model wrote, judged only on a task with the call jail (graph_planner.provenance): the
+minilib corpus here is built with `jail: true`. The positive control (a scripted model replying with each
+task's gold fix in the format) scores 1; on the unjailed gadget task every reply, hostile or the gold one, is
+unjudged and nothing runs (full-power forges on a jailed task: test_verdict_jail.py); replies from the OpenAI
+and Anthropic engines come from loopback stand-ins of their HTTP APIs (tests/servers/loopback.py: no internet
+here), the real SDKs on both sides of the wire.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from .repair_fixture import build_minilib, gadget_task
 def minilib(tmp_path_factory):
     # binop alone: the same three tasks (mean, window, scale; no comparison mutant of clamp is kept) from the
     # build the model-agent, attack and reach tests share, instead of a build of its own (~10 CPU-s) per session
-    return build_minilib(tmp_path_factory.mktemp("free-minilib"), kinds=["binop"])
+    # (with the jail: its qualification runs once per session, each verdict then one jailed run instead of two)
+    return build_minilib(tmp_path_factory.mktemp("free-minilib"), kinds=["binop"], jail=True)
 
 
 @pytest.fixture(scope="module")
@@ -45,14 +48,14 @@ def test_the_scripted_gold_model_solves_every_task_and_a_wrong_reply_scores_0(mi
     from graph_planner.cli import main
 
     tasks = load_tasks(minilib)
-    assert len(tasks) >= 3
+    assert len(tasks) >= 3 and all(t.jail for t in tasks)
     out = tmp_path / "gold.json"
     assert (
         main(["evaluate", "--agent", "gold-free", "--tasks", str(minilib), "--workers", "2", "--json", str(out)]) == 0
     )
     last = capsys.readouterr().out.strip().splitlines()[-1]
     n = len(tasks)
-    assert last.startswith(f"solve rate 1.000 ({n}/{n})") and "malformed 0, refused 0" in last
+    assert last.startswith(f"solve rate 1.000 ({n}/{n})") and "malformed 0, refused 0, unjudged 0" in last
     episodes = json.loads(out.read_text())["episodes"]
     assert all(r["resolved"] and r["malformed"] == r["refused"] == 0 for r in episodes), episodes
 
@@ -80,17 +83,28 @@ DIRECT = {
 }
 
 
-def test_hostile_replies_score_0_beside_an_honest_control(gadgets):
+def test_replies_on_a_task_without_the_jail_are_unjudged_and_nothing_runs(gadgets, tmp_path):
+    """The gadget task has no call jail: no reply is asked for, hostile or the gold one, none is screened or
+    run; each scores 0 as unjudged, counted apart from the solve rate."""
+    from graph_planner.evaluate import summarize
+    from graph_planner.provenance import UNJUDGED
+
+    assert not gadgets.jail
     hostile = {**{f"family {k}": v for k, v in FAMILIES.items()}, **DIRECT}
-    names = sorted(hostile)
-    replies = {"gold": gold_reply(gadgets), **{n: _body(gadgets, hostile[n] + "\n" + FORGE) for n in names}}
-    results = evaluate_free([gadgets] * len(replies), lambda ts, ps: list(replies.values()), workers=2, test_cpu_s=10)
-    by_name = dict(zip(replies, results))
-    assert by_name["gold"]["resolved"] and not by_name["gold"]["refused"]  # the honest control scores 1
-    for name in names:
-        r = by_name[name]
-        assert not r["resolved"] and r["refused"] and r["malformed"] == 0, (name, r)
-        assert "patch refused" in r["error"], (name, r)  # refused by the patch check: no test ran
+    replies = [gold_reply(gadgets), *(_body(gadgets, hostile[n] + "\n" + FORGE) for n in sorted(hostile))]
+    asked = []
+
+    def replier(ts, ps):
+        asked.extend(ps)
+        return replies[: len(ts)]
+
+    results = evaluate_free([gadgets] * len(replies), replier, workers=2, test_cpu_s=10, telemetry_dir=tmp_path)
+    assert asked == [] and not list(tmp_path.iterdir())  # no prompt, no judgement, no test run
+    for r in results:
+        assert not r["resolved"] and r["unjudged"] == 1 and not r["judged"] and r["test_runs"] == 0, r
+        assert r["refused"] == r["malformed"] == 0 and r["error"] == UNJUDGED, r
+    summary = summarize(results)
+    assert summary["unjudged"] == summary["tasks"] == len(replies) and summary["judged"] == 0
 
 
 def test_malformed_replies_score_0_and_are_counted(minilib):
@@ -140,8 +154,10 @@ def test_openai_and_anthropic_engines_drive_a_free_form_reply_end_to_end(minilib
 
 def test_the_repair_team_scores_free_replies_and_counts_malformed_and_refused(minilib, tmp_path):
     """env.repair.decoding free: the round's actor answers are texts; a gold reply earns 1, a malformed and
-    a refused one 0, and the round's metrics count them (actor/malformed, actor/refused)."""
+    a refused one 0, and the round's metrics count them (actor/malformed, actor/refused). Its corpus passes
+    the preflight (jailed training tasks); the same rows without the jail fail it, naming the field."""
     from planact.config import validate_config
+    from planact.config_base import ConfigError
     from planact.envs.base import make_env
 
     train = tmp_path / "corpus"
@@ -168,19 +184,30 @@ def test_the_repair_team_scores_free_replies_and_counts_malformed_and_refused(mi
             "actor": {"engine": "openai", "train": False, "sampling": {"max_new_tokens": 512}},
         }
     )
+    bare = tmp_path / "bare"  # the same tasks, none qualified: a free run must not start on them
+    bare.mkdir()
+    (bare / "train.jsonl").write_text(
+        "".join(
+            json.dumps({**r, "split": "train", "planact_env": {**r["planact_env"], "jail": None}}) + "\n" for r in rows
+        )
+    )
+    with pytest.raises(ConfigError, match=r"decoding 'free'.*jail.*jail_qualify"):
+        cfg.env.repair.model_copy(update={"corpus": str(bare)}).preflight(cfg)
+    cfg.env.repair.preflight(cfg)
     env = make_env(cfg)
-    assert env.actor_method == "generate"
+    assert env.actor_method == "generate" and env.left_out == {}
     tid = next(i for i in env.split["train"] if env.ctx[i].target_rank >= 0)
     task, target = env.tasks[tid], env.ctx[tid].target
     turn = Completion([1], [2], [-0.1], " repair 1", "stop", 0)
     plans = [[{"task_id": tid, "read": [target], "turns": [{"obs": "o", "completion": turn}], "target": target}]]
     (prompt,) = env.actor_requests([{"task_id": tid}], plans)
     assert isinstance(prompt, str) and "```python" in prompt
-    replies = [gold_reply(task), "no block", _hostile(env, tid)]
+    replies = [gold_reply(task), "no block", _resigned(env, tid)]
     answers = [[Completion([1], [2], [-0.1], text, "stop", 0) for text in replies]]
     res = env.score([{"task_id": tid}], plans, answers)
     assert [s["reward"] for s in res.actor_samples] == [1.0, 0.0, 0.0]
     assert res.metrics["actor/malformed"] == 1.0 and res.metrics["actor/refused"] == 1.0
+    assert res.metrics["sandbox/unjudged"] == 0.0
     assert res.metrics["success"] == pytest.approx(1 / 3)
     assert [p for p, _ in env.demonstrations("actor", 2, __import__("random").Random(0))][0].startswith("A bug")
     # held-out evaluation's team: the greedy plan, then one greedy reply per task (here the gold one)
@@ -218,8 +245,8 @@ def _shows(prompt: str, reply: str) -> bool:
     return reply.split("\n")[1].split("(")[0] in prompt
 
 
-def _hostile(env, tid) -> str:
+def _resigned(env, tid) -> str:
+    """The target with a parameter added: on a jailed task the check judges structure alone, and refuses it."""
     view = env._view(tid, env.ctx[tid].target)
     head, rest = view.source.split("\n", 1)
-    indent = rest[: len(rest) - len(rest.lstrip())]
-    return fence(head + f"\n{indent}__import__('os').system('true')\n" + rest)
+    return fence(head.replace("):", ", hook=print):", 1) + "\n" + rest)

@@ -71,8 +71,9 @@ def corpus(tmp_path_factory):
 
 def _env(screen: bool) -> PlannerEnv:
     # targeting off: the forgers here change a function the tests call, not the buggy one; the channel and the
-    # guard must hold without the targeting rule too
-    return PlannerEnv(limits=EnvLimits(test_cpu_s=10, screen_patches=screen, target_patches=False))
+    # guard must hold without the targeting rule too; origin "menu": the static path is under test (a body written
+    # here would otherwise count as model text, never run on this unjailed task)
+    return PlannerEnv(limits=EnvLimits(test_cpu_s=10, screen_patches=screen, target_patches=False), origin="menu")
 
 
 def _submit_file(env: PlannerEnv, task, text: str) -> tuple[dict, float]:

@@ -29,7 +29,9 @@ def corpus(tmp_path_factory):
 
 @pytest.fixture
 def env():
-    e = PlannerEnv(limits=EnvLimits(test_cpu_s=5, screen_patches=False, guard_patches=False, target_patches=False))
+    # origin "menu": the sandbox under the static path is under test (model text would never run here)
+    limits = EnvLimits(test_cpu_s=5, screen_patches=False, guard_patches=False, target_patches=False)
+    e = PlannerEnv(limits=limits, origin="menu")
     yield e
     e.runtime.close()
 

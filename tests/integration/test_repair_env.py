@@ -84,6 +84,8 @@ def test_rule_agent_repairs_token_level_bugs_and_logs_every_step(corpus, env, tm
     stats = [run_episode(env, t, RuleAgent()) for t in tasks]
     assert sum(s["resolved"] for s in stats) >= 1
     assert all(s["test_runs"] <= env.limits.test_runs + 1 for s in stats)
+    # its edits are planact's own candidates (candidates.menu_edit): judged on these unjailed tasks, none unjudged
+    assert all(s["unjudged"] == 0 for s in stats)
     lines = [json.loads(line) for line in (tmp_path / "telemetry.jsonl").read_text().splitlines()]
     assert len(lines) == sum(s["steps"] for s in stats)
     assert {"action", "observation", "reward", "done", "step", "instance_id"} <= set(lines[0])
@@ -134,6 +136,7 @@ def test_malformed_actions_are_observed_and_counted_never_raised(corpus, env):
 
 def test_screen_refuses_a_patch_that_could_forge_the_verdict(corpus, env):
     task = load_tasks(corpus, split="heldout")[0]
+    env.fixed_origin = "menu"  # the static path's check is under test (model text would never run here)
     env.reset(task)
     forge = "def clamp(x, lo, hi):\n    import os\n    os._exit(0)\n"
     source = env._read_base("minilib/core.py")
@@ -162,7 +165,7 @@ def test_evaluation_runs_the_whole_suite_only_for_edits_whose_failing_tests_pass
             gold = {"file": task.meta["file"], "old": minus[0], "new": plus[0]}
             wrong = {"file": task.meta["file"], "old": minus[0], "new": minus[0] + "  # unchanged"}
             before = dict(box.stats)
-            assert box.judge(task, gold, "eval") == {
+            assert box.judge(task, gold, "eval", "gold") == {
                 "resolved": True,
                 "cached": False,
                 "refused": False,
@@ -170,10 +173,10 @@ def test_evaluation_runs_the_whole_suite_only_for_edits_whose_failing_tests_pass
                 "full": 1,
                 "tampering": 0,
             }
-            w = box.judge(task, wrong, "eval")
+            w = box.judge(task, wrong, "eval", "menu")  # (a stand-in for a wrong candidate)
             assert not w["resolved"] and w["full"] == 0 and w["runs"] == 1
             assert box.stats["full_runs"] - before["full_runs"] == 1
-            assert box.judge(task, gold, "eval")["cached"]  # both of its runs are remembered
+            assert box.judge(task, gold, "eval", "gold")["cached"]  # both of its runs are remembered
             judged += 1
         assert judged >= 3
     finally:
@@ -218,7 +221,7 @@ def test_the_team_sandbox_refuses_edits_that_forge_or_escape_before_any_test_run
         why = ["is a test file", "only paths inside the repository", "not a Python file", "patch refused"]
         for edit, reason in zip(attacks, why):
             for mode in ("train", "eval"):
-                v = box.judge(task, edit, mode)
+                v = box.judge(task, edit, mode, "menu")  # the static path's rules are under test
                 assert v["refused"] and not v["resolved"] and v["runs"] == 0 and reason in v["error"], (edit, v)
         assert box.stats["test_runs"] == 0 and box.stats["refused"] == 2 * len(attacks)
     finally:

@@ -191,7 +191,8 @@ def setup(tmp_path_factory):
     build_corpus(cfg, root / "corpus", log=lambda _: None)
     tasks = load_tasks(root / "corpus")
     task = next(t for t in tasks if "//" in t.meta["mutation_description"])
-    env = PlannerEnv(limits=EnvLimits(test_cpu_s=10))  # the defaults: check, guard and targeting on
+    # the defaults: check, guard and targeting on; origin "menu": the static path is under test
+    env = PlannerEnv(limits=EnvLimits(test_cpu_s=10), origin="menu")
     yield env, task, next(t for t in tasks if t.meta["function"] == "width")
     env.runtime.close()
 

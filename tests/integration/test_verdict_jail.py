@@ -109,3 +109,43 @@ def test_a_forge_with_full_power_in_the_function_scores_zero(task, env, name):
         # A child that sleeps uses no CPU: the clock stops it only at 4x its CPU limit (a verdict must not depend
         # on load), so the run's own backstop may come first. Either way it is stopped, scored 0 and counted.
         assert obs["tests"]["status"] in ("jail fault", "timeout"), obs
+
+
+# Review 10's kind: shared state the test's assertion reads, written through an alias the static check did not
+# model (the module's dict reached inside a display, then changed in place).
+WRITE_STATE = "table = (OPS,)[0]\ntable.update({'+': 'sub', '-': 'sub'})\nreturn abs(max(values)) - min(values)"
+
+
+def test_model_text_is_judged_only_through_the_jail(task, env):
+    """Text a model wrote (graph_planner.provenance): on the task without the jail, a write-state forge scores 0
+    as unjudged with nothing run, through PlannerEnv (origin derived: a whole-file edit is no candidate) and
+    the team's sandbox (a free-form reply); on the jailed task the same sandbox path scores an honest fix
+    written otherwise 1 and the bug left 0."""
+    from graph_planner.free_edit import fence, parse_reply, task_target
+    from graph_planner.provenance import UNJUDGED
+    from graph_planner.team.sandbox import Sandbox
+
+    bare = replace(task, jail={})
+    obs, reward = submit_body(env, bare, WRITE_STATE)
+    assert reward == 0.0 and obs["tests"]["status"] == UNJUDGED and obs["tests"]["unjudged"], obs
+    assert env.stats.test_runs == 0 and env.stats.unjudged == 1 and env.stats.refused == 0  # unscreened, unrun
+
+    node, source = task_target(task)
+    head = source.split("\n", 1)[0]
+
+    def reply(body: str) -> dict:
+        return parse_reply(
+            fence(head + "\n" + "".join(f"    {ln}\n" for ln in body.splitlines())), task.meta["file"], source, "spread"
+        ).edit
+
+    box = Sandbox(workers=1, cache_path=None, test_cpu_s=10)
+    try:
+        forged = box.judge(bare, reply(WRITE_STATE), "eval")  # origin: "model", the default
+        assert forged["unjudged"] and not forged["resolved"] and forged["runs"] == 0, forged
+        assert box.stats["test_runs"] == 0 and box.stats["unjudged"] == 1
+        honest = box.judge(task, reply("ordered = sorted(values)\nreturn ordered[-1] - ordered[0]"), "eval")
+        assert honest["resolved"] and honest["runs"] == 2 and "unjudged" not in honest, honest
+        bug = box.judge(task, parse_reply(fence(source), task.meta["file"], source, "spread").edit, "eval")
+        assert not bug["resolved"] and bug["runs"] == 1 and "unjudged" not in bug, bug
+    finally:
+        box.close()

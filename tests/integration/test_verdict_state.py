@@ -75,7 +75,8 @@ def tasks(tmp_path_factory):
 @pytest.fixture(scope="module")
 def envs():
     """{digest on: env, digest off: env}, every other layer on."""
-    made = {on: PlannerEnv(limits=EnvLimits(test_cpu_s=10, digest_state=on)) for on in (True, False)}
+    # origin "menu": the static path is under test (model text would never run on these unjailed tasks)
+    made = {on: PlannerEnv(limits=EnvLimits(test_cpu_s=10, digest_state=on), origin="menu") for on in (True, False)}
     yield made
     for env in made.values():
         env.runtime.close()

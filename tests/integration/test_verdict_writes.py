@@ -77,7 +77,7 @@ def tasks(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def env():
-    made = PlannerEnv(limits=EnvLimits(test_cpu_s=10))
+    made = PlannerEnv(limits=EnvLimits(test_cpu_s=10), origin="menu")  # the static path is under test
     yield made
     made.runtime.close()
 

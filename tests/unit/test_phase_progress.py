@@ -18,9 +18,9 @@ class _Sandbox:
     """Judges every edit unsolved, a few milliseconds each (the real one runs the tests)."""
 
     def __init__(self):
-        self.stats = {"test_runs": 0, "full_runs": 0, "cache_hits": 0, "tampering": 0}
+        self.stats = {"test_runs": 0, "full_runs": 0, "cache_hits": 0, "tampering": 0, "unjudged": 0}
 
-    def judge_many(self, jobs, mode):
+    def judge_many(self, jobs, mode, origin="model"):
         time.sleep(0.002 * len(jobs))
         return [{"resolved": False} for _ in jobs]
 

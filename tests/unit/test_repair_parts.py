@@ -194,7 +194,15 @@ def test_a_task_without_a_clean_record_is_confirmed_against_the_base_commits_rec
         mp.setattr("graph_planner.judge.base_text", lambda task, path: base)
         # (no module state digest: this runtime runs nothing, and the task has no gold patch to compare with)
         result = run_patch(
-            runtime, ResultCache(None), task, {"pkg/m.py": fixed}, task.fail_to_pass, "submit", 30.0, digest=False
+            runtime,
+            ResultCache(None),
+            task,
+            {"pkg/m.py": fixed},
+            task.fail_to_pass,
+            "submit",
+            30.0,
+            digest=False,
+            origin="menu",
         )
         assert passed(result) and result["confirmed"] and "tampered" not in result, result
         assert [r[0] for r in runtime.runs] == ["run", "record", "run", "confirm"]
@@ -204,7 +212,15 @@ def test_a_task_without_a_clean_record_is_confirmed_against_the_base_commits_rec
         runtime.KEY = "pkg/m.py|f|getattr|__globals__|function"
         mp.setattr(_NameGuardRuntime, "run_tests", _recording_other_key(_NameGuardRuntime.run_tests))
         again = run_patch(
-            runtime, ResultCache(None), task, {"pkg/m.py": fixed}, task.fail_to_pass, "submit", 30.0, digest=False
+            runtime,
+            ResultCache(None),
+            task,
+            {"pkg/m.py": fixed},
+            task.fail_to_pass,
+            "submit",
+            30.0,
+            digest=False,
+            origin="menu",
         )
         assert not passed(again)
 
@@ -237,7 +253,9 @@ def test_a_record_less_tasks_fail_to_pass_run_is_judged_against_the_base_commits
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr("graph_planner.judge.base_text", lambda task, path: base)
         fixed = {"pkg/m.py": base.replace("return x\n", "return x + 1\n")}
-        result = run_patch(runtime, ResultCache(None), task, fixed, task.fail_to_pass, "fail_to_pass", 30.0)
+        result = run_patch(
+            runtime, ResultCache(None), task, fixed, task.fail_to_pass, "fail_to_pass", 30.0, origin="menu"
+        )
     assert passed(result) and "tampered" not in result, result
     assert ("record", 2) in runtime.runs  # the whole list was recorded, not the one FAIL_TO_PASS test
     # attack beside it: a key the base commit's whole suite never set off is the patch's, and voids the run
@@ -246,7 +264,9 @@ def test_a_record_less_tasks_fail_to_pass_run_is_judged_against_the_base_commits
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr("graph_planner.judge.base_text", lambda task, path: base)
         mp.setattr(_ReachRuntime, "run_tests", _recording_other_key(_ReachRuntime.run_tests))
-        forged = run_patch(hostile, ResultCache(None), task, fixed, task.fail_to_pass, "fail_to_pass", 30.0)
+        forged = run_patch(
+            hostile, ResultCache(None), task, fixed, task.fail_to_pass, "fail_to_pass", 30.0, origin="menu"
+        )
     assert not passed(forged), forged  # (the stand-in stops the run; the real guard also marks it void)
 
 
