@@ -127,8 +127,9 @@ class Handles:
 
     numbers = itertools.count(1)
 
-    def __init__(self, package: str, testish):
-        self.package, self.testish = package, testish
+    def __init__(self, package: str, testish, fatal: type | tuple = ()):
+        # fatal: the jail's own faults, which pass through a callable that made a jailed call, never to the child
+        self.package, self.testish, self.fatal = package, testish, fatal
         self.table: dict[int, object] = {}
         self.raised: list[BaseException] = []  # what the callbacks raised: the child refers to one by index
         self.count = self.bytes = 0  # the child's requests: how many, how many bytes
@@ -158,6 +159,8 @@ class Handles:
         the call here, as it would have ended it without the jail."""
         try:
             value = fn(*args, **kwargs)
+        except self.fatal:
+            raise
         except Exception as e:  # noqa: BLE001 - the callable's own exception, for the child to raise
             self.raised.append(e)
             kind_ = type(e)

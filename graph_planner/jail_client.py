@@ -92,7 +92,7 @@ class Client:
         self.calls += 1
         if self.calls > int(self.cfg["max_calls"]) or self.spent > float(self.cfg["total_s"]) * self.wall:
             self.fault("the jailed calls passed their cap of calls or seconds for this run")
-        handles = callbacks.Handles(self.package, _testish)
+        handles = callbacks.Handles(self.package, _testish, _Reported)
         try:
             request = handles.dumps((args, kwargs))
         except Exception as e:  # noqa: BLE001 - an argument the child cannot receive
@@ -141,6 +141,9 @@ class Client:
             self.fault(f"a jailed callback request is refused: {e}", deadline)
         try:
             return handles.serve(fn, args, kwargs)
+        except _Reported:  # a call the callable made in turn faulted: this one ends too
+            self._abort(deadline)
+            raise
         except Exception as e:  # noqa: BLE001 - a result that cannot be sent to the child
             self.fault(f"a callback's result cannot be sent to the jail: {type(e).__name__}: {e}", deadline)
         except BaseException:
