@@ -65,6 +65,9 @@ JAIL_NAME, JailFault, ImportHook, trampoline = (
 
 STDLIB = frozenset(sys.stdlib_module_names)
 MAX_NESTING = 8  # a callback that calls the jailed function again: a call inside a call, this deep at most
+# standard library modules that functions import when first used (datetime.strptime imports _strptime): the
+# zygote imports them, since a jailed child cannot open a module's file
+PRELOAD = ("_strptime", "unicodedata", "copy", "string", "textwrap")
 
 
 def _wall_factor(cfg: dict) -> float:
@@ -172,10 +175,10 @@ def _child(request: bytes, chan: int, functions: list, patched, limits: dict) ->
             value, raised = None, e
         # (a value that will not encode is a fault, never an exception the test could expect)
         if raised is None:
-            tag, out = b"V", encode(value)
+            tag, out = b"V", encode(value, callbacks.number_of)
         else:
             kind, index = type(raised), getattr(raised, "planact_callback", -1)  # a callback's, by index
-            tag, out = b"X", encode((kind.__module__, kind.__qualname__, raised.args, index))
+            tag, out = b"X", encode((kind.__module__, kind.__qualname__, raised.args, index), callbacks.number_of)
     except BaseException as e:  # noqa: BLE001 - any failure is the verdict "fault"
         tag, out = b"F", f"{type(e).__name__}: {e}"[:500].encode("utf-8", "replace")
     try:
@@ -354,6 +357,8 @@ def zygote_main() -> None:
         hook = ImportHook(cfg["file"], cfg["qualname"], cfg["first"], cfg["last"], refuse, keep=True)
         hook.install()
         importlib.import_module(cfg["module"])
+        for name in PRELOAD:
+            importlib.import_module(name)
         if not hook.codes:
             raise JailFault(f"importing {cfg['module']} did not load {cfg['file']}")
         tramp, patched = hook.codes[-1]

@@ -118,6 +118,7 @@ class _Pickler(pickle.Pickler):
             return (what, 0, (obj.re.pattern, obj.re.flags, groups, obj.string, obj.pos, obj.endpos, obj.regs, last))
         number = next(Handles.numbers)
         handles.table[number] = obj.__next__ if what == "iter" else obj
+        handles.objects[number] = obj
         name = getattr(obj, "__name__", None)
         return (what, number, name if type(name) is str else what)
 
@@ -130,7 +131,8 @@ class Handles:
     def __init__(self, package: str, testish, fatal: type | tuple = ()):
         # fatal: the jail's own faults, which pass through a callable that made a jailed call, never to the child
         self.package, self.testish, self.fatal = package, testish, fatal
-        self.table: dict[int, object] = {}
+        self.table: dict[int, object] = {}  # what a callback of each number calls
+        self.objects: dict[int, object] = {}  # what each number stands for, when the child hands it back
         self.raised: list[BaseException] = []  # what the callbacks raised: the child refers to one by index
         self.count = self.bytes = 0  # the child's requests: how many, how many bytes
 
@@ -141,6 +143,12 @@ class Handles:
         pickler.handles = self
         pickler.dump(value)
         return out.getvalue()
+
+    def resolve(self, number: int):
+        """The object a handle of this call stands for (the child returned or passed it back)."""
+        if number not in self.objects:
+            raise ValueError(f"handle {number} is none of this call's")
+        return self.objects[number]
 
     def request(self, value) -> tuple:
         """The callable and arguments of a decoded request; ValueError for anything else."""
@@ -191,7 +199,7 @@ class Channel:
     def call(self, number: int, args: tuple, kwargs: dict):
         """Call handle `number` in the test process: its value, or its exception raised here."""
         try:
-            request = self.encode((number, args, kwargs))
+            request = self.encode((number, args, kwargs), handle=number_of)
         except Exception as e:  # noqa: BLE001 - only plain data leaves the jail
             self.fault(f"a callback's arguments are not plain data: {e}")
         try:
@@ -294,6 +302,11 @@ class MatchView:
 
     def expand(self, template):
         return re._expand(self.re, self, template)
+
+
+def number_of(value) -> int | None:
+    """The handle a proxy stands for, so that handing it back gives the test process its own object."""
+    return value._number if type(value) in (Callback, Iterator) else None
 
 
 def proxy(pid, channel: Channel):

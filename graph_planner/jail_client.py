@@ -118,7 +118,7 @@ class Client:
         if tag == b"F":
             self.fault(data.decode(errors="replace"))
         try:
-            value = wire.decode(data)
+            value = wire.decode(data, handles.resolve)  # (a handle: an object this call gave the child)
         except Exception as e:  # noqa: BLE001 - bytes that encode no plain data
             self.fault(f"the jailed call answered no plain data: {e}")
         if tag == b"V":
@@ -136,7 +136,7 @@ class Client:
         if handles.bytes > int(self.cfg.get("callback_mb", 256)) << 20:
             self.fault("the jailed call's callbacks passed their cap of bytes", deadline)
         try:
-            fn, args, kwargs = handles.request(wire.decode(data))
+            fn, args, kwargs = handles.request(wire.decode(data, handles.resolve))
         except Exception as e:  # noqa: BLE001 - a malformed request: the child is hostile
             self.fault(f"a jailed callback request is refused: {e}", deadline)
         try:

@@ -22,6 +22,7 @@ import decimal
 import fractions
 import os
 import platform
+import re
 import struct
 
 # --- seccomp -----------------------------------------------------------------------------------------
@@ -157,6 +158,8 @@ MAX_BYTES = 16 << 20
 MAX_NODES = 1 << 20
 MAX_DEPTH = 64
 MAX_INT_DIGITS = 4300  # the interpreter's own default int/str conversion limit
+MAX_PATTERN = 100_000  # a regular expression's text, compiled by the trusted side
+PATTERN_FLAGS = int(re.IGNORECASE | re.LOCALE | re.MULTILINE | re.DOTALL | re.UNICODE | re.VERBOSE | re.ASCII)
 
 
 class CodecError(ValueError):
@@ -208,8 +211,9 @@ def _build(t, fields):
         raise CodecError(f"bad {t.__name__}: {e}") from None
 
 
-def encode(value) -> bytes:
-    """`value` as tagged bytes; CodecError when it holds anything but exact plain types or passes a cap."""
+def encode(value, handle=None) -> bytes:
+    """`value` as tagged bytes; CodecError when it holds anything but exact plain types or passes a cap.
+    `handle(v)`: the number of a handle `v` stands in for (jail_callback's proxies), or None."""
     out: list[bytes] = []
     size = [0, 0]  # bytes, nodes
 
@@ -262,6 +266,12 @@ def encode(value) -> bytes:
         elif t in _TIMES:
             put(_TIMES[t])
             walk(_fields(v), depth + 1)
+        elif t is re.Pattern:
+            put(b"p")
+            walk((v.pattern, v.flags), depth + 1)
+        elif handle is not None and (number := handle(v)) is not None:
+            put(b"H")  # one of the call's handles, going back: the other side has the object
+            walk(number, depth + 1)
         else:
             raise CodecError(f"not plain data: {t.__module__}.{t.__qualname__}")
 
@@ -269,8 +279,9 @@ def encode(value) -> bytes:
     return b"".join(out)
 
 
-def decode(data: bytes):
-    """The value `data` encodes; CodecError for anything else (trailing bytes, unknown tags, caps passed)."""
+def decode(data: bytes, resolve=None):
+    """The value `data` encodes; CodecError for anything else (trailing bytes, unknown tags, caps passed).
+    `resolve(number)`: the object of one of the call's handles (CodecError for a number that is none)."""
     if type(data) is not bytes or len(data) > MAX_BYTES:
         raise CodecError("not an encoding")
     pos, nodes = 0, 0
@@ -346,6 +357,21 @@ def decode(data: bytes):
             return fractions.Fraction(num, den)
         if tag in _TIME_OF:
             return _build(_TIME_OF[tag], read(depth + 1))
+        if tag == b"p":  # compiled here, from its text and flags (re.error: no pattern)
+            fields = read(depth + 1)
+            if type(fields) is not tuple or len(fields) != 2 or type(fields[1]) is not int:
+                raise CodecError("bad pattern")
+            if type(fields[0]) not in (str, bytes) or len(fields[0]) > MAX_PATTERN or fields[1] & ~PATTERN_FLAGS:
+                raise CodecError("bad pattern")  # (re.DEBUG would print here: not a flag a value needs)
+            try:
+                return re.compile(*fields)
+            except (re.error, ValueError, TypeError, OverflowError, RecursionError) as e:
+                raise CodecError(f"bad pattern: {e}") from None
+        if tag == b"H":
+            number = read(depth + 1)
+            if resolve is None or type(number) is not int:
+                raise CodecError("a handle where none may be")
+            return resolve(number)
         raise CodecError(f"unknown tag {tag!r}")
 
     value = read(0)

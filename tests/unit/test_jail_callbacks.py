@@ -8,6 +8,8 @@ that a fault in one call leaves the next one served (in a real run the first fau
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from graph_planner import jail_wire
@@ -70,7 +72,8 @@ ARGS = {{
 out["cases"] = {{}}
 for name in cfg["cases"]:
     try:
-        case = {{"value": repr(core.target(name, ARGS.get(name, add_100)))}}
+        value = core.target(name, ARGS.get(name, add_100))
+        case = {{"value": repr(value if name != "hand back" else value[0] is value[1] is add_100)}}
     except jail_client.JailFault as e:
         case = {{"fault": str(e)}}
     except Exception as e:
@@ -114,6 +117,16 @@ if x == 'escape by reference':
     return [d if type(d) is str else 'ran' for d in done]
 if x.startswith('escape with'):
     return cb()
+if x == 'hand back':
+    return [cb, cb]
+if x == 'a pattern':
+    import datetime, re
+    return [re.compile(r'(\d+)', re.I), datetime.datetime.strptime('2020-07-01', '%Y-%m-%d')]
+if x == 'a debug pattern':
+    import re
+    return re.compile('a', re.DEBUG)
+if x == 'a forged proxy':
+    return type(cb)(cb._channel, 10 ** 9, 'x')
 if x == 'a match':
     import datetime, decimal
     return [cb.group('y'), cb.groups(), cb.span(2), datetime.date(int(cb[1]), int(cb[2]), 1), decimal.Decimal(cb[2])]
@@ -164,6 +177,8 @@ HONEST = {
     "call the target": "[6, 7, 8]",
     "escape by reference": "['ran', 'PermissionError']",
     "other descriptors": "[]",
+    "hand back": "True",
+    "a pattern": "[re.compile('(\\\\d+)', re.IGNORECASE), datetime.datetime(2020, 7, 1, 0, 0)]",
     "a match": "['2020', ('2020', '07'), (5, 7), datetime.date(2020, 7, 1), Decimal('7')]",
 }
 FAULTS = {
@@ -176,6 +191,8 @@ FAULTS = {
     "a forged handle": "none of this call's",
     "forged request bytes": "request is refused",
     "a call request of its own": "unknown message",
+    "a debug pattern": "bad pattern",
+    "a forged proxy": "none of this call's",
     "callbacks without end": "cap of callbacks",
 }
 
@@ -223,7 +240,7 @@ def test_value_types_round_trip_and_forged_fields_are_refused():
     utc, east = dt.UTC, dt.timezone(dt.timedelta(hours=5, minutes=30), "IST")
     values = [decimal.Decimal("-12.10"), decimal.Decimal("nan"), fractions.Fraction(3, -6), dt.date(2020, 1, 2)]
     values += [dt.datetime(1997, 7, 16, 19, 20, tzinfo=utc), dt.time(1, 2, 3, 4, tzinfo=east, fold=1)]
-    values += [dt.timedelta(days=-1, seconds=5)]
+    values += [dt.timedelta(days=-1, seconds=5), re.compile("a+", re.I), re.compile(b"b")]
     assert repr(jail_wire.decode(jail_wire.encode(values))) == repr(values)
     for bad in (type("D", (decimal.Decimal,), {})("1"), dt.datetime(2020, 1, 1, tzinfo=type("Z", (dt.tzinfo,), {})())):
         with pytest.raises(jail_wire.CodecError):
@@ -237,6 +254,11 @@ def test_value_types_round_trip_and_forged_fields_are_refused():
     ):
         with pytest.raises(jail_wire.CodecError):
             jail_wire.decode(raw)
+    for pattern in (("a", int(re.DEBUG)), ("(", 0), ("a" * 200_000, 0)):  # debug output, no pattern, too long
+        with pytest.raises(jail_wire.CodecError):
+            jail_wire.decode(b"p" + enc(pattern))
+    with pytest.raises(jail_wire.CodecError):
+        jail_wire.decode(b"H" + enc(1))  # a handle where no call's table resolves it
     offset = b"w" + enc((2020, 1, 1, 0, 0, 0, 0, ((2, 0, 0),), 0))  # a day's offset: the constructor refuses it
     with pytest.raises(jail_wire.CodecError):
         jail_wire.decode(offset)
