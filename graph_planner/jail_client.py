@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+import types
 
 
 def _jail():
@@ -45,6 +46,7 @@ class Client:
         self.wall = _wall_factor(cfg)  # the clock's backstop, a multiple of the CPU-second limits
         self.cfg, self.on_fault = cfg, on_fault
         self.calls, self.spent, self.error, self.depth = 0, 0.0, "", 0
+        self.hook = None  # the import hook (start): its trampolines tell our target from another loader's
         self.package = cfg["package"]
         self.proc = subprocess.Popen(
             [sys.executable, "-s", lib],
@@ -179,14 +181,27 @@ class Client:
 
     def stray(self) -> str:
         """A module of the target file that another loader loaded (pytest's assertion rewriter claims files
-        named like tests): its patched code ran outside the jail ("" when there is none)."""
+        named like tests): its patched code ran outside the jail ("" when there is none). One whose target
+        is our trampoline is a copy of our module's namespace (toolz's `tlz` builds its modules so, with the
+        file's name): nothing of the file ran there."""
+        tramps = {id(tramp) for tramp, _ in self.hook.codes} if self.hook is not None else set()
         for name, module in list(sys.modules.items()):
             path = getattr(module, "__file__", None)
             loader = getattr(getattr(module, "__spec__", None), "loader", None)
             ours = type(loader) is _rewrite.Loader
             if path and os.path.realpath(path) == os.path.realpath(self.cfg["file"]) and not ours:
-                return f"module {name} was loaded without the jail's hook"
+                if id(self._target_code(module)) not in tramps:
+                    return f"module {name} was loaded without the jail's hook"
         return ""
+
+    def _target_code(self, module):
+        """The code of the target function in `module`'s namespace, looked up by dictionaries only."""
+        found = module
+        for part in self.cfg["qualname"].split("."):
+            space = getattr(found, "__dict__", None)
+            found = space.get(part) if isinstance(space, dict | types.MappingProxyType) else None
+        found = getattr(found, "__func__", found)  # a staticmethod's or classmethod's function
+        return found.__code__ if type(found) is types.FunctionType else None
 
     def close(self) -> None:
         """End the zygote."""
@@ -207,7 +222,8 @@ def start(cfg: dict, on_fault, lib: str = ZYGOTE) -> Client:
         source = fh.read()
     base = cfg.pop("base", None)
     client = Client(lib, cfg, on_fault)
-    ImportHook(cfg["file"], cfg["qualname"], cfg["first"], cfg["last"], client, source=source).install()
+    client.hook = ImportHook(cfg["file"], cfg["qualname"], cfg["first"], cfg["last"], client, source=source)
+    client.hook.install()
     if base is not None and not client.ready():
         cached = importlib.util.cache_from_source(cfg["file"])
         folder, stem = os.path.dirname(cached), os.path.basename(cached).split(".")[0]

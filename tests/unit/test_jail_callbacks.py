@@ -81,6 +81,18 @@ for name in cfg["cases"]:
     out["cases"][name] = case
 out["seen"] = seen
 out["zygote_alive"] = client.proc.poll() is None
+# toolz's tlz: a module of another loader that copies our module's namespace and names the file
+import importlib.machinery, importlib.util, types
+alias = types.ModuleType("pkg_alias")
+alias.__dict__.update(vars(core))
+alias.__spec__ = importlib.machinery.ModuleSpec("pkg_alias", object())
+sys.modules["pkg_alias"] = alias
+out["stray_copy"] = client.stray()
+spec = importlib.util.spec_from_file_location("pkg_foreign", core.__file__)  # the file compiled by another loader
+foreign = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(foreign)
+sys.modules["pkg_foreign"] = foreign
+out["stray_foreign"] = client.stray()
 print(json.dumps(out))
 """
 
@@ -262,3 +274,8 @@ def test_value_types_round_trip_and_forged_fields_are_refused():
     offset = b"w" + enc((2020, 1, 1, 0, 0, 0, 0, ((2, 0, 0),), 0))  # a day's offset: the constructor refuses it
     with pytest.raises(jail_wire.CodecError):
         jail_wire.decode(offset)
+
+
+def test_a_copy_of_the_modules_namespace_is_no_stray_load_a_foreign_compile_is(report):
+    assert report["stray_copy"] == ""
+    assert "pkg_foreign was loaded without the jail's hook" in report["stray_foreign"]
