@@ -181,27 +181,37 @@ class Client:
 
     def stray(self) -> str:
         """A module of the target file that another loader loaded (pytest's assertion rewriter claims files
-        named like tests): its patched code ran outside the jail ("" when there is none). One whose target
-        is our trampoline is a copy of our module's namespace (toolz's `tlz` builds its modules so, with the
-        file's name): nothing of the file ran there."""
-        tramps = {id(tramp) for tramp, _ in self.hook.codes} if self.hook is not None else set()
-        for name, module in list(sys.modules.items()):
-            path = getattr(module, "__file__", None)
-            loader = getattr(getattr(module, "__spec__", None), "loader", None)
-            ours = type(loader) is _rewrite.Loader
-            if path and os.path.realpath(path) == os.path.realpath(self.cfg["file"]) and not ours:
-                if id(self._target_code(module)) not in tramps:
-                    return f"module {name} was loaded without the jail's hook"
+        named like tests): its patched code ran outside the jail ("" when there is none). A copy of our
+        module's namespace (toolz's `tlz` builds its modules so, naming the file) is none: nothing of the file
+        ran there."""
+        file = os.path.realpath(self.cfg["file"])
+        named = [(n, m) for n, m in list(sys.modules.items()) if isinstance(getattr(m, "__file__", None), str)]
+        named = [(n, m) for n, m in named if os.path.realpath(m.__file__) == file]
+        ours = [m for _, m in named if type(getattr(getattr(m, "__spec__", None), "loader", None)) is _rewrite.Loader]
+        for name, module in named:
+            if all(module is not m for m in ours) and not self._copied(module, ours, file):
+                return f"module {name} was loaded without the jail's hook"
         return ""
 
-    def _target_code(self, module):
-        """The code of the target function in `module`'s namespace, looked up by dictionaries only."""
+    def _copied(self, module, ours: list, file: str) -> bool:
+        """Whether `module`'s target is our trampoline and every function or class of the file it holds is one
+        of our modules' own objects (a compile of the file by another loader makes new ones)."""
+        tramps = {id(tramp) for tramp, _ in self.hook.codes} if self.hook is not None else set()
         found = module
-        for part in self.cfg["qualname"].split("."):
+        for part in self.cfg["qualname"].split("."):  # looked up by dictionaries only
             space = getattr(found, "__dict__", None)
             found = space.get(part) if isinstance(space, dict | types.MappingProxyType) else None
         found = getattr(found, "__func__", found)  # a staticmethod's or classmethod's function
-        return found.__code__ if type(found) is types.FunctionType else None
+        if type(found) is not types.FunctionType or id(found.__code__) not in tramps:
+            return False
+        known = {id(v) for m in ours for v in vars(m).values()}
+
+        def of_file(v) -> bool:
+            members = [v] if type(v) is types.FunctionType else list(vars(v).values()) if isinstance(v, type) else []
+            codes = [getattr(getattr(f, "__func__", f), "__code__", None) for f in members]
+            return any(type(c) is types.CodeType and os.path.realpath(c.co_filename) == file for c in codes)
+
+        return all(id(v) in known or not of_file(v) for v in list(vars(module).values()))
 
     def close(self) -> None:
         """End the zygote."""
