@@ -282,3 +282,15 @@ def test_a_copy_of_the_modules_namespace_is_no_stray_load_a_foreign_compile_is(r
     assert report["stray_copy"] == ""
     assert "pkg_foreign was loaded without the jail's hook" in report["stray_foreign"]
     assert "pkg_foreign was loaded without the jail's hook" in report["stray_swapped"]
+
+
+def test_the_trampoline_carries_the_unpatched_docstring_only():
+    from graph_planner import jail_rewrite
+
+    base = 'def f(x):\n    """Base doc."""\n    return x\n'
+    patched = 'def f(x):\n    """>>> import os"""\n    return "MARK"\n'
+    doc = jail_rewrite.docstring(base, "m.py", "f", 1, 3)
+    module, tramp, _ = jail_rewrite.compile_split("m.py", "f", 1, 3, patched.encode(), doc)
+    fn = type(test_the_trampoline_carries_the_unpatched_docstring_only)(tramp, {jail_rewrite.JAIL_NAME: print})
+    assert fn.__doc__ == "Base doc." and not any("MARK" in repr(c) or "os" in repr(c) for c in tramp.co_consts)
+    assert jail_rewrite.docstring('def f(x):\n    return "s"\n', "m.py", "f", 1, 2) is None
