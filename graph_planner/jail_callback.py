@@ -13,6 +13,8 @@ Standard library only: graph_planner/jail.py loads a per-run copy of this file b
   on the child's one descriptor and reads the `A` frame the zygote relays back. A request it cannot encode,
   or a reply it cannot read, ends the child with a fault (`F`): nothing the patched code can catch.
 
+A proxy the child hands back (in its value, an exception or a callback's arguments) is its number again, and
+the test process puts its own object there. A `re.Match` goes as a read-only copy (`MatchView`), no handle.
 The child never gets anything but what the tests gave the function: results of their own callables.
 """
 
@@ -241,6 +243,7 @@ class Callback:
         self._channel, self._number, self.__name__, self.__qualname__ = channel, number, name, name
 
     def __call__(self, *args, **kwargs):
+        """Call the tests' callable in the test process."""
         return self._channel.call(self._number, args, kwargs)
 
     def __repr__(self) -> str:
@@ -253,10 +256,12 @@ class Iterator:
     def __init__(self, channel: Channel, number: int, name: str):
         self._channel, self._number = channel, number
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator:
+        """Itself, as an iterator is."""
         return self
 
     def __next__(self):
+        """The tests' iterator's next item (its StopIteration raised here)."""
         return self._channel.call(self._number, (), {})
 
 
@@ -275,9 +280,11 @@ class MatchView:
         return self.regs[index]
 
     def __getitem__(self, group):
+        """As re.Match: one group."""
         return self.group(group)
 
     def group(self, *groups):
+        """As re.Match.group."""
         found = [self._get(g, None) for g in groups or (0,)]
         return found[0] if len(found) == 1 else tuple(found)
 
@@ -286,21 +293,27 @@ class MatchView:
         return default if a == -1 else self.string[a:b]
 
     def groups(self, default=None) -> tuple:
+        """As re.Match.groups."""
         return tuple(self._get(i, default) for i in range(1, len(self.regs)))
 
     def groupdict(self, default=None) -> dict:
+        """As re.Match.groupdict."""
         return {name: self._get(i, default) for name, i in self._names.items()}
 
     def span(self, group=0) -> tuple:
+        """As re.Match.span."""
         return self._span(group)
 
     def start(self, group=0) -> int:
+        """As re.Match.start."""
         return self._span(group)[0]
 
     def end(self, group=0) -> int:
+        """As re.Match.end."""
         return self._span(group)[1]
 
     def expand(self, template):
+        """As re.Match.expand."""
         return re._expand(self.re, self, template)
 
 
