@@ -7,11 +7,14 @@ test process's memory.
 * The zygote imports the target module with the target function's code replaced by a trampoline (so no
   patched code runs at import), keeps the patched function's code object (compiled, never run), checks
   that a seccomp filter can be installed, then serves calls: one forked child per call.
-* The child unpickles (args, kwargs) (the test process pickled them; classes of test modules are refused),
-  closes every descriptor but its result pipe, sets rlimits (CPU seconds, address space), installs the
-  filter of jail_wire (only memory, clocks, futex, signals' masks, exit and `write` to the result pipe),
-  swaps the patched code in, calls it, and writes the value or the exception (type as module + qualname,
-  args) in jail_wire's plain-data codec. The zygote kills it at a wall-clock deadline.
+* The child unpickles (args, kwargs) (the test process pickled them; classes of test modules are refused;
+  a callable or iterator of the tests' is a handle, jail_callback.py), closes every descriptor but its one
+  channel (a socket to the zygote), sets rlimits (CPU seconds, address space), installs the filter of
+  jail_wire (only memory, clocks, futex, signals' masks, exit, and `read`/`write` on the channel), swaps the
+  patched code in, calls it, and writes the value or the exception (type as module + qualname, args) in
+  jail_wire's plain-data codec, as a frame (tag, length, bytes). Before that it may write callback frames
+  (K), which the zygote relays to the test process and whose replies (A) it relays back, checking only
+  their shape and size; the test process judges what they say. The zygote kills it at a wall-clock deadline.
 * In the test process an import hook compiles the target module with the same trampoline, whose body sends
   the call to the zygote and decodes the answer into plain data or an exception of an allowed class
   (builtins, the standard library, the package; never MemoryError or a BaseException outside Exception).
@@ -31,6 +34,7 @@ import pickle
 import resource
 import select
 import signal
+import socket
 import struct
 import sys
 import time
@@ -51,6 +55,7 @@ def _sibling(name: str):
 
 wire = _sibling("jail_wire")
 _rewrite = _sibling("jail_rewrite")
+callbacks = _sibling("jail_callback")
 JAIL_NAME, JailFault, ImportHook, trampoline = (
     _rewrite.JAIL_NAME,
     _rewrite.JailFault,
@@ -59,6 +64,10 @@ JAIL_NAME, JailFault, ImportHook, trampoline = (
 )
 
 STDLIB = frozenset(sys.stdlib_module_names)
+MAX_NESTING = 8  # a callback that calls the jailed function again: a call inside a call, this deep at most
+# standard library modules that functions import when first used (datetime.strptime imports _strptime): the
+# zygote imports them, since a jailed child cannot open a module's file
+PRELOAD = ("_strptime", "unicodedata", "copy", "string", "textwrap")
 
 
 def _wall_factor(cfg: dict) -> float:
@@ -110,12 +119,25 @@ class _Unpickler(pickle.Unpickler):
     never of test code (importing a test module would put its expected values in the child's reach)."""
 
     package = ""
+    channel = None  # the child's callbacks.Channel: a handle the test process wrote becomes a proxy on it
 
     def find_class(self, module, name):
         top = module.split(".")[0]
         if _testish(module) or not (module in sys.modules or top in STDLIB or top == self.package):
             raise pickle.UnpicklingError(f"the jail does not load {module}.{name}")
         return super().find_class(module, name)
+
+    def persistent_load(self, pid):
+        if self.channel is None:
+            raise pickle.UnpicklingError("a handle outside a jailed call")
+        return callbacks.proxy(pid, self.channel)
+
+
+def _loads(data: bytes, channel):
+    """Unpickle what the test process sent the child (the call's arguments, a callback's reply)."""
+    unpickler = _Unpickler(io.BytesIO(data))
+    unpickler.channel = channel
+    return unpickler.load()
 
 
 class _Sink(io.TextIOBase):
@@ -125,13 +147,14 @@ class _Sink(io.TextIOBase):
         return len(s)
 
 
-def _child(request: bytes, result: int, functions: list, patched, limits: dict) -> None:
-    """A forked child: see the module docstring. Never returns."""
-    write, exit_, encode, BaseEx = os.write, os._exit, wire.encode, BaseException
+def _child(request: bytes, chan: int, functions: list, patched, limits: dict) -> None:
+    """A forked child: see the module docstring; `chan` its one descriptor. Never returns."""
+    write, exit_, encode, BaseEx = callbacks.write_frame, os._exit, wire.encode, BaseException
     try:
-        wire.closerange_except(result)
-        unpickler = _Unpickler(io.BytesIO(request))
-        args, kwargs = unpickler.load()
+        wire.closerange_except(chan)
+        channel = callbacks.Channel(chan, None, encode, _testish)
+        channel.loads = lambda data: _loads(data, channel)
+        args, kwargs = _loads(request, channel)
         cpu = max(1, int(limits["call_s"] + 0.999))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
         with open("/proc/self/statm") as fh:  # the address space in use now, plus the allowance
@@ -141,9 +164,9 @@ def _child(request: bytes, result: int, functions: list, patched, limits: dict) 
         space = space if hard == resource.RLIM_INFINITY else min(space, hard)
         resource.setrlimit(resource.RLIMIT_AS, (space, space))
         sys.stdout = sys.stderr = _Sink()
-        wire.install_filter(result)
+        wire.install_filter(chan)
         # from here on the patched code may do anything: all that leaves this process is what it writes
-        # to `result`, and the trusted side decodes only plain data from it
+        # to `chan`, and the trusted side decodes only plain data from it
         for fn in functions:
             fn.__code__ = patched
         try:
@@ -152,50 +175,133 @@ def _child(request: bytes, result: int, functions: list, patched, limits: dict) 
             value, raised = None, e
         # (a value that will not encode is a fault, never an exception the test could expect)
         if raised is None:
-            out = b"V" + encode(value)
+            tag, out = b"V", encode(value, callbacks.number_of)
         else:
-            kind = type(raised)
-            out = b"X" + encode((kind.__module__, kind.__qualname__, raised.args))
+            kind, index = type(raised), getattr(raised, "planact_callback", -1)  # a callback's, by index
+            tag, out = b"X", encode((kind.__module__, kind.__qualname__, raised.args, index), callbacks.number_of)
     except BaseException as e:  # noqa: BLE001 - any failure is the verdict "fault"
-        out = b"F" + f"{type(e).__name__}: {e}"[:500].encode("utf-8", "replace")
+        tag, out = b"F", f"{type(e).__name__}: {e}"[:500].encode("utf-8", "replace")
     try:
-        view = memoryview(out)
-        while view:
-            view = view[write(result, view) :]
+        write(chan, tag, out)
     finally:
         exit_(0)
 
 
-def _serve_call(request: bytes, functions: list, patched, limits: dict) -> tuple[bytes, bytes]:
+class _Stop(Exception):
+    """The call ends as a fault, for this reason (the child is killed)."""
+
+
+class _Late(_Stop):
+    """The call ran past its wall-clock backstop."""
+
+
+def _read_upto(fd: int, n: int, deadline: float) -> bytes:
+    """Up to `n` bytes of the child's (fewer at its end); _Late past the deadline."""
+    out = bytearray()
+    while len(out) < n:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise _Late()
+        try:
+            chunk = os.read(fd, min(n - len(out), 1 << 20))
+        except BlockingIOError:
+            continue
+        if not chunk:
+            break
+        out += chunk
+    return bytes(out)
+
+
+def _frame(fd: int, deadline: float) -> tuple[bytes, bytes] | None:
+    """One frame of the child's; None at its end. Whatever it wrote is checked for shape and size only."""
+    head = _read_upto(fd, callbacks.FRAME.size, deadline)
+    if not head:
+        return None
+    if len(head) < callbacks.FRAME.size:
+        raise _Stop("the jailed child wrote a truncated message")
+    tag, n = callbacks.FRAME.unpack(head)
+    if n > wire.MAX_BYTES + 64:
+        raise _Stop("the call's message passed the size cap")
+    data = _read_upto(fd, n, deadline)
+    if len(data) < n:
+        raise _Stop("the jailed child wrote a truncated message")
+    return tag, data
+
+
+def _write_all(fd: int, data: bytes, deadline: float) -> None:
+    """Relay a reply to the child; _Late past the deadline (a child that never reads cannot stall us)."""
+    view = memoryview(data)
+    while view:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([], [fd], [], left)[1]:
+            raise _Late()
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            continue
+        except OSError as e:
+            raise _Stop(f"the jailed child is gone: {e}") from None
+
+
+def _answer(fd: int, deadline: float, nested) -> tuple[bytes, bytes] | None:
+    """The child's answer, relaying its callbacks (K) to the test process and the replies (A) back, and
+    serving a call (Q) a callback makes meanwhile; None when the child ended without one."""
+    while True:
+        frame = _frame(fd, deadline)
+        if frame is None:
+            return None
+        tag, data = frame
+        if tag in (b"V", b"X", b"F"):
+            if _read_upto(fd, 1, deadline):
+                raise _Stop("the jailed child wrote past its answer")
+            return tag, data
+        if tag != b"K":
+            raise _Stop(f"the jailed child sent an unknown message {tag!r}")
+        _send(1, b"K", data)
+        while True:
+            try:
+                reply_tag, reply = _recv(0, deadline)
+            except JailFault:
+                raise _Late() from None
+            if reply_tag == b"Q":
+                _send(1, *nested(reply))
+                continue
+            if reply_tag != b"A":  # Z: the test process ended the call (a fault, or pytest's outcome)
+                raise _Stop("the test process ended the call")
+            _write_all(fd, callbacks.FRAME.pack(b"A", len(reply)) + reply, deadline)
+            break
+
+
+def _serve_call(request: bytes, functions: list, patched, limits: dict, depth: int = 0) -> tuple[bytes, bytes]:
     """Fork a child for one call; (tag, payload) of its answer or of the fault."""
-    r, w = os.pipe()
+    ours, theirs = socket.socketpair()
     pid = os.fork()
     if pid == 0:
         try:
-            os.close(r)
-            _child(request, w, functions, patched, limits)
+            _child(request, theirs.detach(), functions, patched, limits)
         finally:
             os._exit(1)
-    os.close(w)
+    fd = ours.detach()
+    theirs.close()
+    os.set_blocking(fd, False)
+
+    def nested(request: bytes) -> tuple[bytes, bytes]:
+        if depth >= MAX_NESTING:
+            return b"F", b"jailed calls nested too deep"
+        return _serve_call(request, functions, patched, limits, depth + 1)
+
     # The child's CPU is limited by RLIMIT_CPU; the clock is only a backstop (wall_factor x), for a child that
     # blocks without computing: a verdict must not depend on how loaded the machine is.
     wall = limits["call_s"] * limits["wall_factor"]
-    deadline, data, why = time.monotonic() + wall, bytearray(), ""
+    answer, why = None, ""
     try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([r], [], [], left)[0]:
-                why = f"the call ran past {wall:g} s"
-                break
-            chunk = os.read(r, 1 << 20)
-            if not chunk:
-                break
-            data += chunk
-            if len(data) > wire.MAX_BYTES + 1:
-                why = "the call's answer passed the size cap"
-                break
+        answer = _answer(fd, time.monotonic() + wall, nested)
+    except _Late:
+        why = f"the call ran past {wall:g} s"
+    except _Stop as e:
+        why = str(e)
     finally:
-        os.close(r)
+        os.close(fd)
         if why:
             os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
@@ -206,9 +312,9 @@ def _serve_call(request: bytes, functions: list, patched, limits: dict) -> tuple
         return b"F", f"the call ran past its {limits['call_s']:g} CPU-s (or was killed)".encode()
     if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
         return b"F", f"the jailed child died ({status})".encode()
-    if not data or data[:1] not in (b"V", b"X", b"F"):
+    if answer is None:
         return b"F", b"the jailed child wrote no answer"
-    return bytes(data[:1]), bytes(data[1:])
+    return answer
 
 
 def _preflight() -> str:
@@ -251,6 +357,8 @@ def zygote_main() -> None:
         hook = ImportHook(cfg["file"], cfg["qualname"], cfg["first"], cfg["last"], refuse, keep=True)
         hook.install()
         importlib.import_module(cfg["module"])
+        for name in PRELOAD:
+            importlib.import_module(name)
         if not hook.codes:
             raise JailFault(f"importing {cfg['module']} did not load {cfg['file']}")
         tramp, patched = hook.codes[-1]
@@ -271,7 +379,8 @@ def zygote_main() -> None:
             tag, request = _recv(0)
         except JailFault:
             return  # the test process ended
-        _send(1, *_serve_call(request, functions, patched, limits))
+        if tag == b"Q":  # (an A or Z here is left from a call that ended already)
+            _send(1, *_serve_call(request, functions, patched, limits))
 
 
 if __name__ == "__main__":

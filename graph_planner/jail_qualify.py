@@ -6,7 +6,7 @@ base commit fails FAIL_TO_PASS the same way: the reference answer goes down the 
 will take. The result is stored with each task at corpus build (`planact_env["jail"]`) or, for a corpus
 built before, in a sidecar beside its task files (tasks.JAIL_SIDECAR), which `load_tasks` reads.
 
-    python -m graph_planner.jail_qualify CORPUS [--split heldout] [--out FILE] [--log FILE]
+    python -m graph_planner.jail_qualify CORPUS [--split heldout] [--out FILE] [--log FILE] [--workers N]
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -83,24 +85,35 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", default=None, help="sidecar file (default: CORPUS/jail.json)")
     ap.add_argument("--log", default=None, help="a JSON line per task")
     ap.add_argument("--only", nargs="*", default=None, help="instance ids")
+    ap.add_argument("--workers", type=int, default=1, help="tasks qualified at once (a sandbox runtime each)")
     args = ap.parse_args(argv)
     tasks = [t for t in load_tasks(args.corpus, args.split) if not args.only or t.instance_id in args.only]
     out = Path(args.out or Path(args.corpus) / JAIL_SIDECAR)
     table = json.loads(out.read_text()) if out.is_file() else {}
-    runtime = LocalRuntime()
+    local, runtimes, lock = threading.local(), [], threading.Lock()
+
+    def one(task: RepairTask) -> tuple[RepairTask, dict]:
+        runtime = getattr(local, "runtime", None)
+        if runtime is None:  # one per thread: a runtime's working copy serves one run at a time
+            runtime = local.runtime = LocalRuntime()
+            with lock:
+                runtimes.append(runtime)
+        return task, qualify(runtime, replace(task, jail={}))
+
     log = open(args.log, "a") if args.log else None  # noqa: SIM115 - appended to as tasks finish
     try:
-        for task in tasks:
-            row = qualify(runtime, replace(task, jail={}))
-            row["split"] = task.meta.get("split", args.split)
-            table[task.instance_id] = row["jail"]
-            out.write_text(json.dumps(table, indent=1, sort_keys=True))
-            if log:
-                log.write(json.dumps(row) + "\n")
-                log.flush()
-            print(task.instance_id, "jail" if row["jail"] else f"no: {row['why'][:120]}", flush=True)
+        with ThreadPoolExecutor(max(1, args.workers)) as pool:
+            for task, row in pool.map(one, tasks):
+                row["split"] = task.meta.get("split", args.split)
+                table[task.instance_id] = row["jail"]
+                out.write_text(json.dumps(table, indent=1, sort_keys=True))
+                if log:
+                    log.write(json.dumps(row) + "\n")
+                    log.flush()
+                print(task.instance_id, "jail" if row["jail"] else f"no: {row['why'][:120]}", flush=True)
     finally:
-        runtime.close()
+        for runtime in runtimes:
+            runtime.close()
 
 
 if __name__ == "__main__":

@@ -40,9 +40,10 @@ def _replace(code: types.CodeType, path: tuple, new: types.CodeType) -> types.Co
     return code.replace(co_consts=tuple(consts))
 
 
-def trampoline(original: types.CodeType) -> types.CodeType:
+def trampoline(original: types.CodeType, doc: str | None = None) -> types.CodeType:
     """Code with `original`'s signature and free variables whose body hands the bound arguments to
-    `__planact_jail__(args, kwargs)` (parameter names and counts as inspect.signature reads them)."""
+    `__planact_jail__(args, kwargs)` (parameter names and counts as inspect.signature reads them); `doc`: its
+    docstring (the unpatched function's, never the patch's: a docstring can be a doctest pytest runs)."""
     if original.co_flags & CO_GENERATORS:
         raise JailFault(f"{original.co_qualname} is a generator or coroutine function: it cannot be jailed")
     names, pos, npos = original.co_varnames, original.co_argcount, original.co_posonlyargcount
@@ -57,7 +58,7 @@ def trampoline(original: types.CodeType) -> types.CodeType:
     kwargs = "{" + "".join(f"{n!r}: {n}, " for n in kwonly) + (f"**{dstar}" if dstar else "") + "}"
     free = original.co_freevars
     src = "def _factory():\n" + "".join(f"    {v} = None\n" for v in free)
-    src += f"    def _tramp({', '.join(params)}):\n"
+    src += f"    def _tramp({', '.join(params)}):\n" + (f"        {doc!r}\n" if type(doc) is str else "")
     src += "".join(f"        {v}\n" for v in free)  # makes each a free variable, in the same order
     src += f"        return {JAIL_NAME}({args}, {kwargs})\n    return _tramp\n"
     ns: dict = {}
@@ -70,9 +71,9 @@ def trampoline(original: types.CodeType) -> types.CodeType:
     )
 
 
-def compile_split(path: str, qualname: str, first: int, last: int, source: bytes | None = None):
+def compile_split(path: str, qualname: str, first: int, last: int, source: bytes | None = None, doc=None):
     """(module code with the target replaced by its trampoline, the trampoline, the patched target's code);
-    `source`: the patched file's text when the file on disk no longer holds it."""
+    `source`: the patched file's text when the file on disk no longer holds it; `doc`: the trampoline's."""
     if source is None:
         with open(path, "rb") as fh:
             source = fh.read()
@@ -81,8 +82,15 @@ def compile_split(path: str, qualname: str, first: int, last: int, source: bytes
     if found is None:
         raise JailFault(f"no function {qualname} on lines {first}-{last} of {path}")
     where, patched = found
-    tramp = trampoline(patched)
+    tramp = trampoline(patched, doc)
     return _replace(module, where, tramp), tramp, patched
+
+
+def docstring(base: str | bytes, path: str, qualname: str, first: int, last: int) -> str | None:
+    """The target's docstring in the unpatched text `base` (None when it has none or is not found there)."""
+    found = _find(compile(base, path, "exec", dont_inherit=True), qualname, first, last)
+    consts = found[1].co_consts if found else ()
+    return consts[0] if consts and type(consts[0]) is str else None  # (3.11: a docstring is the first constant)
 
 
 class Loader(importlib.machinery.SourceFileLoader):
@@ -93,7 +101,7 @@ class Loader(importlib.machinery.SourceFileLoader):
         self.hook = hook
 
     def get_code(self, fullname):
-        code, tramp, patched = compile_split(self.path, *self.hook.target, self.hook.source)
+        code, tramp, patched = compile_split(self.path, *self.hook.target, self.hook.source, self.hook.doc)
         # only the zygote keeps the patched code (for its children); the test process drops it here
         self.hook.codes.append((tramp, patched if self.hook.keep else None))
         return code
@@ -106,9 +114,9 @@ class Loader(importlib.machinery.SourceFileLoader):
 class ImportHook:
     """A meta-path finder that hands the target file, under any module name, to `Loader`."""
 
-    def __init__(self, file: str, qualname: str, first: int, last: int, call, keep: bool = False, source=None):
+    def __init__(self, file: str, qualname: str, first: int, last: int, call, keep=False, source=None, doc=None):
         self.file, self.target, self.call, self.keep = os.path.realpath(file), (qualname, first, last), call, keep
-        self.source = source
+        self.source, self.doc = source, doc
         self.codes: list[tuple[types.CodeType, types.CodeType]] = []
 
     def find_spec(self, name, path, target=None):

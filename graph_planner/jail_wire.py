@@ -3,19 +3,26 @@
 Standard library only: a per-run copy of this file is loaded inside the sandbox (graph_planner/jail.py).
 
 * `install_filter(fd)`: after it, the calling process can only compute: manage its memory, read clocks
-  and randomness, block signals, exit, and `write` to `fd`; every other system call fails with EPERM (a
+  and randomness, block signals, exit, and `write` and `read` on `fd` (its one channel to the zygote: the
+  answer, and the callbacks of graph_planner/jail_callback.py); every other system call fails with EPERM (a
   call from a foreign ABI kills the process). Installed with no_new_privs, it is inherited and cannot be
   removed, and nothing the process does after it can open a file, a socket or a process.
 * `encode` / `decode`: a tagged binary format of None, bool, int, float, str, bytes, list, tuple, dict,
-  set and frozenset only (exact types, no subclasses), with caps on size, nodes and depth. `decode` is what
-  the trusted side runs on bytes the jailed code wrote: it builds nothing else, whatever the bytes are.
+  set and frozenset, and the standard library's immutable values Decimal, Fraction, date, time, datetime
+  and timedelta (a time zone only as a fixed `datetime.timezone`) (exact types, no subclasses), with caps
+  on size, nodes and depth. `decode` is what the trusted side runs on bytes the jailed code wrote: it builds
+  nothing else, whatever the bytes are (a value type only through its constructor, from ints and strs).
 """
 
 from __future__ import annotations
 
 import ctypes
+import datetime
+import decimal
+import fractions
 import os
 import platform
+import re
 import struct
 
 # --- seccomp -----------------------------------------------------------------------------------------
@@ -29,7 +36,7 @@ PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 # x86_64 numbers. Only what CPython needs to run pure code once it is loaded: memory (malloc, the
 # obmalloc arenas, mprotect for nothing writable from outside), futex (the GIL), clocks, getrandom (hash
 # seeds of a new dict type), signal masks and returns, and the two exits.
-SYS_WRITE, SYS_MMAP = 1, 9
+SYS_READ, SYS_WRITE, SYS_MMAP = 0, 1, 9
 ALLOWED = {
     "brk": 12,
     "munmap": 11,
@@ -65,7 +72,7 @@ def available() -> str:
 
 
 def _program(fd: int) -> bytes:
-    """The BPF program: allow ALLOWED, `write(fd, ...)`, anonymous `mmap`; EPERM for everything else."""
+    """The BPF program: allow ALLOWED, `read(fd, ...)`, `write(fd, ...)`, anonymous `mmap`; EPERM for the rest."""
     ins: list[tuple[int, int, int, int]] = []
 
     def op(code, k, jt=0, jf=0):
@@ -86,14 +93,16 @@ def _program(fd: int) -> bytes:
     op(_RET_K, RET_KILL_PROCESS)
     for nr in sorted(ALLOWED.values()):
         branch(nr, allow)
-    branch(SYS_WRITE, "write")
+    branch(SYS_READ, "channel")
+    branch(SYS_WRITE, "channel")
     branch(SYS_MMAP, "mmap")
     op(_RET_K, RET_ERRNO_EPERM)
-    labels = {"write": len(ins)}
-    # write: only to the result descriptor (both halves of the 64-bit argument)
+    labels = {"channel": len(ins)}
+    # read and write: only on the channel descriptor (both halves of the 64-bit argument); a read can only
+    # fill the process's own memory with what the zygote relays, a write only reach the zygote
     op(_LD_W_ABS, _ARG[0])
-    branch(fd, "write_hi", deny)
-    labels["write_hi"] = len(ins)
+    branch(fd, "channel_hi", deny)
+    labels["channel_hi"] = len(ins)
     op(_LD_W_ABS, _ARG[0] + 4)
     branch(0, allow, deny)
     # mmap: anonymous only (MAP_ANONYMOUS in flags, the kernel then ignores fd; glibc passes fd -1 as a
@@ -149,6 +158,8 @@ MAX_BYTES = 16 << 20
 MAX_NODES = 1 << 20
 MAX_DEPTH = 64
 MAX_INT_DIGITS = 4300  # the interpreter's own default int/str conversion limit
+MAX_PATTERN = 100_000  # a regular expression's text, compiled by the trusted side
+PATTERN_FLAGS = int(re.IGNORECASE | re.LOCALE | re.MULTILINE | re.DOTALL | re.UNICODE | re.VERBOSE | re.ASCII)
 
 
 class CodecError(ValueError):
@@ -156,10 +167,53 @@ class CodecError(ValueError):
 
 
 _SEQ = {list: b"L", tuple: b"T", set: b"E", frozenset: b"Z"}
+# value types as the fields their constructor takes (a time zone: a fixed timezone's offset and name, or None)
+_TIMES = {datetime.date: b"a", datetime.time: b"h", datetime.datetime: b"w", datetime.timedelta: b"g"}
+_TIME_OF = {tag: t for t, tag in _TIMES.items()}
 
 
-def encode(value) -> bytes:
-    """`value` as tagged bytes; CodecError when it holds anything but exact plain types or passes a cap."""
+def _tz(tz):
+    if tz is None:
+        return None
+    if type(tz) is not datetime.timezone:
+        raise CodecError(f"not plain data: a time zone of {type(tz).__qualname__}")
+    offset, *name = tz.__getinitargs__()
+    return (_fields(offset), *name)
+
+
+def _fields(v) -> tuple:
+    """The constructor's arguments of a value of _TIMES."""
+    t = type(v)
+    if t is datetime.timedelta:
+        return (v.days, v.seconds, v.microseconds)
+    if t is datetime.date:
+        return (v.year, v.month, v.day)
+    clock = (v.hour, v.minute, v.second, v.microsecond, _tz(v.tzinfo), v.fold)
+    return clock if t is datetime.time else (v.year, v.month, v.day, *clock)
+
+
+def _build(t, fields):
+    """A value of _TIMES from what decode read (CodecError for anything its constructor would not take)."""
+    if type(fields) is not tuple or not all(type(f) is int for f in fields if f is not None and type(f) is not tuple):
+        raise CodecError("bad value fields")
+    try:
+        if t is datetime.timedelta:
+            return datetime.timedelta(*fields)
+        if t is datetime.date:
+            return datetime.date(*fields)
+        *head, tz, fold = fields
+        if tz is not None:
+            if type(tz) is not tuple or not 1 <= len(tz) <= 2 or (len(tz) == 2 and type(tz[1]) is not str):
+                raise CodecError("bad time zone")
+            tz = datetime.timezone(_build(datetime.timedelta, tz[0]), *tz[1:])
+        return t(*head, tzinfo=tz, fold=fold)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise CodecError(f"bad {t.__name__}: {e}") from None
+
+
+def encode(value, handle=None) -> bytes:
+    """`value` as tagged bytes; CodecError when it holds anything but exact plain types or passes a cap.
+    `handle(v)`: the number of a handle `v` stands in for (jail_callback's proxies), or None."""
     out: list[bytes] = []
     size = [0, 0]  # bytes, nodes
 
@@ -200,6 +254,24 @@ def encode(value) -> bytes:
             for k, x in dict.items(v):
                 walk(k, depth + 1)
                 walk(x, depth + 1)
+        elif t is decimal.Decimal:
+            text = decimal.Decimal.__str__(v).encode()  # exact: Decimal(str(d)) is d's value
+            if len(text) > MAX_INT_DIGITS:
+                raise CodecError("decimal too large")
+            put(b"q" + struct.pack("<I", len(text)) + text)
+        elif t is fractions.Fraction:
+            put(b"r")
+            walk(v.numerator, depth + 1)
+            walk(v.denominator, depth + 1)
+        elif t in _TIMES:
+            put(_TIMES[t])
+            walk(_fields(v), depth + 1)
+        elif t is re.Pattern:
+            put(b"p")
+            walk((v.pattern, v.flags), depth + 1)
+        elif handle is not None and (number := handle(v)) is not None:
+            put(b"H")  # one of the call's handles, going back: the other side has the object
+            walk(number, depth + 1)
         else:
             raise CodecError(f"not plain data: {t.__module__}.{t.__qualname__}")
 
@@ -207,8 +279,9 @@ def encode(value) -> bytes:
     return b"".join(out)
 
 
-def decode(data: bytes):
-    """The value `data` encodes; CodecError for anything else (trailing bytes, unknown tags, caps passed)."""
+def decode(data: bytes, resolve=None):
+    """The value `data` encodes; CodecError for anything else (trailing bytes, unknown tags, caps passed).
+    `resolve(number)`: the object of one of the call's handles (CodecError for a number that is none)."""
     if type(data) is not bytes or len(data) > MAX_BYTES:
         raise CodecError("not an encoding")
     pos, nodes = 0, 0
@@ -269,6 +342,36 @@ def decode(data: bytes):
                 except TypeError as e:
                     raise CodecError(str(e)) from None
             return out
+        if tag == b"q":
+            n = length()
+            if n > MAX_INT_DIGITS:
+                raise CodecError("decimal too large")
+            try:  # (a string is read exactly, whatever the context's precision)
+                return decimal.Decimal(take(n).decode("ascii"))
+            except (UnicodeDecodeError, ArithmeticError, ValueError):
+                raise CodecError("bad decimal") from None
+        if tag == b"r":
+            num, den = read(depth + 1), read(depth + 1)
+            if type(num) is not int or type(den) is not int or den <= 0:
+                raise CodecError("bad fraction")
+            return fractions.Fraction(num, den)
+        if tag in _TIME_OF:
+            return _build(_TIME_OF[tag], read(depth + 1))
+        if tag == b"p":  # compiled here, from its text and flags (re.error: no pattern)
+            fields = read(depth + 1)
+            if type(fields) is not tuple or len(fields) != 2 or type(fields[1]) is not int:
+                raise CodecError("bad pattern")
+            if type(fields[0]) not in (str, bytes) or len(fields[0]) > MAX_PATTERN or fields[1] & ~PATTERN_FLAGS:
+                raise CodecError("bad pattern")  # (re.DEBUG would print here: not a flag a value needs)
+            try:
+                return re.compile(*fields)
+            except (re.error, ValueError, TypeError, OverflowError, RecursionError) as e:
+                raise CodecError(f"bad pattern: {e}") from None
+        if tag == b"H":
+            number = read(depth + 1)
+            if resolve is None or type(number) is not int:
+                raise CodecError("a handle where none may be")
+            return resolve(number)
         raise CodecError(f"unknown tag {tag!r}")
 
     value = read(0)

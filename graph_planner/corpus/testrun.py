@@ -36,7 +36,7 @@ _BOOT = _PLUGIN_DIR / "planact_boot.py"
 _NAME_GUARD = _PLUGIN_DIR / "planact_names.py"  # the boot script loads it from its own per-run copy
 _DIGEST = _PLUGIN_DIR / "planact_digest.py"  # the module state digest, likewise
 # the call jail (copied whole)
-_JAIL = [Path(__file__).parent.parent / f"jail{n}.py" for n in ("", "_client", "_rewrite", "_wire")]
+_JAIL = [Path(__file__).parent.parent / f"jail{n}.py" for n in ("", "_client", "_rewrite", "_wire", "_callback")]
 GUARD_EXIT = 86  # the boot script's exit status when its guard stopped the run (kept equal to it)
 JAIL_EXIT = 87  # the boot script's exit status when the call jail could not judge a call (kept equal to it)
 JAIL_FAULT = "jail fault"  # a run's status then: every test failed
@@ -167,6 +167,9 @@ def _jail_config(jail: tuple, workdir: Path, folder: Path, suite: Suite) -> dict
         # the run's own budget for every jailed call together (on the clock, so wall_factor x it)
         "total_s": suite.cpu_s or suite.timeout_s,
         "max_calls": 200_000,
+        # a call's callbacks into the tests' callables (graph_planner/jail_callback.py): count, bytes sent
+        "max_callbacks": 100_000,
+        "callback_mb": 256,
         "memory_mb": min(1024, suite.memory_mb // 2),
         "base": base,  # on disk once the zygote has read the patch: a subprocess imports the unpatched code
     }

@@ -16,6 +16,7 @@ from graph_planner.corpus.spec import CorpusConfig, PackageSpec
 from graph_planner.env import EnvLimits, PlannerEnv
 from graph_planner.tasks import RepairTask, load_tasks
 
+from .callback_package import PACKAGE as HOOKS
 from .gadget_package import PACKAGE as GADGETS
 from .state_package import PACKAGE as STATEFUL
 from .writes_package import PACKAGE as WRITES
@@ -178,7 +179,14 @@ MINITEXT = {
         """,
 }
 
-PACKAGES = {"minilib": FILES, "minitext": MINITEXT, "gadgets": GADGETS, "stateful": STATEFUL, "writes": WRITES}
+PACKAGES = {
+    "minilib": FILES,
+    "minitext": MINITEXT,
+    "gadgets": GADGETS,
+    "stateful": STATEFUL,
+    "writes": WRITES,
+    "hooks": HOOKS,
+}
 
 
 def write_files(root: Path, files: dict[str, str]) -> Path:

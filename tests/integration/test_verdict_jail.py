@@ -4,19 +4,23 @@ only structure there, so every hostile body below reaches the sandbox with full 
 the earlier reviews' routes (forge the report on the verdict channel, wrap pytest's reporting, change module
 state or a shared object the test reads, read the test file, walk frames or the heap for the expected value,
 exhaust memory, outlive the timeout) each score 0 with the bug left in; the gold fix and a correct fix written
-differently score 1.
+differently score 1. The `hooks` task's tests pass their own key functions: the jailed child calls them back;
+its gold fix scores 1, the bug 0, and a forged handle or a non-plain argument to a callback 0 (a jail fault).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import pytest
 
 from graph_planner.env import EnvLimits, PlannerEnv
 from graph_planner.jail_qualify import candidate, qualify
+from graph_planner.judge import gold_texts
+from graph_planner.tasks import load_tasks
 
-from .repair_fixture import gadget_task, submit_body
+from .repair_fixture import build_packages, gadget_task, submit_body
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +87,6 @@ def test_gold_fix_and_a_correct_fix_score_one_the_bug_zero(task, env):
     env.reset(task)
     path = task.meta["file"]
     text = env._read_base(path)
-    from graph_planner.judge import gold_texts
-
     obs, *_ = env.step(
         {"type": "repair", "apply": False, "edits": [{"file": path, "old": text, "new": gold_texts(task)[path]}]}
     )
@@ -149,3 +151,37 @@ def test_model_text_is_judged_only_through_the_jail(task, env):
         assert not bug["resolved"] and bug["runs"] == 1 and "unjudged" not in bug, bug
     finally:
         box.close()
+
+
+# (test_jail_callbacks.py attacks the channel case by case; this one goes the whole way, through Submit)
+CALLBACK_FORGE = "return key._channel.call(key._number + 1, ('aaa',), {})"  # a handle of no callable of this call
+
+
+def test_callbacks_gold_one_bug_zero_forges_zero(env, tmp_path_factory):
+    start = time.perf_counter()
+    corpus = build_packages(tmp_path_factory.mktemp("hooks"), {"hooks": "heldout"}, ["binop"], max_tried=2, max_kept=1)
+    found = next(t for t in load_tasks(corpus) if t.meta["function"] == "spread_by")
+    # jailed as qualification would (its two runs are the gold and bug submits below: the tests' key functions
+    # are called back, so it qualifies)
+    task = replace(found, jail=candidate(found)[0])
+    path = task.meta["file"]
+
+    def submit(new: str) -> tuple[dict, float]:
+        env.reset(task)
+        text = env._read_base(path)
+        obs, *_ = env.step({"type": "repair", "apply": False, "edits": [{"file": path, "old": text, "new": new}]})
+        assert obs["applied"], obs
+        obs, reward, _, _ = env.step({"type": "submit"})
+        assert obs["tests"]["jailed"], obs
+        return obs, reward
+
+    t0 = time.perf_counter()
+    assert submit(gold_texts(task)[path])[1] == 1.0
+    print(
+        f"\n[callbacks] built and qualified in {t0 - start:.1f} s, gold submitted in {time.perf_counter() - t0:.1f} s"
+    )
+    base = env._read_base(path)
+    assert submit(base.replace("    return", "    return 0 +"))[1] == 0.0  # the bug left in
+    head = "def spread_by(values, key):\n"
+    obs, reward = submit(base.replace(head, f"{head}    {CALLBACK_FORGE}\n"))
+    assert reward == 0.0 and obs["tests"]["status"] == "jail fault", obs

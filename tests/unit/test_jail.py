@@ -62,8 +62,11 @@ def other(x):
 """
 
 
-def run_jailed(tmp_path: Path, body: str, call: list, call_s: float = 2.0) -> dict:
-    """The harness's report of one call of `target` with `body` (indented by this function)."""
+def run_jailed(
+    tmp_path: Path, body: str, call: list, call_s: float = 2.0, harness: str = HARNESS, extra: dict | None = None
+) -> dict:
+    """The harness's report of one call of `target` with `body` (indented by this function); `harness` and
+    `extra` (more settings) for a harness of its own (test_jail_callbacks.py)."""
     root = tmp_path / "src"
     (root / "pkg").mkdir(parents=True)
     (root / "pkg" / "__init__.py").write_text("")
@@ -74,7 +77,7 @@ def run_jailed(tmp_path: Path, body: str, call: list, call_s: float = 2.0) -> di
     first = core.splitlines().index("def target(x, pids=(), *, scale=2):") + 1
     lib_dir = tmp_path / "lib"
     lib_dir.mkdir()
-    for name in ("jail.py", "jail_client.py", "jail_rewrite.py", "jail_wire.py"):  # per-run copies, as the boot
+    for name in ("jail.py", "jail_client.py", "jail_rewrite.py", "jail_wire.py", "jail_callback.py"):  # as the boot
         (lib_dir / name).write_bytes(Path(jail.__file__).with_name(name).read_bytes())
     cfg = {
         "module": "pkg.core",
@@ -88,12 +91,13 @@ def run_jailed(tmp_path: Path, body: str, call: list, call_s: float = 2.0) -> di
         "max_calls": 100,
         "memory_mb": 256,
         "call": call,
+        **(extra or {}),
     }
-    harness = tmp_path / "harness.py"
-    harness.write_text(HARNESS.format(lib_dir=str(lib_dir), root=str(root), lib=str(lib_dir / "jail.py")))
+    script = tmp_path / "harness.py"
+    script.write_text(harness.format(lib_dir=str(lib_dir), root=str(root), lib=str(lib_dir / "jail.py")))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run(
-        [sys.executable, str(harness), json.dumps(cfg)], capture_output=True, text=True, timeout=60, env=env, cwd=root
+        [sys.executable, str(script), json.dumps(cfg)], capture_output=True, text=True, timeout=60, env=env, cwd=root
     )
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
@@ -188,7 +192,7 @@ def test_fds_are_closed_and_other_writes_refused(tmp_path):
         ("exit at once", "'MARK'\nimport os\nos._exit(0)", "no answer"),
         (
             "garbage on the result pipe",
-            "'MARK'\nimport os\nfor fd in range(3, 40):\n    try:\n        os.write(fd, b'V\\xff\\xff')\n    except OSError:\n        pass\nos._exit(0)",
+            "'MARK'\nimport os\nfor fd in range(3, 40):\n    try:\n        os.write(fd, b'V\\x02\\x00\\x00\\x00\\xff\\xff')\n    except OSError:\n        pass\nos._exit(0)",
             "plain data",
         ),
         ("SystemExit", "'MARK'\nraise SystemExit(0)", "does not pass on"),
