@@ -166,10 +166,13 @@ class Handles:
     def serve(self, fn, args: tuple, kwargs: dict) -> bytes:
         """Call the real callable; the reply pickled for the child (an Exception's class, args and index).
         A BaseException that is no Exception (pytest's outcomes, KeyboardInterrupt) is not caught: it ends
-        the call here, as it would have ended it without the jail."""
+        the call here, as it would have ended it without the jail; so does an AssertionError (a test's own
+        check failed: its message may hold the expected values, which must never reach the child)."""
         try:
             value = fn(*args, **kwargs)
         except self.fatal:
+            raise
+        except AssertionError:
             raise
         except Exception as e:  # noqa: BLE001 - the callable's own exception, for the child to raise
             self.raised.append(e)

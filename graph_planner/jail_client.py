@@ -146,6 +146,11 @@ class Client:
         except _Reported:  # a call the callable made in turn faulted: this one ends too
             self._abort(deadline)
             raise
+        except AssertionError:
+            # A test's own assertion failed inside its callable: it ends the call and fails the test here, as it
+            # would unjailed. Sent to the child, pytest's message would hand it the expected values (review 13, A03)
+            self._abort(deadline)
+            raise
         except Exception as e:  # noqa: BLE001 - a result that cannot be sent to the child
             self.fault(f"a callback's result cannot be sent to the jail: {type(e).__name__}: {e}", deadline)
         except BaseException:
@@ -159,7 +164,17 @@ class Client:
             self.fault("the jailed call's exception is malformed")
         module, qualname, args, index = value
         if type(index) is int and 0 <= index < len(handles.raised):
-            return handles.raised[index]
+            error = handles.raised[index]
+        else:
+            error = self._rebuilt(module, qualname, args)
+        # Out of a plain call, StopIteration ends the caller's loop silently (`all(map(f, xs))` is then True
+        # whatever f computes): a forge the value cannot show, so it never leaves the jail (review 13, A06)
+        if isinstance(error, (StopIteration, StopAsyncIteration)):
+            self.fault(f"the jailed call let {type(error).__name__} out, which would end a caller's loop silently")
+        return error
+
+    def _rebuilt(self, module: str, qualname: str, args) -> BaseException:
+        """The child's exception as its class, when the class is allowed (else a fault)."""
         top = module.split(".")[0]
         allowed = module == "builtins" or (not _testish(module) and (top in STDLIB or top == self.package))
         cls = sys.modules.get(module) if allowed else None

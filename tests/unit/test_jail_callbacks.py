@@ -54,6 +54,10 @@ def value_error(v):
     raise ValueError("bad " + str(v))
 
 
+def check(v):
+    assert v in (10, 20, 30)
+
+
 ARGS = {{
     "map": lambda v: v * 10,
     "nested": {{"f": add_100, "g": [lambda v: -v]}},
@@ -68,6 +72,8 @@ ARGS = {{
     "escape with a module": lambda: os,
     "many big arguments": lambda v: len(v),
     "a match": re.match(r"(?P<y>\\d+)-(\\d+)", "2020-07"),
+    "an assert in the callable": check,
+    "stop iteration of the tests": (v for v in range(2)),
 }}
 out["cases"] = {{}}
 for name in cfg["cases"]:
@@ -176,6 +182,17 @@ if x == 'forged request bytes':
 if x == 'a call request of its own':
     os.write(cb._channel.fd, b'Q' + struct.pack('<I', 1) + b'N')
     return 1
+if x == 'an assert in the callable':
+    try:
+        cb(-12345)
+    except AssertionError as e:
+        return ['leaked', str(e)]
+    return 'no assertion'
+if x == 'stop iteration':
+    raise StopIteration
+if x == 'stop iteration of the tests':
+    while True:
+        next(cb)
 if x == 'callbacks without end':
     while True:
         cb(1)
@@ -208,13 +225,16 @@ FAULTS = {
     "a debug pattern": "bad pattern",
     "a forged proxy": "none of this call's",
     "callbacks without end": "cap of callbacks",
+    # out of a plain call it would end a caller's loop silently: `all(map(f, xs))` True whatever f computes
+    "stop iteration": "StopIteration out",
+    "stop iteration of the tests": "StopIteration out",
 }
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     """Every case, in one harness run: honest ones first, then each attack followed by an honest call."""
-    cases = [*HONEST, "raise"]
+    cases = [*HONEST, "raise", "an assert in the callable", "map"]
     for name in FAULTS:
         cases += [name, "map"]
     tmp = tmp_path_factory.mktemp("callbacks")
@@ -237,6 +257,12 @@ def test_the_tests_callables_ran_in_the_test_process(report):
 def test_a_callbacks_exception_comes_back_as_the_very_object(report):
     # the tests' own class, which the child cannot load: it leaves the function as the object the callback raised
     assert report["cases"]["raise"] == {"raised": "Boom", "same": True}
+
+
+def test_a_tests_assertion_in_its_callable_fails_the_test_and_never_reaches_the_child(report):
+    # pytest's message would hand the child the expected values (10, 20, 30): the call ends in the test process
+    assert report["cases"]["an assert in the callable"] == {"raised": "AssertionError", "same": False}
+    assert report["cases"]["map"] == {"value": HONEST["map"]}
 
 
 @pytest.mark.parametrize("name", list(FAULTS))
