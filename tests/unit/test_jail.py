@@ -22,8 +22,9 @@ from graph_planner import jail, jail_wire
 
 pytestmark = pytest.mark.skipif(bool(jail_wire.available()), reason="needs seccomp filters on x86_64 Linux")
 
-HARNESS = """
-import json, os, sys, inspect
+# The harness's start, shared with test_jail_callbacks.py: a test process that starts the jail and imports the target.
+HARNESS_HEAD = """
+import inspect, json, os, re, sys
 sys.path.insert(0, {lib_dir!r})
 sys.path.insert(0, {root!r})
 import jail_client
@@ -33,7 +34,10 @@ client = jail_client.start(cfg, faults.append, {lib!r})
 import pkg.core as core
 out = {{"zygote": client.proc.pid, "signature": str(inspect.signature(core.target))}}
 out["trampoline_consts"] = [repr(c) for c in core.target.__code__.co_consts]
-try:
+"""
+HARNESS = (
+    HARNESS_HEAD
+    + """try:
     out["value"] = repr(core.target(*cfg["call"]))
 except jail_client.JailFault as e:
     out["fault"] = str(e)
@@ -43,6 +47,7 @@ out["state"] = core.STATE
 out["zygote_alive"] = client.proc.poll() is None
 print(json.dumps(out))
 """
+)
 
 CORE = """
 STATE = {{"n": 0}}

@@ -14,22 +14,13 @@ import pytest
 
 from graph_planner import jail_wire
 
-from .test_jail import run_jailed
+from .test_jail import HARNESS_HEAD, run_jailed
 
 pytestmark = pytest.mark.skipif(bool(jail_wire.available()), reason="needs seccomp filters on x86_64 Linux")
 
-HARNESS = """
-import inspect, json, os, re, sys
-sys.path.insert(0, {lib_dir!r})
-sys.path.insert(0, {root!r})
-import jail_client
-cfg = json.loads(sys.argv[1])
-faults = []
-client = jail_client.start(cfg, faults.append, {lib!r})
-import pkg.core as core
-out = {{"zygote": client.proc.pid, "signature": str(inspect.signature(core.target))}}
-out["trampoline_consts"] = [repr(c) for c in core.target.__code__.co_consts]
-
+HARNESS = (
+    HARNESS_HEAD
+    + """
 
 class Boom(Exception):
     pass
@@ -103,6 +94,7 @@ foreign.target = core.target  # our trampoline put in: the file's other function
 out["stray_swapped"] = client.stray()
 print(json.dumps(out))
 """
+)
 
 BODY = r"""
 'MARK'

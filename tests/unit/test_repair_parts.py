@@ -192,18 +192,22 @@ def test_a_task_without_a_clean_record_is_confirmed_against_the_base_commits_rec
     runtime = _NameGuardRuntime(tmp_path)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr("graph_planner.judge.base_text", lambda task, path: base)
+
         # (no module state digest: this runtime runs nothing, and the task has no gold patch to compare with)
-        result = run_patch(
-            runtime,
-            ResultCache(None),
-            task,
-            {"pkg/m.py": fixed},
-            task.fail_to_pass,
-            "submit",
-            30.0,
-            digest=False,
-            origin="menu",
-        )
+        def judge(runtime) -> dict:
+            return run_patch(
+                runtime,
+                ResultCache(None),
+                task,
+                {"pkg/m.py": fixed},
+                task.fail_to_pass,
+                "submit",
+                30.0,
+                digest=False,
+                origin="menu",
+            )
+
+        result = judge(runtime)
         assert passed(result) and result["confirmed"] and "tampered" not in result, result
         assert [r[0] for r in runtime.runs] == ["run", "record", "run", "confirm"]
         assert runtime.runs[-1] == ("confirm", True)  # the confirming run allowed what the base commit did
@@ -211,17 +215,7 @@ def test_a_task_without_a_clean_record_is_confirmed_against_the_base_commits_rec
         runtime = _NameGuardRuntime(tmp_path)
         runtime.KEY = "pkg/m.py|f|getattr|__globals__|function"
         mp.setattr(_NameGuardRuntime, "run_tests", _recording_other_key(_NameGuardRuntime.run_tests))
-        again = run_patch(
-            runtime,
-            ResultCache(None),
-            task,
-            {"pkg/m.py": fixed},
-            task.fail_to_pass,
-            "submit",
-            30.0,
-            digest=False,
-            origin="menu",
-        )
+        again = judge(runtime)
         assert not passed(again)
 
 
