@@ -128,6 +128,7 @@ class PlannerEnv:
         self.memory = WorkingMemory(self.graph, self.limits.memory)
         self.patch: dict[str, str] = {}  # file -> patched text (against the base commit)
         self.origin = MENU  # of self.patch (provenance): no change is the task's own code
+        self._gold: dict[str, str] | None = None  # the gold fix's files, read once per episode (_origin)
         self.plan = {"plan": "", "target": ""}
         self.stats = EpisodeStats(task.instance_id)
         self.episode += 1
@@ -287,12 +288,13 @@ class PlannerEnv:
             edit = act.edits[0].model_dump()
             if menu_edit(self._read_base(str(edit.get("file", ""))), edit):
                 return MENU
-        try:
-            gold = gold_texts(self.task)
-        except (PatchError, RuntimeError):  # no gold fix to compare with (or its repository is unreadable)
-            gold = None
+        if self._gold is None:
+            try:
+                self._gold = gold_texts(self.task)
+            except (PatchError, RuntimeError):  # no gold fix to compare with (or its repository is unreadable)
+                self._gold = {}
         # the reference fix is the task's own (the corpus proved it), whoever typed it in
-        return GOLD if gold and texts == gold else MODEL
+        return GOLD if self._gold and texts == self._gold else MODEL
 
     def _submit(self) -> dict:
         result = self._run(self.task.submit_tests(), "submit")
