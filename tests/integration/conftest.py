@@ -26,6 +26,8 @@ PY = sys.executable
 BIN = Path(PY).parent
 # Keep every Ray process of the tests on loopback (Ray otherwise binds the primary interface).
 LOOPBACK_RAY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+# Ray's setting for clusters the tests start and runs join by address (see ray_head).
+NO_PRESTART = {"prestart_worker_first_driver": False}
 
 
 @pytest.fixture(scope="session")
@@ -73,6 +75,10 @@ def ray_head(tmp_path):
             str(temp),
             "--include-dashboard=false",
             "--disable-usage-stats",
+            # No workers started ahead for a connecting driver: the runs that join by address bring a
+            # runtime_env (the variables their workers must share), so no prestarted worker could serve them
+            # and each sat idle until the head stopped (~2 a driver, 2-4 CPU-s each importing Ray).
+            f"--system-config={json.dumps(NO_PRESTART)}",
         ],
         env=env,
         capture_output=True,

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import LOOPBACK_RAY, PY, REPO, cli_env, kill_tree, read_state, smoke_args, start_cli
+from .conftest import LOOPBACK_RAY, NO_PRESTART, PY, REPO, cli_env, kill_tree, read_state, smoke_args, start_cli
 
 NS = "recovery-test"
 KILLER = """
@@ -53,7 +53,8 @@ def two_node_cluster():
     os.environ.update(LOOPBACK_RAY)
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
+    head = {"num_cpus": 2, "include_dashboard": False, "_system_config": NO_PRESTART}
+    cluster = Cluster(initialize_head=True, head_node_args=head)
     cluster.add_node(num_cpus=2, resources={"node2": 1})
     try:
         yield cluster
