@@ -9,30 +9,47 @@ plain lists, not tensors, which kept torch (~2.5 CPU-s) out of every run's drive
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import pytest
 
 HEAVY = ("torch", "transformers", "mlflow")
+MODULES = [
+    "planact.workers",
+    "planact.trainer_group",
+    "planact.agents",
+    "planact.registry",
+    "planact.tracking",
+    "tasks.plan_act",
+    "tasks.experience",
+    "flows.rounds",
+    "planact.envs.synthetic",
+]
+# One interpreter imports them in turn and names what each import added: every module before one must
+# have added none (or its own test fails first), so a heavy library that appears belongs to that import.
+# (One process instead of nine: ~2 CPU-s each, most of it importing Prefect and Ray again.)
+PROBE = """
+import importlib, json, sys
+added = {}
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+    added[name] = [m for m in %r if m in sys.modules and not any(m in v for v in added.values())]
+print(json.dumps(added))
+"""
 
 
-@pytest.mark.parametrize(
-    "module",
-    [
-        "planact.workers",
-        "planact.trainer_group",
-        "planact.agents",
-        "planact.registry",
-        "planact.tracking",
-        "tasks.plan_act",
-        "tasks.experience",
-        "flows.rounds",
-        "planact.envs.synthetic",
-    ],
-)
-def test_worker_side_modules_import_without_heavy_libraries(module):
-    code = f"import sys, {module}; print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+@pytest.fixture(scope="module")
+def heavy_by_module() -> dict[str, list[str]]:
+    """Which heavy libraries importing each module pulled in (in one fresh interpreter)."""
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE % (HEAVY,), *MODULES], capture_output=True, text=True, timeout=180
+    )
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == "", f"importing {module} pulled in {out.stdout.strip()}"
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_worker_side_modules_import_without_heavy_libraries(module, heavy_by_module):
+    assert heavy_by_module[module] == [], f"importing {module} pulled in {heavy_by_module[module]}"
