@@ -6,9 +6,11 @@ test process's memory.
 
 * The zygote imports the target module with the target function's code replaced by a trampoline (so no
   patched code runs at import), keeps the patched function's code object (compiled, never run), checks
-  that a seccomp filter can be installed, then serves calls: one forked child per call.
-* The child unpickles (args, kwargs) (the test process pickled them; classes of test modules are refused;
-  a callable or iterator of the tests' is a handle, jail_callback.py), closes every descriptor but its one
+  that a seccomp filter can be installed, forks its template (jail_fork.py) before it reads any call, then
+  serves calls: one child per call, forked by the template, so no earlier call's data is in its memory.
+* The child reads its request from its socket, unpickles (args, kwargs) (the test process pickled them;
+  classes of test modules are refused; a callable or iterator of the tests' is a handle, jail_callback.py),
+  closes every descriptor but its one
   channel (a socket to the zygote), sets rlimits (CPU seconds, address space), installs the filter of
   jail_wire (only memory, clocks, futex, signals' masks, exit, and `read`/`write` on the channel), swaps the
   patched code in, calls it, and writes the value or the exception (type as module + qualname, args) in
@@ -34,7 +36,6 @@ import pickle
 import resource
 import select
 import signal
-import socket
 import struct
 import sys
 import time
@@ -56,6 +57,7 @@ def _sibling(name: str):
 wire = _sibling("jail_wire")
 _rewrite = _sibling("jail_rewrite")
 callbacks = _sibling("jail_callback")
+fork = _sibling("jail_fork")
 JAIL_NAME, JailFault, ImportHook, trampoline = (
     _rewrite.JAIL_NAME,
     _rewrite.JailFault,
@@ -147,11 +149,12 @@ class _Sink(io.TextIOBase):
         return len(s)
 
 
-def _child(request: bytes, chan: int, functions: list, patched, limits: dict) -> None:
-    """A forked child: see the module docstring; `chan` its one descriptor. Never returns."""
+def _child(chan: int, functions: list, patched, limits: dict) -> None:
+    """A child the template forked: see the module docstring; `chan` its one descriptor. Never returns."""
     write, exit_, encode, BaseEx = callbacks.write_frame, os._exit, wire.encode, BaseException
     try:
         wire.closerange_except(chan)
+        _, request = _recv(chan)  # its call's request: no other call's data was ever in this process
         channel = callbacks.Channel(chan, None, encode, _testish)
         channel.loads = lambda data: _loads(data, channel)
         args, kwargs = _loads(request, channel)
@@ -272,39 +275,31 @@ def _answer(fd: int, deadline: float, nested) -> tuple[bytes, bytes] | None:
             break
 
 
-def _serve_call(request: bytes, functions: list, patched, limits: dict, depth: int = 0) -> tuple[bytes, bytes]:
-    """Fork a child for one call; (tag, payload) of its answer or of the fault."""
-    ours, theirs = socket.socketpair()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            _child(request, theirs.detach(), functions, patched, limits)
-        finally:
-            os._exit(1)
-    fd = ours.detach()
-    theirs.close()
+def _serve_call(request: bytes, template, limits: dict, depth: int = 0) -> tuple[bytes, bytes]:
+    """A child of the template's for one call; (tag, payload) of its answer or of the fault."""
+    pid, fd = template.spawn()
     os.set_blocking(fd, False)
 
     def nested(request: bytes) -> tuple[bytes, bytes]:
         if depth >= MAX_NESTING:
             return b"F", b"jailed calls nested too deep"
-        return _serve_call(request, functions, patched, limits, depth + 1)
+        return _serve_call(request, template, limits, depth + 1)
 
     # The child's CPU is limited by RLIMIT_CPU; the clock is only a backstop (wall_factor x), for a child that
     # blocks without computing: a verdict must not depend on how loaded the machine is.
     wall = limits["call_s"] * limits["wall_factor"]
     answer, why = None, ""
+    deadline = time.monotonic() + wall
     try:
-        answer = _answer(fd, time.monotonic() + wall, nested)
+        _write_all(fd, callbacks.FRAME.pack(b"Q", len(request)) + request, deadline)
+        answer = _answer(fd, deadline, nested)
     except _Late:
         why = f"the call ran past {wall:g} s"
     except _Stop as e:
         why = str(e)
     finally:
         os.close(fd)
-        if why:
-            os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
+        status = template.reap(pid, kill=bool(why))
     if why:
         return b"F", why.encode()
     if os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGXCPU, signal.SIGKILL):
@@ -368,19 +363,21 @@ def zygote_main() -> None:
             raise JailFault(f"{cfg['qualname']} was never made a function")
         wire.prepare()
         why = _preflight()
+        limits = {"call_s": float(cfg["call_s"]), "memory_mb": int(cfg["memory_mb"]), "wall_factor": _wall_factor(cfg)}
+        # forked before this process reads any call: every call's child comes from it (jail_fork.py)
+        template = None if why else fork.Template(lambda chan: _child(chan, functions, patched, limits))
     except BaseException as e:  # noqa: BLE001
         why = f"{type(e).__name__}: {e}"
     _send(1, b"R", why.encode())
     if why:
         return
-    limits = {"call_s": float(cfg["call_s"]), "memory_mb": int(cfg["memory_mb"]), "wall_factor": _wall_factor(cfg)}
     while True:
         try:
             tag, request = _recv(0)
         except JailFault:
             return  # the test process ended
         if tag == b"Q":  # (an A or Z here is left from a call that ended already)
-            _send(1, *_serve_call(request, functions, patched, limits))
+            _send(1, *_serve_call(request, template, limits))
 
 
 if __name__ == "__main__":

@@ -100,6 +100,7 @@ GRAPH_PLANNER_ROOMS = [
             "graph_planner.jail",
             "graph_planner.jail_client",
             "graph_planner.jail_callback",
+            "graph_planner.jail_fork",
             "graph_planner.jail_rewrite",
             "graph_planner.jail_wire",
         ),

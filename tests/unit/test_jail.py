@@ -82,7 +82,8 @@ def run_jailed(
     first = core.splitlines().index("def target(x, pids=(), *, scale=2):") + 1
     lib_dir = tmp_path / "lib"
     lib_dir.mkdir()
-    for name in ("jail.py", "jail_client.py", "jail_rewrite.py", "jail_wire.py", "jail_callback.py"):  # as the boot
+    names = ("jail.py", "jail_client.py", "jail_rewrite.py", "jail_wire.py", "jail_callback.py", "jail_fork.py")
+    for name in names:  # as the boot
         (lib_dir / name).write_bytes(Path(jail.__file__).with_name(name).read_bytes())
     cfg = {
         "module": "pkg.core",
@@ -277,3 +278,64 @@ def test_trampoline_of_a_function_with_only_star_args():
     tramp = jail.trampoline(f.__code__)
     fn = type(f)(tramp, {jail.JAIL_NAME: lambda args, kwargs: (args, kwargs)}, "f")
     assert fn(1, 2, k=3) == ((1, 2), {"k": 3}) and fn() == ((), {})
+
+
+# Three calls in one test process: a large argument, then a call that searches its own memory for it (the
+# zygote read every earlier request, so a child forked from it inherited what those left in its heap), then
+# the control: the same search finds the text in its own call's arguments.
+HARNESS_RESIDUE = (
+    HARNESS_HEAD
+    + """out["plant"] = [core.target("RESIDUE-" + "q7Z" * n) for n in (300, 3000, 30000, 70000)]
+out["planted"] = core.target("plant", lambda text: len(text))
+out["later"] = core.target("scan")
+out["own"] = core.target("scan:RESIDUE-" + "q7Z" * 3)
+out["zygote_alive"] = client.proc.poll() is None
+print(json.dumps(out))
+"""
+)
+# Scans the child's address space page by page around a few heap addresses; a page's readability is probed
+# with rt_sigprocmask (EFAULT on an unmapped page, no effect otherwise: the filter allows it).
+SCAN = """
+'MARK'
+if x == "plant":  # through the zygote, as a callback's argument (the test's callable gets it)
+    return pids("RESI" + "DUE-" + "q7Z" * 30000)
+if not x.startswith("scan"):
+    return len(x)
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+sc = libc.syscall
+sc.restype = ctypes.c_long
+head, tail = ("RESI" + "DUE-").encode(), ("q7Z" * 3).encode()
+
+def readable(addr):
+    sc(ctypes.c_long(14), ctypes.c_long(99), ctypes.c_long(addr), ctypes.c_long(0), ctypes.c_long(8))
+    return ctypes.get_errno() != errno.EFAULT
+
+page, seen = 4096, set()
+big = b"z" * 5000  # (allocated by malloc: in the heap, where freed buffers stay)
+for anchor in (id(x), id(big), ctypes.cast(libc.malloc(1 << 16), ctypes.c_void_p).value):
+    for step in (page, -page):
+        p, misses = anchor & ~(page - 1), 0
+        while misses < 1024 and abs(p - anchor) < (64 << 20):
+            if p not in seen:
+                seen.add(p)
+                if readable(p):
+                    misses = 0
+                    chunk = ctypes.string_at(p, page)
+                    at = chunk.find(head)
+                    while at != -1:
+                        if chunk[at + len(head) : at + len(head) + len(tail)] == tail:
+                            return True
+                        at = chunk.find(head, at + 1)
+                else:
+                    misses += 1
+            p += step
+return False
+"""
+
+
+def test_a_call_cannot_read_what_earlier_calls_sent(tmp_path):
+    out = run_jailed(tmp_path, SCAN, [], harness=HARNESS_RESIDUE, call_s=10.0)
+    assert out["plant"] == [8 + 3 * n for n in (300, 3000, 30000, 70000)] and out["planted"] == 90008
+    assert out["own"] is True, out  # the search works: it finds the text in its own call's arguments
+    assert out["later"] is False, out  # and no earlier call's arguments are in a later call's memory
