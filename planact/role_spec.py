@@ -20,6 +20,7 @@ from planact.config import API_ENGINES, RoleConfig, RunConfig, WarmStartConfig
 from planact.initial_models import initial_model_path
 from planact.registry import resolve_model
 from planact.tracking import tracking_uri
+from planact.trainer_group import rank_names
 
 if TYPE_CHECKING:
     from planact.envs.base import RoundEnv
@@ -62,8 +63,6 @@ class RoleSpec:
 
 def role_spec(cfg: RunConfig, role: str) -> RoleSpec:
     """The `RoleSpec` of `role` in this run (builds the role's tiny starting model here when missing)."""
-    from planact.trainer_group import rank_names  # ray: imported only where agents are created
-
     rc: RoleConfig = getattr(cfg, role)
     # Built on the driver (a folder check after the session's prebuild_initial_models): its tokenizer may
     # learn from the environment's text, and only the driver builds the environment.
