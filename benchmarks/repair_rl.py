@@ -37,6 +37,7 @@ import torch  # noqa: E402
 from planact.config import load_config  # noqa: E402
 from planact.envs.base import make_env  # noqa: E402
 from planact.rl.sft import sft_continuation  # noqa: E402
+from planact.role_spec import role_spec, warm_start_demos  # noqa: E402
 from planact.workers import RoleWorker  # noqa: E402
 
 # 'real': the release-history fixes, evaluated when --set env.repair.eval_real_corpus=runs/corpus-real is given
@@ -92,9 +93,13 @@ def one_seed(args, seed: int) -> dict:
     )
     env = make_env(cfg)
     t0 = time.perf_counter()
-    base = (RoleWorker(cfg, "planner"), RoleWorker(cfg, "actor"))
+    base = (RoleWorker(role_spec(cfg, "planner")), RoleWorker(role_spec(cfg, "actor")))
     # A pretrained role without a warm start (configs/repair-smollm.yaml) starts zero-shot: "warm" is then that.
-    curves = {w.role: w.warm_start(seed) for w in base if getattr(cfg, w.role).warm_start.enabled}
+    curves = {
+        w.role: w.warm_start(warm_start_demos(env, w.role, w.rc.warm_start, seed), seed)
+        for w in base
+        if w.rc.warm_start.enabled
+    }
     ws_s = time.perf_counter() - t0
     # A deep-copied torch optimizer drops the LR scheduler's wrapper of its step() (Optimizer.__setstate__
     # keeps only its state), so the copy steps its own parameters and the copied scheduler its own

@@ -31,6 +31,7 @@ from planact.config import load_config  # noqa: E402
 from planact.envs.plan_act import PlanActEnv, planner_prompt  # noqa: E402
 from planact.envs.synthetic import SyntheticEnv  # noqa: E402
 from planact.rl.sft import sft_continuation  # noqa: E402
+from planact.role_spec import role_spec, warm_start_demos  # noqa: E402
 from planact.rollout import actor_requests, evaluate, score_round  # noqa: E402
 from planact.workers import RoleWorker  # noqa: E402
 
@@ -78,14 +79,14 @@ def one_seed(args, seed: int) -> dict[str, dict]:
     root = tempfile.mkdtemp(prefix="planact-rlsft-")
     cfg = load_config(args.config, args.overrides + [f"checkpoint.root={root}", "run_name=rlsft", f"seed={seed}"])
     env = PlanActEnv(cfg.env, cfg.seed)
-    base = (RoleWorker(cfg, "planner"), RoleWorker(cfg, "actor"))
+    base = (RoleWorker(role_spec(cfg, "planner")), RoleWorker(role_spec(cfg, "actor")))
     t0 = time.perf_counter()
     if args.ckpt:
         for w in base:
             w.load_checkpoint(args.ckpt)
     else:
         for w in base:
-            w.warm_start(cfg.seed)
+            w.warm_start(warm_start_demos(SyntheticEnv(cfg), w.role, w.rc.warm_start, cfg.seed), cfg.seed)
     print(f"seed {seed}: warm start ready in {time.perf_counter() - t0:.0f} s", flush=True)
     rl = tuple(copy.deepcopy(w) for w in base)
     sf = tuple(copy.deepcopy(w) for w in base)

@@ -43,7 +43,7 @@ class TaskRunStages:
         with remote_options(num_cpus=self.cfg.ray.task_num_cpus):
             futures = {
                 g.role: runtime.agent_stage(named(warm_start, 0, f"warm-start-{g.role}"), self.cfg).submit(
-                    g, seed, progress_files[g.role]
+                    self.cfg, g, seed, progress_files[g.role]
                 )
                 for g in groups
             }
@@ -88,7 +88,7 @@ class PlainStages(TaskRunStages):
     def warm_start(self, groups: list[RoleGroup], seed: int, progress_files: dict[str, str]) -> dict[str, list]:
         """Every role's warm start at once, on threads of this process."""
         with ThreadPoolExecutor(max(1, len(groups))) as pool:
-            futures = {g.role: pool.submit(warm_start.fn, g, seed, progress_files[g.role]) for g in groups}
+            futures = {g.role: pool.submit(warm_start.fn, self.cfg, g, seed, progress_files[g.role]) for g in groups}
             return {role: f.result() for role, f in futures.items()}
 
     def checkpoint(self, round_idx: int, groups: list[RoleGroup], folder: str, versions: dict[str, int]) -> str:

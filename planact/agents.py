@@ -3,7 +3,8 @@
 Each role is one schedulemesh pool ("<run>:<role>", labels run/role) sized from the role's resources
 in the run config: one agent per engine replica, plus the trainer when it is not colocated. The
 supervisor owns the agents, so they outlive the task that asked for them and come back after a crash;
-tasks reach them by name, waiting while a dead one is being recreated.
+tasks reach them by name, waiting while a dead one is being recreated. An agent is given its role's
+`RoleSpec` (planact.role_spec), built here from the run config, never the run config itself.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import ray
 
 from planact.config import RunConfig
 from planact.engines.base import Completion
+from planact.envs.base import make_env
 from planact.progress import ProgressFn, read_progress
+from planact.role_spec import RoleSpec, role_spec, warm_start_demos
 from planact.samples import Sample
 from planact.trainer_group import TrainerRank, rank_names, rank_pool
 from planact.workers import RoleWorker
@@ -84,13 +87,15 @@ class Worker:
         """RoleWorker.train: one RL update (a retried `step_id` does not train twice); its metrics."""
         return ray.get(self.actor.train.remote(samples, step_id))
 
-    def warm_start(self, seed: int, steps: int | None = None) -> list[dict]:
-        """RoleWorker.warm_start: the supervised warm start's loss curve."""
-        return ray.get(self.submit_warm_start(seed, steps))
+    def warm_start(self, demos: list[tuple[str, str]], seed: int, steps: int | None = None) -> list[dict]:
+        """RoleWorker.warm_start on the (prompt, target) demonstrations: the supervised warm start's loss curve."""
+        return ray.get(self.submit_warm_start(demos, seed, steps))
 
-    def submit_warm_start(self, seed: int, steps: int | None = None, progress_file: str | None = None) -> ray.ObjectRef:
+    def submit_warm_start(
+        self, demos: list[tuple[str, str]], seed: int, steps: int | None = None, progress_file: str | None = None
+    ) -> ray.ObjectRef:
         """`warm_start` sent without waiting (the caller reports the trainer's progress file meanwhile)."""
-        return self.actor.warm_start.remote(seed, steps, progress_file)
+        return self.actor.warm_start.remote(demos, seed, steps, progress_file)
 
     def submit_update_weights(self, weights_ref: ray.ObjectRef, version: int) -> ray.ObjectRef:
         """RoleWorker.update_weights sent without waiting (one weight sync fans out over the engines)."""
@@ -164,6 +169,7 @@ def create_role_group(cfg: RunConfig, role: str, scheduler: Scheduler | None = N
     scheduler = scheduler or scheduler_for(cfg)
     rc = getattr(cfg, role)
     res = rc.resources
+    role_args = role_spec(cfg, role)  # what every agent of the role receives, built once
     spec = {"cpu": res.num_cpus, "gpu": res.num_gpus, "memory": res.memory_mb or 0, **res.custom}
     pool = pool_name(cfg.run_name, role)
     scheduler.create_pool(
@@ -181,7 +187,7 @@ def create_role_group(cfg: RunConfig, role: str, scheduler: Scheduler | None = N
             RoleWorker,
             ray_options=opts,
             labels={"kind": "engine"},
-            actor_args=(cfg, role, i, rc.train and colocated and i == 0),
+            actor_args=(role_args, i, rc.train and colocated and i == 0),
         )
         engines.append(name)
     trainer = None
@@ -194,19 +200,18 @@ def create_role_group(cfg: RunConfig, role: str, scheduler: Scheduler | None = N
                 RoleWorker,
                 ray_options=opts,
                 labels={"kind": "trainer"},
-                actor_args=(cfg, role, -1, True),
+                actor_args=(role_args, -1, True),
             )
-    ranks, ranks_pool = _create_trainer_ranks(cfg, role, scheduler, spec, opts) if rc.train else ((), "")
+    ranks, ranks_pool = _create_trainer_ranks(cfg, role_args, scheduler, spec, opts) if rc.train else ((), "")
     extra = tuple(e for e in engines if e != trainer)
     return RoleGroup(role, cfg.barrier.namespace, tuple(engines), trainer, extra, pool, ranks, ranks_pool)
 
 
 def _create_trainer_ranks(
-    cfg: RunConfig, role: str, scheduler: Scheduler, spec: dict, opts: dict
+    cfg: RunConfig, role_args: RoleSpec, scheduler: Scheduler, spec: dict, opts: dict
 ) -> tuple[tuple[str, ...], str]:
     """Ranks 1..N-1 of the role's trainer group, gang-placed in their own pool (none when N = 1)."""
-    res = getattr(cfg, role).resources
-    names = rank_names(cfg, role)
+    role, res, names = role_args.role, role_args.config.resources, role_args.rank_names
     if not names:
         return (), ""
     pool = rank_pool(cfg, role)
@@ -220,7 +225,7 @@ def _create_trainer_ranks(
     )
     for k, name in enumerate(names, start=1):
         scheduler.create_agent(
-            name, pool, TrainerRank, ray_options=opts, labels={"kind": "trainer-rank"}, actor_args=(cfg, role, k)
+            name, pool, TrainerRank, ray_options=opts, labels={"kind": "trainer-rank"}, actor_args=(role_args, k)
         )
     return tuple(names), pool
 
@@ -293,6 +298,7 @@ def train_and_sync(group: RoleGroup, samples: list[Sample], step_id: str | None 
 
 
 def warm_start_and_sync(
+    cfg: RunConfig,
     group: RoleGroup,
     seed: int,
     steps: int | None = None,
@@ -301,13 +307,17 @@ def warm_start_and_sync(
 ) -> list[dict]:
     """Supervised warm start on the trainer, then sync; returns the loss curve.
 
-    With `progress` and `progress_file`, the trainer writes its phases' updates (localisation contexts, the
-    warm start's steps) to that file and this call hands each new one to `progress` while it waits."""
-    if progress is None or progress_file is None:
-        curve = group.worker(group.trainer).warm_start(seed, steps)
-    else:
+    The demonstrations are drawn here, from the environment (its set-up, the repair env's localisation
+    contexts, reported to `progress`). With `progress` and `progress_file`, the trainer writes the warm
+    start's steps to that file and this call hands each new one to `progress` while it waits."""
+    if progress is not None and progress_file is not None:
         Path(progress_file).unlink(missing_ok=True)  # a previous run's last line is not this one's
-        ref = group.worker(group.trainer).submit_warm_start(seed, steps, progress_file)
+    env = make_env(cfg, progress=progress)
+    demos = warm_start_demos(env, group.role, getattr(cfg, group.role).warm_start, seed, steps)
+    if progress is None or progress_file is None:
+        curve = group.worker(group.trainer).warm_start(demos, seed, steps)
+    else:
+        ref = group.worker(group.trainer).submit_warm_start(demos, seed, steps, progress_file)
         curve = wait_reporting(ref, progress_file, progress)
     sync_weights(group)
     return curve

@@ -11,6 +11,8 @@ and raised; the supervisor recreates the dead rank and the retried step re-forms
 With `resources.fsdp` the ranks train a sharded replica instead of full copies (planact.rl.fsdp): the
 state rank 0 pushes is scattered into everyone's shards, and after the step the shards are gathered
 back into rank 0's model, which stays what the engine serves and what checkpoints hold.
+
+Every rank, like rank 0's RoleWorker, receives its role's `RoleSpec` (planact.role_spec), not the run config.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import ray
 
-from planact.config import RoleConfig, RunConfig
+from planact.config import RunConfig
 from schedulemesh import AgentActor
 from schedulemesh.agent import free_port
 from schedulemesh.scheduler import SUPERVISOR_NAME
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from planact.rl import fsdp
     from planact.rl.data_parallel import DataParallel
     from planact.rl.trainer import RoleTrainer
+    from planact.role_spec import RoleSpec
 
 
 def rank_names(cfg: RunConfig, role: str) -> list[str]:
@@ -50,17 +53,16 @@ def rank_pool(cfg: RunConfig, role: str) -> str:
 class TrainerRank(AgentActor):
     """Rank k > 0 of a role's trainer group: a model copy and its optimizer, stepping with rank 0."""
 
-    def __init__(self, cfg: RunConfig, role: str, rank: int):
+    def __init__(self, spec: RoleSpec, rank: int):
         import torch
 
-        from planact.initial_models import initial_model_path
         from planact.models import load_model
         from planact.rl.trainer import RoleTrainer
 
-        rc: RoleConfig = getattr(cfg, role)
+        rc = spec.config
         torch.set_num_threads(rc.resources.torch_threads)
-        self.cfg, self.role, self.rank, self.rc = cfg, role, rank, rc
-        self.model, self.tokenizer = load_model(initial_model_path(cfg, role), rc.resources.device, rc.attention_kernel)
+        self.spec, self.role, self.rank, self.rc = spec, spec.role, rank, rc
+        self.model, self.tokenizer = load_model(spec.initial_model(), rc.resources.device, rc.attention_kernel)
         self.trainer = RoleTrainer(self.model, self.tokenizer.pad_token_id, rc.rl, rc.sampling.temperature)
         self.tag = "fresh"  # never rank 0's tag: a new or recreated rank first receives rank 0's state
         self.dp: DataParallel | None = None
@@ -89,12 +91,9 @@ class TrainerRank(AgentActor):
         if self.replica is None:
             model = self.model
             if model is None:  # a re-formed group: the shape again; the values come from rank 0
-                from planact.initial_models import initial_model_path
                 from planact.models import load_model
 
-                model, _ = load_model(
-                    initial_model_path(self.cfg, self.role), self.rc.resources.device, self.rc.attention_kernel
-                )
+                model, _ = load_model(self.spec.initial_model(), self.rc.resources.device, self.rc.attention_kernel)
             self.replica = fsdp.Replica(model, self.trainer, self.rc.resources.device)
             # Sharded in place: the full copy is gone, this rank holds 1/N of the parameters.
             self.model, self.trainer = None, self.replica.trainer
@@ -142,10 +141,10 @@ class TrainerRank(AgentActor):
 class GroupLeader:
     """Rank 0's side of the group: forming it, keeping ranks in step, and one step with rollback on failure."""
 
-    def __init__(self, cfg: RunConfig, role: str, model: torch.nn.Module, trainer: RoleTrainer):
-        self.cfg, self.role, self.model, self.trainer = cfg, role, model, trainer
-        self.res = getattr(cfg, role).resources
-        self.names = rank_names(cfg, role)
+    def __init__(self, spec: RoleSpec, model: torch.nn.Module, trainer: RoleTrainer):
+        self.role, self.namespace, self.model, self.trainer = spec.role, spec.namespace, model, trainer
+        self.res = spec.config.resources
+        self.names = list(spec.rank_names)
         self.dp: DataParallel | None = None
         self.members: list[str] = []  # pid:incarnation of the ranks in the current process group
         self.replica: fsdp.Replica | None = None  # FSDP: rank 0's shards of the training replica
@@ -158,12 +157,12 @@ class GroupLeader:
     def _handles(self) -> tuple[list, list[str]]:
         # Each rank must answer through the handle we will use: right after a crash the name can still
         # resolve to the dead actor for a moment, and a rank that never joins would hold the rendezvous.
-        supervisor = ray.get_actor(SUPERVISOR_NAME, namespace=self.cfg.barrier.namespace)
+        supervisor = ray.get_actor(SUPERVISOR_NAME, namespace=self.namespace)
         deadline = time.monotonic() + self.res.trainer_timeout_s
         while True:
             try:
                 ray.get([supervisor.wait_alive.remote(n, 0, self.res.trainer_timeout_s) for n in self.names])
-                handles = [ray.get_actor(n, namespace=self.cfg.barrier.namespace) for n in self.names]
+                handles = [ray.get_actor(n, namespace=self.namespace) for n in self.names]
                 pings = ray.get([h.sm_ready.remote() for h in handles], timeout=30)
                 return handles, [f"{p['pid']}:{p['incarnation']}" for p in pings]
             except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError, ValueError):

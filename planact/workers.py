@@ -4,6 +4,9 @@ Created as a named Ray actor by planact.agents; usable in-process by tests and
 benchmarks. Replica 0 of a role carries the trainer when `colocate_trainer`
 is set, so weight sync to its own engine is a version bump; other replicas
 receive the trainer's state_dict.
+
+A worker receives its role's `RoleSpec` (planact.role_spec), not the whole run config; the warm start's
+demonstrations come from the environment on the driver.
 """
 
 from __future__ import annotations
@@ -15,11 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from planact import faults, lora
-from planact.config import API_ENGINES, RoleConfig, RunConfig
+from planact.config import API_ENGINES
 from planact.engines.base import Completion, SamplingParams
 from planact.engines.factory import make_engine, needs_local_model
-from planact.envs.base import RoundEnv, make_env
-from planact.initial_models import initial_model_path
+from planact.envs.base import RoundEnv
+from planact.role_spec import RoleSpec
 from planact.samples import Sample
 from planact.storage import RunState, fsync_tree
 from schedulemesh import AgentActor
@@ -38,13 +41,11 @@ class RoleWorker(AgentActor):
     by the supervisor after a crash restores the run's last checkpoint before it answers.
     """
 
-    def __init__(
-        self, cfg: RunConfig, role: str, replica: int = 0, with_trainer: bool = True, model_path: str | None = None
-    ):
-        rc: RoleConfig = getattr(cfg, role)
-        self.cfg, self.role, self.rc, self.replica = cfg, role, rc, replica
+    def __init__(self, spec: RoleSpec, replica: int = 0, with_trainer: bool = True, model_path: str | None = None):
+        rc = spec.config
+        self.spec, self.role, self.rc, self.replica = spec, spec.role, rc, replica
         self.model = self.tokenizer = None
-        path = "" if rc.engine in API_ENGINES else (model_path or str(initial_model_path(cfg, role)))
+        path = "" if rc.engine in API_ENGINES else (model_path or str(spec.initial_model()))
         # torch and transformers only where a model lives here: a frozen API role's agent imports neither
         # (~7 CPU-s and ~400 MB less per such agent, measured on 2 cores).
         if needs_local_model(rc, with_trainer):
@@ -55,12 +56,12 @@ class RoleWorker(AgentActor):
             torch.set_num_threads(rc.resources.torch_threads)
             self.model, self.tokenizer = load_model(path, rc.resources.device, rc.attention_kernel)
             if rc.lora.enabled and not lora.is_lora(self.model):  # every replica: adapters ride the same base
-                self.model = lora.apply_lora(self.model, rc.lora, seed=cfg.seed)
+                self.model = lora.apply_lora(self.model, rc.lora, seed=spec.seed)
         elif rc.engine == "sglang":
             from transformers import AutoTokenizer
 
             self.tokenizer = AutoTokenizer.from_pretrained(path)  # prompts go to the server as token ids
-        self.engine = make_engine(rc, f"{role}-{replica}", path, self.model, self.tokenizer, cfg.run_dir() / "logs")
+        self.engine = make_engine(rc, f"{self.role}-{replica}", path, self.model, self.tokenizer, spec.run_dir / "logs")
         self.trainer = self.leader = None
         if with_trainer:
             from planact.rl.trainer import RoleTrainer
@@ -69,13 +70,13 @@ class RoleWorker(AgentActor):
             self.trainer = RoleTrainer(self.model, self.tokenizer.pad_token_id, rc.rl, rc.sampling.temperature)
             # trainer_workers > 1: this trainer is rank 0 of a data-parallel group (planact.trainer_group).
             if rc.resources.trainer_workers > 1:
-                self.leader = GroupLeader(cfg, role, self.model, self.trainer)
+                self.leader = GroupLeader(spec, self.model, self.trainer)
         if self.incarnation > 0:
             self.restore_latest()
 
     def restore_latest(self) -> int | None:
         """Load the run's last completed checkpoint of this role, if any; returns its weight version."""
-        folder = RunState(self.cfg.run_dir(), self.cfg.agent_role).data.get("checkpoint")
+        folder = RunState(self.spec.run_dir, self.spec.agent_role).data.get("checkpoint")
         if self.rc.train and folder and (Path(folder) / self.role).is_dir():
             return self.load_checkpoint(folder)
         return None
@@ -145,7 +146,10 @@ class RoleWorker(AgentActor):
 
     def demonstrations(self, env: RoundEnv, count: int, rng: random.Random) -> list[tuple[list[int], list[int]]]:
         """The teacher's (prompt ids, target ids + EOS) pairs for this role."""
-        pairs = env.demonstrations(self.role, count, rng)
+        return self.encode_demonstrations(env.demonstrations(self.role, count, rng))
+
+    def encode_demonstrations(self, pairs: list[tuple[str, str]]) -> list[tuple[list[int], list[int]]]:
+        """(prompt, target) text pairs as (prompt ids, target ids + EOS), the first prompt kept as input example."""
         if pairs:
             self._input_example = pairs[0][0]
         eos = self.tokenizer.eos_token_id
@@ -154,30 +158,27 @@ class RoleWorker(AgentActor):
             (self.engine.encode(p, raw), self.tokenizer.encode(t, add_special_tokens=False) + [eos]) for p, t in pairs
         ]
 
-    def warm_start(self, seed: int, steps: int | None = None, progress_file: str | None = None) -> list[dict]:
-        """Supervised warm start on the environment's teacher demonstrations; returns the loss curve.
+    def warm_start(
+        self, demos: list[tuple[str, str]], seed: int, steps: int | None = None, progress_file: str | None = None
+    ) -> list[dict]:
+        """Supervised warm start on the teacher's (prompt, target) demonstrations; returns the loss curve.
 
-        `progress_file`: where its phases (the environment's set-up, the steps) report k of n, for the task
-        waiting on this call to show (planact.agents.warm_start_and_sync)."""
+        `demos`: drawn from the environment on the driver (planact.role_spec.warm_start_demos); `progress_file`:
+        where the steps report k of n, for the task waiting on this call to show (agents.warm_start_and_sync)."""
         import torch
 
         from planact.progress import FileProgress
         from planact.rl.sft import sft
 
         trainer = self._require_trainer()
-        ws = self.rc.warm_start
-        # Enough distinct demonstrations that the warm start plateaus on the task, not on memorising them:
-        # each is seen ~4 times. (A fixed 20k let one seed generalise and another memorise at 6000 steps.)
-        n = min(200_000, max(2000, (steps if steps is not None else ws.steps) * ws.batch_size // 4))
         report = FileProgress(progress_file) if progress_file else None
-        env = make_env(self.cfg, progress=report)
-        demos = self.demonstrations(env, n, random.Random(f"{seed}:demos:{self.role}"))
+        encoded = self.encode_demonstrations(demos)
         torch.manual_seed(seed)
         curve = sft(
             self.model,
             self.tokenizer.pad_token_id,
-            demos,
-            ws,
+            encoded,
+            self.rc.warm_start,
             seed=seed,
             steps=steps,
             progress=report,
@@ -215,7 +216,7 @@ class RoleWorker(AgentActor):
 
     def _export(self, version: int) -> str:
         # SGLang replicas may run on other nodes: weights_dir must be storage they all see.
-        root = Path(self.rc.sglang.weights_dir) if self.rc.sglang.weights_dir else self.cfg.run_dir() / "weights"
+        root = Path(self.rc.sglang.weights_dir) if self.rc.sglang.weights_dir else self.spec.run_dir / "weights"
         out = root / self.role / f"v{version:06d}"
         self.model.save_pretrained(out)
         self.tokenizer.save_pretrained(out)
@@ -267,7 +268,7 @@ class RoleWorker(AgentActor):
         out = Path(folder) / self.role
         out.mkdir(parents=True, exist_ok=True)
         if self.rc.lora.enabled:  # the adapter and the base it adapts, named as configured
-            lora.save_adapter(self.model, out, self.rc.model_path or str(initial_model_path(self.cfg, self.role)))
+            lora.save_adapter(self.model, out, self.rc.model_path or str(self.spec.initial_model()))
         else:
             self.model.save_pretrained(out)
         faults.point("trainer.mid_checkpoint")  # weights written, optimizer state and meta not yet

@@ -176,11 +176,11 @@ def sync_role(group: agents.RoleGroup) -> float:
 
 
 @task(name="warm_start", **AGENT_TASK_OPTS)
-def warm_start(group: agents.RoleGroup, seed: int, progress_file: str | None = None) -> list[dict]:
+def warm_start(cfg: RunConfig, group: agents.RoleGroup, seed: int, progress_file: str | None = None) -> list[dict]:
     """Supervised warm start of one role; returns its loss curve. Its phases (the environment's localisation
-    contexts, the steps) are shown k of n as the trainer writes them to `progress_file`."""
+    contexts, here; the steps, as the trainer writes them to `progress_file`) are shown k of n."""
     report = task_progress(f"warm-start-{group.role}")
-    return agents.warm_start_and_sync(group, seed, progress=report, progress_file=progress_file)
+    return agents.warm_start_and_sync(cfg, group, seed, progress=report, progress_file=progress_file)
 
 
 @task(name="evaluate", **AGENT_TASK_OPTS)

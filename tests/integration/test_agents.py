@@ -46,7 +46,7 @@ def test_replicas_and_separate_trainer_stay_in_sync(local_ray, tmp_path):
     assert len(pids) == 2  # two engine processes: generation really fans out
 
     for g in (planner, actor):
-        curve = agents.warm_start_and_sync(g, 0, 30)
+        curve = agents.warm_start_and_sync(cfg, g, 0, 30)
         assert curve[-1]["step"] == 30
     versions = []
     for r in (1, 2):

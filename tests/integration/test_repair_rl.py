@@ -159,6 +159,7 @@ def test_file_style_round_with_lora_roles_in_process(corpus, tmp_path):
 
     from planact.config import load_config
     from planact.envs.base import make_env
+    from planact.role_spec import role_spec
     from planact.workers import RoleWorker
 
     cfg = load_config(
@@ -176,7 +177,7 @@ def test_file_style_round_with_lora_roles_in_process(corpus, tmp_path):
         ],
     )
     env = make_env(cfg)
-    planner, actor = RoleWorker(cfg, "planner"), RoleWorker(cfg, "actor")
+    planner, actor = RoleWorker(role_spec(cfg, "planner")), RoleWorker(role_spec(cfg, "actor"))
     before = {k: v.clone() for k, v in actor.model.state_dict().items()}
     # A few tasks: an offered function without candidate edits (the localisation may rank one first) gives
     # its request no options, and one task's two plans may both pick such a target.

@@ -178,6 +178,7 @@ def test_server_dies_with_a_sigkilled_engine_process(tmp_path):
 
 def test_role_worker_on_sglang_trains_and_pushes_weights_through_the_shared_folder(tmp_path):
     from planact.config import load_config
+    from planact.role_spec import role_spec
     from planact.workers import RoleWorker
 
     from .conftest import SMOKE
@@ -190,7 +191,7 @@ def test_role_worker_on_sglang_trains_and_pushes_weights_through_the_shared_fold
             f"planner.sglang.launch_command={FAKE!r}".replace("'", '"'),
         ],
     )
-    worker = RoleWorker(cfg, "planner", 0, with_trainer=True)
+    worker = RoleWorker(role_spec(cfg, "planner"), 0, with_trainer=True)
     try:
         (group,) = worker.generate(["sort the digits ="], n=2)
         assert group[0].token_ids and len(group[0].logprobs) == len(group[0].token_ids)

@@ -43,11 +43,12 @@ def _samples(worker):
 
 
 def test_lora_step_moves_only_adapters_and_a_replica_serves_them_after_sync(tmp_path):
+    from planact.role_spec import role_spec
     from planact.workers import RoleWorker
 
     cfg = _cfg(tmp_path)
-    trainer = RoleWorker(cfg, "planner", 0, with_trainer=True)
-    replica = RoleWorker(cfg, "planner", 1, with_trainer=False)
+    trainer = RoleWorker(role_spec(cfg, "planner"), 0, with_trainer=True)
+    replica = RoleWorker(role_spec(cfg, "planner"), 1, with_trainer=False)
     before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
     samples = _samples(trainer)
     pad = trainer.tokenizer.pad_token_id
@@ -72,10 +73,11 @@ def test_lora_kl_reference_is_the_base_with_adapters_off(tmp_path):
     from planact import lora
     from planact.initial_models import initial_model_path
     from planact.models import load_model
+    from planact.role_spec import role_spec
     from planact.workers import RoleWorker
 
     cfg = _cfg(tmp_path, "planner.rl.kl_coef=0.1")
-    worker = RoleWorker(cfg, "planner", 0, with_trainer=True)
+    worker = RoleWorker(role_spec(cfg, "planner"), 0, with_trainer=True)
     samples = _samples(worker)
     worker.train(samples)
     m = worker.train(_samples(worker))
@@ -91,10 +93,11 @@ def test_lora_kl_reference_is_the_base_with_adapters_off(tmp_path):
 
 def test_lora_checkpoint_holds_the_adapter_and_its_base_and_restores_the_policy(tmp_path):
     from planact.models import load_model
+    from planact.role_spec import role_spec
     from planact.workers import RoleWorker
 
     cfg = _cfg(tmp_path)
-    worker = RoleWorker(cfg, "planner", 0, with_trainer=True)
+    worker = RoleWorker(role_spec(cfg, "planner"), 0, with_trainer=True)
     samples = _samples(worker)
     worker.train(samples)
     out = Path(worker.save_checkpoint(str(tmp_path / "ckpt")))
@@ -103,11 +106,11 @@ def test_lora_checkpoint_holds_the_adapter_and_its_base_and_restores_the_policy(
     want = _logprob(worker.model, samples[0], pad)
     loaded, _ = load_model(out)  # the base named in the checkpoint, the adapter over it
     assert _logprob(loaded, samples[0], pad) == pytest.approx(want, abs=1e-5)
-    fresh = RoleWorker(cfg, "planner", 0, with_trainer=True)
+    fresh = RoleWorker(role_spec(cfg, "planner"), 0, with_trainer=True)
     assert fresh.load_checkpoint(str(tmp_path / "ckpt")) == worker.engine.weight_version
     assert _logprob(fresh.model, samples[0], pad) == pytest.approx(want, abs=1e-5)
     # a role that starts from the checkpoint (model_path) goes on training that adapter
-    onward = RoleWorker(_cfg(tmp_path, f"planner.model_path={out}"), "planner", 0, with_trainer=True)
+    onward = RoleWorker(role_spec(_cfg(tmp_path, f"planner.model_path={out}"), "planner"), 0, with_trainer=True)
     assert _logprob(onward.model, samples[0], pad) == pytest.approx(want, abs=1e-5)
     before = {k: v.clone() for k, v in onward.model.state_dict().items()}
     onward.train(samples)
@@ -136,10 +139,11 @@ def test_a_registered_lora_version_loads_as_a_pipeline_and_resolves_to_adapter_p
 
     from planact.models import load_model
     from planact.registry import register_checkpoint, resolve_model, tracking
+    from planact.role_spec import role_spec
     from planact.workers import RoleWorker
 
     cfg = _cfg(tmp_path)
-    worker = RoleWorker(cfg, "planner", 0, with_trainer=True)
+    worker = RoleWorker(role_spec(cfg, "planner"), 0, with_trainer=True)
     samples = _samples(worker)
     worker.train(samples)
     worker.save_checkpoint(str(tmp_path / "ckpt"))

@@ -29,10 +29,12 @@ def _samples(worker, round_idx: int) -> list[dict]:
 
 def _pair(tmp_path):
     """A LoRA role's trainer and, as a separate replica, the engine that samples for it (the pipelined layout)."""
+    from planact.role_spec import role_spec
     from planact.workers import RoleWorker
 
     cfg = lora_config(tmp_path, "planner.rl.num_minibatches=2")
-    return RoleWorker(cfg, "planner", 0, with_trainer=True), RoleWorker(cfg, "planner", 1, with_trainer=False)
+    spec = role_spec(cfg, "planner")
+    return RoleWorker(spec, 0, with_trainer=True), RoleWorker(spec, 1, with_trainer=False)
 
 
 def _run(tmp_path, staleness: int, broken: bool) -> list[dict]:
