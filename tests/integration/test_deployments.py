@@ -6,6 +6,8 @@ Same seed, same machine: the deployed training run has a twin started from the t
 config at the same time (two actor engine replicas, so generation fans out over Ray); every metric except
 wall-clock timings must match exactly, step by step, and so must the rollouts each round logged. (It was
 test_determinism.py's two CLI runs, 2026-11-29: the deployment run serves as one twin, one whole run less.)
+A third twin runs the same config without Prefect (RunController over PlainStages, 2026-11-30): the same
+numbers again, so the plain path that notebooks and benchmarks may take is the flow's, not a copy of it.
 The CLI twin is also the end-to-end run (was test_flow_end_to_end.py's own run, 2026-11-29: another whole
 run less): three rounds, an AFlow search after the last, both roles registered, its pages opened in a browser
 and its checkpoint re-evaluated.
@@ -26,7 +28,7 @@ from planact.config import load_config
 from planact.experience import ExperienceStore
 
 from .browser import page_text
-from .conftest import BIN, REPO, SMOKE, cli_env, kill_tree, read_state, run_cli, smoke_args, start_cli
+from .conftest import BIN, PY, REPO, SMOKE, cli_env, kill_tree, read_state, run_cli, smoke_args, start_cli
 
 PREFECT = str(BIN / "prefect")
 
@@ -135,28 +137,54 @@ def _history(client: MlflowClient, run_id: str, download_to: Path) -> tuple[dict
     return metrics, rollouts
 
 
+# The same run without Prefect (planact.controller.RunController over flows.stages.PlainStages): no flow run and
+# no task runs, the stages called in its own process; the run the docs offer for notebooks and benchmarks.
+PLAIN = """
+import sys
+from flows.stages import PlainStages
+from planact.config import load_config
+from planact.controller import RunController
+cfg = load_config(sys.argv[1], sys.argv[2:])
+RunController(cfg, PlainStages(cfg)).run()
+"""
+
+
 @pytest.fixture(scope="module")
 def deployed(worker, mlflow_server, tmp_path_factory):
-    """The same training config run twice side by side: once as a deployment run through the worker, once from
-    the training CLI (its own folder; the end-to-end run). Yields the deployment's `--watch` output, its
-    seconds, its folder, the CLI twin's folder and the CLI's console output."""
+    """The same training config run three times side by side: as a deployment run through the worker, from the
+    training CLI (its own folder; the end-to-end run) and as plain calls without Prefect. Yields the deployment's
+    `--watch` output, its seconds, its folder, the CLI twin's folder, the CLI's console output and the plain
+    run's folder."""
     root = tmp_path_factory.mktemp("deployed")
     twin_root = tmp_path_factory.mktemp("cli-twin")
-    # The twin first: its driver starts while `prefect deployment run` creates the flow run and the worker
-    # picks it up (each run mostly waits on its start-up; this also shows two runs do not disturb each other).
+    plain_root = tmp_path_factory.mktemp("plain-twin")
+    # The twins first: their drivers start while `prefect deployment run` creates the flow run and the worker
+    # picks it up (each run mostly waits on its start-up; this also shows the runs do not disturb each other).
     twin = start_cli(
         smoke_args(twin_root, "run_name=e2e", *TWIN, *_e2e(mlflow_server)), twin_root / "cli.log", env=cli_env()
+    )
+    plain_args = [f"checkpoint.root={plain_root}", "run_name=e2e", *TWIN, f"tracking.tracking_uri={mlflow_server}"]
+    plain = subprocess.Popen(
+        [PY, "-c", PLAIN, SMOKE, *plain_args],
+        cwd=REPO,
+        env=cli_env(),
+        stdout=open(plain_root / "plain.log", "w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         t0 = time.perf_counter()
         out = _run("plan-act-training/plan-act-train", _params(root, "e2e", *TWIN), worker)
         elapsed = time.perf_counter() - t0
         rc = twin.wait(timeout=900)
+        plain_rc = plain.wait(timeout=900)
     finally:
         kill_tree(twin.pid)
+        kill_tree(plain.pid)
     log = (twin_root / "cli.log").read_text()
     assert rc == 0, log[-3000:]
-    return out, elapsed, root, twin_root, log
+    assert plain_rc == 0, (plain_root / "plain.log").read_text()[-3000:]
+    return out, elapsed, root, twin_root, log, plain_root
 
 
 @pytest.mark.slow
@@ -165,7 +193,7 @@ def test_deployment_run_from_the_cli_with_mlflow_links_both_ways(worker, deploye
     bad = _run("plan-act-training/plan-act-train", json.dumps({"rounds": -1}), env, wait=False)
     assert bad.returncode != 0 and "config.rounds" in bad.stdout + bad.stderr  # rejected at creation, field named
 
-    out, elapsed, root, _, _ = deployed
+    out, elapsed, root, *_ = deployed
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     print(f"\ndeployment run: request -> completed in {elapsed:.1f}s")
 
@@ -185,13 +213,17 @@ def test_deployment_run_from_the_cli_with_mlflow_links_both_ways(worker, deploye
 
 
 @pytest.mark.slow
-def test_same_seed_twice_gives_identical_metric_histories(deployed, mlflow_server):
-    out, _, root, twin_root, _ = deployed
+def test_same_seed_thrice_gives_identical_metric_histories(deployed, mlflow_server):
+    """The deployment run, the CLI run and the run without Prefect: every figure the same, step by step."""
+    out, _, root, twin_root, _, plain_root = deployed
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     client = MlflowClient(mlflow_server)
-    (m1, r1), (m2, r2) = (
-        _history(client, read_state(folder / "e2e")["mlflow_run_id"], folder) for folder in (root, twin_root)
+    (m1, r1), (m2, r2), (m3, r3) = (
+        _history(client, read_state(folder / "e2e")["mlflow_run_id"], folder)
+        for folder in (root, twin_root, plain_root)
     )
+    assert m3 == m1, sorted(k for k in m1.keys() | m3.keys() if m1.get(k) != m3.get(k))  # plain calls, same numbers
+    assert r3 == r1
     assert len(m1) >= 30 and "heldout/pass_at_1" in m1 and "actor/loss" in m1  # losses, rewards, held-out figures
     # Only the CLI twin ran the AFlow search (after round 3's figures were logged): its aflow/* figures aside.
     assert {"aflow/best_validation", "aflow/test_score"} <= m2.keys()
@@ -205,7 +237,7 @@ def test_flow_tracks_both_roles_and_links_prefect_and_mlflow(deployed, prefect_a
     """The CLI twin end to end (was test_flow_end_to_end.py's own run): what it printed, its state and experience,
     its MLflow run and nested AFlow search, its Prefect flow run and task runs, both UIs in a browser, the
     registered roles, and the evaluate flow reproducing its held-out figures."""
-    *_, root, out = deployed
+    _, _, _, root, out, _ = deployed
     assert "finished in" in out and "pass@1" in out  # the final summary table
 
     run_dir = root / "e2e"
