@@ -3,7 +3,8 @@
 Standard library only: a per-run copy of this file is loaded inside the sandbox (graph_planner/jail.py).
 
 * `install_filter(fd)`: after it, the calling process can only compute: manage its memory, read clocks
-  and randomness, block signals, exit, and `write` and `read` on `fd` (its one channel to the zygote: the
+  (not another process's CPU clock) and randomness, block signals, exit, and `write` and `read` on `fd`
+  (its one channel to the zygote: the
   answer, and the callbacks of graph_planner/jail_callback.py); every other system call fails with EPERM (a
   call from a foreign ABI kills the process). Installed with no_new_privs, it is inherited and cannot be
   removed, and nothing the process does after it can open a file, a socket or a process.
@@ -35,8 +36,11 @@ RET_KILL_PROCESS = 0x80000000
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 # x86_64 numbers. Only what CPython needs to run pure code once it is loaded: memory (malloc, the
 # obmalloc arenas, mprotect for nothing writable from outside), futex (the GIL), clocks, getrandom (hash
-# seeds of a new dict type), signal masks and returns, and the two exits.
-SYS_READ, SYS_WRITE, SYS_MMAP = 0, 1, 9
+# seeds of a new dict type), signal masks and returns, and the two exits. `clock_gettime` only for the
+# standard clocks (ids >= 0): a negative id names another process's or thread's CPU clock, which would list the
+# sandbox's processes and read how much CPU the test process spent, a clock a call can move and a later call
+# read (review 14). The shared clocks themselves still carry data from one call to a later one: see the docs.
+SYS_READ, SYS_WRITE, SYS_MMAP, SYS_CLOCK_GETTIME = 0, 1, 9, 228
 ALLOWED = {
     "brk": 12,
     "munmap": 11,
@@ -44,7 +48,6 @@ ALLOWED = {
     "madvise": 28,
     "mprotect": 10,
     "futex": 202,
-    "clock_gettime": 228,
     "gettimeofday": 96,
     "getrandom": 318,
     "rt_sigreturn": 15,
@@ -96,6 +99,7 @@ def _program(fd: int) -> bytes:
     branch(SYS_READ, "channel")
     branch(SYS_WRITE, "channel")
     branch(SYS_MMAP, "mmap")
+    branch(SYS_CLOCK_GETTIME, "clock")
     op(_RET_K, RET_ERRNO_EPERM)
     labels = {"channel": len(ins)}
     # read and write: only on the channel descriptor (both halves of the 64-bit argument); a read can only
@@ -108,6 +112,11 @@ def _program(fd: int) -> bytes:
     # mmap: anonymous only (MAP_ANONYMOUS in flags, the kernel then ignores fd; glibc passes fd -1 as a
     # 32-bit int, so the argument's upper half is not reliable): a shared writable file mapping would be a
     # write to that file
+    # clock_gettime: a standard clock only (a clockid_t is 32 bits: its sign bit set names a CPU clock by pid)
+    labels["clock"] = len(ins)
+    op(_LD_W_ABS, _ARG[0])
+    jumps.append((len(ins), deny, allow))
+    op(_JGE_K, 0x80000000)
     labels["mmap"] = len(ins)
     op(_LD_W_ABS, _ARG[3])
     jumps.append((len(ins), allow, deny))

@@ -339,3 +339,46 @@ def test_a_call_cannot_read_what_earlier_calls_sent(tmp_path):
     assert out["plant"] == [8 + 3 * n for n in (300, 3000, 30000, 70000)] and out["planted"] == 90008
     assert out["own"] is True, out  # the search works: it finds the text in its own call's arguments
     assert out["later"] is False, out  # and no earlier call's arguments are in a later call's memory
+
+
+CLOCKS = """
+'MARK'
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+ts = (ctypes.c_long * 2)()
+
+def clock(clock_id):
+    rc = libc.syscall(ctypes.c_long(228), ctypes.c_long(clock_id), ts)
+    return rc if rc == 0 else -ctypes.get_errno()
+
+# the monotonic clock (control), then the CPU clock of the test process (pid x) and of pid 1, by clock id
+return [clock(1), clock(((~x) << 3) | 2), clock(((~1) << 3) | 2)]
+"""
+
+
+def test_another_process_cpu_clock_is_refused_and_the_standard_clocks_are_not(tmp_path):
+    # Review 14: a call that burns the test process's CPU time (through a callback) to a chosen phase, read by a
+    # later call through that process's CPU clock, carried a value from a test with an oracle to one without.
+    out = run_jailed(tmp_path, CLOCKS, [os.getpid()])
+    assert out.get("value") == repr([0, -1, -1]), out  # EPERM for both CPU clocks; the monotonic clock reads
+
+
+HARNESS_CPU = (
+    HARNESS_HEAD
+    + """out["value"] = core.target(1.0)
+client.close()
+import resource
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+out["children_cpu_s"] = usage.ru_utime + usage.ru_stime
+out["zygote_alive"] = True
+print(json.dumps(out))
+"""
+)
+
+
+def test_the_cpu_a_call_burns_is_counted_for_the_process_that_started_the_jail(tmp_path):
+    # The sandbox counts a run's CPU from the processes it reaps: the template's children must fold into it
+    # (review 14: with the template unreaped, a call's CPU went uncounted).
+    spin = "'MARK'\nimport time\nt = time.process_time()\nwhile time.process_time() - t < x:\n    pass\nreturn 'spun'"
+    out = run_jailed(tmp_path, spin, [], harness=HARNESS_CPU, call_s=5.0)
+    assert out["value"] == "spun" and out["children_cpu_s"] >= 0.9, out
