@@ -21,10 +21,10 @@ The child never gets anything but what the tests gave the function: results of t
 from __future__ import annotations
 
 import io
-import itertools
 import os
 import pickle
 import re
+import secrets
 import struct
 import sys
 import types
@@ -122,7 +122,7 @@ class _Pickler(pickle.Pickler):
             groups = dict(obj.re.groupindex)
             last = (obj.lastindex, obj.lastgroup)
             return (what, 0, (obj.re.pattern, obj.re.flags, groups, obj.string, obj.pos, obj.endpos, obj.regs, last))
-        number = next(Handles.numbers)
+        number = Handles.fresh()
         handles.table[number] = obj.__next__ if what == "iter" else obj
         handles.objects[number] = obj
         name = getattr(obj, "__name__", None)
@@ -132,7 +132,17 @@ class _Pickler(pickle.Pickler):
 class Handles:
     """One jailed call's table of handles (numbers unique in the run: a stale one is in no later table)."""
 
-    numbers = itertools.count(1)
+    # Random, not counted: a count would tell a later call how many handles earlier calls made, a value one
+    # call could set (a test's factory called N times) for another to read (review 14).
+    used: set[int] = set()
+
+    @staticmethod
+    def fresh() -> int:
+        """A handle number no earlier handle of this process had."""
+        while (number := secrets.randbits(62) + 1) in Handles.used:
+            pass
+        Handles.used.add(number)
+        return number
 
     def __init__(self, package: str, testish, fatal: type | tuple = ()):
         # fatal: the jail's own faults, which pass through a callable that made a jailed call, never to the child

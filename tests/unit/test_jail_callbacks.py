@@ -65,6 +65,7 @@ ARGS = {{
     "a match": re.match(r"(?P<y>\\d+)-(\\d+)", "2020-07"),
     "an assert in the callable": check,
     "stop iteration of the tests": (v for v in range(2)),
+    "advance the handles": lambda: (lambda: 0),
 }}
 out["cases"] = {{}}
 for name in cfg["cases"]:
@@ -180,6 +181,12 @@ if x == 'an assert in the callable':
     except AssertionError as e:
         return ['leaked', str(e)]
     return 'no assertion'
+if x == 'advance the handles':  # each callable the factory returns is a new handle
+    for _ in range(20):
+        cb()
+    return cb._number
+if x == 'read the handles':
+    return cb._number
 if x == 'stop iteration':
     raise StopIteration
 if x == 'stop iteration of the tests':
@@ -226,7 +233,7 @@ FAULTS = {
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     """Every case, in one harness run: honest ones first, then each attack followed by an honest call."""
-    cases = [*HONEST, "raise", "an assert in the callable", "map"]
+    cases = [*HONEST, "raise", "an assert in the callable", "map", "advance the handles", "read the handles"]
     for name in FAULTS:
         cases += [name, "map"]
     tmp = tmp_path_factory.mktemp("callbacks")
@@ -255,6 +262,13 @@ def test_a_tests_assertion_in_its_callable_fails_the_test_and_never_reaches_the_
     # pytest's message would hand the child the expected values (10, 20, 30): the call ends in the test process
     assert report["cases"]["an assert in the callable"] == {"raised": "AssertionError", "same": False}
     assert report["cases"]["map"] == {"value": HONEST["map"]}
+
+
+def test_a_call_cannot_count_the_handles_earlier_calls_made(report):
+    # Review 14: handle numbers counted up through the run, so a call that had a test's factory make 20 callables
+    # moved the count by 21 for the next call to read. Now each number is random (and unique in the run).
+    first, later = (int(report["cases"][name]["value"]) for name in ("advance the handles", "read the handles"))
+    assert later - first != 21 and min(first, later) > 2**20, (first, later)
 
 
 @pytest.mark.parametrize("name", list(FAULTS))
