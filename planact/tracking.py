@@ -133,9 +133,7 @@ class Tracker:
                 artifact_location = None
                 if self.uri.startswith("sqlite:///"):
                     artifact_location = (Path(self.uri[len("sqlite:///") :]).parent / "mlartifacts").as_uri()
-                exp_id = self.client.create_experiment(
-                    cfg.tracking.experiment, artifact_location=artifact_location, tags=dict([EXPERIMENT_KIND])
-                )
+                exp_id = self._create_experiment(cfg.tracking.experiment, artifact_location)
             else:
                 exp_id = exp.experiment_id
                 if EXPERIMENT_KIND[0] not in exp.tags:  # an experiment MLflow guessed a kind for, or an older one
@@ -160,6 +158,20 @@ class Tracker:
             if tags:
                 self.set_tags(tags)
         self.experiment_id = exp_id
+
+    def _create_experiment(self, name: str, artifact_location: str | None) -> str:
+        """Create the experiment; when another run created it meanwhile (two runs starting together against a
+        fresh tracking server: both found none), take that one."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            return self.client.create_experiment(
+                name, artifact_location=artifact_location, tags=dict([EXPERIMENT_KIND])
+            )
+        except MlflowException as err:
+            if err.error_code != "RESOURCE_ALREADY_EXISTS" or (exp := self.client.get_experiment_by_name(name)) is None:
+                raise
+            return exp.experiment_id
 
     def set_tags(self, tags: dict[str, str]) -> None:
         """Set tags on the run."""

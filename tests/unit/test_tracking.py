@@ -40,3 +40,12 @@ def test_a_new_store_starts_from_the_cached_empty_one_and_works_as_a_migrated_on
         assert t.client.get_experiment("0").artifact_location == (tmp_path / name / "mlruns" / "0").as_uri()
     assert runs[0].client.search_runs([runs[0].experiment_id])[0].info.run_name == "a"  # two stores, not one
     assert [r.info.run_name for r in runs[1].client.search_runs([runs[1].experiment_id])] == ["b"]
+
+
+def test_an_experiment_another_run_created_meanwhile_is_taken_not_a_crash(tmp_path, monkeypatch):
+    # Two runs starting together against a fresh tracking server both find no experiment; the second one's
+    # create then meets RESOURCE_ALREADY_EXISTS (a deployment test's twins, 2026-11-30): it takes that experiment.
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    cfg = RunConfig(run_name="race", checkpoint={"root": str(tmp_path)})
+    first = Tracker(cfg)
+    assert first._create_experiment(cfg.tracking.experiment, None) == first.experiment_id
