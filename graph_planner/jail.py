@@ -365,7 +365,8 @@ def zygote_main() -> None:
         why = _preflight()
         limits = {"call_s": float(cfg["call_s"]), "memory_mb": int(cfg["memory_mb"]), "wall_factor": _wall_factor(cfg)}
         # forked before this process reads any call: every call's child comes from it (jail_fork.py)
-        template = None if why else fork.Template(lambda chan: _child(chan, functions, patched, limits))
+        if not why:
+            template = fork.Template(lambda chan: _child(chan, functions, patched, limits), wire.closerange_except)
     except BaseException as e:  # noqa: BLE001
         why = f"{type(e).__name__}: {e}"
     _send(1, b"R", why.encode())
@@ -375,10 +376,7 @@ def zygote_main() -> None:
         try:
             tag, request = _recv(0)
         except JailFault:
-            # the test process ended: end the template and reap it, so that its CPU time and its children's
-            # (every call's) fold into this process's, which the sandbox counts (review 14: they went uncounted)
-            template.ctl.close()
-            os.waitpid(template.pid, 0)
+            template.close()  # the test process ended (reaped: every call's CPU counted; review 14)
             return
         if tag == b"Q":  # (an A or Z here is left from a call that ended already)
             _send(1, *_serve_call(request, template, limits))

@@ -75,16 +75,15 @@ def _serve(ctl: socket.socket, run_child: Callable[[int], None]) -> None:
 class Template:
     """The zygote's handle on its template process."""
 
-    def __init__(self, run_child: Callable[[int], None]):
-        """Fork the template now; a child it forks runs `run_child(its socket's descriptor)`, never returning."""
+    def __init__(self, run_child: Callable[[int], None], close_all_but: Callable[[int], None]):
+        """Fork the template now; a child it forks runs `run_child(its socket's descriptor)`, never returning;
+        `close_all_but(fd)` closes every other descriptor (jail_wire.closerange_except)."""
         ours, theirs = socket.socketpair()
         pid = os.fork()
         if pid == 0:
             try:
-                keep = theirs.fileno()
                 # none of the zygote's descriptors (its pipes to the test process above all), only the control
-                os.closerange(0, keep)
-                os.closerange(keep + 1, 1 << 16)
+                close_all_but(theirs.fileno())
                 # 0-2 on /dev/null, so a child's socket is never "stdout": writing there stays refused
                 while (fd := os.open(os.devnull, os.O_RDWR)) < 2:
                     pass
@@ -111,3 +110,9 @@ class Template:
         if got != pid or status == -1:
             raise OSError(f"the jail's template has no child {pid}")
         return status
+
+    def close(self) -> None:
+        """End the template (its children are killed) and reap it, so that its CPU time and its children's fold
+        into the caller's, which the sandbox counts."""
+        self.ctl.close()
+        os.waitpid(self.pid, 0)
