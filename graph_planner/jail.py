@@ -55,6 +55,7 @@ def _sibling(name: str):
 
 
 wire = _sibling("jail_wire")
+clock = _sibling("jail_clock")
 _rewrite = _sibling("jail_rewrite")
 callbacks = _sibling("jail_callback")
 fork = _sibling("jail_fork")
@@ -167,6 +168,7 @@ def _child(chan: int, functions: list, patched, limits: dict) -> None:
         space = space if hard == resource.RLIM_INFINITY else min(space, hard)
         resource.setrlimit(resource.RLIMIT_AS, (space, space))
         sys.stdout = sys.stderr = _Sink()
+        clock.blind()  # no clock shared with another call (review 14's A09), then the filter
         wire.install_filter(chan)
         # from here on the patched code may do anything: all that leaves this process is what it writes
         # to `chan`, and the trusted side decodes only plain data from it
@@ -321,12 +323,17 @@ def _preflight() -> str:
     pid = os.fork()
     if pid == 0:
         try:
+            clock.blind()
             wire.install_filter(w)
             try:
                 os.open("/", os.O_RDONLY)
                 msg = b"open was allowed"
             except PermissionError:
                 msg = b"ok"
+            try:
+                msg = b"the wall clock was read: %d" % time.time()
+            except PermissionError:
+                pass
         except BaseException as e:  # noqa: BLE001
             msg = repr(e).encode()[:300]
         os.write(w, msg)
@@ -362,6 +369,7 @@ def zygote_main() -> None:
         if not functions:
             raise JailFault(f"{cfg['qualname']} was never made a function")
         wire.prepare()
+        clock.prepare()
         why = _preflight()
         limits = {"call_s": float(cfg["call_s"]), "memory_mb": int(cfg["memory_mb"]), "wall_factor": _wall_factor(cfg)}
         # forked before this process reads any call: every call's child comes from it (jail_fork.py)

@@ -2,9 +2,9 @@
 
 Standard library only: a per-run copy of this file is loaded inside the sandbox (graph_planner/jail.py).
 
-* `install_filter(fd)`: after it, the calling process can only compute: manage its memory, read clocks
-  (not another process's CPU clock) and randomness, block signals, exit, and `write` and `read` on `fd`
-  (its one channel to the zygote: the
+* `install_filter(fd)`: after it, the calling process can only compute: manage its memory, read its own
+  CPU time (no shared clock) and randomness, block signals, exit, and `write` and `read` on `fd` (its one
+  channel to the zygote: the
   answer, and the callbacks of graph_planner/jail_callback.py); every other system call fails with EPERM (a
   call from a foreign ABI kills the process). Installed with no_new_privs, it is inherited and cannot be
   removed, and nothing the process does after it can open a file, a socket or a process.
@@ -35,12 +35,14 @@ RET_ERRNO_EPERM = 0x00050000 | 1
 RET_KILL_PROCESS = 0x80000000
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 # x86_64 numbers. Only what CPython needs to run pure code once it is loaded: memory (malloc, the
-# obmalloc arenas, mprotect for nothing writable from outside), futex (the GIL), clocks, getrandom (hash
-# seeds of a new dict type), signal masks and returns, and the two exits. `clock_gettime` only for the
-# standard clocks (ids >= 0): a negative id names another process's or thread's CPU clock, which would list the
-# sandbox's processes and read how much CPU the test process spent, a clock a call can move and a later call
-# read (review 14). The shared clocks themselves still carry data from one call to a later one: see the docs.
+# obmalloc arenas, mprotect for nothing writable from outside), futex (the GIL), getrandom (hash seeds of a
+# new dict type), signal masks and returns, and the two exits. No clock but the process's own CPU time: a
+# clock shared with other processes carries data from one call to a later one (a call waits until the time
+# encodes a value, the next call reads it: review 14's A09), so `clock_gettime` is allowed for ids 2 and 3
+# only (a negative id would even name another process's CPU clock, which one call can move and a later one
+# read: review 14's A12), and jail_clock.blind() routes the reads that need no system call to this filter.
 SYS_READ, SYS_WRITE, SYS_MMAP, SYS_CLOCK_GETTIME = 0, 1, 9, 228
+OWN_CPU_CLOCKS = (2, 3)  # CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID
 ALLOWED = {
     "brk": 12,
     "munmap": 11,
@@ -48,7 +50,6 @@ ALLOWED = {
     "madvise": 28,
     "mprotect": 10,
     "futex": 202,
-    "gettimeofday": 96,
     "getrandom": 318,
     "rt_sigreturn": 15,
     "rt_sigprocmask": 14,
@@ -112,11 +113,11 @@ def _program(fd: int) -> bytes:
     # mmap: anonymous only (MAP_ANONYMOUS in flags, the kernel then ignores fd; glibc passes fd -1 as a
     # 32-bit int, so the argument's upper half is not reliable): a shared writable file mapping would be a
     # write to that file
-    # clock_gettime: a standard clock only (a clockid_t is 32 bits: its sign bit set names a CPU clock by pid)
+    # clock_gettime: the process's own CPU clocks only (a clockid_t is 32 bits)
     labels["clock"] = len(ins)
     op(_LD_W_ABS, _ARG[0])
-    jumps.append((len(ins), deny, allow))
-    op(_JGE_K, 0x80000000)
+    branch(OWN_CPU_CLOCKS[0], allow)
+    branch(OWN_CPU_CLOCKS[1], allow, deny)
     labels["mmap"] = len(ins)
     op(_LD_W_ABS, _ARG[3])
     jumps.append((len(ins), allow, deny))

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from graph_planner import jail, jail_wire
+from graph_planner.corpus import testrun
 
 pytestmark = pytest.mark.skipif(bool(jail_wire.available()), reason="needs seccomp filters on x86_64 Linux")
 
@@ -82,9 +83,8 @@ def run_jailed(
     first = core.splitlines().index("def target(x, pids=(), *, scale=2):") + 1
     lib_dir = tmp_path / "lib"
     lib_dir.mkdir()
-    names = ("jail.py", "jail_client.py", "jail_rewrite.py", "jail_wire.py", "jail_callback.py", "jail_fork.py")
-    for name in names:  # as the boot
-        (lib_dir / name).write_bytes(Path(jail.__file__).with_name(name).read_bytes())
+    for source in testrun._JAIL:  # the files the boot copies
+        (lib_dir / source.name).write_bytes(source.read_bytes())
     cfg = {
         "module": "pkg.core",
         "file": str(root / "pkg" / "core.py"),
@@ -343,24 +343,76 @@ def test_a_call_cannot_read_what_earlier_calls_sent(tmp_path):
 
 CLOCKS = """
 'MARK'
-import ctypes
+import ctypes, datetime, time
 libc = ctypes.CDLL(None, use_errno=True)
 ts = (ctypes.c_long * 2)()
 
-def clock(clock_id):
-    rc = libc.syscall(ctypes.c_long(228), ctypes.c_long(clock_id), ts)
-    return rc if rc == 0 else -ctypes.get_errno()
+def raw(nr, *args):
+    rc = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) if isinstance(a, int) else a for a in args])
+    return rc if rc >= 0 else -ctypes.get_errno()
 
-# the monotonic clock (control), then the CPU clock of the test process (pid x) and of pid 1, by clock id
-return [clock(1), clock(((~x) << 3) | 2), clock(((~1) << 3) | 2)]
+def read(fn):
+    try:
+        return fn()
+    except OSError as e:
+        return type(e).__name__
+
+out = [read(time.time), read(time.monotonic), read(time.perf_counter), str(datetime.datetime.now())]
+# every clock id through the system call: realtime, monotonic, raw, coarse, boottime, TAI; then the two CPU
+# clocks of this process (allowed), the CPU clock of the test process (pid x) and of pid 1 by a negative id
+out.append([raw(228, c, ts) for c in (0, 1, 4, 5, 6, 7, 11)])
+out.append([raw(228, c, ts) for c in (2, 3)])
+out.append([raw(228, ((~p) << 3) | 2, ts) for p in (x, 1)])
+out.append([raw(96, ts, 0), raw(201, 0)])  # gettimeofday, time
+out.append([libc.clock_gettime(c, ts) for c in (0, 1)])  # libc's path (the vDSO)
+return out
 """
 
 
-def test_another_process_cpu_clock_is_refused_and_the_standard_clocks_are_not(tmp_path):
-    # Review 14: a call that burns the test process's CPU time (through a callback) to a chosen phase, read by a
-    # later call through that process's CPU clock, carried a value from a test with an oracle to one without.
+def test_a_call_reads_no_clock_but_its_own_cpu_time(tmp_path):
+    # Review 14: calls talked through the clocks every process shares (A09: a call waited until the wall clock
+    # encoded what it had probed, the next call read it) and through the test process's CPU clock (A12).
     out = run_jailed(tmp_path, CLOCKS, [os.getpid()])
-    assert out.get("value") == repr([0, -1, -1]), out  # EPERM for both CPU clocks; the monotonic clock reads
+    value = eval(out.get("value", "None"))  # noqa: S307 - the repr of plain data the test built itself
+    assert value is not None, out
+    assert value[:3] == ["PermissionError"] * 3 and value[3].startswith("1970-01-01"), value
+    assert value[4] == [-1] * 7, value  # EPERM for every shared clock
+    assert value[5] == [0, 0], value  # the process's own CPU time still reads
+    assert value[6] == [-1, -1] and value[7] == [-1, -1] and value[8] == [-1, -1], value
+
+
+VDSO_DATA = """
+'MARK'
+import ctypes
+libc = ctypes.CDLL(None)
+libc.getauxval.restype = ctypes.c_ulong
+vdso = libc.getauxval(33)  # the data pages lie below the vDSO's code, x bytes down on this kernel
+return len(ctypes.string_at(vdso - x, 64))
+"""
+RDTSC = """
+'MARK'
+import ctypes
+libc = ctypes.CDLL(None)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+page = libc.mmap(None, 4096, 7, 0x22, -1, 0)  # read, write, exec; private, anonymous
+code = bytes.fromhex("0f31" "48c1e220" "4809d0" "c3")  # rdtsc; shl rdx, 32; or rax, rdx; ret
+ctypes.memmove(page, code, len(code))
+return ctypes.CFUNCTYPE(ctypes.c_uint64)(page)() > 0
+"""
+
+
+@pytest.mark.parametrize("name,body", [("the vDSO's data pages", VDSO_DATA), ("the time-stamp counter", RDTSC)])
+def test_a_clock_read_without_a_system_call_is_a_fault(tmp_path, name, body):
+    # The control: the same code outside the jail reads the clock.
+    with open("/proc/self/maps") as fh:
+        spans = {row.split()[-1]: int(row.split("-")[0], 16) for row in fh if "[v" in row}
+    below = spans["[vdso]"] - spans["[vvar]"]
+    here = {}
+    exec("def gadget(x):\n" + textwrap.indent(body, "    "), here)  # noqa: S102 - the test's own code
+    assert here["gadget"](below) not in (None, 0, False), name
+    out = run_jailed(tmp_path, body, [below])
+    assert "died" in out.get("fault", ""), out  # SIGSEGV: the child ends, the call is a fault, no value
 
 
 HARNESS_CPU = (
