@@ -150,7 +150,7 @@ class _Sink(io.TextIOBase):
         return len(s)
 
 
-def _child(chan: int, functions: list, patched, limits: dict) -> None:
+def _child(chan: int, functions: list, patched, limits: dict, clock_steps: tuple) -> None:
     """A child the template forked: see the module docstring; `chan` its one descriptor. Never returns."""
     write, exit_, encode, BaseEx = callbacks.write_frame, os._exit, wire.encode, BaseException
     try:
@@ -168,7 +168,7 @@ def _child(chan: int, functions: list, patched, limits: dict) -> None:
         space = space if hard == resource.RLIM_INFINITY else min(space, hard)
         resource.setrlimit(resource.RLIMIT_AS, (space, space))
         sys.stdout = sys.stderr = _Sink()
-        clock.blind()  # no clock shared with another call (review 14's A09), then the filter
+        clock.blind(clock_steps)  # no clock shared with another call (review 14's A09), then the filter
         wire.install_filter(chan)
         # from here on the patched code may do anything: all that leaves this process is what it writes
         # to `chan`, and the trusted side decodes only plain data from it
@@ -314,7 +314,7 @@ def _serve_call(request: bytes, template, limits: dict, depth: int = 0) -> tuple
     return answer
 
 
-def _preflight() -> str:
+def _preflight(clock_steps: tuple) -> str:
     """Why the filter does not hold in a child of this process ("" when opening a file is refused there)."""
     why = wire.available()
     if why:
@@ -323,7 +323,7 @@ def _preflight() -> str:
     pid = os.fork()
     if pid == 0:
         try:
-            clock.blind()
+            clock.blind(clock_steps)
             wire.install_filter(w)
             try:
                 os.open("/", os.O_RDONLY)
@@ -369,12 +369,14 @@ def zygote_main() -> None:
         if not functions:
             raise JailFault(f"{cfg['qualname']} was never made a function")
         wire.prepare()
-        clock.prepare()
-        why = _preflight()
+        clock_steps = clock.plan()  # worked out here once: every child is a fork of this address space
+        why = _preflight(clock_steps)
         limits = {"call_s": float(cfg["call_s"]), "memory_mb": int(cfg["memory_mb"]), "wall_factor": _wall_factor(cfg)}
         # forked before this process reads any call: every call's child comes from it (jail_fork.py)
         if not why:
-            template = fork.Template(lambda chan: _child(chan, functions, patched, limits), wire.closerange_except)
+            template = fork.Template(
+                lambda chan: _child(chan, functions, patched, limits, clock_steps), wire.closerange_except
+            )
     except BaseException as e:  # noqa: BLE001
         why = f"{type(e).__name__}: {e}"
     _send(1, b"R", why.encode())

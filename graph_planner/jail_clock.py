@@ -1,4 +1,4 @@
-"""Take every shared clock away from a jailed child: `blind()`, run once before the seccomp filter.
+"""Take every shared clock away from a jailed child: `blind(plan())`, run before the seccomp filter.
 
 Standard library only: a per-run copy of this file is loaded inside the sandbox (graph_planner/jail.py).
 
@@ -106,12 +106,13 @@ def _maps() -> list[tuple[int, int, str]]:
     return [(*(int(x, 16) for x in r[0].split("-")), r[-1] if len(r) > 5 else "") for r in rows]
 
 
-def blind() -> None:
-    """Leave this (single-threaded) process no clock but its own CPU time, once the filter refuses the rest.
-    Raises OSError when any step fails: the caller must then not run the call."""
+def plan() -> tuple:
+    """What `blind` will do, worked out once in the process whose forks run it (a fork inherits the address
+    space as it is): the vDSO's span, the stubs to write and where, and the data pages to unmap."""
     libc = prepare()
     base = libc.getauxval(AT_SYSINFO_EHDR)
     spans = _maps()
+    vdso, writes = None, []
     if base:
         vdso = next(((lo, hi) for lo, hi, name in spans if name == "[vdso]"), None)
         if vdso is None or vdso[0] != base:
@@ -119,16 +120,27 @@ def blind() -> None:
         functions = vdso_functions(base)
         if b"clock_gettime" not in dict(functions):
             raise OSError("the vDSO exports no clock_gettime")
+        writes = [(address, _stub(STUBBED[name])) for name, address in functions if name in STUBBED]
+    data = [(lo, hi, name) for lo, hi, name in spans if name in ("[vvar]", "[vvar_vclock]")]
+    return vdso, writes, data
+
+
+def blind(steps: tuple) -> None:
+    """Leave this (single-threaded) process, a fork of the one that made `steps` with `plan()`, no clock but
+    its own CPU time once the filter refuses the rest. Raises OSError when any step fails: the caller must
+    then not run the call."""
+    libc = prepare()
+    vdso, writes, data = steps
+    if vdso is not None:
         lo, hi = vdso
         if libc.mprotect(ctypes.c_void_p(lo), hi - lo, PROT_READ | PROT_WRITE) != 0:
             raise OSError(ctypes.get_errno(), "mprotect of the vDSO failed")
-        for name, address in functions:
-            if name in STUBBED:
-                ctypes.memmove(address, _stub(STUBBED[name]), 8)
+        for address, code in writes:
+            ctypes.memmove(address, code, len(code))
         if libc.mprotect(ctypes.c_void_p(lo), hi - lo, PROT_READ | PROT_EXEC) != 0:
             raise OSError(ctypes.get_errno(), "mprotect of the vDSO failed")
-    for lo, hi, name in spans:
-        if name in ("[vvar]", "[vvar_vclock]") and libc.munmap(ctypes.c_void_p(lo), hi - lo) != 0:
+    for lo, hi, name in data:
+        if libc.munmap(ctypes.c_void_p(lo), hi - lo) != 0:
             raise OSError(ctypes.get_errno(), f"munmap of {name} failed")
     if libc.prctl(PR_SET_TSC, PR_TSC_SIGSEGV, None, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_TSC) failed")
