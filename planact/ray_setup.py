@@ -3,13 +3,20 @@ environment its workers must share. Every flow that uses agents connects through
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
+import psutil
 import ray
 
 from planact.reaper import reap_descendants_on_death
 from planact.secrets import expand_references
+
+log = logging.getLogger(__name__)
+# Ray waits a fixed 30 s for a new node's raylet to register, then raises this; on a loaded 2-core machine a
+# start can miss it once (measured in the test suite), and a second start then succeeds
+STARTUP_TIMEOUT = "timed out during startup"
 
 
 def worker_runtime_env(cfg: Any, env_vars: dict[str, str] | None = None) -> dict | None:
@@ -31,7 +38,7 @@ def connect_ray(cfg: Any, env_vars: dict[str, str] | None = None, namespace: str
     `cfg` is any of the flows' configs: its `ray` section, and `barrier.namespace` unless `namespace` is given."""
     if ray.is_initialized():
         return False
-    kwargs = {
+    kwargs: dict[str, Any] = {
         "namespace": namespace or cfg.barrier.namespace,
         "runtime_env": worker_runtime_env(cfg, env_vars),
         "log_to_driver": True,
@@ -52,7 +59,30 @@ def connect_ray(cfg: Any, env_vars: dict[str, str] | None = None, namespace: str
         )
         # Ray's agents and workers can outlive a SIGKILLed driver; a watchdog process removes them.
         reap_descendants_on_death()
+        start_private_ray(kwargs)
     else:
-        kwargs["address"] = cfg.ray.address
-    ray.init(**kwargs)
+        ray.init(address=cfg.ray.address, **kwargs)
     return True
+
+
+def start_private_ray(kwargs: dict, attempts: int = 2) -> None:
+    """`ray.init(**kwargs)` for a local Ray, started again when the node missed Ray's startup wait; the
+    processes the failed start launched are killed first (Ray raises before it keeps a handle on them)."""
+    for attempt in range(1, attempts + 1):
+        before = {p.pid for p in psutil.Process().children(recursive=True)}
+        try:
+            ray.init(**kwargs)
+            return
+        except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception for this
+            if STARTUP_TIMEOUT not in str(e) or attempt == attempts:
+                raise
+            left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+            for p in left:
+                try:
+                    p.kill()
+                except psutil.Error:
+                    pass
+            psutil.wait_procs(left, timeout=10)
+            log.warning(
+                "the local Ray node %s; starting it again (%d processes of the first start removed)", e, len(left)
+            )
