@@ -1,7 +1,7 @@
 """The call jail: the patched function runs only in a forked, seccomp-jailed child, never in the test process.
 
 Standard library only: the boot script (corpus/plugin/planact_boot.py) loads a per-run copy of this file and
-of jail_wire.py, and starts `python -s <copy> ` as the zygote, a fresh interpreter that holds none of the
+of its siblings (jail_*.py), and starts `python -s <copy> ` as the zygote, a fresh interpreter that holds none of the
 test process's memory.
 
 * The zygote imports the target module with the target function's code replaced by a trampoline (so no
@@ -11,8 +11,9 @@ test process's memory.
 * The child reads its request from its socket, unpickles (args, kwargs) (the test process pickled them;
   classes of test modules are refused; a callable or iterator of the tests' is a handle, jail_callback.py),
   closes every descriptor but its one
-  channel (a socket to the zygote), sets rlimits (CPU seconds, address space), installs the filter of
-  jail_wire (only memory, clocks, futex, signals' masks, exit, and `read`/`write` on the channel), swaps the
+  channel (a socket to the zygote), sets rlimits (CPU seconds, address space), loses every clock but its own
+  CPU time (jail_clock.py), installs the filter of jail_filter.py (only memory, its own CPU clocks, plain
+  futex waits and wakes, signals' masks, exit, and `read`/`write` on the channel), swaps the
   patched code in, calls it, and writes the value or the exception (type as module + qualname, args) in
   jail_wire's plain-data codec, as a frame (tag, length, bytes). Before that it may write callback frames
   (K), which the zygote relays to the test process and whose replies (A) it relays back, checking only
@@ -55,6 +56,7 @@ def _sibling(name: str):
 
 
 wire = _sibling("jail_wire")
+seccomp = _sibling("jail_filter")
 clock = _sibling("jail_clock")
 _rewrite = _sibling("jail_rewrite")
 callbacks = _sibling("jail_callback")
@@ -169,7 +171,7 @@ def _child(chan: int, functions: list, patched, limits: dict, clock_steps: tuple
         resource.setrlimit(resource.RLIMIT_AS, (space, space))
         sys.stdout = sys.stderr = _Sink()
         clock.blind(clock_steps)  # no clock shared with another call (review 14's A09), then the filter
-        wire.install_filter(chan)
+        seccomp.install_filter(chan)
         # from here on the patched code may do anything: all that leaves this process is what it writes
         # to `chan`, and the trusted side decodes only plain data from it
         for fn in functions:
@@ -316,7 +318,7 @@ def _serve_call(request: bytes, template, limits: dict, depth: int = 0) -> tuple
 
 def _preflight(clock_steps: tuple) -> str:
     """Why the filter does not hold in a child of this process ("" when opening a file is refused there)."""
-    why = wire.available()
+    why = seccomp.available()
     if why:
         return why
     r, w = os.pipe()
@@ -324,7 +326,7 @@ def _preflight(clock_steps: tuple) -> str:
     if pid == 0:
         try:
             clock.blind(clock_steps)
-            wire.install_filter(w)
+            seccomp.install_filter(w)
             try:
                 os.open("/", os.O_RDONLY)
                 msg = b"open was allowed"
@@ -333,7 +335,7 @@ def _preflight(clock_steps: tuple) -> str:
             try:
                 msg = b"the wall clock was read: %d" % time.time()
             except PermissionError:
-                pass
+                msg = msg if seccomp.absolute_wait_refused() else b"a wait on the wall clock was allowed"
         except BaseException as e:  # noqa: BLE001
             msg = repr(e).encode()[:300]
         os.write(w, msg)
@@ -368,7 +370,7 @@ def zygote_main() -> None:
         functions = [f for f in gc.get_referrers(tramp) if type(f) is types.FunctionType]
         if not functions:
             raise JailFault(f"{cfg['qualname']} was never made a function")
-        wire.prepare()
+        seccomp.prepare()
         clock_steps = clock.plan()  # worked out here once: every child is a fork of this address space
         why = _preflight(clock_steps)
         limits = {"call_s": float(cfg["call_s"]), "memory_mb": int(cfg["memory_mb"]), "wall_factor": _wall_factor(cfg)}

@@ -2,7 +2,7 @@
 module's import so that its function is a trampoline, sends each call to the zygote and decodes the answer.
 
 Standard library only: the boot script (corpus/plugin/planact_boot.py) loads a per-run copy of this file
-beside per-run copies of jail.py, jail_rewrite.py and jail_wire.py.
+beside per-run copies of jail.py and its other siblings (jail_*.py).
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ _DIGEST = _PLUGIN_DIR / "planact_digest.py"  # the module state digest, likewise
 # the call jail (copied whole)
 _JAIL = [
     Path(__file__).parent.parent / f"jail{n}.py"
-    for n in ("", "_client", "_rewrite", "_wire", "_callback", "_fork", "_clock")
+    for n in ("", "_client", "_rewrite", "_wire", "_callback", "_fork", "_clock", "_filter")
 ]
 GUARD_EXIT = 86  # the boot script's exit status when its guard stopped the run (kept equal to it)
 JAIL_EXIT = 87  # the boot script's exit status when the call jail could not judge a call (kept equal to it)

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from graph_planner import jail, jail_wire
+from graph_planner import jail, jail_filter, jail_wire
 from graph_planner.corpus import testrun
 
-pytestmark = pytest.mark.skipif(bool(jail_wire.available()), reason="needs seccomp filters on x86_64 Linux")
+pytestmark = pytest.mark.skipif(bool(jail_filter.available()), reason="needs seccomp filters on x86_64 Linux")
 
 # The harness's start, shared with test_jail_callbacks.py: a test process that starts the jail and imports the target.
 HARNESS_HEAD = """
@@ -379,6 +379,49 @@ def test_a_call_reads_no_clock_but_its_own_cpu_time(tmp_path):
     assert value[4] == [-1] * 7, value  # EPERM for every shared clock
     assert value[5] == [0, 0], value  # the process's own CPU time still reads
     assert value[6] == [-1, -1] and value[7] == [-1, -1] and value[8] == [-1, -1], value
+
+
+WAITS = """
+'MARK'
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+
+def raw(nr, *args):
+    rc = libc.syscall(ctypes.c_long(nr), *[a if isinstance(a, ctypes._SimpleCData) else ctypes.c_long(a) for a in args])
+    return rc if rc >= 0 else -ctypes.get_errno()
+
+word = ctypes.c_uint32(0)
+epoch = (ctypes.c_long * 2)(0, 0)
+at = ctypes.c_void_p(ctypes.addressof(word))
+ts = ctypes.c_void_p(ctypes.addressof(epoch))
+page = libc.mmap(None, 4096, 3, 0x22, -1, 0)
+shared = page  # (a file's pages outside the jail, where open is allowed)
+if x:
+    with open(ctypes.__file__, "rb") as fh:
+        shared = libc.mmap(None, 4096, 1, 0x02, fh.fileno(), 0)
+return [
+    raw(202, at, 9 | 256, 0, ts, 0, -1),  # a wait on an absolute wall-clock deadline (passed: ETIMEDOUT -110)
+    raw(202, at, 6, 0, 0, 0, 0) if x else -1,  # FUTEX_LOCK_PI: a probe of which pids exist
+    raw(28, ctypes.c_void_p(shared), 4096, 21),  # MADV_PAGEOUT
+    raw(202, at, 1 | 128, 1, 0, 0, 0),  # a private wake (allowed: 0 woken)
+    raw(202, at, 0 | 128, 1, ts, 0, 0),  # a private wait whose value differs (allowed: EAGAIN -11)
+    raw(28, ctypes.c_void_p(page), 4096, 4),  # MADV_DONTNEED (allowed)
+]
+"""
+
+
+def test_a_call_can_neither_wait_on_the_wall_clock_nor_evict_shared_pages(tmp_path):
+    # Review 15: A16 rebuilt the wall clock from futex waits on absolute deadlines (a passed one returns at once,
+    # which the call's own CPU time tells from a sleep) and carried A09's value again (reward 1, 3 of 3); A15
+    # evicted a shared file's pages (MADV_PAGEOUT) for a later call to time. The control: the same calls here.
+    here = {}
+    exec("def gadget(x):\n" + textwrap.indent(WAITS, "    "), here)  # noqa: S102 - the test's own code
+    outside = here["gadget"](1)
+    assert outside[0] == -110 and outside[1] != -1 and outside[2] == 0, outside  # allowed outside the jail
+    out = run_jailed(tmp_path, WAITS, [0])
+    assert eval(out.get("value", "None")) == [-1, -1, -1, 0, -11, 0], out  # noqa: S307 - plain data it built
 
 
 VDSO_DATA = """

@@ -12,11 +12,11 @@ import re
 
 import pytest
 
-from graph_planner import jail_wire
+from graph_planner import jail_filter, jail_wire
 
 from .test_jail import HARNESS_HEAD, run_jailed
 
-pytestmark = pytest.mark.skipif(bool(jail_wire.available()), reason="needs seccomp filters on x86_64 Linux")
+pytestmark = pytest.mark.skipif(bool(jail_filter.available()), reason="needs seccomp filters on x86_64 Linux")
 
 HARNESS = (
     HARNESS_HEAD
