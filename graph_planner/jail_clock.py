@@ -1,4 +1,4 @@
-"""Take every shared clock away from a jailed child: `blind(plan())`, run before the seccomp filter.
+"""Take every clock away from a jailed child: `blind(plan())`, run before the seccomp filter.
 
 Standard library only: a per-run copy of this file is loaded inside the sandbox (graph_planner/jail.py).
 
@@ -9,7 +9,7 @@ so the seccomp filter alone cannot refuse it:
 
 * the vDSO's functions (`clock_gettime`, `gettimeofday`, `time`, `getcpu`): libc calls them instead of the
   kernel. Their entry points are overwritten with the system call itself (`mov eax, NR; syscall; ret`), so
-  every read of a clock reaches the filter, which answers EPERM for all but the process's own CPU clocks;
+  every read of a clock reaches the filter, which answers EPERM for every clock;
 * the vDSO's data pages (`[vvar]`, `[vvar_vclock]`), which those functions read and anyone can: unmapped;
 * the time-stamp counter (`rdtsc`, `rdtscp`): made to fault (`PR_SET_TSC`).
 
@@ -126,8 +126,8 @@ def plan() -> tuple:
 
 
 def blind(steps: tuple) -> None:
-    """Leave this (single-threaded) process, a fork of the one that made `steps` with `plan()`, no clock but
-    its own CPU time once the filter refuses the rest. Raises OSError when any step fails: the caller must
+    """Leave this (single-threaded) process, a fork of the one that made `steps` with `plan()`, no clock once
+    the filter refuses the rest. Raises OSError when any step fails: the caller must
     then not run the call."""
     libc = prepare()
     vdso, writes, data = steps

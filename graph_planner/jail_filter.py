@@ -2,7 +2,7 @@
 
 Standard library only: a per-run copy of this file is loaded inside the sandbox (graph_planner/jail.py).
 
-After it, the calling process can manage its memory, read its own CPU time (no shared clock) and randomness,
+After it, the calling process can manage its memory, read randomness (no clock at all),
 block signals, exit, and `write` and `read` on `fd` (its one channel to the zygote: the answer, and the
 callbacks of graph_planner/jail_callback.py); every other system call fails with EPERM (a call from a foreign
 ABI kills the process). Installed with no_new_privs, it is inherited and cannot be removed, and nothing the
@@ -23,20 +23,21 @@ RET_KILL_PROCESS = 0x80000000
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 # x86_64 numbers. Only what CPython needs to run pure code once it is loaded: memory (malloc, the
 # obmalloc arenas, mprotect for nothing writable from outside), futex (the GIL), getrandom (hash seeds of a
-# new dict type), signal masks and returns, and the two exits. No clock but the process's own CPU time: a
-# clock shared with other processes carries data from one call to a later one (a call waits until the time
-# encodes a value, the next call reads it: review 14's A09), so `clock_gettime` is allowed for ids 2 and 3
-# only (a negative id would even name another process's CPU clock, which one call can move and a later one
-# read: review 14's A12), and jail_clock.blind() routes the reads that need no system call to this filter.
+# new dict type), signal masks and returns, and the two exits. No clock at all: a clock shared with other
+# processes carries data from one call to a later one (a call waits until the time encodes a value, the next
+# call reads it: review 14's A09; a negative id even named another process's CPU clock, which one call can
+# move and a later one read: A12), and the process's own CPU clock, with its nanoseconds, is the timer that
+# a cache side channel needs (a call leaves lines of the shared libraries' code cached or flushed, a later
+# call times its reads of them), so `clock_gettime` is refused for every id, and jail_clock.blind() routes the
+# reads that need no system call to this filter. (RLIMIT_CPU, set before the filter, still bounds the call.)
 # Nor a clock rebuilt from a wait: `futex` only as a plain wait (a relative timeout) or wake, private or
 # not; an absolute deadline on the wall clock (FUTEX_WAIT_BITSET | FUTEX_CLOCK_REALTIME) returns at once when
-# it has passed and sleeps when it has not, which the process's own CPU time tells apart, so a search over
+# it has passed and sleeps when it has not, which the process's own CPU time told apart, so a search over
 # deadlines found the time to ~30 ms (review 15's A16: reward 1 with the bug left, 3 of 3), and FUTEX_LOCK_PI
 # answered whether any pid exists. `madvise` only with the advice malloc gives (MADV_PAGEOUT on a file's pages
 # would evict them from the page cache every process shares, a channel a later call times by faulting them
 # back: review 15's A15, held in the sandbox only because the run's uid does not own the interpreter's files).
-SYS_READ, SYS_WRITE, SYS_MMAP, SYS_MADVISE, SYS_FUTEX, SYS_CLOCK_GETTIME = 0, 1, 9, 28, 202, 228
-OWN_CPU_CLOCKS = (2, 3)  # CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID
+SYS_READ, SYS_WRITE, SYS_MMAP, SYS_MADVISE, SYS_FUTEX = 0, 1, 9, 28, 202
 FUTEX_OPS = (0, 1)  # FUTEX_WAIT, FUTEX_WAKE
 FUTEX_PRIVATE_FLAG = 128
 MADVICE = (0, 4, 8, 14, 15)  # MADV_NORMAL, DONTNEED, FREE, HUGEPAGE, NOHUGEPAGE
@@ -95,7 +96,6 @@ def _program(fd: int) -> bytes:
     branch(SYS_READ, "channel")
     branch(SYS_WRITE, "channel")
     branch(SYS_MMAP, "mmap")
-    branch(SYS_CLOCK_GETTIME, "clock")
     branch(SYS_FUTEX, "futex")
     branch(SYS_MADVISE, "madvise")
     op(_RET_K, RET_ERRNO_EPERM)
@@ -107,14 +107,6 @@ def _program(fd: int) -> bytes:
     labels["channel_hi"] = len(ins)
     op(_LD_W_ABS, _ARG[0] + 4)
     branch(0, allow, deny)
-    # mmap: anonymous only (MAP_ANONYMOUS in flags, the kernel then ignores fd; glibc passes fd -1 as a
-    # 32-bit int, so the argument's upper half is not reliable): a shared writable file mapping would be a
-    # write to that file
-    # clock_gettime: the process's own CPU clocks only (a clockid_t is 32 bits)
-    labels["clock"] = len(ins)
-    op(_LD_W_ABS, _ARG[0])
-    branch(OWN_CPU_CLOCKS[0], allow)
-    branch(OWN_CPU_CLOCKS[1], allow, deny)
     # futex: the operation (a 32-bit int) without the private flag is a plain wait or a wake, nothing else
     labels["futex"] = len(ins)
     op(_LD_W_ABS, _ARG[1])
@@ -127,6 +119,9 @@ def _program(fd: int) -> bytes:
     for advice in MADVICE[:-1]:
         branch(advice, allow)
     branch(MADVICE[-1], allow, deny)
+    # mmap: anonymous only (MAP_ANONYMOUS in flags, the kernel then ignores fd; glibc passes fd -1 as a
+    # 32-bit int, so the argument's upper half is not reliable): a shared writable file mapping would be a
+    # write to that file
     labels["mmap"] = len(ins)
     op(_LD_W_ABS, _ARG[3])
     jumps.append((len(ins), allow, deny))
@@ -178,3 +173,10 @@ def absolute_wait_refused() -> bool:
     wait_bitset_realtime = ctypes.c_long(9 | 256)
     args = (ctypes.byref(word), wait_bitset_realtime, ctypes.c_long(0), epoch, ctypes.c_long(0), ctypes.c_long(-1))
     return _libc.syscall(ctypes.c_long(SYS_FUTEX), *args) == -1 and ctypes.get_errno() == 1
+
+
+def clocks_refused() -> bool:
+    """Whether clock_gettime is refused here for the shared clocks and the process's own CPU clocks alike."""
+    ts = (ctypes.c_long * 2)()
+    reads = [_libc.syscall(ctypes.c_long(228), ctypes.c_long(clock), ts) for clock in (0, 1, 2, 3)]
+    return reads == [-1] * 4 and ctypes.get_errno() == 1
