@@ -32,11 +32,14 @@ from aflow_rl import space
 from aflow_rl.config import AFlowConfig, OptimizerRLConfig
 from aflow_rl.env import Observation, WorkflowEnv, edit_text, step_advantages
 from aflow_rl.optimizers import LLMOptimizer, optimizer_request
+from planact.batch import RoundBatch, pool_item
 from planact.engines.base import SamplingParams
 from planact.engines.hf import HFEngine
 from planact.models import build_bpe_tokenizer, build_tiny_model, load_model
 from planact.rl.trainer import RoleTrainer
 from planact.samples import Sample
+
+ROLE = "aflow-optimizer"  # the optimizer's role in its round batches and the experience pool
 
 
 def observation_corpus(benchmark: str, n: int = 400, seed: int = 0) -> list[str]:
@@ -80,7 +83,7 @@ class OptimizerModel:
 
     def _attach(self, tok, folder: str | Path | None) -> None:
         """Engine and trainer over self.model; a checkpoint folder's trainer state (AdamW moments, schedule) too."""
-        self.engine = HFEngine(self.model, tok, name="aflow-optimizer")
+        self.engine = HFEngine(self.model, tok, name=ROLE)
         self.trainer = RoleTrainer(self.model, tok.pad_token_id, self.cfg.rl, self.cfg.temperature)
         if folder is not None and (Path(folder) / "trainer.pt").is_file():
             self.trainer.load_state_dict(torch.load(Path(folder) / "trainer.pt", weights_only=False))
@@ -100,11 +103,9 @@ class OptimizerModel:
         ]
         return [c.sample_fields() for c in picks]
 
-    def update(self, transitions: list[dict], advantages: list[float]) -> dict[str, float]:
-        """One GRPO step over the transitions' choices with their GiGPO advantages; the engine sees it at once."""
-        # A transition keeps its choice as `Completion.sample_fields()` made it: a sample once it has its advantage.
-        samples: list[Sample] = [{**tr["completion"], "advantage": a} for tr, a in zip(transitions, advantages)]
-        metrics = self.trainer.train_step(samples)
+    def update(self, batch: RoundBatch) -> dict[str, float]:
+        """One GRPO step over an iteration's credited choices (`transition_batch`); the engine sees it at once."""
+        metrics = self.trainer.train_step(batch.samples(ROLE))
         self.engine.update_weights()  # the trainer updated the engine's own model in place
         return metrics
 
@@ -196,9 +197,9 @@ class FrozenAPIOptimizer:
             )
         return out
 
-    def update(self, transitions: list[dict], advantages: list[float]) -> dict[str, float]:
+    def update(self, batch: RoundBatch) -> dict[str, float]:
         """No update: the model is frozen (the figures say so)."""
-        return {"frozen": 1.0, "n_samples": float(len(transitions))}
+        return {"frozen": 1.0, "n_samples": float(len(batch))}
 
     def save(self, folder: str | Path) -> Path:
         """A folder naming the API model (the run's resume point points at it like at a tiny checkpoint)."""
@@ -284,16 +285,32 @@ def _figures(trans: list[dict]) -> dict[str, float]:
     }
 
 
-def learn(cfg: AFlowConfig, optimizer: OptimizerModel, trans: list[dict]) -> dict[str, float]:
+def transition_batch(iteration: int, trans: list[dict]) -> RoundBatch:
+    """An iteration's credited transitions as the optimizer's round batch: each choice (kept as
+    `Completion.sample_fields()` made it) becomes a sample with its reward, advantage and episode (the search)."""
+    samples: list[Sample] = [
+        {
+            **tr["completion"],
+            "role": ROLE,
+            "task_id": tr["search"],
+            "group": tr["anchor"],
+            "reward": tr["reward"],
+            "advantage": tr["advantage"],
+        }
+        for tr in trans
+    ]
+    return RoundBatch(iteration, {ROLE: samples})
+
+
+def learn(cfg: AFlowConfig, optimizer: OptimizerModel, trans: list[dict], iteration: int) -> dict[str, float]:
     """GiGPO advantages over one iteration's transitions, one update; the iteration's figures.
 
     Unprefixed figures are over every search; `<benchmark>/<figure>` over that benchmark's searches.
     """
     rl = cfg.optimizer_rl
-    adv = step_advantages(trans, rl.gamma, rl.step_weight)
-    for tr, a in zip(trans, adv):
+    for tr, a in zip(trans, step_advantages(trans, rl.gamma, rl.step_weight)):
         tr["advantage"] = a
-    metrics = optimizer.update(trans, adv)
+    metrics = optimizer.update(transition_batch(iteration, trans))
     per_benchmark = {
         f"{b}/{k}": v
         for b in dict.fromkeys(tr["benchmark"] for tr in trans)
@@ -304,23 +321,27 @@ def learn(cfg: AFlowConfig, optimizer: OptimizerModel, trans: list[dict]) -> dic
 
 def train_iteration(cfg: AFlowConfig, optimizer: OptimizerModel, iteration: int) -> dict[str, float]:
     """Searches with fresh seeds run to their end in this process, then `learn`."""
-    return learn(cfg, optimizer, run_searches(cfg, optimizer, training_seeds(cfg, iteration), f"it{iteration}"))
+    trans = run_searches(cfg, optimizer, training_seeds(cfg, iteration), f"it{iteration}")
+    return learn(cfg, optimizer, trans, iteration)
 
 
 def transition_items(run: str, iteration: int, trans: list[dict]) -> list[dict]:
-    """Experience-pool items, one per transition (anchor: the parent workflow; role 'aflow-optimizer')."""
+    """Experience-pool items, one per transition (anchor: the parent workflow; role 'aflow-optimizer').
+
+    Not `RoundBatch.items`: an item keeps the whole transition (search step, best score, outcome) that a
+    sample does not carry, in the layout older pools hold; the envelope is the same `pool_item`."""
     return [
-        {
-            "id": f"{run}/{iteration}/{tr['search']}/{tr['t']}",
-            "run": run,
-            "round": iteration,
-            "role": "aflow-optimizer",
-            "anchor": tr["anchor"],
-            "benchmark": tr["benchmark"],
-            "priority": 1.0 + abs(tr.get("advantage", 0.0)),
-            "data": {k: tr[k] for k in ("search", "t", "reward", "invalid", "best", "outcome", "completion")}
+        pool_item(
+            f"{run}/{iteration}/{tr['search']}/{tr['t']}",
+            run,
+            iteration,
+            ROLE,
+            tr["anchor"],
+            tr.get("advantage"),
+            {k: tr[k] for k in ("search", "t", "reward", "invalid", "best", "outcome", "completion")}
             | {"advantage": tr.get("advantage")},
-        }
+            benchmark=tr["benchmark"],
+        )
         for tr in trans
     ]
 

@@ -89,7 +89,7 @@ def aflow_train(config: AFlowConfig = DEMO) -> dict:
             shutil.rmtree(run_dir.parent / f"{cfg.run_name}-{tag}", ignore_errors=True)  # a re-run starts clean
             transitions = fan_out(cfg, state["checkpoint"], training_seeds(cfg, i), tag)
             out = train_optimizer(
-                cfg, state["checkpoint"], transitions, str(run_dir / "optimizer" / f"iteration_{i:04d}")
+                cfg, state["checkpoint"], transitions, i, str(run_dir / "optimizer" / f"iteration_{i:04d}")
             )
             record_experience(pool, Payload(transition_items(cfg.run_name, i, out["transitions"])))
             faults.point("aflow_train.before_commit")  # trained and persisted, not yet the resume point

@@ -32,9 +32,11 @@ from prefect_ray.context import remote_options
 
 from flows.runtime import Stage, agent_stage
 from planact import agents
+from planact.batch import RoundBatch
 from planact.config import RunConfig
 from planact.envs.base import make_env
-from planact.experience import PoolRef, experience_items
+from planact.experience import PoolRef
+from planact.rollout import RoundResult
 from planact.timing import Stopwatch, host_cpu_seconds
 from tasks.experience import record_experience
 from tasks.plan_act import Payload, actor_execute, barrier, planner_generate, score_rewards, sync_role, train_role
@@ -100,10 +102,10 @@ class Round:
         with self.clock("sample"):
             return Payload(make_env(self.cfg).sample_tasks(self.idx))
 
-    def plan(self, batch: Payload) -> Payload:
+    def plan(self, tasks: Payload) -> Payload:
         """G plans (or graph-planner episodes) per task from the planner's engines."""
         with self.clock("planner_generate"):
-            return self.stage(planner_generate, "planner-generate")(self.cfg, self.planner, batch, self.idx)
+            return self.stage(planner_generate, "planner-generate")(self.cfg, self.planner, tasks, self.idx)
 
     def meet(self, plans: Payload | None) -> list | None:
         """The plans barrier: returns the plans the actor executes (None when the round fell back)."""
@@ -115,10 +117,10 @@ class Round:
         self.metrics.update({"barrier_wait_s": ready["wait_s"], "fallback": float(fallback)})
         return None if fallback else ready["payloads"].get("planner")
 
-    def execute(self, batch: Payload, plans: list | None):
+    def execute(self, tasks: Payload, plans: list | None) -> RoundResult:
         """K answers per request, one task run per actor engine replica (the fan-out), then scored."""
         env = make_env(self.cfg)
-        prompts = env.actor_requests(batch.data, plans)
+        prompts = env.actor_requests(tasks.data, plans)
         with self.clock("actor_execute"), remote_options(num_cpus=self.cfg.ray.task_num_cpus):
             shards = agents.shard(prompts, len(self.actor.engines))
             futures = [
@@ -133,7 +135,7 @@ class Round:
         with self.clock("score"):
             # wait_for: the UI's run graph draws actor-execute-<i> -> score (the answers arrive in a fresh box)
             scored = self.stage(score_rewards, "score")(
-                self.cfg, batch, Payload(plans), Payload(answers), wait_for=futures
+                self.cfg, tasks, Payload(plans), Payload(answers), wait_for=futures
             ).data
         self.env_metrics = scored.metrics
         self.rollouts = scored.rollouts
@@ -146,33 +148,33 @@ class Round:
                 self.cfg, self.idx, self.cfg.agent_role, Payload(planner_samples), "feedback", self.incarnation
             )
 
-    def await_feedback(self) -> list:
-        """Two-job mode, planner side: the actor job's credit for this round's plans ([] when it never came)."""
+    def await_feedback(self) -> RoundBatch:
+        """Two-job mode, planner side: the actor job's credit for this round's plans (none when it never came)."""
         with self.clock("feedback"):
             fb = self.stage(barrier, "feedback")(
                 self.cfg, self.idx, self.cfg.agent_role, None, "feedback", self.incarnation
             ).data
         samples = fb["payloads"].get("actor") if fb["status"] == "complete" else None
         self.metrics["fallback"] = float(samples is None)
-        return samples or []
+        return RoundBatch(self.idx, {"planner": samples or []})
 
-    def record(self, samples: dict[str, list]) -> None:
+    def record(self, batch: RoundBatch) -> None:
         """Persist the round's experience, every role's samples, through the pool actor (one task run; a
         plain round without a pool keeps none)."""
         if self.pool is None:
             return
         with self.clock("experience"):
-            items = [it for role, s in samples.items() for it in experience_items(self.cfg.run_name, self.idx, role, s)]
+            items = batch.items(self.cfg.run_name)
             if items:
                 out = self.stage(record_experience, "experience")(self.pool, Payload(items))
                 self.metrics["experience/items"] = float(out["items"])
 
-    def train(self, samples: dict[str, list], sync: bool = True) -> None:
+    def train(self, batch: RoundBatch, sync: bool = True) -> None:
         """One RL update per local trained role, the roles in parallel, each followed by its weight sync
         (pipelined rounds: `sync=False`, the engines get the weights in `sync_engines` once they are idle)."""
-        self.collect(self.start_training(samples, sync))
+        self.collect(self.start_training(batch, sync))
 
-    def start_training(self, samples: dict[str, list], sync: bool = True) -> dict:
+    def start_training(self, batch: RoundBatch, sync: bool = True) -> dict:
         """Submit the round's training task runs (one per trained role, in parallel); returns their futures."""
         futures = {}
         with remote_options(num_cpus=self.cfg.ray.task_num_cpus):
@@ -181,9 +183,9 @@ class Round:
                     continue
                 if group.trainer is None:
                     print(f"{group.role} is frozen (train: false): skipping its training this round")
-                elif samples.get(group.role):
+                elif group.role in batch.roles:
                     futures[group.role] = self.stage(train_role, f"train-{group.role}", agent=True).submit(
-                        group, Payload(samples[group.role]), self.idx, sync
+                        group, Payload(batch.only(group.role)), sync
                     )
         self._train_started = time.perf_counter()
         return futures
@@ -211,33 +213,34 @@ class Round:
 
 
 # -- compositions: a round's generation side, up to its recorded experience; training is the driver's ----------
-def one_job(rnd: Round) -> dict[str, list]:
+def one_job(rnd: Round) -> RoundBatch:
     """Both roles in this flow run: plan, meet, execute, score, record; returns both roles' samples."""
-    batch = rnd.sample()
-    plans = rnd.meet(rnd.plan(batch))
-    scored = rnd.execute(batch, plans)
-    samples = {"planner": scored.planner_samples, "actor": scored.actor_samples}
-    rnd.record(samples)
-    return samples
+    tasks = rnd.sample()
+    plans = rnd.meet(rnd.plan(tasks))
+    batch = rnd.execute(tasks, plans).batch(rnd.idx)
+    rnd.record(batch)
+    return batch
 
 
-def planner_job(rnd: Round) -> dict[str, list]:
+def planner_job(rnd: Round) -> RoundBatch:
     """Two-job mode, the planner's flow run: plan, meet, wait for the actor's credit, record."""
-    batch = rnd.sample()
-    rnd.meet(rnd.plan(batch))
-    samples = {"planner": rnd.await_feedback()}
-    rnd.record(samples)
-    return samples
+    tasks = rnd.sample()
+    rnd.meet(rnd.plan(tasks))
+    batch = rnd.await_feedback()
+    rnd.record(batch)
+    return batch
 
 
-def actor_job(rnd: Round) -> dict[str, list]:
+def actor_job(rnd: Round) -> RoundBatch:
     """Two-job mode, the actor's flow run: meet the planner's plans, execute, score, hand back credit, record."""
-    batch = rnd.sample()
-    scored = rnd.execute(batch, rnd.meet(None))
+    tasks = rnd.sample()
+    scored = rnd.execute(tasks, rnd.meet(None))
+    # The planner's credit crosses to the other job as plain samples: the orchestrator keeps barrier payloads in
+    # its state file, which a restarted orchestrator (perhaps of newer code) reads back.
     rnd.hand_feedback(scored.planner_samples)
-    samples = {"actor": scored.actor_samples}
-    rnd.record(samples)
-    return samples
+    batch = scored.batch(rnd.idx).only("actor")
+    rnd.record(batch)
+    return batch
 
 
 COMPOSITIONS = {"both": one_job, "planner": planner_job, "actor": actor_job}
@@ -290,13 +293,13 @@ class Rounds:
     def play(self, round_idx: int) -> Iterator[dict]:
         """Generate round `round_idx`; yield every round this finishes (the one in training, or this one)."""
         rnd = Round(self.cfg, round_idx, self.planner, self.actor, self.pool, self.incarnation, plain=self.plain)
-        samples = COMPOSITIONS[self.cfg.agent_role](rnd)
+        batch = COMPOSITIONS[self.cfg.agent_role](rnd)
         yield from self.drain()
         if self.cfg.pipeline.max_staleness == 0:
-            rnd.train(samples)
+            rnd.train(batch)
             yield self._finished(rnd)
         else:
-            self.training = (rnd, rnd.start_training(samples, sync=False))
+            self.training = (rnd, rnd.start_training(batch, sync=False))
 
     def drain(self) -> Iterator[dict]:
         """Finish the round in training, if any: wait for it, sync its weights to the engines, yield it."""

@@ -8,7 +8,8 @@ different processes (two
 actors on shared storage, or plain library users) serialise through an exclusive flock.
 
 Items are dicts with an `id`; re-appending an id replaces the earlier item (a re-run round stays
-counted once), and `compact()` rewrites the file with only the latest copy of each id.
+counted once), and `compact()` rewrites the file with only the latest copy of each id. A round's items are
+made by its `RoundBatch` (planact/batch.py), the one conversion between a round's samples and this store.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from planact.samples import Sample
 from planact.storage import atomic_write, fsync_path
 
 INDEX_FIELDS = ("run", "round", "role", "anchor")
@@ -211,24 +211,6 @@ def pool_actor(path: str | Path, name: str, namespace: str = "planact"):
 
     cls = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)(ExperiencePoolActor)
     return cls.options(name=name, namespace=namespace, get_if_exists=True).remote(str(Path(path).resolve()))
-
-
-def experience_items(
-    run: str, round_idx: int, role: str, samples: list[Sample], anchor_key: str = "group"
-) -> list[dict]:
-    """Plan/Act samples as pool items with stable ids (a re-run round replaces its own items)."""
-    return [
-        {
-            "id": f"{run}/{round_idx}/{role}/{i}",
-            "run": run,
-            "round": round_idx,
-            "role": role,
-            "anchor": s.get(anchor_key),
-            "priority": 1.0 + abs(float(s.get("advantage", 0.0))),
-            "data": s,
-        }
-        for i, s in enumerate(samples)
-    ]
 
 
 class PoolRef:

@@ -10,6 +10,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from planact.batch import RoundBatch
 from planact.config import CreditConfig
 from planact.engines.base import Completion
 from planact.envs.plan_act import CHARSET_PLAN, actor_prompt, parse_plan, planner_prompt, verify
@@ -36,6 +37,10 @@ class RoundResult:
     actor_samples: list[Sample] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
     rollouts: list[dict] = field(default_factory=list)
+
+    def batch(self, round_idx: int) -> RoundBatch:
+        """The round's samples as the batch the pool and the trainers get (planner first, as rounds record them)."""
+        return RoundBatch(round_idx, {"planner": self.planner_samples, "actor": self.actor_samples})
 
 
 def sample_record(c: Completion, reward: float, advantage: float, role: str, task_id: str, group: str) -> Sample:

@@ -33,9 +33,9 @@ def run_search(cfg: AFlowConfig, checkpoint: str, benchmark: str, seed: int, tag
 
 
 @task(name="train_optimizer", **OPTS)
-def train_optimizer(cfg: AFlowConfig, checkpoint: str, transitions: list[dict], out: str) -> dict:
+def train_optimizer(cfg: AFlowConfig, checkpoint: str, transitions: list[dict], iteration: int, out: str) -> dict:
     """GiGPO advantages over the iteration's transitions, one GRPO update, the new checkpoint written whole."""
     model = make_optimizer(cfg, checkpoint)
-    figures = learn(cfg, model, transitions)
+    figures = learn(cfg, model, transitions, iteration)
     model.save(out)
     return {"figures": figures, "transitions": transitions}

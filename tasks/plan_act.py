@@ -9,6 +9,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from planact import agents, registry
+from planact.batch import RoundBatch
 from planact.config import RunConfig
 from planact.envs.base import evaluate, make_env
 from planact.orchestrator import barrier_key, get_or_create_orchestrator, orchestrator_state, resolve_barrier
@@ -160,11 +161,11 @@ def score_rewards(cfg: RunConfig, batch: Payload, plans: Payload, answers: Paylo
 
 
 @task(name="train_role", **AGENT_TASK_OPTS)
-def train_role(group: agents.RoleGroup, samples: list[dict], round_idx: int | None = None, sync: bool = True) -> dict:
-    """One GRPO update on the role's trainer, then (unless pipelined) weight sync to its engines (applied once
-    per round)."""
-    step_id = None if round_idx is None else f"round-{round_idx}"
-    return agents.train_and_sync(group, _open(samples), step_id, sync)
+def train_role(group: agents.RoleGroup, batch: Payload, sync: bool = True) -> dict:
+    """One GRPO update on the role's trainer over its part of the round's `RoundBatch`, then (unless pipelined)
+    weight sync to its engines (applied once per round)."""
+    rb: RoundBatch = _open(batch)
+    return agents.train_and_sync(group, rb.samples(group.role), f"round-{rb.round}", sync)
 
 
 @task(name="sync_weights", **AGENT_TASK_OPTS)

@@ -329,7 +329,7 @@ def test_a_trainable_free_form_optimizer_model_is_scored_and_updated(tmp_path):
     import torch
 
     from aflow_rl.config import validate_aflow_config
-    from aflow_rl.optimizer_rl import FreeFormOptimizerModel, make_optimizer, run_searches
+    from aflow_rl.optimizer_rl import FreeFormOptimizerModel, make_optimizer, run_searches, transition_batch
     from planact.config import TinyModelSpec
     from planact.models import build_tiny_model, build_tokenizer
 
@@ -370,7 +370,9 @@ def test_a_trainable_free_form_optimizer_model_is_scored_and_updated(tmp_path):
         for tr in trans
     )
     before = {k: v.clone() for k, v in opt.model.state_dict().items()}
-    metrics = opt.update(trans, [1.0 if i % 2 else -1.0 for i in range(len(trans))])
+    for i, tr in enumerate(trans):
+        tr["advantage"] = 1.0 if i % 2 else -1.0
+    metrics = opt.update(transition_batch(1, trans))
     assert metrics["skipped"] == 0.0 and any(not torch.equal(before[k], v) for k, v in opt.model.state_dict().items())
     saved = opt.save(tmp_path / "ckpt")
     again = make_optimizer(cfg, saved)
