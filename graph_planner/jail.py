@@ -335,8 +335,8 @@ def _preflight(clock_steps: tuple) -> str:
             try:  # the vDSO's path, then the system call's
                 msg = b"the wall clock was read: %d" % time.time()
             except PermissionError:
-                clockless = seccomp.clocks_refused() and seccomp.absolute_wait_refused()
-                msg = msg if clockless else b"a clock, or a wait on the wall clock, was allowed"
+                confined = seccomp.clocks_refused() and seccomp.futex_confined()
+                msg = msg if confined else b"a clock, a shared futex or a wall-clock wait was allowed"
         except BaseException as e:  # noqa: BLE001
             msg = repr(e).encode()[:300]
         os.write(w, msg)

@@ -178,10 +178,12 @@ class Client:
         top = module.split(".")[0]
         allowed = module == "builtins" or (not _testish(module) and (top in STDLIB or top == self.package))
         cls = sys.modules.get(module) if allowed else None
+        # A qualname is a path of classes: each step is looked up in the module's or a class's own dictionary
+        # and must be a class (never an instance, or a module the file imported: classes of other modules)
         for part in qualname.split(".") if cls is not None else ():
-            space = getattr(cls, "__dict__", None)
-            cls = space.get(part) if space is not None else None
-            if cls is None:
+            cls = vars(cls).get(part)
+            if not isinstance(cls, type):
+                cls = None
                 break
         if not (isinstance(cls, type) and issubclass(cls, Exception)) or issubclass(cls, MemoryError):
             self.fault(f"the jailed call raised {module}.{qualname}, which the jail does not pass on")

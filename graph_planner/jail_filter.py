@@ -30,8 +30,12 @@ PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 # a cache side channel needs (a call leaves lines of the shared libraries' code cached or flushed, a later
 # call times its reads of them), so `clock_gettime` is refused for every id, and jail_clock.blind() routes the
 # reads that need no system call to this filter. (RLIMIT_CPU, set before the filter, still bounds the call.)
-# Nor a clock rebuilt from a wait: `futex` only as a plain wait (a relative timeout) or wake, private or
-# not; an absolute deadline on the wall clock (FUTEX_WAIT_BITSET | FUTEX_CLOCK_REALTIME) returns at once when
+# Nor a clock rebuilt from a wait, nor a word another process can name: `futex` only as a private plain wait
+# (a relative timeout) or wake. A shared futex on a page of a file mapping (the interpreter's read-only code)
+# is keyed by the file's inode and offset, the same word in every sandbox that binds the interpreter, so a
+# child of one run woke a child of another run waiting there and told it the answer (review 16's A17: reward 1
+# with the bug left in 3 of 3 pairs of concurrent runs); a private one is keyed by the process's own memory.
+# An absolute deadline on the wall clock (FUTEX_WAIT_BITSET | FUTEX_CLOCK_REALTIME) returns at once when
 # it has passed and sleeps when it has not, which the process's own CPU time told apart, so a search over
 # deadlines found the time to ~30 ms (review 15's A16: reward 1 with the bug left, 3 of 3), and FUTEX_LOCK_PI
 # answered whether any pid exists. `madvise` only with the advice malloc gives (MADV_PAGEOUT on a file's pages
@@ -53,7 +57,7 @@ ALLOWED = {
     "exit": 60,
     "exit_group": 231,
 }
-_LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K, _AND_K = 0x20, 0x15, 0x35, 0x45, 0x06, 0x54
+_LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
 MAP_ANONYMOUS = 0x20
 _NR, _ARCH = 0, 4
 _ARG = [16 + 8 * i for i in range(6)]  # seccomp_data.args[i]: low 32 bits first (little endian)
@@ -107,12 +111,11 @@ def _program(fd: int) -> bytes:
     labels["channel_hi"] = len(ins)
     op(_LD_W_ABS, _ARG[0] + 4)
     branch(0, allow, deny)
-    # futex: the operation (a 32-bit int) without the private flag is a plain wait or a wake, nothing else
+    # futex: a private plain wait or wake (the operation is a 32-bit int), nothing else
     labels["futex"] = len(ins)
     op(_LD_W_ABS, _ARG[1])
-    op(_AND_K, 0xFFFFFFFF ^ FUTEX_PRIVATE_FLAG)
-    branch(FUTEX_OPS[0], allow)
-    branch(FUTEX_OPS[1], allow, deny)
+    branch(FUTEX_OPS[0] | FUTEX_PRIVATE_FLAG, allow)
+    branch(FUTEX_OPS[1] | FUTEX_PRIVATE_FLAG, allow, deny)
     # madvise: the advice (a 32-bit int) is one malloc gives
     labels["madvise"] = len(ins)
     op(_LD_W_ABS, _ARG[2])
@@ -166,13 +169,16 @@ def install_filter(fd: int) -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
 
 
-def absolute_wait_refused() -> bool:
-    """Whether a futex wait on an absolute wall-clock deadline is refused here (for a preflight after the filter)."""
+def futex_confined() -> bool:
+    """Whether a shared futex wait and a wait on an absolute wall-clock deadline are both refused here (for a
+    preflight after the filter)."""
     word = ctypes.c_uint32(0)
-    epoch = (ctypes.c_long * 2)(0, 0)  # a deadline long passed: an allowed wait returns at once (ETIMEDOUT)
-    wait_bitset_realtime = ctypes.c_long(9 | 256)
-    args = (ctypes.byref(word), wait_bitset_realtime, ctypes.c_long(0), epoch, ctypes.c_long(0), ctypes.c_long(-1))
-    return _libc.syscall(ctypes.c_long(SYS_FUTEX), *args) == -1 and ctypes.get_errno() == 1
+    epoch = (ctypes.c_long * 2)(0, 1)  # past, or 1 ns: an allowed wait returns at once (ETIMEDOUT)
+    refused = []
+    for op, deadline in ((0, epoch), (9 | 256 | FUTEX_PRIVATE_FLAG, epoch)):  # shared WAIT; WAIT_BITSET|REALTIME
+        args = (ctypes.byref(word), ctypes.c_long(op), ctypes.c_long(0), deadline, ctypes.c_long(0), ctypes.c_long(-1))
+        refused.append(_libc.syscall(ctypes.c_long(SYS_FUTEX), *args) == -1 and ctypes.get_errno() == 1)
+    return all(refused)
 
 
 def clocks_refused() -> bool:

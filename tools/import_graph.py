@@ -101,6 +101,8 @@ GRAPH_PLANNER_ROOMS = [
             "graph_planner.jail_client",
             "graph_planner.jail_callback",
             "graph_planner.jail_fork",
+            "graph_planner.jail_clock",
+            "graph_planner.jail_filter",
             "graph_planner.jail_rewrite",
             "graph_planner.jail_wire",
         ),

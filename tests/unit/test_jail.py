@@ -409,20 +409,22 @@ return [
     raw(202, at, 1 | 128, 1, 0, 0, 0),  # a private wake (allowed: 0 woken)
     raw(202, at, 0 | 128, 1, ts, 0, 0),  # a private wait whose value differs (allowed: EAGAIN -11)
     raw(28, ctypes.c_void_p(page), 4096, 4),  # MADV_DONTNEED (allowed)
+    raw(202, at, 1, 1, 0, 0, 0),  # a shared wake: keyed by a file's page, another run's process could wait there
 ]
 """
 
 
 def test_a_call_can_neither_wait_on_the_wall_clock_nor_evict_shared_pages(tmp_path):
-    # Review 15: A16 rebuilt the wall clock from futex waits on absolute deadlines (a passed one returns at once,
+    # Review 16: A17 woke a child of another run, concurrent, through a shared futex on the interpreter's code
+    # pages (keyed by the file: the same word in every sandbox); only private futexes are left. Review 15: A16 rebuilt the wall clock from futex waits on absolute deadlines (a passed one returns at once,
     # which the call's own CPU time told from a sleep) and carried A09's value again (reward 1, 3 of 3); A15
     # evicted a shared file's pages (MADV_PAGEOUT) for a later call to time. The control: the same calls here.
     here = {}
     exec("def gadget(x):\n" + textwrap.indent(WAITS, "    "), here)  # noqa: S102 - the test's own code
     outside = here["gadget"](1)
-    assert outside[0] == -110 and outside[1] != -1 and outside[2] == 0, outside  # allowed outside the jail
+    assert outside[0] == -110 and outside[1] != -1 and outside[2] == 0 and outside[6] == 0, outside  # allowed
     out = run_jailed(tmp_path, WAITS, [0])
-    assert eval(out.get("value", "None")) == [-1, -1, -1, 0, -11, 0], out  # noqa: S307 - plain data it built
+    assert eval(out.get("value", "None")) == [-1, -1, -1, 0, -11, 0, -1], out  # noqa: S307 - plain data it built
 
 
 VDSO_DATA = """
