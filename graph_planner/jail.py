@@ -318,7 +318,7 @@ def _serve_call(request: bytes, template, limits: dict, depth: int = 0) -> tuple
 
 def _preflight(clock_steps: tuple) -> str:
     """Why the filter does not hold in a child of this process ("" when opening a file is refused there)."""
-    why = seccomp.available()
+    why = seccomp.available() or clock.tsc_wait_open()
     if why:
         return why
     r, w = os.pipe()
@@ -335,8 +335,7 @@ def _preflight(clock_steps: tuple) -> str:
             try:  # the vDSO's path, then the system call's
                 msg = b"the wall clock was read: %d" % time.time()
             except PermissionError:
-                confined = seccomp.clocks_refused() and seccomp.futex_confined()
-                msg = msg if confined else b"a clock, a shared futex or a wall-clock wait was allowed"
+                msg = seccomp.what_leaks().encode() or msg
         except BaseException as e:  # noqa: BLE001
             msg = repr(e).encode()[:300]
         os.write(w, msg)

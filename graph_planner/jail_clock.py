@@ -144,3 +144,45 @@ def blind(steps: tuple) -> None:
             raise OSError(ctypes.get_errno(), f"munmap of {name} failed")
     if libc.prctl(PR_SET_TSC, PR_TSC_SIGSEGV, None, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_TSC) failed")
+
+
+# A clock without a system call or rdtsc: TPAUSE and UMWAIT (Intel's WAITPKG: Tremont, Alder Lake, Sapphire Rapids
+# and later) wait until the time-stamp counter reaches a deadline the caller gives, at any privilege level
+# (PR_SET_TSC does not stop them), and set the carry flag when the OS's time limit ended the wait instead: a
+# comparison of the host's counter with a number the child chooses, so a search over deadlines reads it (review
+# 17, written for Intel, not run: this machine is AMD). With the limit at 0 there is no limit and the flag tells
+# nothing; elsewhere the jail does not run.
+UMWAIT_MAX_TIME = "/sys/devices/system/cpu/umwait_control/max_time"
+# push rbx; mov eax, 7; xor ecx, ecx; cpuid; mov eax, ecx; pop rbx; ret: CPUID leaf 7's ECX (bit 5: WAITPKG)
+_CPUID_7_ECX = bytes.fromhex("53b80700000031c90fa289c85bc3")
+
+
+def _cpuid_7_ecx() -> int:
+    libc = prepare()
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    page = libc.mmap(None, PAGE, PROT_READ | PROT_WRITE | PROT_EXEC, 0x22, -1, 0)  # private, anonymous
+    if page in (None, ctypes.c_void_p(-1).value):
+        raise OSError(ctypes.get_errno(), "mmap of a code page failed")
+    try:
+        ctypes.memmove(page, _CPUID_7_ECX, len(_CPUID_7_ECX))
+        return ctypes.CFUNCTYPE(ctypes.c_uint32)(page)()
+    finally:
+        libc.munmap(ctypes.c_void_p(page), PAGE)
+
+
+def tsc_wait_open() -> str:
+    """Why TPAUSE/UMWAIT would give a child a clock here ("" when they cannot: no WAITPKG, or no OS time limit)."""
+    if not (_cpuid_7_ecx() >> 5) & 1:
+        return ""
+    try:
+        with open(UMWAIT_MAX_TIME) as fh:
+            limit = fh.read().strip()
+    except OSError as e:
+        limit = f"unreadable: {e.strerror}"
+    if limit == "0":
+        return ""
+    return (
+        f"this CPU has TPAUSE/UMWAIT (WAITPKG), and their OS time limit ({UMWAIT_MAX_TIME}: {limit}) lets a jailed "
+        "call compare the time-stamp counter with a deadline it chooses: a clock; set the limit to 0 to jail here"
+    )

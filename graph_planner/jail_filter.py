@@ -41,16 +41,32 @@ PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 # answered whether any pid exists. `madvise` only with the advice malloc gives (MADV_PAGEOUT on a file's pages
 # would evict them from the page cache every process shares, a channel a later call times by faulting them
 # back: review 15's A15, held in the sandbox only because the run's uid does not own the interpreter's files).
-SYS_READ, SYS_WRITE, SYS_MMAP, SYS_MADVISE, SYS_FUTEX = 0, 1, 9, 28, 202
+SYS_READ, SYS_WRITE, SYS_MMAP, SYS_MADVISE, SYS_FUTEX, SYS_GETRANDOM = 0, 1, 9, 28, 202, 318
 FUTEX_OPS = (0, 1)  # FUTEX_WAIT, FUTEX_WAKE
 FUTEX_PRIVATE_FLAG = 128
 MADVICE = (0, 4, 8, 14, 15)  # MADV_NORMAL, DONTNEED, FREE, HUGEPAGE, NOHUGEPAGE
+# mmap: anonymous and private, with the flags malloc and the interpreter use and nothing else (an allow-list, so
+# a flag a later kernel adds stays out): never MAP_HUGETLB, whose pages come from the host's one pool
+# (vm.nr_hugepages), reserved at mmap time and refused when too few are free, a count every process on the host
+# changes and reads (review 17's A21: a child of one run held v+1 pages while a concurrent run's child counted
+# the free ones, reward 1 with the bug left in 4 of 5 pairs on a host with a pool), nor MAP_SHARED.
+MAP_PRIVATE, MAP_FIXED, MAP_ANONYMOUS, MAP_NORESERVE, MAP_POPULATE, MAP_STACK, MAP_FIXED_NOREPLACE = (
+    0x02,
+    0x10,
+    0x20,
+    0x4000,
+    0x8000,
+    0x20000,
+    0x100000,
+)
+MMAP_FLAGS = MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS | MAP_NORESERVE | MAP_POPULATE | MAP_STACK | MAP_FIXED_NOREPLACE
+# getrandom: flags 0 or GRND_NONBLOCK; GRND_RANDOM drew on a host-wide entropy count before Linux 5.6
+GETRANDOM_FLAGS = (0, 1)
 ALLOWED = {
     "brk": 12,
     "munmap": 11,
     "mremap": 25,
     "mprotect": 10,
-    "getrandom": 318,
     "rt_sigreturn": 15,
     "rt_sigprocmask": 14,
     "sigaltstack": 131,
@@ -58,7 +74,6 @@ ALLOWED = {
     "exit_group": 231,
 }
 _LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
-MAP_ANONYMOUS = 0x20
 _NR, _ARCH = 0, 4
 _ARG = [16 + 8 * i for i in range(6)]  # seccomp_data.args[i]: low 32 bits first (little endian)
 
@@ -102,6 +117,7 @@ def _program(fd: int) -> bytes:
     branch(SYS_MMAP, "mmap")
     branch(SYS_FUTEX, "futex")
     branch(SYS_MADVISE, "madvise")
+    branch(SYS_GETRANDOM, "getrandom")
     op(_RET_K, RET_ERRNO_EPERM)
     labels = {"channel": len(ins)}
     # read and write: only on the channel descriptor (both halves of the 64-bit argument); a read can only
@@ -122,11 +138,18 @@ def _program(fd: int) -> bytes:
     for advice in MADVICE[:-1]:
         branch(advice, allow)
     branch(MADVICE[-1], allow, deny)
-    # mmap: anonymous only (MAP_ANONYMOUS in flags, the kernel then ignores fd; glibc passes fd -1 as a
+    # getrandom: the flags (a 32-bit int) are 0 or GRND_NONBLOCK
+    labels["getrandom"] = len(ins)
+    op(_LD_W_ABS, _ARG[2])
+    branch(GETRANDOM_FLAGS[0], allow)
+    branch(GETRANDOM_FLAGS[1], allow, deny)
+    # mmap: no flag outside MMAP_FLAGS, and anonymous (the kernel then ignores fd; glibc passes fd -1 as a
     # 32-bit int, so the argument's upper half is not reliable): a shared writable file mapping would be a
     # write to that file
     labels["mmap"] = len(ins)
     op(_LD_W_ABS, _ARG[3])
+    jumps.append((len(ins), deny, None))
+    op(_JSET_K, 0xFFFFFFFF ^ MMAP_FLAGS)
     jumps.append((len(ins), allow, deny))
     op(_JSET_K, MAP_ANONYMOUS)
     labels[deny] = len(ins)
@@ -155,6 +178,7 @@ def prepare() -> None:
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
         _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+        _libc.syscall.restype = ctypes.c_long  # (an mmap's address is wider than an int)
 
 
 def install_filter(fd: int) -> None:
@@ -169,20 +193,22 @@ def install_filter(fd: int) -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
 
 
-def futex_confined() -> bool:
-    """Whether a shared futex wait and a wait on an absolute wall-clock deadline are both refused here (for a
-    preflight after the filter)."""
-    word = ctypes.c_uint32(0)
-    epoch = (ctypes.c_long * 2)(0, 1)  # past, or 1 ns: an allowed wait returns at once (ETIMEDOUT)
-    refused = []
-    for op, deadline in ((0, epoch), (9 | 256 | FUTEX_PRIVATE_FLAG, epoch)):  # shared WAIT; WAIT_BITSET|REALTIME
-        args = (ctypes.byref(word), ctypes.c_long(op), ctypes.c_long(0), deadline, ctypes.c_long(0), ctypes.c_long(-1))
-        refused.append(_libc.syscall(ctypes.c_long(SYS_FUTEX), *args) == -1 and ctypes.get_errno() == 1)
-    return all(refused)
-
-
-def clocks_refused() -> bool:
-    """Whether clock_gettime is refused here for the shared clocks and the process's own CPU clocks alike."""
-    ts = (ctypes.c_long * 2)()
-    reads = [_libc.syscall(ctypes.c_long(228), ctypes.c_long(clock), ts) for clock in (0, 1, 2, 3)]
-    return reads == [-1] * 4 and ctypes.get_errno() == 1
+def what_leaks() -> str:
+    """What a process could still share with another here ("" when nothing of what the filter must refuse is
+    allowed): for the preflight, after the filter. Each probe is harmless when refused and when allowed."""
+    n, word = ctypes.c_long, ctypes.c_uint32(0)
+    soon = (ctypes.c_long * 2)(0, 1)  # past (absolute) or 1 ns (relative): an allowed wait returns at once
+    ts, buf = (ctypes.c_long * 2)(), ctypes.create_string_buffer(8)
+    private, wait_bitset_realtime = MAP_PRIVATE | MAP_ANONYMOUS, 9 | 256 | FUTEX_PRIVATE_FLAG
+    probes = [
+        *((f"clock {c}", 228, (n(c), ts)) for c in (0, 1, 2, 3)),
+        ("a shared futex wait", SYS_FUTEX, (ctypes.byref(word), n(0), n(0), soon, n(0), n(-1))),
+        ("a wall-clock futex wait", SYS_FUTEX, (ctypes.byref(word), n(wait_bitset_realtime), n(0), soon, n(0), n(-1))),
+        ("a hugetlb mapping", SYS_MMAP, (n(0), n(2 << 20), n(3), n(private | 0x40000), n(-1), n(0))),
+        ("a shared mapping", SYS_MMAP, (n(0), n(4096), n(3), n(0x01 | MAP_ANONYMOUS), n(-1), n(0))),
+        ("getrandom from the host's entropy count", SYS_GETRANDOM, (buf, n(8), n(2))),
+    ]
+    for name, nr, args in probes:
+        if not (_libc.syscall(n(nr), *args) == -1 and ctypes.get_errno() == 1):
+            return f"{name} was allowed"
+    return ""

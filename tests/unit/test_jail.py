@@ -410,11 +410,15 @@ return [
     raw(202, at, 0 | 128, 1, ts, 0, 0),  # a private wait whose value differs (allowed: EAGAIN -11)
     raw(28, ctypes.c_void_p(page), 4096, 4),  # MADV_DONTNEED (allowed)
     raw(202, at, 1, 1, 0, 0, 0),  # a shared wake: keyed by a file's page, another run's process could wait there
+    raw(9, 0, 2 << 20, 3, 0x22 | 0x40000, -1, 0) < 0,  # MAP_HUGETLB: the host's pool of huge pages (refused or none)
+    raw(9, 0, 4096, 3, 0x21, -1, 0) > 0,  # a shared anonymous mapping
+    raw(318, ctypes.c_void_p(page), 8, 2),  # getrandom(GRND_RANDOM): once a host-wide entropy count
 ]
 """
 
 
 def test_a_call_can_neither_wait_on_the_wall_clock_nor_evict_shared_pages(tmp_path):
+    # Review 17: A21 held huge pages of the host's pool for a concurrent run's child to count (MAP_HUGETLB).
     # Review 16: A17 woke a child of another run, concurrent, through a shared futex on the interpreter's code
     # pages (keyed by the file: the same word in every sandbox); only private futexes are left. Review 15: A16 rebuilt the wall clock from futex waits on absolute deadlines (a passed one returns at once,
     # which the call's own CPU time told from a sleep) and carried A09's value again (reward 1, 3 of 3); A15
@@ -423,8 +427,26 @@ def test_a_call_can_neither_wait_on_the_wall_clock_nor_evict_shared_pages(tmp_pa
     exec("def gadget(x):\n" + textwrap.indent(WAITS, "    "), here)  # noqa: S102 - the test's own code
     outside = here["gadget"](1)
     assert outside[0] == -110 and outside[1] != -1 and outside[2] == 0 and outside[6] == 0, outside  # allowed
+    assert outside[8] is True and outside[9] == 8, outside
     out = run_jailed(tmp_path, WAITS, [0])
-    assert eval(out.get("value", "None")) == [-1, -1, -1, 0, -11, 0, -1], out  # noqa: S307 - plain data it built
+    expected = [-1, -1, -1, 0, -11, 0, -1, True, False, -1]  # the hugetlb mmap fails either way: EPERM in the jail
+    assert eval(out.get("value", "None")) == expected, out  # noqa: S307 - plain data it built
+
+
+def test_the_jail_does_not_run_where_tpause_could_time_a_call(monkeypatch, tmp_path):
+    # Review 17 (A20, Intel only, not run here): TPAUSE/UMWAIT compare the time-stamp counter with a deadline the
+    # call chooses whenever the OS limits their wait. This CPU has no WAITPKG (the control: the jail runs).
+    from graph_planner import jail_clock
+
+    assert jail_clock.tsc_wait_open() == "" and not (jail_clock._cpuid_7_ecx() >> 5) & 1
+    limit = tmp_path / "max_time"
+    monkeypatch.setattr(jail_clock, "_cpuid_7_ecx", lambda: 1 << 5)
+    monkeypatch.setattr(jail_clock, "UMWAIT_MAX_TIME", str(limit))
+    assert "unreadable" in jail_clock.tsc_wait_open()
+    limit.write_text("100000\n")  # Linux's default
+    assert "100000" in jail_clock.tsc_wait_open()
+    limit.write_text("0\n")  # no limit: the flag tells nothing
+    assert jail_clock.tsc_wait_open() == ""
 
 
 VDSO_DATA = """
