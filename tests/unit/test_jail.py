@@ -388,6 +388,7 @@ import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mmap.restype = ctypes.c_void_p
 libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.syscall.restype = ctypes.c_long  # (an mapping's address is wider than an int)
 
 def raw(nr, *args):
     rc = libc.syscall(ctypes.c_long(nr), *[a if isinstance(a, ctypes._SimpleCData) else ctypes.c_long(a) for a in args])
