@@ -38,13 +38,17 @@ PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 # An absolute deadline on the wall clock (FUTEX_WAIT_BITSET | FUTEX_CLOCK_REALTIME) returns at once when
 # it has passed and sleeps when it has not, which the process's own CPU time told apart, so a search over
 # deadlines found the time to ~30 ms (review 15's A16: reward 1 with the bug left, 3 of 3), and FUTEX_LOCK_PI
-# answered whether any pid exists. `madvise` only with the advice malloc gives (MADV_PAGEOUT on a file's pages
+# answered whether any pid exists. `madvise` only with the advice malloc gives (below; MADV_PAGEOUT on a file's pages
 # would evict them from the page cache every process shares, a channel a later call times by faulting them
 # back: review 15's A15, held in the sandbox only because the run's uid does not own the interpreter's files).
 SYS_READ, SYS_WRITE, SYS_MMAP, SYS_MADVISE, SYS_FUTEX, SYS_GETRANDOM = 0, 1, 9, 28, 202, 318
 FUTEX_OPS = (0, 1)  # FUTEX_WAIT, FUTEX_WAKE
 FUTEX_PRIVATE_FLAG = 128
-MADVICE = (0, 4, 8, 14, 15)  # MADV_NORMAL, DONTNEED, FREE, HUGEPAGE, NOHUGEPAGE
+# madvise: only MADV_NORMAL and MADV_DONTNEED (what glibc's malloc gives). Not MADV_FREE: its pages keep their
+# contents until the kernel reclaims them, so a child learns whether reclaim happened, which memory a concurrent
+# run's child touched decides under a shared memory limit (review 18's A22: values crossed runs, not yet a
+# forge); not the huge-page advice either, which nothing here needs.
+MADVICE = (0, 4)  # MADV_NORMAL, MADV_DONTNEED
 # mmap: anonymous and private, with the flags malloc and the interpreter use and nothing else (an allow-list, so
 # a flag a later kernel adds stays out): never MAP_HUGETLB, whose pages come from the host's one pool
 # (vm.nr_hugepages), reserved at mmap time and refused when too few are free, a count every process on the host
@@ -207,6 +211,7 @@ def what_leaks() -> str:
         ("a hugetlb mapping", SYS_MMAP, (n(0), n(2 << 20), n(3), n(private | 0x40000), n(-1), n(0))),
         ("a shared mapping", SYS_MMAP, (n(0), n(4096), n(3), n(0x01 | MAP_ANONYMOUS), n(-1), n(0))),
         ("getrandom from the host's entropy count", SYS_GETRANDOM, (buf, n(8), n(2))),
+        ("MADV_FREE", SYS_MADVISE, (n(0), n(4096), n(8))),
     ]
     for name, nr, args in probes:
         if not (_libc.syscall(n(nr), *args) == -1 and ctypes.get_errno() == 1):

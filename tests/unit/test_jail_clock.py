@@ -88,11 +88,13 @@ return [
     raw(9, 0, 2 << 20, 3, 0x22 | 0x40000, -1, 0) < 0,  # MAP_HUGETLB: the host's pool of huge pages (refused or none)
     raw(9, 0, 4096, 3, 0x21, -1, 0) > 0,  # a shared anonymous mapping
     raw(318, ctypes.c_void_p(page), 8, 2),  # getrandom(GRND_RANDOM): once a host-wide entropy count
+    raw(28, ctypes.c_void_p(page), 4096, 8),  # MADV_FREE: whether reclaim happened, a shared memory limit's state
 ]
 """
 
 
 def test_a_call_can_neither_wait_on_the_wall_clock_nor_evict_shared_pages(tmp_path):
+    # Review 18: A22 read a shared memory limit's reclaim through MADV_FREE (pages kept or zeroed).
     # Review 17: A21 held huge pages of the host's pool for a concurrent run's child to count (MAP_HUGETLB).
     # Review 16: A17 woke a child of another run, concurrent, through a shared futex on the interpreter's code
     # pages (keyed by the file: the same word in every sandbox); only private futexes are left. Review 15: A16 rebuilt the wall clock from futex waits on absolute deadlines (a passed one returns at once,
@@ -102,9 +104,9 @@ def test_a_call_can_neither_wait_on_the_wall_clock_nor_evict_shared_pages(tmp_pa
     exec("def gadget(x):\n" + textwrap.indent(WAITS, "    "), here)  # noqa: S102 - the test's own code
     outside = here["gadget"](1)
     assert outside[0] == -110 and outside[1] != -1 and outside[2] == 0 and outside[6] == 0, outside  # allowed
-    assert outside[8] is True and outside[9] == 8, outside
+    assert outside[8] is True and outside[9] == 8 and outside[10] == 0, outside
     out = run_jailed(tmp_path, WAITS, [0])
-    expected = [-1, -1, -1, 0, -11, 0, -1, True, False, -1]  # the hugetlb mmap fails either way: EPERM in the jail
+    expected = [-1, -1, -1, 0, -11, 0, -1, True, False, -1, -1]  # the hugetlb mmap fails either way: EPERM in the jail
     assert eval(out.get("value", "None")) == expected, out  # noqa: S307 - plain data it built
 
 
