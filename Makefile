@@ -1,6 +1,11 @@
 # Two commands: `make demo` (install + run the demo training flow) and `make test` (install + whole suite).
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# The interpreter .venv is made from: the distribution's python3.11 where it has venv (Debian's /usr/bin/python3.11
+# is built with PGO and LTO, libpython linked in), else python3. On these machines `python3` is a source build
+# with a shared libpython and no optimisation: the same suite files took 21-27% more CPU-seconds on it, a plain
+# Python loop 2.4x the time (docs/testing.md). `make PYTHON=/path/to/python3.11 ...` chooses another.
+PYTHON ?= $(shell for p in /usr/bin/python3.11 python3; do $$p -c 'import ensurepip, venv' 2>/dev/null && { echo $$p; break; }; done)
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
@@ -17,7 +22,7 @@ $(VENV)/.installed: pyproject.toml
 	command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 		echo "chromium missing: the UI test (tests/integration/test_ui_pages.py) will fail"
-	python3 -m venv $(VENV)
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e ".[dev]"
