@@ -79,18 +79,22 @@ def _prompt_errors(prompt_src: str) -> list[str]:
     return errors
 
 
+def _parse_error(e: SyntaxError | ValueError) -> str:
+    return f"{e.msg} (line {e.lineno})" if isinstance(e, SyntaxError) else str(e)
+
+
 def validate(graph_src: str, prompt_src: str, max_operator_calls: int = 10) -> Validation:
     """Parses, defines Workflow with async __call__, only known operators, referenced prompts exist, call budget."""
     v = Validation()
     try:
         graph = ast.parse(graph_src)
-    except SyntaxError as e:
-        v.errors.append(f"graph.py does not parse: {e.msg} (line {e.lineno})")
+    except (SyntaxError, ValueError) as e:  # ValueError: a null byte, on Pythons before 3.11.4
+        v.errors.append(f"graph.py does not parse: {_parse_error(e)}")
         return v
     try:
         consts = prompt_constants(prompt_src)
-    except SyntaxError as e:
-        v.errors.append(f"prompt.py does not parse: {e.msg} (line {e.lineno})")
+    except (SyntaxError, ValueError) as e:
+        v.errors.append(f"prompt.py does not parse: {_parse_error(e)}")
         return v
     v.errors += _prompt_errors(prompt_src)
     v.errors += restricted(graph, _prompt_aliases(graph))

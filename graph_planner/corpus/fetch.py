@@ -43,13 +43,44 @@ def unpack(archive: Path, dest: Path) -> Path:
                 z.extractall(tmp)
         else:
             with tarfile.open(archive) as t:
-                t.extractall(tmp, filter="data")  # refuses absolute paths, links out of the tree
+                _extract(t, tmp)
         tops = list(Path(tmp).iterdir())
         top = tops[0] if len(tops) == 1 and tops[0].is_dir() else Path(tmp)
+        _links_stay_in(top)
         if dest.exists():
             shutil.rmtree(dest)
         shutil.copytree(top, dest, symlinks=True)
     return dest
+
+
+def _links_stay_in(top: Path) -> None:
+    """Refuse a tree with a link that resolves outside `top`: the filter keeps links inside the archive's
+    folder, but the sdist's single top folder is what is kept (a link up to the archive's root leads out)."""
+    root = top.resolve()
+    for path in top.rglob("*"):
+        if path.is_symlink() and not path.resolve().is_relative_to(root):
+            raise ValueError(f"{path.relative_to(top)}: a link that leads out of the package's folder; not unpacked")
+
+
+def _extract(t: tarfile.TarFile, to: str) -> None:
+    """Extract with tarfile's "data" filter (absolute paths, links out of the tree and device files refused).
+    Pythons before 3.10.12 / 3.11.4 (Debian 12's 3.11.2) have no filters: there, every member must be a file,
+    folder or link whose name and link target have no ".." and are relative, checked before anything is
+    written. Links that only point down cannot lead out, however they chain (a rule on the resolved path
+    alone could be walked round: a link to "." then another through it and up)."""
+    if hasattr(tarfile, "data_filter"):
+        t.extractall(to, filter="data")
+        return
+    members = t.getmembers()
+    for m in members:
+        names = [m.name] + ([m.linkname] if m.issym() or m.islnk() else [])
+        if not (m.isfile() or m.isdir() or m.issym() or m.islnk()):
+            raise ValueError(f"{m.name}: neither a file, a folder nor a link; not unpacked")
+        if any(os.path.isabs(n) or ".." in Path(n).parts for n in names):
+            raise ValueError(f"{m.name}: a path that leads out of the archive's folder; not unpacked")
+        m.mode &= 0o755  # no set-id bits, nothing writable by others (as the data filter)
+        m.uid, m.gid, m.uname, m.gname = os.getuid(), os.getgid(), "", ""
+    t.extractall(to, members=members)
 
 
 def git(

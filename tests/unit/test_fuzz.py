@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from aflow_rl import space
@@ -188,6 +188,8 @@ def mutated_graph(draw):
 
 @SOME
 @given(st.one_of(noise, mutated_graph()), st.one_of(st.just(PROMPT), noise))
+@example("\x00", PROMPT)  # a null byte: ValueError, not SyntaxError, from Python 3.11.2's parser (found on it)
+@example(GRAPH, "X = 1\x00")
 def test_workflow_code_validates_without_running_or_crashing(graph, prompt):
     v = validate(graph, prompt)
     assert v.ok == (not v.errors)
