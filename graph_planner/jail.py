@@ -318,7 +318,7 @@ def _serve_call(request: bytes, template, limits: dict, depth: int = 0) -> tuple
 
 def _preflight(clock_steps: tuple) -> str:
     """Why the filter does not hold in a child of this process ("" when opening a file is refused there)."""
-    why = seccomp.available() or clock.tsc_wait_open()
+    why = seccomp.available() or clock.tsc_wait_open() or clock.counters_open(clock_steps)
     if why:
         return why
     r, w = os.pipe()

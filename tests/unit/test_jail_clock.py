@@ -126,6 +126,23 @@ def test_the_jail_does_not_run_where_tpause_could_time_a_call(monkeypatch, tmp_p
     assert jail_clock.tsc_wait_open() == ""
 
 
+def test_a_blinded_child_reads_no_cycle_counter_and_rdpru_is_checked_where_the_cpu_has_it(monkeypatch):
+    # Review 18's suggestion: AMD's RDPRU reads APERF (a cycle count: a clock) with no system call. PR_SET_TSC
+    # should refuse it at user level; where CPUID names it, a blinded child tries it before the jail runs.
+    from graph_planner import jail_clock
+
+    steps = jail_clock.plan()
+    assert jail_clock.read_blind(jail_clock.RDTSC, None)  # the control: unblinded, rdtsc answers
+    assert not jail_clock.read_blind(jail_clock.RDTSC, steps)  # blinded: it faults
+    assert jail_clock.counters_open(steps) == ""
+    monkeypatch.setattr(jail_clock, "_cpuid_80000008_ebx", lambda: 1 << 4)  # a CPU that names RDPRU
+    has_rdpru = bool((jail_clock._run_code(jail_clock._CPUID_80000008_EBX) >> 4) & 1)
+    assert jail_clock.counters_open(steps) == ""  # tried and refused (here: no such instruction, #UD)
+    assert has_rdpru or not jail_clock.read_blind(jail_clock.RDPRU_APERF, None)
+    monkeypatch.setattr(jail_clock, "read_blind", lambda code, steps: True)  # one where it answers
+    assert "RDPRU" in jail_clock.counters_open(steps)
+
+
 VDSO_DATA = """
 'MARK'
 import ctypes
