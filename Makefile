@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 # The interpreter .venv is made from: the distribution's python3.11 where it has venv (Debian's /usr/bin/python3.11
 # is built with PGO and LTO, libpython linked in), else python3. On these machines `python3` is a source build
-# with a shared libpython and no optimisation: the same suite files took 21-27% more CPU-seconds on it, a plain
+# with a shared libpython and no optimisation: the same suite files took 25-37% more CPU-seconds on it, a plain
 # Python loop 2.4x the time (docs/testing.md). `make PYTHON=/path/to/python3.11 ...` chooses another.
 PYTHON ?= $(shell for p in /usr/bin/python3.11 python3; do $$p -c 'import ensurepip, venv' 2>/dev/null && { echo $$p; break; }; done)
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
