@@ -35,7 +35,7 @@ KINDS = (
     (r"ray/autoscaler/_private/monitor\.py", "ray autoscaler monitor"),
     (r"/(raylet|gcs_server) ", r"ray \1"),
     (r"-m (flows\.\w+|prefect\.engine|ipykernel_launcher|pytest)", r"python -m \1"),
-    (r"prefect server start", "prefect server"),
+    (r"prefect server start|prefect\.server\.api\.server:create_app", "prefect server"),  # a run's own: uvicorn
     (r"prefect worker start", "prefect worker"),
     (r"mlflow|uvicorn", "mlflow server"),
     (r"exec\(eval\(sys\.stdin", "pytest-xdist worker"),

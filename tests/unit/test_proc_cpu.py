@@ -17,6 +17,9 @@ def test_kinds_name_the_processes_the_suite_spends_on():
     assert kind("/v/bin/python -m flows.plan_act --config c.yaml", "python") == "python -m flows.plan_act"
     assert kind("/usr/bin/python3.11 -s /tmp/planact-run-ab12/0123456789ab.py", "python3.11") == "sandboxed test run"
     assert kind("", "kworker/0:1") == "kworker/0:1"  # a kernel thread has no command line
+    uvicorn = "/v/bin/python -m uvicorn --app-dir /v/site-packages --factory prefect.server.api.server:create_app"
+    assert kind(uvicorn, "python") == "prefect server"  # a run's own temporary server, not MLflow's
+    assert kind("/v/bin/python /v/bin/mlflow server --host 127.0.0.1", "python") == "mlflow server"
 
 
 def test_a_busy_child_is_counted_under_its_kind(tmp_path, capsys):
