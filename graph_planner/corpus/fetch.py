@@ -40,47 +40,51 @@ def unpack(archive: Path, dest: Path) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         if archive.name.endswith(".zip"):
             with zipfile.ZipFile(archive) as z:
-                z.extractall(tmp)
+                z.extractall(tmp)  # zipfile drops ".." and leading slashes, and makes no links
         else:
             with tarfile.open(archive) as t:
                 _extract(t, tmp)
         tops = list(Path(tmp).iterdir())
         top = tops[0] if len(tops) == 1 and tops[0].is_dir() else Path(tmp)
-        _links_stay_in(top)
+        for path in top.rglob("*"):  # what was written, read again: the same rule on each link's text
+            if path.is_symlink():
+                _check_path(str(path.relative_to(top)), os.readlink(path))
         if dest.exists():
             shutil.rmtree(dest)
         shutil.copytree(top, dest, symlinks=True)
     return dest
 
 
-def _links_stay_in(top: Path) -> None:
-    """Refuse a tree with a link that resolves outside `top`: the filter keeps links inside the archive's
-    folder, but the sdist's single top folder is what is kept (a link up to the archive's root leads out)."""
-    root = top.resolve()
-    for path in top.rglob("*"):
-        if path.is_symlink() and not path.resolve().is_relative_to(root):
-            raise ValueError(f"{path.relative_to(top)}: a link that leads out of the package's folder; not unpacked")
+# Longer than any honest sdist's: names near PATH_MAX are how a link chain hides where it leads (below).
+MAX_NAME = 1024
+
+
+def _check_path(name: str, *paths: str) -> None:
+    """Refuse a member whose name or link target is absolute, climbs with "..", or is over-long: checked on the
+    text alone. Links that only point down cannot lead out, however they chain."""
+    for p in (name, *paths):
+        if os.path.isabs(p) or ".." in Path(p).parts or len(p) > MAX_NAME:
+            raise ValueError(f"{name}: a path that could lead out of the archive's folder; not unpacked")
 
 
 def _extract(t: tarfile.TarFile, to: str) -> None:
-    """Extract with tarfile's "data" filter (absolute paths, links out of the tree and device files refused).
-    Pythons before 3.10.12 / 3.11.4 (Debian 12's 3.11.2) have no filters: there, every member must be a file,
-    folder or link whose name and link target have no ".." and are relative, checked before anything is
-    written. Links that only point down cannot lead out, however they chain (a rule on the resolved path
-    alone could be walked round: a link to "." then another through it and up)."""
-    if hasattr(tarfile, "data_filter"):
-        t.extractall(to, filter="data")
-        return
+    """Extract after planact's own check of every member, on every Python, before anything is written: a file,
+    folder or link, named and pointing as `_check_path` allows, set-id and others' write bits cleared, owned by
+    this user. tarfile's "data" filter runs too where the Python has it (3.10.12+, 3.11.4+), but not alone: it
+    resolves links with `os.path.realpath`, which stops following them past PATH_MAX, so a chain of links to
+    long folder names followed by ".." wrote outside the folder through it (review 19, on 3.10.13-3.13.0; the
+    CVE-2025-4517 class); the text of the names does not depend on what the links resolve to."""
     members = t.getmembers()
     for m in members:
-        names = [m.name] + ([m.linkname] if m.issym() or m.islnk() else [])
         if not (m.isfile() or m.isdir() or m.issym() or m.islnk()):
             raise ValueError(f"{m.name}: neither a file, a folder nor a link; not unpacked")
-        if any(os.path.isabs(n) or ".." in Path(n).parts for n in names):
-            raise ValueError(f"{m.name}: a path that leads out of the archive's folder; not unpacked")
+        _check_path(m.name, *([m.linkname] if m.issym() or m.islnk() else []))
         m.mode &= 0o755  # no set-id bits, nothing writable by others (as the data filter)
         m.uid, m.gid, m.uname, m.gname = os.getuid(), os.getgid(), "", ""
-    t.extractall(to, members=members)
+    if hasattr(tarfile, "data_filter"):
+        t.extractall(to, members=members, filter="data")
+    else:
+        t.extractall(to, members=members)
 
 
 def git(

@@ -1,12 +1,15 @@
 """What differs between the Python releases planact runs on (3.10 and later; the Makefile makes .venv from Debian
-12's 3.11.2 where it has one). Unpacking an sdist: tarfile's "data" filter where the Python has it, planact's own
-check where it does not; both refuse an archive that would write or point outside its folder, before anything is
-kept. A null byte in model-written text: a SyntaxError wherever graph_planner parses."""
+12's 3.11.2 where it has one). Unpacking an sdist: planact's own check of every member's text on every Python,
+tarfile's "data" filter beside it where the Python has one; an archive that would write or point outside its
+folder is refused before anything is written. A null byte in model-written text: a SyntaxError wherever
+graph_planner parses."""
 
 from __future__ import annotations
 
 import io
+import shutil
 import tarfile
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -56,31 +59,54 @@ def test_an_honest_sdist_unpacks_with_its_link_and_no_set_id_bits(tmp_path, pyth
     assert (dest / "setup.py").stat().st_mode & 0o7022 == 0
 
 
+def _past_path_max() -> list[tarfile.TarInfo]:
+    """Review 19's escape from the data filter (the CVE-2025-4517 class): links to 247-character folders push
+    the resolved path past PATH_MAX, where `os.path.realpath` stops following links, so a link whose text climbs
+    back up looks inside to the filter while the kernel lands three folders above the archive's root."""
+    letters, deep, path, out = "abcdefghijklmnop", "d" * 247, "pkg-1.0", []
+    for c in letters:
+        folder = tarfile.TarInfo(f"{path}/{deep}")
+        folder.type = tarfile.DIRTYPE
+        out += [folder, _link(f"{path}/{c}", deep)]
+        path = f"{path}/{deep}"
+    back = "pkg-1.0/" + "/".join(letters) + "/" + "l" * 254
+    out += [_link(back, "../" * len(letters)), _link("pkg-1.0/escape", back[8:] + "/../../../outside")]
+    return [*out, _file("pkg-1.0/escape/PWNED")]
+
+
 ESCAPES = {
-    "an absolute name": _file("/tmp/planact-unpack-escape"),
-    "a name that climbs out": _file("pkg-1.0/../../planact-unpack-escape"),
-    "a link to an absolute path": _link("pkg-1.0/etc", "/etc"),
-    "a link that climbs out": _link("pkg-1.0/up", "../.."),
-    "a link to the folder, then a link up through it": _link("pkg-1.0/dot/up", "../.."),
-    "a hard link out": _link("pkg-1.0/passwd", "../../etc/passwd", tarfile.LNKTYPE),
-    "a device": _link("pkg-1.0/null", "", tarfile.CHRTYPE),
+    "an absolute name": [_file("/tmp/planact-unpack-escape")],
+    "a name that climbs out": [_file("pkg-1.0/../../planact-unpack-escape")],
+    "a link to an absolute path": [_link("pkg-1.0/etc", "/etc")],
+    "a link that climbs out": [_link("pkg-1.0/up", "../..")],
+    "a link up to the archive's root, above the kept folder": [_link("pkg-1.0/dot/up", "../..")],
+    "a hard link out": [_link("pkg-1.0/passwd", "../../etc/passwd", tarfile.LNKTYPE)],
+    "a device": [_link("pkg-1.0/null", "", tarfile.CHRTYPE)],
+    "links past PATH_MAX, then a file through them": _past_path_max(),
 }
 
 
 @pytest.mark.parametrize("attack", ESCAPES)
-def test_an_archive_reaching_outside_its_folder_is_refused_or_kept_inside(tmp_path, python_kind, attack):
-    """Refused (ValueError or tarfile's own error), or unpacked with the member inside: never a write or a link
-    outside the folder (the data filter strips an absolute name's leading slash instead of refusing it)."""
-    archive = _sdist(tmp_path / "evil.tar.gz", ESCAPES[attack])
-    dest = tmp_path / "src"
+def test_an_archive_reaching_outside_its_folder_is_refused_before_anything_is_written(
+    tmp_path, monkeypatch, python_kind, attack
+):
+    """Refused on either path, with nothing written outside: not the kept folder, not the folder above the
+    temporary one it is unpacked in (where the PATH_MAX chain lands). A short temporary path, so that the
+    chain's folders can be made and only the resolved link passes PATH_MAX (as on a machine with /tmp)."""
+    short = Path(tempfile.mkdtemp(prefix="pu", dir="/tmp"))
     try:
-        unpack(archive, dest)
-    except (ValueError, tarfile.TarError):
-        assert not dest.exists()
-    else:
-        assert python_kind == "data filter" and attack in ("an absolute name", "a device") or not attack
-        links = [p for p in dest.rglob("*") if p.is_symlink()]
-        assert all(p.resolve().is_relative_to(dest.resolve()) for p in links)
+        (short / "t").mkdir()
+        (short / "outside").mkdir()  # where the PATH_MAX chain lands: three folders above the package's
+        monkeypatch.setattr(tempfile, "tempdir", str(short / "t"))
+        dest, refused = tmp_path / "src", None
+        try:
+            unpack(_sdist(tmp_path / "evil.tar.gz", *ESCAPES[attack]), dest)
+        except Exception as e:  # noqa: BLE001 - which error is asserted below, after what was written
+            refused = e
+        assert not any((short / "outside").iterdir())  # nothing written through the chain
+        assert isinstance(refused, ValueError) and not dest.exists(), refused
+    finally:
+        shutil.rmtree(short)
     assert not Path("/tmp/planact-unpack-escape").exists() and not (tmp_path.parent / "planact-unpack-escape").exists()
 
 
