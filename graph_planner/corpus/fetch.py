@@ -7,6 +7,7 @@ with a fixed identity and date, so the same corpus builds the same commit ids on
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 from planact.fetch import CACHE_ROOT, FetchError, pip_download, sha256  # noqa: F401 - re-exported for the corpus
 
 DEFAULT_CACHE = CACHE_ROOT / "sdists"
+log = logging.getLogger(__name__)
 _GIT_ENV = {
     "GIT_AUTHOR_NAME": "planact",
     "GIT_AUTHOR_EMAIL": "corpus@planact.invalid",
@@ -43,12 +45,13 @@ def unpack(archive: Path, dest: Path) -> Path:
                 z.extractall(tmp)  # zipfile drops ".." and leading slashes, and makes no links
         else:
             with tarfile.open(archive) as t:
-                _extract(t, tmp)
+                for name in _extract(t, tmp):
+                    log.warning("%s: %s links out of its folder, left out", archive.name, name)
         tops = list(Path(tmp).iterdir())
         top = tops[0] if len(tops) == 1 and tops[0].is_dir() else Path(tmp)
         for path in top.rglob("*"):  # what was written, read again: the same rule on each link's text
-            if path.is_symlink():
-                _check_path(str(path.relative_to(top)), os.readlink(path))
+            if path.is_symlink() and _leads_out(os.readlink(path)):
+                raise ValueError(f"{path.relative_to(top)}: a link that could lead out of the folder; not unpacked")
         if dest.exists():
             shutil.rmtree(dest)
         shutil.copytree(top, dest, symlinks=True)
@@ -59,32 +62,41 @@ def unpack(archive: Path, dest: Path) -> Path:
 MAX_NAME = 1024
 
 
-def _check_path(name: str, *paths: str) -> None:
-    """Refuse a member whose name or link target is absolute, climbs with "..", or is over-long: checked on the
-    text alone. Links that only point down cannot lead out, however they chain."""
-    for p in (name, *paths):
-        if os.path.isabs(p) or ".." in Path(p).parts or len(p) > MAX_NAME:
-            raise ValueError(f"{name}: a path that could lead out of the archive's folder; not unpacked")
+def _leads_out(path: str) -> bool:
+    """Whether a member name or link target could lead out of the folder, judged on its text alone."""
+    return os.path.isabs(path) or ".." in Path(path).parts or len(path) > MAX_NAME
 
 
-def _extract(t: tarfile.TarFile, to: str) -> None:
-    """Extract after planact's own check of every member, on every Python, before anything is written: a file,
-    folder or link, named and pointing as `_check_path` allows, set-id and others' write bits cleared, owned by
-    this user. tarfile's "data" filter runs too where the Python has it (3.10.12+, 3.11.4+), but not alone: it
-    resolves links with `os.path.realpath`, which stops following them past PATH_MAX, so a chain of links to
-    long folder names followed by ".." wrote outside the folder through it (review 19, on 3.10.13-3.13.0; the
-    CVE-2025-4517 class); the text of the names does not depend on what the links resolve to."""
-    members = t.getmembers()
-    for m in members:
+def _check_path(name: str) -> None:
+    if _leads_out(name):
+        raise ValueError(f"{name}: a name that could lead out of the archive's folder; not unpacked")
+
+
+def _extract(t: tarfile.TarFile, to: str) -> list[str]:
+    """Extract after planact's own check of every member, on every Python, before anything is written: files,
+    folders and links only, names as `_leads_out` allows (else the archive is refused), set-id and others' write
+    bits cleared, owned by this user. A link whose target is absolute or climbs with ".." is left out (its name is
+    returned; an honest sdist's docs link to ../CHANGES goes, a package that needed it fails its own tests and
+    yields no task): links that only point down cannot lead out, however they chain. tarfile's "data" filter runs
+    too where the Python has it (3.10.12+, 3.11.4+), not alone: it resolves links with `os.path.realpath`, which
+    stops following them past PATH_MAX, so a chain of links to long folder names, then "..", wrote outside the
+    folder through it (review 19, on 3.10.13-3.13.0; the CVE-2025-4517 class)."""
+    kept, dropped = [], []
+    for m in t.getmembers():
         if not (m.isfile() or m.isdir() or m.issym() or m.islnk()):
             raise ValueError(f"{m.name}: neither a file, a folder nor a link; not unpacked")
-        _check_path(m.name, *([m.linkname] if m.issym() or m.islnk() else []))
+        _check_path(m.name)
+        if (m.issym() or m.islnk()) and _leads_out(m.linkname):
+            dropped.append(m.name)
+            continue
         m.mode &= 0o755  # no set-id bits, nothing writable by others (as the data filter)
         m.uid, m.gid, m.uname, m.gname = os.getuid(), os.getgid(), "", ""
+        kept.append(m)
     if hasattr(tarfile, "data_filter"):
-        t.extractall(to, members=members, filter="data")
+        t.extractall(to, members=kept, filter="data")
     else:
-        t.extractall(to, members=members)
+        t.extractall(to, members=kept)
+    return dropped
 
 
 def git(
