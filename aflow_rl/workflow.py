@@ -88,7 +88,7 @@ def validate(graph_src: str, prompt_src: str, max_operator_calls: int = 10) -> V
     v = Validation()
     try:
         graph = ast.parse(graph_src)
-    except (SyntaxError, ValueError) as e:  # ValueError: a null byte, on Pythons before 3.11.4
+    except (SyntaxError, ValueError) as e:  # ValueError: a null byte, on some releases (3.11.2)
         v.errors.append(f"graph.py does not parse: {_parse_error(e)}")
         return v
     try:

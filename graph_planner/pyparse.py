@@ -17,20 +17,15 @@ PARSE_LOCK = threading.RLock()
 
 
 def parse(source: str | bytes, filename: str = "<unknown>", mode: str = "exec") -> ast.AST:
-    """`ast.parse(source, filename, mode)` under the process-wide parse lock; a null byte is a SyntaxError."""
+    """`ast.parse(source, filename, mode)` under the process-wide parse lock; a null byte is a SyntaxError on
+    every Python (3.11.2 raises ValueError, 3.11.7 SyntaxError), so one `except SyntaxError` serves callers."""
     with PARSE_LOCK:
-        return parse_unlocked(source, filename, mode)
-
-
-def parse_unlocked(source: str | bytes, filename: str = "<unknown>", mode: str = "exec") -> ast.AST:
-    """`ast.parse`, with a null byte in the source a SyntaxError on every Python (3.11.2 raises ValueError,
-    later releases SyntaxError): callers that treat text which does not parse as such then need one except."""
-    try:
-        return ast.parse(source, filename, mode)
-    except ValueError as e:
-        if "null bytes" not in str(e):
-            raise
-        raise SyntaxError(str(e), (filename, 1, 0, "")) from None
+        try:
+            return ast.parse(source, filename, mode)
+        except ValueError as e:
+            if "null bytes" not in str(e):
+                raise
+            raise SyntaxError(str(e), (filename, 1, 0, "")) from None
 
 
 # Python numbers a source's lines at \r\n, \r and \n only; str.splitlines also breaks at \v, \f, \x1c-\x1e,

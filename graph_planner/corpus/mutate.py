@@ -325,7 +325,7 @@ def mutants(
                 continue
             try:
                 compile(text, path, "exec")
-            except (SyntaxError, ValueError):  # ValueError: a null byte, on Pythons before 3.11.4
+            except (SyntaxError, ValueError):  # ValueError: a null byte, on some releases (3.11.2)
                 continue
             seen.add(text)
             out.append(Mutant(path, name, kind, line, description, text))
