@@ -207,7 +207,7 @@ class LLMOptimizer:
                 have, parent_have = prompt_constants(prompt), prompt_constants(parent_prompt)
                 missing = [n for n in sorted(used - set(have)) if n in parent_have]
                 prompt += "".join(f"\n{n} = {json.dumps(parent_have[n])}\n" for n in missing)
-            except (SyntaxError, ValueError):  # ValueError: a null byte, on some releases (3.11.2)
+            except SyntaxError:
                 pass
         if not modification:
             problems.append("no <modification>")

@@ -27,6 +27,7 @@ from aflow_rl import llm as llm_module
 from aflow_rl import operators as operators_module
 from aflow_rl.operators import OPERATORS, operator_calls
 from aflow_rl.restricted import FACES, FORMAT_FIELD, LLM_FACE, SAFE_BUILTINS, restricted
+from graph_planner.pyparse import parse  # a null byte is a SyntaxError on every Python
 
 
 @dataclass
@@ -54,7 +55,7 @@ def _prompt_aliases(tree: ast.Module) -> set[str]:
 def prompt_constants(prompt_src: str) -> dict[str, str]:
     """Module-level string constants of a prompt.py (what graph.py may reference); nothing is executed."""
     out = {}
-    for node in ast.parse(prompt_src).body:
+    for node in parse(prompt_src).body:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             for t in node.targets:
                 if isinstance(t, ast.Name):
@@ -64,7 +65,7 @@ def prompt_constants(prompt_src: str) -> dict[str, str]:
 
 def _prompt_errors(prompt_src: str) -> list[str]:
     errors = []
-    for node in ast.parse(prompt_src).body:
+    for node in parse(prompt_src).body:
         is_doc = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
         is_const = (
             isinstance(node, ast.Assign)
@@ -79,22 +80,18 @@ def _prompt_errors(prompt_src: str) -> list[str]:
     return errors
 
 
-def _parse_error(e: SyntaxError | ValueError) -> str:
-    return f"{e.msg} (line {e.lineno})" if isinstance(e, SyntaxError) else str(e)
-
-
 def validate(graph_src: str, prompt_src: str, max_operator_calls: int = 10) -> Validation:
     """Parses, defines Workflow with async __call__, only known operators, referenced prompts exist, call budget."""
     v = Validation()
     try:
-        graph = ast.parse(graph_src)
-    except (SyntaxError, ValueError) as e:  # ValueError: a null byte, on some releases (3.11.2)
-        v.errors.append(f"graph.py does not parse: {_parse_error(e)}")
+        graph = parse(graph_src)
+    except SyntaxError as e:
+        v.errors.append(f"graph.py does not parse: {e.msg} (line {e.lineno})")
         return v
     try:
         consts = prompt_constants(prompt_src)
-    except (SyntaxError, ValueError) as e:
-        v.errors.append(f"prompt.py does not parse: {_parse_error(e)}")
+    except SyntaxError as e:
+        v.errors.append(f"prompt.py does not parse: {e.msg} (line {e.lineno})")
         return v
     v.errors += _prompt_errors(prompt_src)
     v.errors += restricted(graph, _prompt_aliases(graph))

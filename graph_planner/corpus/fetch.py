@@ -67,11 +67,6 @@ def _leads_out(path: str) -> bool:
     return os.path.isabs(path) or ".." in Path(path).parts or len(path) > MAX_NAME
 
 
-def _check_path(name: str) -> None:
-    if _leads_out(name):
-        raise ValueError(f"{name}: a name that could lead out of the archive's folder; not unpacked")
-
-
 def _extract(t: tarfile.TarFile, to: str) -> list[str]:
     """Extract after planact's own check of every member, on every Python, before anything is written: files,
     folders and links only, names as `_leads_out` allows (else the archive is refused), set-id and others' write
@@ -85,7 +80,8 @@ def _extract(t: tarfile.TarFile, to: str) -> list[str]:
     for m in t.getmembers():
         if not (m.isfile() or m.isdir() or m.issym() or m.islnk()):
             raise ValueError(f"{m.name}: neither a file, a folder nor a link; not unpacked")
-        _check_path(m.name)
+        if _leads_out(m.name):
+            raise ValueError(f"{m.name}: a name that could lead out of the archive's folder; not unpacked")
         if (m.issym() or m.islnk()) and _leads_out(m.linkname):
             dropped.append(m.name)
             continue
