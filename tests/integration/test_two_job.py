@@ -1,4 +1,5 @@
-"""Two-job mode when the partner never comes: barrier timeouts, fallback or failure.
+"""Two-job mode when the partner never comes: barrier timeouts into fallback rounds (with fallback off, a
+BarrierTimeout: tests/unit/test_orchestrator.py drives the barrier task with such a run's config).
 
 (The two jobs meeting is tested through their deployments: test_deployments.py.)
 """
@@ -27,10 +28,11 @@ def _args(tmp_path, ray_head, run, role, *extra):
 
 
 @pytest.mark.slow
-def test_absent_partner_times_out_into_fallback_or_failure(prefect_api, ray_head, tmp_path):
-    # Three independent runs at once (each waits on a partner that never comes):
-    # actor alone with fallback executes without a plan and tags the rounds; planner alone with fallback
-    # tags the rounds and stays untrained; with fallback off the round fails with a barrier timeout.
+def test_absent_partner_times_out_into_fallback_rounds(prefect_api, ray_head, tmp_path):
+    # Two independent runs at once (each waits on a partner that never comes): actor alone with fallback
+    # executes without a plan and tags the rounds; planner alone with fallback tags its round and stays
+    # untrained. (With fallback off the round fails with a BarrierTimeout: the barrier task's own test in
+    # tests/unit/test_orchestrator.py, which drives it with the run's config; a third run here until 2026-12-01.)
     jobs = {
         # (pipelined: the actor job's fallback rounds overlap its training too)
         "alone-a": _args(
@@ -42,10 +44,7 @@ def test_absent_partner_times_out_into_fallback_or_failure(prefect_api, ray_head
             "pipeline.max_staleness=1",
             "actor.resources.colocate_trainer=false",
         ),
-        "alone-p": _args(tmp_path, ray_head, "alone-p", "planner", "barrier.timeout_s=2"),
-        "alone-f": _args(
-            tmp_path, ray_head, "alone-f", "actor", "barrier.timeout_s=2", "barrier.fallback_on_timeout=false"
-        ),
+        "alone-p": _args(tmp_path, ray_head, "alone-p", "planner", "barrier.timeout_s=2", "rounds=1"),
     }
     procs = {run: start_cli(args, tmp_path / f"{run}.log", env=token_env()) for run, args in jobs.items()}
     try:
@@ -57,5 +56,4 @@ def test_absent_partner_times_out_into_fallback_or_failure(prefect_api, ray_head
     assert codes["alone-a"] == 0, logs["alone-a"][-3000:]
     assert [r["fallback"] for r in read_state(tmp_path / "alone-a", "actor")["table"]] == [1.0, 1.0]
     assert codes["alone-p"] == 0, logs["alone-p"][-3000:]
-    assert [r["fallback"] for r in read_state(tmp_path / "alone-p", "planner")["table"]] == [1.0, 1.0]
-    assert codes["alone-f"] != 0 and "BarrierTimeout" in logs["alone-f"]
+    assert [r["fallback"] for r in read_state(tmp_path / "alone-p", "planner")["table"]] == [1.0]

@@ -107,3 +107,48 @@ def test_barrier_records_survive_an_orchestrator_restart(tmp_path):
     run(first())
     res = run(second())  # a new actor process restored from the state file
     assert res["status"] == "complete" and res["payloads"]["planner"] == ["p"] and res["wait_s"] < 1
+
+
+class _Handle:
+    """A stand-in for the Ray handle of the orchestrator: `arrive.remote(...)` runs the plain class's method."""
+
+    def __init__(self):
+        self.orchestrator = PlanActOrchestrator()
+        self.arrive = self
+        self.calls = []
+
+    def remote(self, *args):
+        self.calls.append(args)
+        return asyncio.run(self.orchestrator.arrive(*args))
+
+
+@pytest.mark.parametrize("fallback", [True, False])
+def test_the_barrier_task_passes_the_runs_fallback_setting_and_a_timeout_fails_the_round(
+    fallback, monkeypatch, tmp_path
+):
+    """The run's `barrier.fallback_on_timeout` reaches the orchestrator: an absent partner is a fallback round, or
+    (off) a BarrierTimeout out of the round's barrier task, which fails the run. (A whole two-job run with an
+    absent partner and fallback on: tests/integration/test_two_job.py.)"""
+    import ray
+
+    import tasks.plan_act as plan_act
+    from planact.config import RunConfig
+
+    handle = _Handle()
+    monkeypatch.setattr(plan_act, "get_or_create_orchestrator", lambda *a: handle)
+    monkeypatch.setattr(ray, "get", lambda refs: refs)
+    cfg = RunConfig.model_validate(
+        {
+            "run_name": "alone",
+            "agent_role": "actor",
+            "checkpoint": {"root": str(tmp_path)},
+            "barrier": {"timeout_s": 0.1, "fallback_on_timeout": fallback},
+        }
+    )
+    if fallback:
+        assert plan_act.barrier.fn(cfg, 1, "actor").data["status"] == "fallback"
+    else:
+        with pytest.raises(BarrierTimeout, match="timed out"):
+            plan_act.barrier.fn(cfg, 1, "actor")
+    (call,) = handle.calls
+    assert call[0] == "alone/1/plans" and call[1] == "actor" and call[5] is fallback and call[4] == 0.1
