@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml
 		echo "bubblewrap missing: sandboxed code will raise SandboxUnavailable (docs/sandbox.md)"
 	command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
-		echo "chromium missing: the UI test (tests/integration/test_ui_pages.py) will fail"
+		echo "chromium missing: the UI pages test (tests/integration/test_deployments.py) will fail"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0

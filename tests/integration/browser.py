@@ -17,7 +17,7 @@ from pathlib import Path
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
-def _chromium(url: str, action: str, budget_ms: int) -> subprocess.CompletedProcess:
+def _chromium(url: str, actions: list[str], budget_ms: int) -> subprocess.CompletedProcess:
     if CHROMIUM is None:
         raise RuntimeError("chromium is not installed: `apt-get install chromium` (make install does it as root)")
     profile = tempfile.mkdtemp(prefix="pa-chromium-")
@@ -33,7 +33,7 @@ def _chromium(url: str, action: str, budget_ms: int) -> subprocess.CompletedProc
                 "--window-size=1400,1100",
                 f"--user-data-dir={profile}",
                 f"--virtual-time-budget={budget_ms}",
-                action,
+                *actions,
                 url,
             ],
             capture_output=True,
@@ -46,8 +46,8 @@ def _chromium(url: str, action: str, budget_ms: int) -> subprocess.CompletedProc
 
 def page_text(url: str, screenshot: Path, budget_ms: int = 20000) -> str:
     """The visible text of the rendered page (scripts and styles dropped), after saving a PNG of it."""
-    shot = _chromium(url, f"--screenshot={screenshot}", budget_ms)
-    assert screenshot.is_file(), shot.stderr[-2000:]
-    dom = _chromium(url, "--dump-dom", budget_ms).stdout
-    text = re.sub(r"<(script|style)\b.*?</\1>", " ", dom, flags=re.S)
+    # One launch does both (new headless mode): each launch renders the whole single-page app again.
+    shown = _chromium(url, [f"--screenshot={screenshot}", "--dump-dom"], budget_ms)
+    assert screenshot.is_file(), shown.stderr[-2000:]
+    text = re.sub(r"<(script|style)\b.*?</\1>", " ", shown.stdout, flags=re.S)
     return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", text)))
