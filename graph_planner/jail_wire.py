@@ -27,6 +27,10 @@ MAX_NODES = 1 << 20
 MAX_DEPTH = 64
 MAX_INT_DIGITS = 4300  # the interpreter's own default int/str conversion limit
 MAX_PATTERN = 100_000  # a regular expression's text, compiled by the trusted side
+# Keys of one set or dict that may share a hash. Full-hash collisions are free to make (ints k * (2**61 - 1) all
+# hash to 0, and tuples of them), and each one costs an equality test against every earlier one: a set of 450,000
+# such ints took the test process the run's whole limit to build, outside the child's CPU limit (review 20, A23).
+MAX_SAME_HASH = 16
 PATTERN_FLAGS = int(re.IGNORECASE | re.LOCALE | re.MULTILINE | re.DOTALL | re.UNICODE | re.VERBOSE | re.ASCII)
 
 
@@ -147,6 +151,20 @@ def encode(value, handle=None) -> bytes:
     return b"".join(out)
 
 
+def _spread_hashes(keys: list) -> None:
+    """CodecError unless every key hashes and no hash is shared by more than MAX_SAME_HASH keys (counted in
+    linear time, before a set or dict is built from them)."""
+    seen: dict[int, int] = {}
+    for k in keys:
+        try:
+            h = hash(k)
+        except TypeError as e:  # an unhashable member (a list in a set, a signaling NaN)
+            raise CodecError(str(e)) from None
+        seen[h] = seen.get(h, 0) + 1
+        if seen[h] > MAX_SAME_HASH:
+            raise CodecError(f"more than {MAX_SAME_HASH} keys share one hash")
+
+
 def decode(data: bytes, resolve=None):
     """The value `data` encodes; CodecError for anything else (trailing bytes, unknown tags, caps passed).
     `resolve(number)`: the object of one of the call's handles (CodecError for a number that is none)."""
@@ -194,22 +212,16 @@ def decode(data: bytes, resolve=None):
             if n > len(data) - pos:  # every item takes a byte at least
                 raise CodecError("truncated")
             items = [read(depth + 1) for _ in range(n)]
-            try:
-                return {b"L": list, b"T": tuple, b"E": set, b"Z": frozenset}[tag](items)
-            except TypeError as e:  # an unhashable member (a list in a set)
-                raise CodecError(str(e)) from None
+            if tag in (b"E", b"Z"):
+                _spread_hashes(items)
+            return {b"L": list, b"T": tuple, b"E": set, b"Z": frozenset}[tag](items)
         if tag == b"M":
             n = length()
             if n > len(data) - pos:
                 raise CodecError("truncated")
-            out = {}
-            for _ in range(n):
-                k = read(depth + 1)
-                try:
-                    out[k] = read(depth + 1)
-                except TypeError as e:
-                    raise CodecError(str(e)) from None
-            return out
+            pairs = [(read(depth + 1), read(depth + 1)) for _ in range(n)]
+            _spread_hashes([k for k, _ in pairs])
+            return dict(pairs)
         if tag == b"q":
             n = length()
             if n > MAX_INT_DIGITS:

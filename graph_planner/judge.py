@@ -137,6 +137,11 @@ def _clean_record(runtime, cache: ResultCache, task: RepairTask, tests: list[str
     return cache.records[key]
 
 
+def _all_passed(run, tests: list[str]) -> bool:
+    """The run was believed, ended normally and passed every one of `tests`."""
+    return not run.tampered and run.status == "ok" and all(run.outcomes.get(t) == "passed" for t in tests)
+
+
 def _judged(
     runtime,
     cache: ResultCache,
@@ -151,11 +156,18 @@ def _judged(
     """The patch's run of `tests` under the guard and, where every test passed and nothing was voided, the
     confirming run: (run, confirming run or None, seconds). `digest`: the first run reports its module state
     digests (`both`: the confirming run too, as the gold fix's reference needs). A task that qualifies for
-    the call jail runs once, its target function in the jail: no patched code runs in the test process, so
-    there is no guard to watch, no state to digest and no report it could forge for a second run to catch."""
+    the call jail runs its target function in the jail: no patched code runs in the test process, so there is
+    no guard to watch and no state to digest, but its pass is judged twice all the same. A jailed child has
+    randomness no filter takes away (getrandom, RDRAND, a new zygote's hash seed), so a body that guesses
+    among k answers where no test tells it which passes one run in k; judged once, that luck was a confirmed
+    pass and entered the result cache (review 20, A24). The confirming run is a new sandbox and zygote."""
     if task.jail:
-        run = _run(runtime, task, patch, tests, suite, Guard(jail=jail_target(task, patch)))
-        return run, None, run.seconds
+        jail = Guard(jail=jail_target(task, patch))
+        run = _run(runtime, task, patch, tests, suite, jail)
+        again = None
+        if _all_passed(run, tests):
+            again = _run(runtime, task, patch, tests, suite, jail, confirm=True)
+        return run, again, run.seconds + (again.seconds if again is not None else 0.0)
     guard, recorder = watched(task, patch) if guarded else (Guard(), Guard())
     guard = replace(_allowing(guard, task.clean_events), digest=digest)
     run = _run(runtime, task, patch, tests, suite, guard)
@@ -180,7 +192,7 @@ def _judged(
             run = _run(runtime, task, patch, tests, suite, guard)
             seconds += run.seconds
     again = None
-    if not run.tampered and run.status == "ok" and all(run.outcomes.get(t) == "passed" for t in tests):
+    if _all_passed(run, tests):
         # A pass is judged twice: a forger keyed to one run's build meets another build and other canaries.
         # not digested but for a reference: a forge must change state in the first run to pass it at all
         again = _run(runtime, task, patch, tests, suite, replace(guard, digest=digest and both), confirm=True)

@@ -11,6 +11,7 @@ import json
 import threading
 from pathlib import Path
 
+# 13: a jailed pass is confirmed by a second run, and the codec refuses keys that share one hash (review 20);
 # 12: lines as Python numbers them (a U+2028 no longer hides a change from the check and the off-target
 # rule), no added line-break characters, the call jail (review 11); 11: rule 10 judges a receiver by what its
 # root may hold (a rebinding loses an old write's permission), an attribute chain re-pointed at shared state,
@@ -23,7 +24,7 @@ from pathlib import Path
 # fix's module state after each test (state_digest.py); 6: the patch check's rule 9 (the file's own module
 # state); 5: the process-wide events, a patch scores only in the functions the task's fix changes; 4: the
 # name guard; 3: signed channel, runtime guard, passes confirmed by a second run, the scoped patch check
-VERDICT_RULES = 12
+VERDICT_RULES = 13
 
 
 class ResultCache:

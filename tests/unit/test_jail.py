@@ -249,6 +249,31 @@ def test_codec_round_trips_plain_data_and_refuses_the_rest():
         jail_wire.encode([object()])
 
 
+def test_keys_that_share_one_hash_are_refused_before_a_set_or_dict_is_built():
+    """Review 20, A23: a jailed child that computes nothing can hand back a set of 100,000 ints that all hash to 0
+    (multiples of 2**61 - 1); building it in the test process compared each with every earlier one, minutes of CPU
+    outside the child's limit. Now refused in linear time; a few such keys, and many distinct ones, still decode."""
+    import struct
+
+    m = 2**61 - 1
+
+    def collection(tag: bytes, n: int, pairs: bool = False) -> bytes:  # built by hand: encode() would be quadratic
+        item = (
+            (lambda k: jail_wire.encode(k * m) + jail_wire.encode(k)) if pairs else (lambda k: jail_wire.encode(k * m))
+        )
+        return tag + struct.pack("<I", n) + b"".join(item(k) for k in range(n))
+
+    for tag, pairs in ((b"E", False), (b"Z", False), (b"M", True)):
+        start = time.process_time()
+        with pytest.raises(jail_wire.CodecError, match="share one hash"):
+            jail_wire.decode(collection(tag, 100_000, pairs))
+        assert time.process_time() - start < 2.0
+        assert len(jail_wire.decode(collection(tag, jail_wire.MAX_SAME_HASH, pairs))) == jail_wire.MAX_SAME_HASH
+    assert jail_wire.decode(jail_wire.encode(set(range(100_000)))) == set(range(100_000))
+    with pytest.raises(jail_wire.CodecError):  # a key that cannot be hashed is refused as before
+        jail_wire.decode(b"E\x01\x00\x00\x00q\x04\x00\x00\x00sNaN")
+
+
 def test_trampoline_keeps_the_signature_and_free_variables():
     class Base:
         def f(self, a, /, b=1, *rest, c, **kw):
