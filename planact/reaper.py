@@ -18,6 +18,7 @@ import sys
 _WATCHDOG = r"""
 import os, sys, threading, time
 import psutil
+from planact.reaper import start_ticks
 
 parent = psutil.Process(int(sys.argv[1]))
 seen = {}
@@ -27,7 +28,7 @@ def record():
         try:
             for p in parent.children(recursive=True):
                 if p.pid != os.getpid():
-                    seen.setdefault(p.pid, p.create_time())
+                    seen.setdefault(p.pid, start_ticks(p.pid))
         except psutil.Error:
             return
         time.sleep(1.0)
@@ -38,13 +39,34 @@ while os.read(0, 1):
 time.sleep(0.5)
 for pid, started in list(seen.items()):
     try:
-        p = psutil.Process(pid)
-        if p.create_time() == started:
-            p.kill()
-    except psutil.Error:
+        if started is not None and start_ticks(pid) == started:
+            os.kill(pid, 9)
+    except OSError:
         pass
 """
 _pipes: list[int] = []
+
+
+def start_ticks(pid: int) -> float | None:
+    """When process `pid` started, or None when there is no such process: with the pid, a name no later process
+    takes. On Linux the kernel's count of clock ticks since boot (/proc/PID/stat): psutil's create_time adds the
+    boot time read from the wall clock, so a clock step (a VM paused and resumed) changed it between recording
+    and checking, and a live process looked like a stranger."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+        return float(stat[stat.rindex(b")") + 2 :].split()[19])  # field 22, starttime
+    except FileNotFoundError:
+        if os.path.isdir("/proc/self"):
+            return None  # gone
+    except OSError:
+        return None
+    import psutil  # no /proc (macOS): psutil's own start time
+
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
 
 
 def reap_descendants_on_death() -> None:

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import psutil
 
+from planact.reaper import start_ticks
+
 BIN = Path(sys.executable).parent
 # Prefect server loop services nothing here needs (no active schedule, automation, pause or lease): idle,
 # a server spent 2.5% of a core on them, ~1.5 CPU-min over a test suite run. The services that record
@@ -180,8 +182,8 @@ def shared(name: str, start) -> str:
         home = folder / name
         home.mkdir(exist_ok=True)
         proc, url = start(home)
-        created = psutil.Process(proc.pid).create_time()  # told apart from a later process given the same PID
-        record.write_text(json.dumps({"pid": proc.pid, "url": url, "created": created}))
+        # told apart from a later process given the same PID
+        record.write_text(json.dumps({"pid": proc.pid, "url": url, "started": start_ticks(proc.pid)}))
         return url
 
 
@@ -195,7 +197,11 @@ def stop_shared(folder: Path) -> None:
 
 def _alive(info: dict) -> bool:
     try:
-        p = psutil.Process(info["pid"])
-        return p.create_time() == info["created"] and p.status() != psutil.STATUS_ZOMBIE
+        started = start_ticks(info["pid"])
+        return (
+            started is not None
+            and started == info.get("started")
+            and psutil.Process(info["pid"]).status() != psutil.STATUS_ZOMBIE
+        )
     except psutil.NoSuchProcess:
         return False
