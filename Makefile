@@ -64,7 +64,7 @@ repair-smollm: install
 
 # Two phases: everything that tolerates a neighbour on 3 pytest-xdist workers on the 2 cores (one file per worker
 # at a time: much of a test waits on services, on partners or on a timeout, and a third worker fills those
-# gaps: phase 1 took 1,753 s with 3 on 2026-11-29, 1,860 s with 2 the day before), then the `serial` tests alone.
+# gaps: phase 1 took 1,055 s with 3 and 1,146 s with 2, the same morning, 2026-12-01), then the `serial` tests alone.
 # Both phases always run; the target fails if either did. Each writes a JUnit report under runs/, and
 # tools/suite_times.py prints the seconds per file from them (what tests/conftest.py SLOW_FILES holds);
 # tools/suite_cpu.py (a plugin: each xdist worker in its own cpuacct cgroup when run as root) prints the
