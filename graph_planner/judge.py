@@ -137,37 +137,11 @@ def _clean_record(runtime, cache: ResultCache, task: RepairTask, tests: list[str
     return cache.records[key]
 
 
-def _all_passed(run, tests: list[str]) -> bool:
-    """The run was believed, ended normally and passed every one of `tests`."""
-    return not run.tampered and run.status == "ok" and all(run.outcomes.get(t) == "passed" for t in tests)
-
-
-def _judged(
-    runtime,
-    cache: ResultCache,
-    task: RepairTask,
-    patch: dict[str, str],
-    tests: list[str],
-    suite,
-    guarded,
-    digest,
-    both=False,
+def _guarded_run(
+    runtime, cache: ResultCache, task: RepairTask, patch: dict[str, str], tests: list[str], suite, guarded, digest
 ):
-    """The patch's run of `tests` under the guard and, where every test passed and nothing was voided, the
-    confirming run: (run, confirming run or None, seconds). `digest`: the first run reports its module state
-    digests (`both`: the confirming run too, as the gold fix's reference needs). A task that qualifies for
-    the call jail runs its target function in the jail: no patched code runs in the test process, so there is
-    no guard to watch and no state to digest, but its pass is judged twice all the same. A jailed child has
-    randomness no filter takes away (getrandom, RDRAND, a new zygote's hash seed), so a body that guesses
-    among k answers where no test tells it which passes one run in k; judged once, that luck was a confirmed
-    pass and entered the result cache (review 20, A24). The confirming run is a new sandbox and zygote."""
-    if task.jail:
-        jail = Guard(jail=jail_target(task, patch))
-        run = _run(runtime, task, patch, tests, suite, jail)
-        again = None
-        if _all_passed(run, tests):
-            again = _run(runtime, task, patch, tests, suite, jail, confirm=True)
-        return run, again, run.seconds + (again.seconds if again is not None else 0.0)
+    """The static path's run under the runtime guard (run again against the base commit's record when the guard
+    stopped a function the corpus has no record for): (the guard it ran under, the run, seconds)."""
     guard, recorder = watched(task, patch) if guarded else (Guard(), Guard())
     guard = replace(_allowing(guard, task.clean_events), digest=digest)
     run = _run(runtime, task, patch, tests, suite, guard)
@@ -191,8 +165,36 @@ def _judged(
             guard = replace(_allowing(guard, {**task.clean_events, **record}), digest=digest)
             run = _run(runtime, task, patch, tests, suite, guard)
             seconds += run.seconds
+    return guard, run, seconds
+
+
+def _judged(
+    runtime,
+    cache: ResultCache,
+    task: RepairTask,
+    patch: dict[str, str],
+    tests: list[str],
+    suite,
+    guarded,
+    digest,
+    both=False,
+):
+    """The patch's run of `tests` under the guard and, where every test passed and nothing was voided, the
+    confirming run: (run, confirming run or None, seconds). `digest`: the first run reports its module state
+    digests (`both`: the confirming run too, as the gold fix's reference needs). A task that qualifies for
+    the call jail runs its target function in the jail: no patched code runs in the test process, so there is
+    no guard to watch and no state to digest, but its pass is judged twice all the same. A jailed child has
+    randomness no filter takes away (getrandom, RDRAND, a new zygote's hash seed), so a body that guesses
+    among k answers where no test tells it which passes one run in k; judged once, that luck was a confirmed
+    pass and entered the result cache (review 20, A24). The confirming run is a new sandbox and zygote."""
+    if task.jail:
+        guard = Guard(jail=jail_target(task, patch))
+        run = _run(runtime, task, patch, tests, suite, guard)
+        seconds = run.seconds
+    else:
+        guard, run, seconds = _guarded_run(runtime, cache, task, patch, tests, suite, guarded, digest)
     again = None
-    if _all_passed(run, tests):
+    if not run.tampered and run.status == "ok" and all(run.outcomes.get(t) == "passed" for t in tests):
         # A pass is judged twice: a forger keyed to one run's build meets another build and other canaries.
         # not digested but for a reference: a forge must change state in the first run to pass it at all
         again = _run(runtime, task, patch, tests, suite, replace(guard, digest=digest and both), confirm=True)
