@@ -65,7 +65,8 @@ repair-smollm: install
 # Two phases: everything that tolerates a neighbour on 3 pytest-xdist workers on the 2 cores (one file per worker
 # at a time: much of a test waits on services, on partners or on a timeout, and a third worker fills those
 # gaps: phase 1 took 1,055 s with 3 and 1,146 s with 2, the same morning, 2026-12-01), then the `serial` tests alone.
-# Both phases always run; the target fails if either did. Each writes a JUnit report under runs/, and
+# Phase 2 collects only the files that spell `pytest.mark.serial` (7 s, not the whole tree's 20: tests/conftest.py
+# refuses a serial test in any other file). Both phases always run; the target fails if either did. Each writes a JUnit report under runs/, and
 # tools/suite_times.py prints the seconds per file from them (what tests/conftest.py SLOW_FILES holds);
 # tools/suite_cpu.py (a plugin: each xdist worker in its own cpuacct cgroup when run as root) prints the
 # CPU-seconds every process a test started spent, the figure the suite's length follows on 2 cores.
@@ -86,7 +87,7 @@ test: install lint
 	rm -f runs/test-cpu-*.jsonl; \
 	OMP_NUM_THREADS=1 $(PY) -m pytest tests -n 3 --dist loadfile --no-loadscope-reorder -m "not serial" -v -rA --durations=20 \
 		-p tools.suite_cpu --junitxml=runs/tests-phase1.xml || rc=1; \
-	$(PY) -m pytest tests -m serial -v -rA --durations=5 -p tools.suite_cpu --junitxml=runs/tests-phase2.xml || rc=1; \
+	$(PY) -m pytest $$(grep -rl --include='test_*.py' 'pytest.mark.serial' tests) -m serial -v -rA --durations=5 -p tools.suite_cpu --junitxml=runs/tests-phase2.xml || rc=1; \
 	$(PY) tools/suite_times.py --top 10 runs/tests-phase1.xml runs/tests-phase2.xml || true; \
 	$(PY) tools/suite_cpu.py --top 10 runs/test-cpu-*.jsonl || true; \
 	exit $$rc

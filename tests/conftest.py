@@ -41,9 +41,17 @@ SLOW_FILES = {
 }
 
 
+SERIAL_MARK = "pytest.mark.serial"
+"""`make test`'s second phase collects only the files that spell this (grep), not the whole tree (~17 CPU-s)."""
+
+
 def pytest_collection_modifyitems(config, items):
-    """Slowest files first (a stable sort: tests keep their order within a file)."""
+    """Slowest files first (a stable sort: tests keep their order within a file); a `serial` test in a file
+    that does not spell SERIAL_MARK is refused, since the second phase would never collect it."""
     items.sort(key=lambda item: -SLOW_FILES.get(item.path.name, 0))
+    unseen = {str(i.path) for i in items if i.get_closest_marker("serial") and SERIAL_MARK not in i.path.read_text()}
+    if unseen:
+        raise pytest.UsageError(f"serial tests in files that do not spell {SERIAL_MARK!r}: {sorted(unseen)}")
 
 
 @pytest.fixture(scope="session")
