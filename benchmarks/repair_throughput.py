@@ -8,7 +8,9 @@ the target is >= 0.8 on K otherwise idle CPUs. The result cache is off (every ep
 Then what a verdict's defences cost per task, on one slot, the same gold patches: one Submit run without
 the runtime guard, the same run under the guard (watching the functions the gold patch changed; target
 <= 1.15x), and the confirming second run a pass needs (canaries, another build), in CPU seconds of the
-sandboxed tree (load-proof) and wall seconds, runs alternated.
+sandboxed tree (load-proof) and wall seconds, runs alternated. On the tasks that qualify for the call jail
+(the path model-written text takes), the same for the jailed run and its confirming run (a new sandbox and
+zygote), against those tasks' plain runs.
 
     python benchmarks/repair_throughput.py                        # the shipped corpus in runs/corpus (built if missing)
     python benchmarks/repair_throughput.py --tasks DIR --slots 4 --n 40
@@ -34,7 +36,7 @@ from graph_planner.corpus.spec import CorpusConfig, PackageSpec, load_corpus_con
 from graph_planner.corpus.testrun import Guard, load_proof  # noqa: E402
 from graph_planner.env import EnvLimits, PlannerEnv  # noqa: E402
 from graph_planner.evaluate import shard  # noqa: E402
-from graph_planner.judge import gold_texts, watched  # noqa: E402
+from graph_planner.judge import gold_texts, jail_target, watched  # noqa: E402
 from graph_planner.result_cache import ResultCache  # noqa: E402
 from graph_planner.runtime import LocalRuntime  # noqa: E402
 from graph_planner.tasks import load_tasks  # noqa: E402
@@ -87,7 +89,8 @@ def episodes(tasks, slot_count: int) -> float:
 
 
 def verdict_cost(tasks, repeats: int = 2) -> dict[str, tuple[float, float]]:
-    """Mean (CPU s, wall s) per Submit run of the gold patches: 'plain' (no guard), 'guarded', 'confirming'."""
+    """Mean (CPU s, wall s) per Submit run of the gold patches: 'plain' (no guard), 'guarded', 'confirming';
+    on the tasks with the call jail also 'jailed', 'jailed confirming' and their own 'plain, jailed tasks'."""
     runtime = LocalRuntime()
     seen: dict[str, list[tuple[float, float]]] = {"plain": [], "guarded": [], "confirming": []}
     try:
@@ -95,18 +98,19 @@ def verdict_cost(tasks, repeats: int = 2) -> dict[str, tuple[float, float]]:
             texts = gold_texts(task)
             guard = watched(task, texts)[0]
             suite = load_proof(task.suite, task.suite.timeout_s)
+            arms = [("plain", Guard(), False), ("guarded", guard, False), ("confirming", guard, True)]
+            if task.jail:
+                cell = Guard(jail=jail_target(task, texts))
+                arms += [("plain, jailed tasks", Guard(), False), ("jailed", cell, False)]
+                arms += [("jailed confirming", cell, True)]
             for _ in range(repeats):
-                for name, g, confirm in (
-                    ("plain", Guard(), False),
-                    ("guarded", guard, False),
-                    ("confirming", guard, True),
-                ):
+                for name, g, confirm in arms:
                     work = runtime.reset(task)
                     for path, text in texts.items():
                         (work / path).write_text(text)
                     run = runtime.run_tests(task.submit_tests(), suite, guard=g, confirm=confirm)
                     assert run.status == "ok" and not run.tampered, (task.instance_id, name, run.tampered, run.tail)
-                    seen[name].append((run.cpu_s or 0.0, run.seconds))
+                    seen.setdefault(name, []).append((run.cpu_s or 0.0, run.seconds))
     finally:
         runtime.close()
     return {k: (sum(c for c, _ in v) / len(v), sum(w for _, w in v) / len(v)) for k, v in seen.items()}
@@ -135,7 +139,8 @@ def main() -> None:
     ap.add_argument("--tiny", action="store_true", help="a built-in package and a few tasks (smoke mode)")
     args = ap.parse_args()
     if args.tiny:
-        folder, split, n = tiny_corpus(Path(tempfile.mkdtemp(prefix="repair-bench-"))), None, 4
+        # qualified for the call jail, so the jailed arm below runs too
+        folder, split, n = tiny_corpus(Path(tempfile.mkdtemp(prefix="repair-bench-")), jail=True), None, 4
     else:
         folder, split, n = Path(args.tasks), args.split, args.n
         if not (folder / "train.jsonl").is_file():
@@ -156,6 +161,16 @@ def main() -> None:
     print(f"confirming {cc:.3f} / {cw:.3f}")
     print(f"guard: {gc / pc:.2f}x CPU, {gw / pw:.2f}x wall (target <= 1.15x)")
     print(f"a pass judged twice: {(gc + cc) / pc:.2f}x CPU, {(gw + cw) / pw:.2f}x wall of one unguarded run")
+    if "jailed" not in cost:
+        print("no task here has the call jail (qualify them: python -m graph_planner.jail_qualify CORPUS)")
+        return
+    jailed = sum(1 for t in {t.instance_id: t for t in tasks}.values() if t.jail)
+    (qc, qw), (jc, jw), (kc, kw) = cost["plain, jailed tasks"], cost["jailed"], cost["jailed confirming"]
+    print(f"jailed tasks ({jailed}), per Submit run (CPU-s / s): plain {qc:.3f} / {qw:.3f}; jailed {jc:.3f} / ", end="")
+    print(f"{jw:.3f}; confirming {kc:.3f} / {kw:.3f}")
+    print(
+        f"a pass judged twice in the call jail: {(jc + kc) / qc:.2f}x CPU, {(jw + kw) / qw:.2f}x wall of one plain run"
+    )
 
 
 if __name__ == "__main__":

@@ -14,9 +14,12 @@ def test_repair_throughput_benchmark_runs_and_prints_the_scaling():
     assert lines[1].startswith("1 slot:") and lines[2].startswith("2 slots:")
     assert "scaling efficiency" in lines[3] and "tasks/s" in lines[2]
     # the verdict's defences, measured on the same gold patches: the guard's and the double judgement's cost
-    guard, twice = (float(line.split(": ")[1].split("x")[0]) for line in lines[-2:])
-    assert lines[-2].startswith("guard:") and lines[-1].startswith("a pass judged twice:")
+    guard, twice, jailed = (float(line.split(": ")[1].split("x")[0]) for line in (lines[-4], lines[-3], lines[-1]))
+    assert lines[-4].startswith("guard:") and lines[-3].startswith("a pass judged twice:")
     assert guard >= 0.5 and twice > 1.0  # a confirming run is a second run: judging twice cannot be free
+    # the tiny corpus qualifies for the call jail: the path model-written text takes, measured the same way
+    assert lines[-2].startswith("jailed tasks (") and lines[-1].startswith("a pass judged twice in the call jail:")
+    assert jailed > 1.0, out.stdout
 
 
 def test_state_digest_gold_benchmark_passes_every_gold_fix_of_its_tiny_corpus():
