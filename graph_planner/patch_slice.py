@@ -33,6 +33,16 @@ def _pattern_names(node: ast.AST) -> set[str]:
     return out
 
 
+def _call_may_change(call: ast.Call) -> set[str]:
+    """Names whose object a call may change: the receiver of a method, every argument (the callee may)."""
+    out = set()
+    if isinstance(call.func, ast.Attribute):
+        out |= roots(call.func.value)
+    elif not isinstance(call.func, ast.Name):  # `fns[0](x)` may be a bound method of anything it reads
+        out |= roots(call.func)
+    return out.union(*(roots(a) for a in [*call.args, *(k.value for k in call.keywords)]))
+
+
 def binds(parts: list[ast.AST]) -> set[str]:
     """Names a statement may bind or change: assignment and loop targets, the base of an attribute or
     item store, the receiver of a method call and every argument of a call (the callee may change it)."""
@@ -45,11 +55,7 @@ def binds(parts: list[ast.AST]) -> set[str]:
             elif isinstance(n, (ast.Attribute, ast.Subscript)) and not isinstance(n.ctx, ast.Load):
                 out |= roots(n.value)
             elif isinstance(n, ast.Call):
-                if isinstance(n.func, ast.Attribute):
-                    out |= roots(n.func.value)
-                elif not isinstance(n.func, ast.Name):  # `fns[0](x)` may be a bound method of anything it reads
-                    out |= roots(n.func)
-                out |= set().union(*(roots(a) for a in [*n.args, *(k.value for k in n.keywords)]))
+                out |= _call_may_change(n)
             elif isinstance(n, ast.alias):
                 out.add((n.asname or n.name).split(".")[0])
             elif isinstance(n, (ast.Global, ast.Nonlocal)):
@@ -68,11 +74,7 @@ def mutates(parts: list[ast.AST]) -> set[str]:
             elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
                 out.add(n.target.id)  # `alias += [x]` extends the list alias shares with others
             elif isinstance(n, ast.Call):
-                if isinstance(n.func, ast.Attribute):
-                    out |= roots(n.func.value)
-                elif not isinstance(n.func, ast.Name):  # `fns[0](x)` may be a bound method of anything it reads
-                    out |= roots(n.func)
-                out |= set().union(*(roots(a) for a in [*n.args, *(k.value for k in n.keywords)]))
+                out |= _call_may_change(n)
     return out
 
 
