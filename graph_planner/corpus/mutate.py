@@ -125,6 +125,16 @@ def _new_int(v: int, delta: int) -> str:
     return repr(v + delta)
 
 
+def _bound_shifts(t: _Text, what: str, bounds) -> list[tuple[str, int, str, str]]:
+    """The off-by-one mutants (+1, then -1) of each literal int among `bounds` (a slice's, a range call's)."""
+    return [
+        ("bound", b.lineno, f"{what} {b.value} -> {b.value + d}", t.replace(b, _new_int(b.value, d)))
+        for b in bounds
+        if isinstance(b, ast.Constant) and type(b.value) is int
+        for d in (1, -1)
+    ]
+
+
 def _site_mutants(t: _Text, fn: ast.AST) -> list[tuple[str, int, str, str]]:
     """(kind, line, description, new file text) for every mutation site inside `fn`'s body."""
     out = []
@@ -144,30 +154,10 @@ def _site_mutants(t: _Text, fn: ast.AST) -> list[tuple[str, int, str, str]]:
             text = f"{t.segment(node.left)} {_op_text(_BIN[type(node.op)]())} {t.segment(node.right)}"
             out.append(("binop", node.lineno, f"{t.segment(node)} -> {text}", t.replace(node, text)))
         elif isinstance(node, ast.Slice):
-            for bound in (node.lower, node.upper):
-                if isinstance(bound, ast.Constant) and type(bound.value) is int:
-                    for d in (1, -1):
-                        out.append(
-                            (
-                                "bound",
-                                bound.lineno,
-                                f"slice bound {bound.value} -> {bound.value + d}",
-                                t.replace(bound, _new_int(bound.value, d)),
-                            )
-                        )
+            out += _bound_shifts(t, "slice bound", (node.lower, node.upper))
         elif isinstance(node, ast.Call):
             if isinstance(node.func, ast.Name) and node.func.id == "range":
-                for arg in node.args:
-                    if isinstance(arg, ast.Constant) and type(arg.value) is int:
-                        for d in (1, -1):
-                            out.append(
-                                (
-                                    "bound",
-                                    arg.lineno,
-                                    f"range bound {arg.value} -> {arg.value + d}",
-                                    t.replace(arg, _new_int(arg.value, d)),
-                                )
-                            )
+                out += _bound_shifts(t, "range bound", node.args)
             pos = [a for a in node.args if not isinstance(a, ast.Starred)]
             if len(pos) == len(node.args) >= 2 and t.segment(pos[0]) != t.segment(pos[1]):
                 a, b = t.segment(pos[0]), t.segment(pos[1])
