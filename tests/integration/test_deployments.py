@@ -511,6 +511,9 @@ def test_repair_evaluate_deployment_runs_the_rule_agent_and_logs_to_mlflow(worke
     run, artifacts = _flow_run(flow_run_id, env["PREFECT_API_URL"])
     md = next(a for a in artifacts if a.type == "markdown")
     assert run.state.is_completed() and "solve rate" in md.data and "| minilib |" in md.data
+    # the episodes phase is not silent: a progress artifact on the task run, k of n as each episode ends
+    (progress,) = [a for a in artifacts if a.type == "progress" and (a.key or "").startswith("episodes")]
+    assert float(progress.data) == 100.0 and "rule agent episodes" in progress.description, progress
 
     from mlflow import MlflowClient
 
