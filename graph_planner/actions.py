@@ -15,7 +15,6 @@ A model writes one JSON object per turn, e.g.
 from __future__ import annotations
 
 import json
-import re
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -89,7 +88,15 @@ class ActionError(ValueError):
     """Model output that is not a valid action; the message is shown to the model."""
 
 
-_JSON = re.compile(r"\{.*\}", re.S)
+MAX_ACTION_CHARS = 1_000_000
+"""Longest reply read as an action (20 edits of large functions fit many times over; json reads it in ms)."""
+
+
+def _json_text(raw: str) -> str | None:
+    """The reply's text from its first `{` to its last `}` (what a greedy, DOTALL `{.*}` regex matched, in
+    linear time: that regex took time quadratic in a reply of `{`s with no `}`, 12 s for 128,000 of them)."""
+    start, end = raw.find("{"), raw.rfind("}")
+    return raw[start : end + 1] if start != -1 and end > start else None
 
 
 def parse_action(raw) -> Explore | Memory | Repair | Submit:
@@ -97,13 +104,17 @@ def parse_action(raw) -> Explore | Memory | Repair | Submit:
     if isinstance(raw, (Explore, Memory, Repair, Submit)):
         return raw
     if isinstance(raw, str):
-        m = _JSON.search(raw)
-        if not m:
+        if len(raw) > MAX_ACTION_CHARS:
+            raise ActionError(f"the reply is {len(raw)} characters, over the {MAX_ACTION_CHARS} an action may take")
+        text = _json_text(raw)
+        if text is None:
             raise ActionError("no JSON object found in the reply")
         try:
-            raw = json.loads(m.group(0))
+            raw = json.loads(text)
         except json.JSONDecodeError as e:
             raise ActionError(f"invalid JSON: {e.msg} at position {e.pos}") from None
+        except (RecursionError, ValueError) as e:  # nested ~1,000 deep; an int past Python's 4,300 digits
+            raise ActionError(f"invalid JSON: {type(e).__name__}: {str(e)[:200]}") from None
     if not isinstance(raw, dict):
         raise ActionError(f"an action is a JSON object, got {type(raw).__name__}")
     try:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from graph_planner.candidates import function_text, reindent_changed
 from graph_planner.judge import base_text, gold_texts
 from graph_planner.patching import PatchError
-from graph_planner.pyparse import parse
+from graph_planner.pyparse import parse, parse_bounded
 from graph_planner.tasks import RepairTask
 
 MAX_REPLY_CHARS = 32_000  # ~8k tokens: far above any corpus function, far below what would cost real time
@@ -120,7 +120,7 @@ def parse_reply(reply: str, file: str, source: str, name: str) -> FreeEdit:
         return FreeEdit(None, f"no closed ```python code block{where}")
     block = dedent(block)
     try:
-        tree = parse(block)
+        tree = parse_bounded(block)  # a block nested deeper than any honest function is refused here
     except (SyntaxError, ValueError) as e:  # ValueError: null bytes
         line = getattr(e, "lineno", None)
         return FreeEdit(None, f"the block does not parse: {getattr(e, 'msg', e)}" + (f" (line {line})" if line else ""))

@@ -10,7 +10,8 @@ What a patch may do
 1. Change the bodies of existing functions and methods, and literal defaults (`size=2` -> `size=1`).
    Everything else is compared as a syntax tree with every outermost body blanked: no new import,
    class, function, method, decorator, signature or module statement. No source-encoding declaration
-   may be added or changed (the check parses the bytes as Python decodes them).
+   may be added or changed (the check parses the bytes as Python decodes them), nor any file nested
+   deeper than `pyparse.MAX_DEPTH` (150) AST levels (a walk of it would overflow Python's stack).
 2. Not add, inside a body, an import, `global`, `nonlocal`, class, def, lambda, `match`, `yield` or
    `await` (a `yield` only where the function, and each def in it, is a generator exactly when it was);
    import statements and `global` / `nonlocal` names stay exactly as they were.
@@ -178,7 +179,7 @@ from graph_planner.patch_policy import (  # noqa: F401 - the lists are part of t
 from graph_planner.patch_scope import function_scopes, outer_functions
 from graph_planner.patch_slice import roots
 from graph_planner.patch_values import immutable
-from graph_planner.pyparse import PARSE_LOCK, added_breaks, source_lines
+from graph_planner.pyparse import PARSE_LOCK, added_breaks, parse_bounded, source_lines
 
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
@@ -221,8 +222,7 @@ def _span(fn: ast.AST) -> tuple[int, int]:
     return min([fn.lineno, *(d.lineno for d in fn.decorator_list)]), fn.end_lineno
 
 
-# Both functions below build many AST objects (judge slots call them from threads): held under the same
-# process-wide lock as every other parse of graph_planner (see graph_planner/pyparse.py).
+# Both functions below build many AST objects from judge slots' threads: held under pyparse's PARSE_LOCK.
 
 
 def _locked(fn):
@@ -363,7 +363,7 @@ def screen(before: str, after: str, bodies: bool = True) -> list[str]:
     if coding != _coding(before.encode("utf-8")):
         return ["changes the source-encoding declaration (Python would run other text than the check reads)"]
     try:
-        new_tree = ast.parse(raw)  # bytes: decoded as the interpreter will decode the file
+        new_tree = parse_bounded(raw)  # bytes: decoded as the interpreter will decode the file
         text = raw.decode(coding or "utf-8")
         old_text = before.encode("utf-8").decode(coding or "utf-8")
     except (SyntaxError, ValueError, LookupError) as e:

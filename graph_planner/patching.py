@@ -58,6 +58,8 @@ def parse_diff(diff: str) -> dict[str, list[tuple[int, list[str], list[str]]]]:
             continue
         m = _HUNK.match(line)
         if m and current is not None:
+            if len(m.group(1)) > 9:  # int() refuses numbers past 4,300 digits with a ValueError, not a PatchError
+                raise PatchError(f"hunk header {line[:40]!r}...: line number out of range")
             old, new = [], []
             i += 1
             while i < len(lines) and not lines[i].startswith(("@@", "--- ")):

@@ -109,10 +109,15 @@ def test_replies_on_a_task_without_the_jail_are_unjudged_and_nothing_runs(gadget
 
 def test_malformed_replies_score_0_and_are_counted(minilib):
     tasks = load_tasks(minilib)[:3]
-    wrong = ["no code at all", "```python\nimport os\n```", "```python\ndef other(x):\n    return x\n```"]
-    results = evaluate_free(tasks, lambda ts, ps: wrong, workers=1, test_cpu_s=10)
-    assert [r["malformed"] for r in results] == [1, 1, 1] and not any(r["resolved"] for r in results)
+    # the target function returning a 1,000-term sum: it parses, but every recursive walk of it overflowed
+    # Python's stack (review 21: a RecursionError out of the patch check ended the whole evaluation)
+    head = dedent(task_target(tasks[0])[1]).split("\n", 1)[0]
+    deep = fence(f"{head}\n    return {'1 + ' * 999}1\n")
+    wrong = ["no code at all", "```python\nimport os\n```", "```python\ndef other(x):\n    return x\n```", deep]
+    results = evaluate_free([*tasks, tasks[0]], lambda ts, ps: wrong, workers=1, test_cpu_s=10)
+    assert [r["malformed"] for r in results] == [1, 1, 1, 1] and not any(r["resolved"] for r in results)
     assert "no closed ```python code block" in results[0]["error"] and "defines 'other'" in results[2]["error"]
+    assert "nested deeper than" in results[3]["error"]
 
 
 def _served(tasks, prompts_seen):
