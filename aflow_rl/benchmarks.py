@@ -179,10 +179,12 @@ def math_equal(a: str, b: str) -> bool:
         return abs(fa - fb) <= 1e-3
     try:
         import sympy
-        from sympy.parsing.sympy_parser import implicit_multiplication_application, parse_expr, standard_transformations
 
-        tr = standard_transformations + (implicit_multiplication_application,)  # "2x" means 2*x in answers
-        ea, eb = parse_expr(_latex_to_expr(a), transformations=tr), parse_expr(_latex_to_expr(b), transformations=tr)
+        from aflow_rl.math_answer import to_expr  # never sympy's parse_expr: it evals the answer's text
+
+        ea, eb = to_expr(_latex_to_expr(a)), to_expr(_latex_to_expr(b))
+        if ea is None or eb is None:
+            return False
         if sympy.simplify(ea - eb) == 0:
             return True
         return abs(float(sympy.N(ea)) - float(sympy.N(eb))) <= 1e-3

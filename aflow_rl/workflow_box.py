@@ -104,7 +104,7 @@ class SandboxedWorkflow:
             return {}
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError (nesting) would pass for a closed loop below
             return {}
         return message if isinstance(message, dict) else {}
 

@@ -17,7 +17,10 @@ from __future__ import annotations
 import json
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
+
+MAX_ANCHOR_CHARS = 20_000
+"""Longest `find` anchor: a whole traceback fits, and the search stays linear in what a model may send."""
 
 
 class _Action(BaseModel):
@@ -33,7 +36,7 @@ class Explore(_Action):
         description="find: search anchors; read: source of nodes; expand: k-hop neighbours; coverage: functions "
         "ranked by spectrum-based fault localisation (one coverage run, its own budget)."
     )
-    anchors: list[str] = Field(
+    anchors: list[Annotated[str, StringConstraints(max_length=MAX_ANCHOR_CHARS)]] = Field(
         default_factory=list, max_length=10, description="find: identifiers, text or traceback frames."
     )
     nodes: list[str] = Field(default_factory=list, max_length=10, description="read / expand: node ids.")

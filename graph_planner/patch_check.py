@@ -7,14 +7,14 @@ words, and string-to-attribute / string-to-code "gadgets" with the data that flo
 
 What a patch may do
 -------------------
-1. Change the bodies of existing functions and methods, and literal defaults (`size=2` -> `size=1`).
-   Everything else is compared as a syntax tree with every outermost body blanked: no new import,
-   class, function, method, decorator, signature or module statement. No source-encoding declaration
-   may be added or changed (the check parses the bytes as Python decodes them), nor any file nested
-   deeper than `pyparse.MAX_DEPTH` (150) AST levels (a walk of it would overflow Python's stack).
-2. Not add, inside a body, an import, `global`, `nonlocal`, class, def, lambda, `match`, `yield` or
-   `await` (a `yield` only where the function, and each def in it, is a generator exactly when it was);
-   import statements and `global` / `nonlocal` names stay exactly as they were.
+1. Change the bodies of existing functions and methods, and literal defaults (`size=2` -> `size=1`). Everything else
+   is compared as a syntax tree with every outermost body blanked: no new import, class, function, method,
+   decorator, signature or module statement. No source-encoding declaration may be added or changed (the check
+   parses the bytes as Python decodes them), nor any file nested deeper than `pyparse.MAX_DEPTH` (150) AST levels (a
+   walk of it would overflow Python's stack).
+2. Not add, inside a body, an import, `global`, `nonlocal`, class, def, lambda, `match`, `yield` or `await` (a
+   `yield` only where the function, and each def in it, is a generator exactly when it was); import statements and
+   `global` / `nonlocal` names stay exactly as they were.
 3. Read, as a global or builtin (every scope in the function: comprehensions, lambdas, nested defs), only:
    (a) names the file binds once, at top level, by a `def`, a `class`, a literal constant, or a value that
    would itself pass these rules as new code (`PATTERN = re.compile("x")`: reading it gives nothing the body
@@ -55,42 +55,38 @@ What a patch may do
    builder when it is a metaclass or an Enum without members (bases read through import aliases and the
    file's own classes; annotations and `nonmember` are no members): calling one is a gadget.
 4. Use no dunder or introspection word the old function did not use: names, attributes, keyword names
-   (`dict(__eq__=...)`), parameters, string constants containing `__` (`"__globals__"`, `"x.__class__"`,
-   dict keys), format fields (`"{0.f_back}"`), literal module constants it reads. Benign: `__init__`,
-   `__name__`, `__qualname__`, `__doc__`, and `x.__class__.__name__`.
-5. Read a file helper (a def, class or valued assignment of the file) newly only when it is pure: it
-   would itself pass rules 3-6 as new code, transitively through the helpers it reads (methods by name;
-   `getattr(x, "name")` with a plain literal counts as `x.name` there; a class's bases, metaclass and
-   `__slots__` strings are declarations, not reads); worked out once per file text. An impure helper may
-   be kept where the old function read it.
-6. Give a computed value to a gadget only as the old function did. Gadgets: `GADGET_BUILTINS` (getattr,
-   setattr, delattr, hasattr, vars, type, eval, exec, compile, __import__), `GADGET_ATTRS` (`.format` /
-   `.format_map` on a computed template, `operator.attrgetter` / `methodcaller`, `functools.wraps` /
-   `update_wrapper`, `string.Formatter`'s methods, `import_module`, `typing.get_type_hints`, class
-   builders: `enum.Enum`, `abc.ABCMeta`, `dataclasses.make_dataclass`, a file class that is a metaclass
-   or an Enum without members), file helpers whose parameters reach one ("steering" parameters, a
-   fixpoint; a class's through `__init__`, `__new__` or a dataclass's `__post_init__`), module names
-   whose binding may hold one, a name a star import may have bound, a method named by a literal string
-   (`methodcaller("format", x)(t)`, `getattr(t, "format")(x)`: the whole statement counts), a method of
-   the file named like a library gadget. Only the inputs that name something count (the name of getattr, a
-   template, a steering argument). A gadget whose such inputs are literals (without `__` or
-   introspection words) is fine; otherwise the old function must have made the same call with the same
-   inputs, and every statement that feeds them (their backward, flow-sensitive data-flow slice:
-   statements before it or in a loop around it (a loop's own header included) that may bind or change a
-   name they read, or change in place a name that may share an object with one by then (through any
-   expression: `(a or b).append`, a saved bound method, a walrus, a match capture), with the headers of
-   their blocks and the whole of a `try` / `with` around them; a try's handlers run before its else and
-   finally; parameters and module names may be one object; for a gadget the boot script's name guard does
-   not judge at run time, where an input may hold an object that outlives the call (a parameter's, a
-   default's, a module's), every change of it counts, also after the gadget (another call or a recursion
-   made it first), and no other changed function may change module data it reads) must be the same, in
-   the same order, as for the old call (or all the old
-   calls of that gadget with those inputs together); the gadget's own statement may bind a slice name
-   only where it is unchanged; and the slice calls no changed function nor one whose result a changed
-   function decides. So a computed dunder (`"_" + "_globals__"`, `"%s" % ...`, f-strings, `.join`,
-   `chr(95)`) reaches no gadget. The same holds for gadgets in unchanged functions and module code: none
-   may take a value a changed function returns, but getattr, setattr, delattr and import_module (and the
-   file's helpers that steer only those), whose names the boot script's name guard judges by value.
+   (`dict(__eq__=...)`), parameters, string constants containing `__` (`"__globals__"`, `"x.__class__"`, dict keys),
+   format fields (`"{0.f_back}"`), literal module constants it reads. Benign: `__init__`, `__name__`,
+   `__qualname__`, `__doc__`, and `x.__class__.__name__`.
+5. Read a file helper (a def, class or valued assignment of the file) newly only when it is pure: it would itself
+   pass rules 3-6 as new code, transitively through the helpers it reads (methods by name; `getattr(x, "name")` with
+   a plain literal counts as `x.name` there; a class's bases, metaclass and `__slots__` strings are declarations,
+   not reads); worked out once per file text. An impure helper may be kept where the old function read it.
+6. Give a computed value to a gadget only as the old function did. Gadgets: `GADGET_BUILTINS` (getattr, setattr,
+   delattr, hasattr, vars, type, eval, exec, compile, __import__), `GADGET_ATTRS` (`.format` / `.format_map` on a
+   computed template, `operator.attrgetter` / `methodcaller`, `functools.wraps` / `update_wrapper`,
+   `string.Formatter`'s methods, `import_module`, `typing.get_type_hints`, class builders: `enum.Enum`,
+   `abc.ABCMeta`, `dataclasses.make_dataclass`, a file class that is a metaclass or an Enum without members), file
+   helpers whose parameters reach one ("steering" parameters, a fixpoint; a class's through `__init__`, `__new__` or
+   a dataclass's `__post_init__`), module names whose binding may hold one, a name a star import may have bound, a
+   method named by a literal string (`methodcaller("format", x)(t)`, `getattr(t, "format")(x)`: the whole statement
+   counts), a method of the file named like a library gadget. Only the inputs that name something count (the name of
+   getattr, a template, a steering argument). A gadget whose such inputs are literals (without `__` or introspection
+   words) is fine; otherwise the old function must have made the same call with the same inputs, and every statement
+   that feeds them (their backward, flow-sensitive data-flow slice: statements before it or in a loop around it (a
+   loop's own header included) that may bind or change a name they read, or change in place a name that may share an
+   object with one by then (through any expression: `(a or b).append`, a saved bound method, a walrus, a match
+   capture), with the headers of their blocks and the whole of a `try` / `with` around them; a try's handlers run
+   before its else and finally; parameters and module names may be one object; for a gadget the boot script's name
+   guard does not judge at run time, where an input may hold an object that outlives the call (a parameter's, a
+   default's, a module's), every change of it counts, also after the gadget (another call or a recursion made it
+   first), and no other changed function may change module data it reads) must be the same, in the same order, as
+   for the old call (or all the old calls of that gadget with those inputs together); the gadget's own statement may
+   bind a slice name only where it is unchanged; and the slice calls no changed function nor one whose result a
+   changed function decides. So a computed dunder (`"_" + "_globals__"`, `"%s" % ...`, f-strings, `.join`,
+   `chr(95)`) reaches no gadget. The same holds for gadgets in unchanged functions and module code: none may take a
+   value a changed function returns, but getattr, setattr, delattr and import_module (and the file's helpers that
+   steer only those), whose names the boot script's name guard judges by value.
 7. Change no state other code reads: no store, augmented store or delete (`setattr` / `delattr` with a
    literal name, an item store, `operator.setitem` / `ior`, an in-place method such as `.update` or
    `.clear`, called or handed on as a value, included) into an attribute or item of an imported module or
@@ -358,7 +354,10 @@ def screen(before: str, after: str, bodies: bool = True) -> list[str]:
     added = added_breaks(before, after)
     if added:
         return [f"adds {', '.join(added)}, which other tools read as a line break and Python does not"]
-    raw = after.encode("utf-8")
+    try:
+        raw = after.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (review 22)
+        return ["holds a lone surrogate, which no UTF-8 file can hold"]
     coding = _coding(raw)
     if coding != _coding(before.encode("utf-8")):
         return ["changes the source-encoding declaration (Python would run other text than the check reads)"]

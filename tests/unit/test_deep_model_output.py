@@ -84,3 +84,65 @@ def test_the_patch_check_refuses_a_file_deeper_than_its_limit_and_does_not_overf
     reasons = screen(BASE, _sum(1_000), bodies)
     assert reasons and f"nested deeper than {MAX_DEPTH} levels" in reasons[0]
     assert screen(BASE, FIXED, bodies) == []  # the honest fix passes beside it
+
+
+# --- review 22 (2026-12-02): what a `find` action may carry ---
+
+
+def _search(tmp_path):
+    from graph_planner.graph import GraphSearch, RepoGraph
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text(BASE + "\n\ndef scale(xs, k):\n    return [x * k for x in xs]\n")
+    return GraphSearch(RepoGraph(tmp_path))
+
+
+def test_a_traceback_frame_with_a_huge_line_number_finds_nothing_and_raises_nothing(tmp_path):
+    search = _search(tmp_path)
+    for frame in ('File "pkg/mod.py", line {n}, in total', "pkg/mod.py:{n}: AssertionError"):
+        assert search.by_traceback(frame.format(n="1" * 5000)) == []
+        assert search.by_traceback(frame.format(n=2)) == [("pkg/mod.py::total", 1.0)]  # the honest frame
+
+
+def test_a_find_anchor_is_bounded_and_the_text_search_walks_only_the_query_words_postings(tmp_path):
+    from graph_planner.actions import MAX_ANCHOR_CHARS
+    from graph_planner.graph.search import BM25, tokens
+
+    with pytest.raises(ActionError, match="at most 20000 characters"):
+        parse_action({"type": "explore", "op": "find", "anchors": ["x" * (MAX_ANCHOR_CHARS + 1)]})
+    assert parse_action({"type": "explore", "op": "find", "anchors": ["total " * 3000]}).anchors
+    # The postings walk gives every document the same float sum, word by word in sorted order, as the
+    # document-by-document loop did (so ties, and rankings, are unchanged); words no document holds cost nothing
+    # (the loop cost documents x words: 11 s for one 100 KB anchor over _pytest's 2,160 documents).
+    docs = {f"d{i}": tokens(f"alpha beta{i % 7} gamma{i % 13} delta{i}") * (1 + i % 3) for i in range(500)}
+    bm25 = BM25(docs)
+    query = tokens("beta3 gamma5 alpha delta17 missing") + [f"w{i}" for i in range(2_000)]
+    reference = {}
+    for d, tf in bm25.tf.items():
+        s = 0.0
+        for w in sorted(set(query)):
+            if tf.get(w, 0):
+                f = tf[w]
+                s += bm25.idf[w] * f * (bm25.k1 + 1) / (f + bm25.k1 * (1 - bm25.b + bm25.b * bm25.len[d] / bm25.avg))
+        if s > 0:
+            reference[d] = s
+    assert bm25.scores(query) == reference and set(bm25.postings) == {w for ws in docs.values() for w in ws}
+
+
+def test_a_workflow_line_nested_too_deep_ends_the_workflow_instead_of_passing_for_a_closed_loop():
+    import io
+    from types import SimpleNamespace
+
+    from aflow_rl.workflow_box import SandboxedWorkflow
+
+    box = object.__new__(SandboxedWorkflow)
+    box.box = SimpleNamespace(proc=SimpleNamespace(stdout=io.BytesIO(b"[" * 100_000 + b"\n" + b'{"done": 1}\n')))
+    assert box._read_line() == {}  # read as the end of the workflow's output: its problems fail, nothing hangs
+    assert box._read_line() == {"done": 1}
+
+
+def test_a_lone_surrogate_in_a_patched_file_is_a_reason_not_a_unicode_error():
+    assert screen(BASE, FIXED.replace("+", "+ 0 +  # \ud800"), bodies=False) == [
+        "holds a lone surrogate, which no UTF-8 file can hold"
+    ]
+    assert screen(BASE, FIXED, bodies=False) == []

@@ -1,0 +1,144 @@
+"""A model's math answer as a sympy expression, without running the answer.
+
+sympy's `parse_expr` ends in `eval` with Python's builtins in reach: scored that way, an answer
+`\\boxed{__import__('os')...}` ran in the scorer's process, and one answer could replace the scorer so that
+every later answer scored 1 (review 22). Here sympy only rewrites the text into code (`stringify_expr`, which
+runs nothing); that code is then checked node by node against a small grammar (numbers, symbols, + - * / **,
+a few functions and constants) and evaluated with no builtins. Sizes are bounded before sympy does any work,
+so no answer can make the scorer compute for long (`9^{9^{9}}` took it past 30 s).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+
+import sympy
+from sympy.parsing.sympy_parser import implicit_multiplication_application, standard_transformations, stringify_expr
+
+MAX_CHARS = 300
+"""Longest answer read symbolically (MATH answers are a few dozen characters); longer ones match by text only."""
+MAX_NODES = 200
+"""Most syntax-tree nodes the rewritten answer may have."""
+MAX_DIGITS = 20_000
+"""Bound on the decimal digits of any number the answer builds, as estimated from bit lengths (`10^{10000}`
+passes, `9^{9^{9}}` does not)."""
+MAX_SYMBOLIC_EXPONENT = 100
+"""Largest literal exponent of an expression with symbols (`(x+1)^{100}`): simplify may expand it."""
+
+_TRANSFORMS = standard_transformations + (implicit_multiplication_application,)  # "2x" means 2*x in answers
+# What the transformations write around literals and names: their arguments are literals only.
+_CONSTRUCTORS = {"Integer": sympy.Integer, "Float": sympy.Float, "Rational": sympy.Rational, "Symbol": sympy.Symbol}
+_FUNCTIONS = {
+    name: getattr(sympy, name)
+    for name in ("sqrt", "exp", "log", "ln", "sin", "cos", "tan", "cot", "sec", "csc", "asin", "acos", "atan", "Abs")
+}
+_FUNCTIONS["factorial"] = sympy.factorial  # `5!`; its argument a literal up to MAX_FACTORIAL
+MAX_FACTORIAL = 1_000
+"""Largest literal n of an answer's n! (1000! has 2,568 digits)."""
+_CONSTANTS = {"pi": sympy.pi, "E": sympy.E, "I": sympy.I, "oo": sympy.oo}
+NAMESPACE = {**_CONSTRUCTORS, **_FUNCTIONS, **_CONSTANTS}
+"""Every name an answer's code may read; anything else the transformations turn into a Symbol."""
+_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
+
+
+def to_expr(text: str) -> sympy.Basic | None:
+    """The answer as a sympy expression, or None when it is not one the grammar above admits."""
+    if not isinstance(text, str) or len(text) > MAX_CHARS:
+        return None
+    try:
+        code = stringify_expr(text, {}, dict(NAMESPACE), _TRANSFORMS)
+        tree = ast.parse(code, mode="eval")
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError, IndexError, KeyError):
+        return None
+    if sum(1 for _ in ast.walk(tree)) > MAX_NODES or _digits(tree.body) is None:
+        return None
+    try:  # checked above: no name outside NAMESPACE, no attribute, no builtins
+        return eval(compile(tree, "<answer>", "eval"), {"__builtins__": {}}, dict(NAMESPACE))
+    except (ArithmeticError, ValueError, TypeError, RecursionError, MemoryError, sympy.SympifyError):
+        return None
+
+
+def _literal(node: ast.AST) -> float | None:
+    """The value of a number literal (as written or as Integer/Float of one), negated or not; else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _literal(node.operand)
+        return None if v is None else -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("Integer", "Float"):
+        node = node.args[0] if len(node.args) == 1 and not node.keywords else node
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float, str):
+        try:
+            return float(node.value)
+        except (ValueError, OverflowError):
+            return None
+    return None
+
+
+def _digits(node: ast.AST) -> float | None:
+    """An upper bound on the decimal digits of any number `node` builds, or None when `node` is outside the
+    grammar or may build a number over MAX_DIGITS digits."""
+    found = _size(node)
+    return None if found is None or found[0] > MAX_DIGITS else found[0]
+
+
+def _size(node: ast.AST) -> tuple[float, bool] | None:
+    """(digits bound, holds a symbol) of an expression of the grammar; None outside it."""
+    if isinstance(node, ast.Constant):
+        if type(node.value) is int:
+            return _log10(node.value), False
+        return (1.0, False) if type(node.value) is float else None
+    if isinstance(node, ast.Name):
+        return (1.0, False) if node.id in _CONSTANTS else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _size(node.operand)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, _OPS):
+        left, right = _size(node.left), _size(node.right)
+        if left is None or right is None:
+            return None
+        if isinstance(node.op, ast.Pow):
+            return _power(left, right, node.right)
+        digits = left[0] + right[0] if isinstance(node.op, (ast.Mult, ast.Div)) else max(left[0], right[0]) + 1
+        return digits, left[1] or right[1]
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords and node.args):
+        return None
+    name = node.func.id
+    if name == "factorial":
+        n = _literal(node.args[0]) if len(node.args) == 1 else None
+        ok = n is not None and n.is_integer() and 0 <= n <= MAX_FACTORIAL
+        return (max(n, 1.0) * math.log10(max(n, 2.0)), False) if ok else None
+    if name in _FUNCTIONS and len(node.args) == 1:
+        return _size(node.args[0])
+    if name not in _CONSTRUCTORS:
+        return None
+    if all(isinstance(a, ast.Constant) and type(a.value) in (int, float, str) for a in node.args):
+        # Integer('123'), Float('1e999') (any exponent: a float), Symbol('x'): sized by their text
+        if name == "Symbol":
+            return 0.0, True
+        number = _literal(node) if name != "Rational" else None
+        digits = 1.0 if name == "Float" else _log10(int(number)) if number is not None and number.is_integer() else None
+        return (sum(len(str(a.value)) for a in node.args) if digits is None else digits), False
+    parts = [_size(a) if isinstance(a, ast.Call) else None for a in node.args]  # Rational(Integer(1), Integer(3))
+    if None in parts or name == "Symbol":
+        return None
+    return sum(p[0] for p in parts), False
+
+
+def _log10(n: int) -> float:
+    """An upper bound on log10(|n|), from its bit length (0 for 0 and 1)."""
+    return abs(n).bit_length() * math.log10(2)
+
+
+def _power(base: tuple[float, bool], exponent: tuple[float, bool], node: ast.AST) -> tuple[float, bool] | None:
+    """The size of base ** exponent, or None when it is not bounded by the limits."""
+    digits, symbolic = base
+    value = _literal(node)
+    if value is None and not exponent[1]:
+        # a numeric exponent written as an expression (2^{1/2}, 2^{3*100}): bounded by its digits
+        value = 10.0 ** exponent[0] if exponent[0] <= 4 else None
+    if value is not None:
+        if not math.isfinite(value) or (symbolic and abs(value) > MAX_SYMBOLIC_EXPONENT):
+            return None
+        return digits * max(abs(value), 1.0), symbolic
+    if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Pow) for n in ast.walk(node)):
+        return None  # a tower with a symbol in it: nothing bounds what simplify makes of it
+    return digits, True

@@ -1,0 +1,76 @@
+"""The MATH scorer reads a model's answer without running it (review 22): sympy's parse_expr evals its input
+with Python's builtins in reach, so an answer could run code in the scorer, end the evaluation or replace the
+scorer. Each attack beside an honest control."""
+
+from __future__ import annotations
+
+import pytest
+
+from aflow_rl import benchmarks
+from aflow_rl.math_answer import to_expr
+
+PROBLEM = {"answer": r"so \boxed{\frac{1}{2}}"}
+
+
+def _score(prediction: str) -> float:
+    return benchmarks.score("math", PROBLEM, prediction)[0]
+
+
+def test_an_answer_that_calls_into_python_creates_nothing_and_scores_0(tmp_path):
+    marker = tmp_path / "pwned"
+    attack = rf"\boxed{{__import__('os').open('{marker}', __import__('os').O_CREAT | __import__('os').O_WRONLY)}}"
+    assert _score(attack) == 0.0 and not marker.exists()
+    assert _score(r"the answer is \boxed{0.5}") == 1.0  # the honest control
+
+
+def test_an_answer_cannot_replace_the_scorer_for_later_answers():
+    payload = (
+        r"\boxed{__import__('builtins').setattr(__import__('sys').modules['aflow_rl.benchmarks'],"
+        r"'math_equal',__import__('operator').is_not)}"
+    )
+    before = benchmarks.math_equal
+    assert _score(payload) == 0.0
+    assert benchmarks.math_equal is before
+    assert _score(r"\boxed{999}") == 0.0 and _score("I don't know") == 0.0  # wrong answers stay wrong
+    assert _score(r"\boxed{\frac{2}{4}}") == 1.0
+
+
+def test_an_answer_that_exits_is_scored_not_raised():
+    assert benchmarks.score("math", PROBLEM, r"\boxed{__import__('sys').exit(7)}") == (
+        0.0,
+        "__import__('sys').exit(7)",
+    )
+    assert _score(r"\boxed{garbage(}") == 0.0
+
+
+@pytest.mark.parametrize("answer", [r"9^{9^{9}}", r"(x+1)^{1000}", r"1001!", r"(10^{100})^{1000}", "1" * 400])
+def test_answers_too_large_to_compute_are_refused_before_sympy_computes(answer):
+    # Refused by their shape (a tower, an exponent or factorial past its limit, an answer past MAX_CHARS):
+    # before, `9^{9^{9}}` kept the scorer computing past 30 s, in C code no signal interrupts.
+    assert to_expr(benchmarks._latex_to_expr(answer)) is None
+    assert _score(rf"\boxed{{{answer}}}") == 0.0
+    assert to_expr(benchmarks._latex_to_expr(r"(x+1)^{100}")) is not None  # the honest control: within the limits
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        (r"\frac{\sqrt{2}}{2}", r"\frac{1}{\sqrt{2}}"),
+        ("(x+1)^2", "x^2+2x+1"),
+        ("2(x+1)", "2x+2"),
+        ("5!", "120"),
+        (r"3\sqrt{3}", r"\sqrt{27}"),
+        ("0.[3]", r"\frac{1}{3}"),
+        ("2^{10}", "1024"),
+        ("xy", "x y"),
+    ],
+)
+def test_equal_answers_written_differently_still_match(a, b):
+    assert benchmarks.math_equal(a, b) and benchmarks.math_equal(b, a)
+    assert not benchmarks.math_equal(a, b + "+1")
+
+
+def test_only_the_grammar_is_admitted():
+    assert to_expr("2*x + sqrt(3)") is not None
+    for text in ("x.__class__", "(1).real", "[1, 2][0]", "lambda: 1", "factorial(x)", "f(x)(y)", "x if y else z"):
+        assert to_expr(text) is None, text
