@@ -136,7 +136,9 @@ def _evaluate(args) -> int:
     if args.agent in ("free", "gold-free"):
         results = _evaluate_free(args, tasks)
     else:
-        results = evaluate_local(tasks, args.agent, args.workers, limits, args.telemetry, engine=_engine(args))
+        results = evaluate_local(
+            tasks, args.agent, args.workers, limits, args.telemetry, engine=_engine(args), progress=PhasePrinter()
+        )
     summary = summarize(results, time.monotonic() - t0)
     if args.json:
         Path(args.json).write_text(json.dumps({"summary": summary, "episodes": results}, indent=1))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 
 import pytest
@@ -83,6 +84,8 @@ def test_an_unseen_package_builds_tasks_and_evaluate_prints_the_summary(tmp_path
     assert ev.returncode == 0, ev.stderr[-2000:]
     last = ev.stdout.strip().splitlines()[-1]
     assert last.startswith("solve rate ") and "(" in last and "/2)" in last and "seconds per task" in last
+    # never silent for its tens of minutes on a held-out split: each episode ended, k of n with an ETA
+    assert "episodes (rule agent) 0/2" in ev.stdout and re.search(r"episodes \(rule agent\) 2/2 \(semver: ", ev.stdout)
     assert list((tmp_path / "tele").glob("*.jsonl"))
     # a wrong pin is refused by pip before anything is unpacked
     bad = _cli(
