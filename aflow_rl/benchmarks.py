@@ -145,9 +145,18 @@ def _fix_fracs(s: str) -> str:
     return re.sub(r"\\frac(\d)\{", r"\\frac{\1}{", s)
 
 
+_THOUSANDS = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+
+
 def _percent_number(s: str) -> float | None:
-    """A plain number, with thousands commas, or a percentage (50\\% -> 0.5) as AFlow's MATH scorer reads it."""
-    t = s.replace(",", "").strip()
+    """A plain number, with thousands commas, or a percentage (50\\% -> 0.5) as AFlow's MATH scorer reads it.
+    A comma counts only between groups of three digits: AFlow drops every comma, so the list `-2, 1` read as
+    -21 and a wrong answer `-21` scored 1 (review 23)."""
+    t = s.strip()
+    if "," in t:
+        if not _THOUSANDS.fullmatch(t.removesuffix("%").removesuffix("\\")):
+            return None
+        t = t.replace(",", "")
     try:
         return float(t)
     except ValueError:

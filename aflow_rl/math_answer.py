@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import math
+import re
+from decimal import Decimal
 
 import sympy
 from sympy.parsing.sympy_parser import implicit_multiplication_application, standard_transformations, stringify_expr
@@ -23,6 +25,8 @@ MAX_NODES = 200
 MAX_DIGITS = 20_000
 """Bound on the decimal digits of any number the answer builds, as estimated from bit lengths (`10^{10000}`
 passes, `9^{9^{9}}` does not)."""
+MAX_FUNCTION_DIGITS = 400
+"""Most digits of a transcendental function's argument (mpmath's work grows with it)."""
 MAX_SYMBOLIC_EXPONENT = 100
 """Largest literal exponent of an expression with symbols (`(x+1)^{100}`): simplify may expand it."""
 
@@ -107,20 +111,40 @@ def _size(node: ast.AST) -> tuple[float, bool] | None:
         ok = n is not None and n.is_integer() and 0 <= n <= MAX_FACTORIAL
         return (max(n, 1.0) * math.log10(max(n, 2.0)), False) if ok else None
     if name in _FUNCTIONS and len(node.args) == 1:
-        return _size(node.args[0])
-    if name not in _CONSTRUCTORS:
+        arg = _size(node.args[0])
+        # mpmath's cost for sin or exp grows with the argument's size (sin(1e99999) took 6 s): bounded
+        return arg if arg is not None and (name in ("sqrt", "Abs") or arg[0] <= MAX_FUNCTION_DIGITS) else None
+    return _constructor(name, node.args)
+
+
+_DECIMAL = re.compile(r"(\d+\.?\d*|\.\d+)([eE][+-]?\d{1,2})?")
+
+
+def _constructor(name: str, args: list[ast.AST]) -> tuple[float, bool] | None:
+    """The exact forms sympy's transformations write, nothing else: Integer(<int>), Float('<decimal>') (no
+    precision argument: Float(64, -100) is a 1-bit float equal to every integer near 64), Rational(Integer,
+    Integer), Symbol('<name>'), and Integer(Integer(<int>)) from a repeating decimal."""
+    if len(args) == 2 and name == "Rational":
+        parts = [_constructor("Integer", a.args) if _is_call(a, "Integer") else None for a in args]
+        return None if None in parts else (parts[0][0] + parts[1][0], False)
+    if len(args) != 1:
         return None
-    if all(isinstance(a, ast.Constant) and type(a.value) in (int, float, str) for a in node.args):
-        # Integer('123'), Float('1e999') (any exponent: a float), Symbol('x'): sized by their text
-        if name == "Symbol":
-            return 0.0, True
-        number = _literal(node) if name != "Rational" else None
-        digits = 1.0 if name == "Float" else _log10(int(number)) if number is not None and number.is_integer() else None
-        return (sum(len(str(a.value)) for a in node.args) if digits is None else digits), False
-    parts = [_size(a) if isinstance(a, ast.Call) else None for a in node.args]  # Rational(Integer(1), Integer(3))
-    if None in parts or name == "Symbol":
-        return None
-    return sum(p[0] for p in parts), False
+    (arg,) = args
+    value = arg.value if isinstance(arg, ast.Constant) else None
+    if name == "Integer":
+        if _is_call(arg, "Integer"):
+            return _constructor("Integer", arg.args)
+        return (_log10(value), False) if type(value) is int else None
+    if name == "Float":  # a decimal with an exponent of at most 2 digits: sin(Float('1e99999')) took 6 s
+        ok = type(value) is str and _DECIMAL.fullmatch(value)
+        return (max(1.0, Decimal(value).adjusted() + 1.0), False) if ok else None
+    if name == "Symbol":
+        return (0.0, True) if type(value) is str else None
+    return None
+
+
+def _is_call(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name and not node.keywords
 
 
 def _log10(n: int) -> float:
@@ -133,8 +157,10 @@ def _power(base: tuple[float, bool], exponent: tuple[float, bool], node: ast.AST
     digits, symbolic = base
     value = _literal(node)
     if value is None and not exponent[1]:
-        # a numeric exponent written as an expression (2^{1/2}, 2^{3*100}): bounded by its digits
-        value = 10.0 ** exponent[0] if exponent[0] <= 4 else None
+        # a numeric exponent written as an expression (2^{1/2}, 2^{3*100}): bounded by its digits, else refused
+        if exponent[0] > 4:
+            return None
+        value = 10.0 ** exponent[0]
     if value is not None:
         if not math.isfinite(value) or (symbolic and abs(value) > MAX_SYMBOLIC_EXPONENT):
             return None

@@ -74,3 +74,45 @@ def test_only_the_grammar_is_admitted():
     assert to_expr("2*x + sqrt(3)") is not None
     for text in ("x.__class__", "(1).real", "[1, 2][0]", "lambda: 1", "factorial(x)", "f(x)(y)", "x if y else z"):
         assert to_expr(text) is None, text
+
+
+# Review 23 (2026-12-02), a second reviewer on the grammar above: no code ran, but these scored or stalled.
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Float(64, Integer('-100'))",  # a 1-bit float: equal to every integer from 48 to 96
+        "Float(Rational(1,4), Integer('-100'))",
+        "Float(64, 0)",
+    ],
+)
+def test_a_float_with_a_precision_of_its_own_is_not_an_answer(answer):
+    assert to_expr(answer) is None
+    for reference in ("50", "64", "77", r"\frac{200}{3}"):
+        assert benchmarks.score("math", {"answer": rf"\boxed{{{reference}}}"}, rf"\boxed{{{answer}}}")[0] == 0.0
+    assert benchmarks.score("math", {"answer": r"\boxed{64}"}, r"\boxed{64}")[0] == 1.0  # the control
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "2**(99999*99999)",  # a numeric exponent too large to bound was read as a symbol
+        "(x+1)**(999*999)",
+        "2**Rational('99999999')",
+        "Rational('1e99999999')",  # Fraction expands the exponent
+        "sin(Float('1e99999'))",  # mpmath's work grows with the argument
+        "sin(Float(2, 999999))",  # a precision of a million digits
+        "Rational(Float('1e99999999'))",
+        "sin(2**10000)",
+    ],
+)
+def test_answers_whose_size_sympy_cannot_bound_are_refused(answer):
+    assert to_expr(answer) is None
+    assert _score(rf"\boxed{{{answer}}}") == 0.0
+
+
+def test_a_comma_is_a_thousands_separator_only():
+    lists = {"-2, 1": "-21", "1,2": "12", "3,5,7": "357"}
+    for reference, wrong in lists.items():  # AFlow drops every comma: a list read as one number
+        assert benchmarks.score("math", {"answer": rf"\boxed{{{reference}}}"}, rf"\boxed{{{wrong}}}")[0] == 0.0
+        assert benchmarks.score("math", {"answer": rf"\boxed{{{reference}}}"}, rf"\boxed{{{reference}}}")[0] == 1.0
+    assert benchmarks.math_equal("1,000", "1000") and benchmarks.math_equal("12,345.5", "12345.5")
