@@ -145,6 +145,7 @@ def _fix_fracs(s: str) -> str:
     return re.sub(r"\\frac(\d)\{", r"\\frac{\1}{", s)
 
 
+_INTEGER = re.compile(r"[-+]?\d+")
 _THOUSANDS = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 
 
@@ -185,7 +186,9 @@ def math_equal(a: str, b: str) -> bool:
         return True
     fa, fb = _percent_number(na), _percent_number(nb)
     if fa is not None and fb is not None:
-        return abs(fa - fb) <= 1e-3
+        if _INTEGER.fullmatch(na.replace(",", "")) and _INTEGER.fullmatch(nb.replace(",", "")):
+            return int(na.replace(",", "")) == int(nb.replace(",", ""))  # exact: floats lose digits past 2^53
+        return abs(fa - fb) <= 1e-3  # AFlow's tolerance, for answers written as decimals
     try:
         import sympy
 
@@ -196,6 +199,8 @@ def math_equal(a: str, b: str) -> bool:
             return False
         if sympy.simplify(ea - eb) == 0:
             return True
+        if ea.is_Rational and eb.is_Rational:  # exact numbers that differ: 1001/2000 is not 1/2 (review 24)
+            return False
         return abs(float(sympy.N(ea)) - float(sympy.N(eb))) <= 1e-3
     except Exception:  # unparseable answers simply do not match
         return False

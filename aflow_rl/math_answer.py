@@ -25,6 +25,8 @@ MAX_NODES = 200
 MAX_DIGITS = 20_000
 """Bound on the decimal digits of any number the answer builds, as estimated from bit lengths (`10^{10000}`
 passes, `9^{9^{9}}` does not)."""
+MAX_TERMS = 2_000
+"""Most terms the answer may have expanded ((x+1)^{100} has 101; (x+y+z)^{100} 5,151 is refused)."""
 MAX_FUNCTION_DIGITS = 400
 """Most digits of a transcendental function's argument (mpmath's work grows with it)."""
 MAX_SYMBOLIC_EXPONENT = 100
@@ -55,7 +57,7 @@ def to_expr(text: str) -> sympy.Basic | None:
         tree = ast.parse(code, mode="eval")
     except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError, IndexError, KeyError):
         return None
-    if sum(1 for _ in ast.walk(tree)) > MAX_NODES or _digits(tree.body) is None:
+    if sum(1 for _ in ast.walk(tree)) > MAX_NODES or _digits(tree.body) is None or _terms(tree.body) > MAX_TERMS:
         return None
     try:  # checked above: no name outside NAMESPACE, no attribute, no builtins
         return eval(compile(tree, "<answer>", "eval"), {"__builtins__": {}}, dict(NAMESPACE))
@@ -111,10 +113,52 @@ def _size(node: ast.AST) -> tuple[float, bool] | None:
         ok = n is not None and n.is_integer() and 0 <= n <= MAX_FACTORIAL
         return (max(n, 1.0) * math.log10(max(n, 2.0)), False) if ok else None
     if name in _FUNCTIONS and len(node.args) == 1:
-        arg = _size(node.args[0])
-        # mpmath's cost for sin or exp grows with the argument's size (sin(1e99999) took 6 s): bounded
-        return arg if arg is not None and (name in ("sqrt", "Abs") or arg[0] <= MAX_FUNCTION_DIGITS) else None
+        return _function(name, _size(node.args[0]))
     return _constructor(name, node.args)
+
+
+def _function(name: str, arg: tuple[float, bool] | None) -> tuple[float, bool] | None:
+    """The size of a function's value: mpmath's work for sin or exp grows with the argument (sin(1e99999) took
+    6 s), and exp's value with its argument's value (sin(exp(exp(20))) ran past 150 s)."""
+    if arg is None:
+        return None
+    digits, symbolic = arg
+    if name in ("sqrt", "Abs"):
+        return arg
+    if digits > MAX_FUNCTION_DIGITS:
+        return None
+    if name == "exp":
+        if symbolic:
+            return arg
+        return (math.log10(math.e) * 10.0**digits, False) if digits <= 3 else None
+    if name in ("log", "ln"):
+        return max(1.0, math.log10(digits + 1.0)), symbolic
+    # sin, cos, asin, acos, atan are at most ~1.6; tan, cot, sec, csc near a pole as large as a float's precision
+    return (1.0 if name in ("sin", "cos", "asin", "acos", "atan") else 20.0), symbolic
+
+
+def _terms(node: ast.AST) -> float:
+    """An upper bound on the terms of the expression expanded (what simplify may build): (x+y+z)^100 has
+    5,151, (sqrt(2)+sqrt(3)+sqrt(5)+sqrt(7))^100 176,851 (simplify ran past 30 s on each)."""
+    if isinstance(node, ast.BinOp):
+        left = _terms(node.left)
+        if isinstance(node.op, ast.Pow):
+            value = _literal(node.right)
+            size = _size(node.right) if value is None else None
+            if value is None and size is not None and not size[1]:
+                value = 10.0 ** size[0]
+            if value is None or left <= 1 or abs(value) <= 1:
+                return left
+            n, k = abs(value), left - 1  # monomials of degree n in k + 1 terms: C(n + k, k)
+            log_terms = math.lgamma(n + k + 1) - math.lgamma(k + 1) - math.lgamma(n + 1)
+            return math.exp(min(log_terms, 50.0))
+        right = _terms(node.right)
+        return left + right if isinstance(node.op, (ast.Add, ast.Sub)) else left * right
+    if isinstance(node, ast.UnaryOp):
+        return _terms(node.operand)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS and node.args:
+        return max(_terms(a) for a in node.args)  # simplify works inside a function's argument too
+    return 1.0
 
 
 _DECIMAL = re.compile(r"(\d+\.?\d*|\.\d+)([eE][+-]?\d{1,2})?")

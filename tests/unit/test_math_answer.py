@@ -116,3 +116,37 @@ def test_a_comma_is_a_thousands_separator_only():
         assert benchmarks.score("math", {"answer": rf"\boxed{{{reference}}}"}, rf"\boxed{{{wrong}}}")[0] == 0.0
         assert benchmarks.score("math", {"answer": rf"\boxed{{{reference}}}"}, rf"\boxed{{{reference}}}")[0] == 1.0
     assert benchmarks.math_equal("1,000", "1000") and benchmarks.math_equal("12,345.5", "12345.5")
+
+
+# Review 24 (2026-12-02), a third reviewer: values that grow through functions and expansions, and exact numbers
+# compared within the decimal tolerance.
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "sin(exp(exp(12)))",  # exp's value sized by its argument's value, not its digits
+        "cos(10**exp(12))",
+        "(sqrt(2)+sqrt(3)+sqrt(5)+sqrt(7))**100",  # 176,851 terms expanded
+        "(x+y+z)**100",
+        "(((x+1)**9+1)**9+1)**9",  # each exponent small, degree 729
+    ],
+)
+def test_answers_that_grow_past_their_text_are_refused(answer):
+    assert to_expr(answer) is None
+    assert to_expr("(x+1)**100") is not None and to_expr("exp(12)") is not None  # the controls
+
+
+@pytest.mark.parametrize(
+    "reference, wrong",
+    [
+        (r"\frac{1}{2}", r"\frac{1001}{2000}"),
+        (r"\frac{1}{1000}", "0"),
+        ("2^{64}", "2^{64}+1"),
+        ("18446744073709551616", "18446744073709551617"),
+        ("10^{20}", "10^{20}+8000"),
+    ],
+)
+def test_exact_numbers_are_compared_exactly(reference, wrong):
+    assert benchmarks.score("math", {"answer": rf"\boxed{{{reference}}}"}, rf"\boxed{{{wrong}}}")[0] == 0.0
+    assert benchmarks.score("math", {"answer": rf"\boxed{{{reference}}}"}, rf"\boxed{{{reference}}}")[0] == 1.0
+    # a decimal keeps AFlow's tolerance of 1e-3, as the paper's figures assume
+    assert benchmarks.math_equal("0.333", r"\frac{1}{3}") and benchmarks.math_equal("0.5", r"\frac{1}{2}")
