@@ -122,7 +122,7 @@ def _evaluate_free(args, tasks) -> list[dict]:
     from graph_planner.free_eval import engine_replies, evaluate_free, gold_replies
 
     replier = gold_replies if args.agent == "gold-free" else engine_replies(_engine(args), args.max_new_tokens)
-    return evaluate_free(tasks, replier, args.workers, args.test_cpu_s, args.telemetry)
+    return evaluate_free(tasks, replier, args.workers, args.test_cpu_s, args.telemetry, progress=PhasePrinter())
 
 
 def _evaluate(args) -> int:

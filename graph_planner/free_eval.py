@@ -16,6 +16,7 @@ prompt -> reply -> parse -> edit -> check -> verdict path loses nothing.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +26,7 @@ from graph_planner.judge import DEFAULT_TEST_CPU_S
 from graph_planner.provenance import MODEL, UNJUDGED
 from graph_planner.tasks import RepairTask
 from graph_planner.team.sandbox import Sandbox
+from planact.progress import Phase, ProgressFn
 
 Replier = Callable[[list[RepairTask], list[str]], list[str]]
 """(tasks, prompts) -> one reply per task."""
@@ -53,23 +55,35 @@ def evaluate_free(
     workers: int = 1,
     test_cpu_s: float = DEFAULT_TEST_CPU_S,
     telemetry_dir: str | Path | None = None,
+    progress: ProgressFn | None = None,
 ) -> list[dict]:
     """One reply per task with the call jail, judged in Submit mode (the others unjudged); per-task results in
-    the shape `evaluate.summarize` reads."""
+    the shape `evaluate.summarize` reads. `progress` hears the replies (one batch) and each verdict."""
     t0 = time.monotonic()
     # no prompt for a task without the jail: its reply could not be judged (and decoding is the costly part)
     targets = [task_target(t) if t.jail else None for t in tasks]
     prompts = [free_prompt(tg[0], tg[1], t.problem_statement) if tg else "" for t, tg in zip(tasks, targets)]
     asked = [i for i, tg in enumerate(targets) if tg]
+    writing = Phase("free-form replies", len(asked), progress)
     got = replier([tasks[i] for i in asked], [prompts[i] for i in asked]) if asked else []
+    writing.advance(len(asked))
     replies = dict(zip(asked, got))
     parsed = {
         i: parse_reply(replies[i], tasks[i].meta["file"], targets[i][1], target_name(targets[i][0])) for i in asked
     }
     jobs = [i for i in asked if parsed[i].edit is not None]
     box = Sandbox(workers, None, test_cpu_s, telemetry_dir)
+    # judge_many judges identical (task, edit) pairs once, and reports each once
+    distinct = len({(tasks[i].instance_id, *(parsed[i].edit[k] for k in ("file", "old", "new"))) for i in jobs})
+    judging, lock = Phase("free-form edits judged", distinct, progress), threading.Lock()
+
+    def judged(verdict: dict) -> None:
+        with lock:
+            judging.advance(note="solved" if verdict.get("resolved") else "not solved")
+
     try:
-        verdicts = dict(zip(jobs, box.judge_many([(tasks[i], parsed[i].edit) for i in jobs], "eval", MODEL)))
+        edits = [(tasks[i], parsed[i].edit) for i in jobs]
+        verdicts = dict(zip(jobs, box.judge_many(edits, "eval", MODEL, on_judged=judged)))
     finally:
         box.close()
     out = []

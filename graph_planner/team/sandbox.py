@@ -25,6 +25,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 
@@ -175,14 +176,28 @@ class Sandbox:
             "tampering": tampering + int("tampered" in whole),
         }
 
-    def judge_many(self, jobs: list[tuple[RepairTask, dict]], mode: str, origin: str = MODEL) -> list[dict]:
-        """Judge (task, edit) pairs, all of one origin, in parallel slots; identical pairs are judged once."""
+    def judge_many(
+        self,
+        jobs: list[tuple[RepairTask, dict]],
+        mode: str,
+        origin: str = MODEL,
+        on_judged: Callable[[dict], None] | None = None,
+    ) -> list[dict]:
+        """Judge (task, edit) pairs, all of one origin, in parallel slots; identical pairs are judged once
+        (`on_judged` hears each verdict as it is reached, from the slot's thread)."""
         keys = [(t.instance_id, e["file"], e["old"], e["new"]) for t, e in jobs]
         unique = {}
         for k, job in zip(keys, jobs):
             unique.setdefault(k, job)
+
+        def one(job: tuple[RepairTask, dict]) -> dict:
+            verdict = self.judge(job[0], job[1], mode, origin)
+            if on_judged is not None:
+                on_judged(verdict)
+            return verdict
+
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            results = dict(zip(unique, pool.map(lambda j: self.judge(j[0], j[1], mode, origin), unique.values())))
+            results = dict(zip(unique, pool.map(one, unique.values())))
         return [results[k] for k in keys]
 
     def close(self) -> None:

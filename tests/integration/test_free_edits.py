@@ -53,9 +53,12 @@ def test_the_scripted_gold_model_solves_every_task_and_a_wrong_reply_scores_0(mi
     assert (
         main(["evaluate", "--agent", "gold-free", "--tasks", str(minilib), "--workers", "2", "--json", str(out)]) == 0
     )
-    last = capsys.readouterr().out.strip().splitlines()[-1]
+    printed = capsys.readouterr().out
+    last = printed.strip().splitlines()[-1]
     n = len(tasks)
     assert last.startswith(f"solve rate 1.000 ({n}/{n})") and "malformed 0, refused 0, unjudged 0" in last
+    # not silent while it decodes and judges: the replies, then each verdict, k of n
+    assert f"free-form replies {n}/{n}" in printed and f"free-form edits judged {n}/{n} (solved)" in printed
     episodes = json.loads(out.read_text())["episodes"]
     assert all(r["resolved"] and r["malformed"] == r["refused"] == 0 for r in episodes), episodes
 
