@@ -186,8 +186,9 @@ def math_equal(a: str, b: str) -> bool:
         return True
     fa, fb = _percent_number(na), _percent_number(nb)
     if fa is not None and fb is not None:
-        if _INTEGER.fullmatch(na.replace(",", "")) and _INTEGER.fullmatch(nb.replace(",", "")):
-            return int(na.replace(",", "")) == int(nb.replace(",", ""))  # exact: floats lose digits past 2^53
+        ia, ib = na.replace(",", ""), nb.replace(",", "")
+        if _INTEGER.fullmatch(ia) and _INTEGER.fullmatch(ib):
+            return int(ia) == int(ib)  # exact: floats lose digits past 2^53
         return abs(fa - fb) <= 1e-3  # AFlow's tolerance, for answers written as decimals
     try:
         import sympy

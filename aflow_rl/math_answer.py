@@ -143,10 +143,8 @@ def _terms(node: ast.AST) -> float:
     if isinstance(node, ast.BinOp):
         left = _terms(node.left)
         if isinstance(node.op, ast.Pow):
-            value = _literal(node.right)
-            size = _size(node.right) if value is None else None
-            if value is None and size is not None and not size[1]:
-                value = 10.0 ** size[0]
+            exponent = _size(node.right)
+            value = None if exponent is None else _exponent_value(node.right, exponent)
             if value is None or left <= 1 or abs(value) <= 1:
                 return left
             n, k = abs(value), left - 1  # monomials of degree n in k + 1 terms: C(n + k, k)
@@ -199,12 +197,9 @@ def _log10(n: int) -> float:
 def _power(base: tuple[float, bool], exponent: tuple[float, bool], node: ast.AST) -> tuple[float, bool] | None:
     """The size of base ** exponent, or None when it is not bounded by the limits."""
     digits, symbolic = base
-    value = _literal(node)
+    value = _exponent_value(node, exponent)
     if value is None and not exponent[1]:
-        # a numeric exponent written as an expression (2^{1/2}, 2^{3*100}): bounded by its digits, else refused
-        if exponent[0] > 4:
-            return None
-        value = 10.0 ** exponent[0]
+        return None  # a numeric exponent too large to bound (2^{99999*99999}): never read as a symbol
     if value is not None:
         if not math.isfinite(value) or (symbolic and abs(value) > MAX_SYMBOLIC_EXPONENT):
             return None
@@ -212,3 +207,12 @@ def _power(base: tuple[float, bool], exponent: tuple[float, bool], node: ast.AST
     if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Pow) for n in ast.walk(node)):
         return None  # a tower with a symbol in it: nothing bounds what simplify makes of it
     return digits, True
+
+
+def _exponent_value(node: ast.AST, size: tuple[float, bool]) -> float | None:
+    """A bound on a numeric exponent's value: the literal itself, or 10^digits of a small expression (2^{1/2},
+    2^{3*100}); None for an exponent with a symbol in it, or a numeric one past 4 digits."""
+    value = _literal(node)
+    if value is None and not size[1] and size[0] <= 4:
+        value = 10.0 ** size[0]
+    return value

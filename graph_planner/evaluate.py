@@ -7,7 +7,6 @@ one thread does); `summarize` turns episode results into the numbers the CLI pri
 from __future__ import annotations
 
 import statistics
-import threading
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -89,11 +88,10 @@ def evaluate_local(
     episode ended, k of n with an ETA (a held-out split takes tens of minutes on 2 cores)."""
     shards = shard(tasks, max(1, workers))
     tele = [Path(telemetry_dir) / f"slot-{i}.jsonl" if telemetry_dir else None for i in range(len(shards))]
-    phase, lock = Phase(f"episodes ({agent_kind} agent)", len(tasks), progress), threading.Lock()
+    phase = Phase(f"episodes ({agent_kind} agent)", len(tasks), progress)
 
     def ended(result: dict) -> None:
-        with lock:
-            phase.advance(note=f"{result['package']}: {'solved' if result['resolved'] else 'not solved'}")
+        phase.advance(note=f"{result['package']}: {'solved' if result['resolved'] else 'not solved'}")
 
     with ThreadPoolExecutor(len(shards) or 1) as pool:
         parts = list(

@@ -16,7 +16,6 @@ prompt -> reply -> parse -> edit -> check -> verdict path loses nothing.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -73,13 +72,10 @@ def evaluate_free(
     }
     jobs = [i for i in asked if parsed[i].edit is not None]
     box = Sandbox(workers, None, test_cpu_s, telemetry_dir)
-    # judge_many judges identical (task, edit) pairs once, and reports each once
-    distinct = len({(tasks[i].instance_id, *(parsed[i].edit[k] for k in ("file", "old", "new"))) for i in jobs})
-    judging, lock = Phase("free-form edits judged", distinct, progress), threading.Lock()
+    judging = Phase("free-form edits judged", len(jobs), progress)
 
     def judged(verdict: dict) -> None:
-        with lock:
-            judging.advance(note="solved" if verdict.get("resolved") else "not solved")
+        judging.advance(note="solved" if verdict.get("resolved") else "not solved")
 
     try:
         edits = [(tasks[i], parsed[i].edit) for i in jobs]

@@ -21,6 +21,7 @@ import math
 import os
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -97,18 +98,21 @@ class Phase:
     def __init__(self, what: str, total: int, report: ProgressFn | None, clock: Callable[[], float] = time.monotonic):
         self.what, self.total, self.report, self.clock = what, max(0, total), report, clock
         self.done = 0
+        self._lock = threading.Lock()  # parallel slots advance one phase from their own threads
         self.t0 = clock()
         self._send("")  # announced before its first unit: the console says what it is waiting for
 
     def advance(self, n: int = 1, note: str = "") -> None:
-        """`n` more units done (`note`: what was just finished, shown in brackets)."""
-        self.done = min(self.total, self.done + n)
-        self._send(note)
+        """`n` more units done (`note`: what was just finished, shown in brackets); safe from any thread."""
+        with self._lock:
+            self.done = min(self.total, self.done + n)
+            self._send(note)
 
     def finish(self, note: str = "") -> None:
         """Done early (a warm start at its plateau): the last line shows the units actually run as the total."""
-        self.total = self.done
-        self._send(note)
+        with self._lock:
+            self.total = self.done
+            self._send(note)
 
     def _send(self, note: str) -> None:
         if self.report is None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
@@ -184,20 +184,20 @@ class Sandbox:
         on_judged: Callable[[dict], None] | None = None,
     ) -> list[dict]:
         """Judge (task, edit) pairs, all of one origin, in parallel slots; identical pairs are judged once
-        (`on_judged` hears each verdict as it is reached, from the slot's thread)."""
+        (`on_judged` hears each job's verdict as it is reached, once per job, from the slot's thread)."""
         keys = [(t.instance_id, e["file"], e["old"], e["new"]) for t, e in jobs]
-        unique = {}
+        unique, copies = {}, Counter(keys)
         for k, job in zip(keys, jobs):
             unique.setdefault(k, job)
 
-        def one(job: tuple[RepairTask, dict]) -> dict:
-            verdict = self.judge(job[0], job[1], mode, origin)
-            if on_judged is not None:
+        def one(key: tuple) -> dict:
+            verdict = self.judge(*unique[key], mode, origin)
+            for _ in range(copies[key] if on_judged is not None else 0):
                 on_judged(verdict)
             return verdict
 
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            results = dict(zip(unique, pool.map(one, unique.values())))
+            results = dict(zip(unique, pool.map(one, unique)))
         return [results[k] for k in keys]
 
     def close(self) -> None:
