@@ -41,6 +41,8 @@ class Candidate:
     description: str
     edit: dict
     """{file, old, new} for Repair(edits=[...])."""
+    one_token: bool = False
+    """A one-token edit: a token-level operator's inverse, or a `not` taken off a condition."""
 
 
 def _binop_alternatives(t: _Text, tree: ast.AST) -> list[tuple[str, int, str, str]]:
@@ -71,18 +73,19 @@ def _negative_constants(t: _Text, tree: ast.AST) -> list[tuple[str, int, str, st
     return out
 
 
-def _condition_flips(t: _Text, tree: ast.AST) -> list[tuple[str, int, str, str]]:
+def _condition_flips(t: _Text, tree: ast.AST) -> list[tuple[str, int, str, str, bool]]:
     # The inverse of negate_if: `not (c)` -> `c` (the operand's own text, without the parentheses the
     # operator added) and any other condition `c` -> `not (c)`.
     out = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.If, ast.While)):
             cond = t.segment(node.test)
-            if isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not):
+            taken_off = isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
+            if taken_off:
                 new = t.segment(node.test.operand)
             else:
                 new = f"not {cond}" if isinstance(node.test, (ast.Name, ast.Attribute, ast.Call)) else f"not ({cond})"
-            out.append(("negate_if", node.lineno, f"condition {cond} -> {new}", t.replace(node.test, new)))
+            out.append(("negate_if", node.lineno, f"condition {cond} -> {new}", t.replace(node.test, new), taken_off))
     return out
 
 
@@ -119,14 +122,14 @@ def candidate_edits(
 
 
 def edits_from_sites(
-    file: str, first_line: int, source: str, sites: list[tuple[str, int, str, str]]
+    file: str, first_line: int, source: str, sites: list[tuple]
 ) -> list[Candidate]:
-    """Candidates from (kind, line in the function, description, new dedented function text), duplicates and
-    no-op edits dropped, each re-indented as the function is in the file."""
+    """Candidates from (kind, line in the function, description, new dedented function text[, one token]),
+    duplicates and no-op edits dropped, each re-indented as the function is in the file."""
     indent = source[: len(source) - len(source.lstrip(" \t"))]
     body = textwrap.dedent(source)
     seen, out = {body}, []
-    for kind, line, description, text in sites:
+    for kind, line, description, text, *one_token in sites:
         if text in seen:
             continue
         seen.add(text)
@@ -136,6 +139,7 @@ def edits_from_sites(
                 first_line + line - 1,
                 description,
                 {"file": file, "old": source, "new": reindent_changed(source, body, text, indent)},
+                kind in TOKEN_LEVEL or bool(one_token and one_token[0]),
             )
         )
     return out

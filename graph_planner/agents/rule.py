@@ -6,8 +6,10 @@
   4. memory: add the best-ranked functions (the SBFL ranking first, then traceback frames innermost first,
      then called functions);
   5. read each remembered function and enumerate its candidate edits (graph_planner.candidates),
-     token-level ones first, those on a traceback line first, then negated conditions;
-  6. Repair with one candidate at a time until the failing tests pass or the test budget is spent;
+     one-token ones first (a token-level operator's inverse, a `not` taken off a condition), those on a
+     traceback line first, then conditions negated and defaults changed;
+  6. Repair with one candidate at a time until the failing tests pass or the test budget is spent; a
+     function whose edit came back "off target" (not where this task's bug can be fixed) is not tried again;
   7. Submit.
 It decides only from observations, like a model would.
 """
@@ -15,7 +17,6 @@ It decides only from observations, like a model would.
 from __future__ import annotations
 
 from graph_planner.candidates import Candidate, candidate_edits, from_read
-from graph_planner.corpus.mutate import TOKEN_LEVEL
 from graph_planner.graph.build import is_test_file, test_node
 from graph_planner.graph.search import PYTEST_FRAME
 
@@ -39,7 +40,7 @@ class RuleAgent:
         self.suspicious: list[str] = []
         self.to_read: list[str] = []
         self.queue: list[Candidate] = []
-        self.last: dict = {}
+        self.last: tuple[str, str] | None = None  # (file, function text) of the edit tried last
 
     def _rank(self, results: list[dict]) -> None:
         for r in results:
@@ -88,7 +89,13 @@ class RuleAgent:
                 return {"type": "submit"}
             if tests.get("status") == "test budget spent" or not self.queue:
                 return {"type": "submit"}
+            if tests.get("status") == "off target" and self.last:
+                # every candidate replaces its whole function: the same `old` is the same function
+                self.queue = [c for c in self.queue if (c.edit["file"], c.edit["old"]) != self.last]
+                if not self.queue:
+                    return {"type": "submit"}
             c = self.queue.pop(0)
+            self.last = (c.edit["file"], c.edit["old"])
             return {"type": "repair", "apply": True, "target": c.edit["file"], "plan": c.description, "edits": [c.edit]}
         return {"type": "submit"}
 
@@ -100,8 +107,8 @@ class RuleAgent:
                 file, first, src = parsed
                 for c in candidate_edits(file, first, src, structural=True):
                     on_trace = (file, c.line) in self.trace_lines
-                    # token-level edits first: a structural inverse is the rarer bug and every try costs a run
-                    out.append((c.kind not in TOKEN_LEVEL, not on_trace, rank, len(out), c))
+                    # one-token edits first: a structural guess is the rarer bug and every try costs a run
+                    out.append((not c.one_token, not on_trace, rank, len(out), c))
         return [c for *_, c in sorted(out, key=lambda x: x[:4])]
 
 
