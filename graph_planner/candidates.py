@@ -121,9 +121,7 @@ def candidate_edits(
     return edits_from_sites(file, first_line, source, sites)
 
 
-def edits_from_sites(
-    file: str, first_line: int, source: str, sites: list[tuple]
-) -> list[Candidate]:
+def edits_from_sites(file: str, first_line: int, source: str, sites: list[tuple]) -> list[Candidate]:
     """Candidates from (kind, line in the function, description, new dedented function text[, one token]),
     duplicates and no-op edits dropped, each re-indented as the function is in the file."""
     indent = source[: len(source) - len(source.lstrip(" \t"))]

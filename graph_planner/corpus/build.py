@@ -87,6 +87,8 @@ MUTATOR = _mutator_version()
 def settings_hash(spec: PackageSpec, cfg: CorpusConfig) -> str:
     """What decides a package's tasks: its pin, the mutation budget, the validity rules and the operators."""
     budget = cfg.model_dump(include={"seed", "kinds", "per_function", "max_tried", "max_kept", "timeout_s"})
+    if cfg.jail:  # the jail decides which gold fixes pass (gold_verdict); a build without it keeps its cache
+        budget["jail"] = True
     # a field added to PackageSpec later counts only when set, so corpora built before keep their cache
     unset = {k for k in ("max_tried",) if getattr(spec, k) is None}
     blob = json.dumps([spec.model_dump(exclude=unset), budget, VALIDITY, MUTATOR], sort_keys=True)
@@ -243,7 +245,7 @@ def build_package(
             # max_kept is applied after the gold check, in candidate order: decided before it, a gold failure
             # in a chunk let the next chunk refill the slot, so the kept set followed the chunk size (the
             # machine's core count)
-            for row, why in zip(fresh, pool.map(lambda r: slots.gold_submit(from_record(r, out)), fresh)):
+            for row, why in zip(fresh, pool.map(lambda r: slots.gold_verdict(r, out, cfg.jail), fresh)):
                 if why:
                     dropped[why.split(" (")[0].split(":")[0]] += 1
                     gold_failures.append({"instance_id": row["instance_id"], "reason": why[:500]})
@@ -251,11 +253,6 @@ def build_package(
                     dropped["max_kept reached"] += 1
                 else:
                     tasks.append(row)
-            if cfg.jail:  # the task's qualification for the call jail, decided once, stored with it
-                todo = [r for r in tasks if "jail" not in r["planact_env"]]
-                # (not `spec`: that name is the package's, which the report lines below read)
-                for row, target in zip(todo, pool.map(lambda r: slots.jail(from_record(r, out)), todo)):
-                    row["planact_env"]["jail"] = target
     report.update(
         functions_covered=sum(len(v) for v in base.covered_functions().values()),
         tried=tried,
@@ -304,25 +301,25 @@ class _Slots:
     def __init__(self):
         self._local, self._all, self._lock = threading.local(), [], threading.Lock()
 
-    def gold_submit(self, task) -> str:
-        """Why `task`'s gold patch fails an agent's Submit ("" when it resolves the task)."""
+    def _runtime(self) -> LocalRuntime:
         rt = getattr(self._local, "runtime", None)
         if rt is None:
             rt = self._local.runtime = LocalRuntime()
             with self._lock:
                 self._all.append(rt)
-        return gold_submit(rt, task)
+        return rt
 
-    def jail(self, task) -> dict | None:
-        """The call jail's target when `task` qualifies for it (graph_planner/jail_qualify.py), else None."""
+    def gold_verdict(self, row: dict, out: Path, jail: bool) -> str:
+        """Why the task of `row` fails an agent's Submit with its own gold patch ("" when it resolves it).
+        With `jail`, the task's qualification for the call jail (graph_planner/jail_qualify.py) is decided
+        first and stored in the row: a jailed task's gold then goes down the jailed path an agent's answer
+        takes, where the patch check judges structure only (a body that runs only in the jail cannot reach
+        the test process), so the static body rules no longer drop a jailed task whose fix they refuse."""
         from graph_planner.jail_qualify import qualify
 
-        rt = getattr(self._local, "runtime", None)
-        if rt is None:
-            rt = self._local.runtime = LocalRuntime()
-            with self._lock:
-                self._all.append(rt)
-        return qualify(rt, task)["jail"]
+        if jail:
+            row["planact_env"]["jail"] = qualify(self._runtime(), from_record(row, out))["jail"]
+        return gold_submit(self._runtime(), from_record(row, out))
 
     def __enter__(self):
         return self

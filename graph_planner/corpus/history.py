@@ -39,7 +39,6 @@ from graph_planner.corpus.history_spec import HISTORY_SPLIT, HistoryConfig, Hist
 from graph_planner.corpus.history_tasks import PairBuild, Trial, classify, groups, prune, settings_hash, task_record
 from graph_planner.corpus.testrun import Suite, load_proof
 from graph_planner.corpus.validate import Baseline, run_tests
-from graph_planner.tasks import from_record
 
 
 def _entry(trial: Trial, status: str, reason: str = "") -> dict:
@@ -183,7 +182,7 @@ def _try_all(
         # the failing tests' own output on the base commit is the problem statement's evidence
         outputs = list(pool.map(lambda t: run_tests(state.base_dir, list(t.fail_to_pass), check).output, kept))
         rows = [task_record(state, t, base, suite, commit, notes, o) for t, o in zip(kept, outputs)]
-        verdicts = list(pool.map(lambda r: slots.gold_submit(from_record(r, state.out)), rows))
+        verdicts = list(pool.map(lambda r: slots.gold_verdict(r, state.out, False), rows))
     tasks, failures = [], []
     for trial, row, why in zip(kept, rows, verdicts):
         if why:

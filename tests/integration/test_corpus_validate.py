@@ -237,11 +237,14 @@ def test_a_package_whose_tests_inherit_from_a_base_class_yields_tasks_whose_gold
     assert any(solved)
 
 
-def test_a_package_whose_gold_patches_all_fail_submit_is_reported_unusable(tmp_path):
+def test_a_package_whose_gold_patches_all_fail_submit_is_reported_unusable_unless_the_jail_judges_them(tmp_path):
     """Removing a statement that uses `os` makes a task whose own fix the patch check refuses: dropped with
-    the reason, and the package, left with none, is reported unusable instead of yielding tasks."""
+    the reason, and the package, left with none, is reported unusable instead of yielding tasks. Built with
+    the call jail, the task qualifies first and its fix goes down the jailed path an agent's takes, where the
+    body runs only in the jail and the check judges structure alone: kept."""
     from graph_planner.corpus.build import build_corpus
     from graph_planner.corpus.spec import CorpusConfig, PackageSpec
+    from graph_planner.tasks import load_tasks
 
     files = {
         "paths/__init__.py": "",
@@ -254,6 +257,9 @@ def test_a_package_whose_gold_patches_all_fail_submit_is_reported_unusable(tmp_p
     report = build_corpus(cfg, tmp_path / "corpus", log=lambda _: None)["packages"][0]
     assert report["kept"] == 0 and "refused by the patch check" in report["unusable"]
     assert report["gold_failures"] and "os" in report["gold_failures"][0]["reason"]
+    jailed = build_corpus(cfg.model_copy(update={"jail": True}), tmp_path / "jailed", log=lambda _: None)
+    assert jailed["packages"][0]["kept"] == 1 and not jailed["packages"][0]["gold_failures"], jailed
+    assert [t.jail["qualname"] for t in load_tasks(tmp_path / "jailed")] == ["join"]
 
 
 def test_a_run_the_host_stops_is_a_timeout_not_tampering(tmp_path):
