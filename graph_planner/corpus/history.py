@@ -182,7 +182,7 @@ def _try_all(
         # the failing tests' own output on the base commit is the problem statement's evidence
         outputs = list(pool.map(lambda t: run_tests(state.base_dir, list(t.fail_to_pass), check).output, kept))
         rows = [task_record(state, t, base, suite, commit, notes, o) for t, o in zip(kept, outputs)]
-        verdicts = list(pool.map(lambda r: slots.gold_verdict(r, state.out, False), rows))
+        verdicts = list(pool.map(lambda r: slots.gold_verdict(r, state.out, cfg.jail), rows))
     tasks, failures = [], []
     for trial, row, why in zip(kept, rows, verdicts):
         if why:

@@ -79,6 +79,12 @@ class HistoryConfig(StrictConfig):
         "(1 = single functions only).",
     )
     workers: int = Field(0, ge=0, description="Test runs in parallel; 0 = one per CPU.")
+    jail: bool = Field(
+        False,
+        description="Qualify each task for the call jail before its gold fix is judged (graph_planner/jail_qualify.py) "
+        "and store the result with it: a jailed task's fix is then judged down the jailed path, where the patch "
+        "check screens structure only; two more sandbox runs per task.",
+    )
 
     @field_validator("pairs")
     @classmethod

@@ -41,6 +41,8 @@ def _check_version() -> str:
 def settings_hash(pair: HistoryPair, cfg: HistoryConfig) -> str:
     """What decides a pair's tasks: its pins, the limits, the validity rules and the patch check."""
     limits = cfg.model_dump(include={"timeout_s", "max_suite_s", "max_group"})
+    if cfg.jail:  # the jail decides which gold fixes pass; a build without it keeps its cache
+        limits["jail"] = True
     blob = json.dumps([pair.model_dump(), limits, VALIDITY, HISTORY_VALIDITY, _check_version()], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
