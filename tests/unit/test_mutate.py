@@ -131,3 +131,23 @@ def test_a_package_that_cannot_be_fetched_fails_the_build_before_any_work_naming
     ) as err:
         build.build_corpus(CorpusConfig(packages=pkgs), tmp_path / "out", tmp_path)
     assert "fine" not in str(err.value) and not (tmp_path / "out").exists()
+
+
+def test_building_with_the_call_jail_is_a_different_build_and_without_it_keeps_the_cache():
+    """`jail: true` decides which gold fixes pass (the jailed ones go down the jailed path), so it is part of
+    a package's and a release pair's cache key; a build without it keys as before, so corpora built earlier
+    are not rebuilt."""
+    from graph_planner.corpus import build, history_tasks
+    from graph_planner.corpus.history_spec import HistoryConfig, HistoryPair, Release
+    from graph_planner.corpus.spec import CorpusConfig, PackageSpec
+
+    spec, cfg = PackageSpec(name="parse", version="1.22.4", sha256="0" * 64), CorpusConfig(packages=[])
+    assert build.settings_hash(spec, cfg.model_copy(update={"jail": True})) != build.settings_hash(spec, cfg)
+    assert build.settings_hash(spec, cfg) == build.settings_hash(spec, CorpusConfig(packages=[], jail=False))
+    pair = HistoryPair(
+        name="parse", old=Release(version="1.22.3", sha256="0" * 64), new=Release(version="1.22.4", sha256="1" * 64)
+    )
+    plain = HistoryConfig(pairs=[pair])
+    assert history_tasks.settings_hash(pair, plain.model_copy(update={"jail": True})) != history_tasks.settings_hash(
+        pair, plain
+    )
