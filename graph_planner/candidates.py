@@ -122,12 +122,12 @@ def candidate_edits(
 
 
 def edits_from_sites(file: str, first_line: int, source: str, sites: list[tuple]) -> list[Candidate]:
-    """Candidates from (kind, line in the function, description, new dedented function text[, one token]),
+    """Candidates from (kind, line in the function, description, new dedented function text[, a `not` taken off]),
     duplicates and no-op edits dropped, each re-indented as the function is in the file."""
     indent = source[: len(source) - len(source.lstrip(" \t"))]
     body = textwrap.dedent(source)
     seen, out = {body}, []
-    for kind, line, description, text, *one_token in sites:
+    for kind, line, description, text, *taken_off in sites:
         if text in seen:
             continue
         seen.add(text)
@@ -137,7 +137,7 @@ def edits_from_sites(file: str, first_line: int, source: str, sites: list[tuple]
                 first_line + line - 1,
                 description,
                 {"file": file, "old": source, "new": reindent_changed(source, body, text, indent)},
-                kind in TOKEN_LEVEL or bool(one_token and one_token[0]),
+                kind in TOKEN_LEVEL or any(taken_off),
             )
         )
     return out

@@ -87,13 +87,11 @@ class RuleAgent:
             tests = obs.get("tests") or {}
             if obs.get("applied") and tests.get("status") == "ok" and not tests.get("failed"):
                 return {"type": "submit"}
-            if tests.get("status") == "test budget spent" or not self.queue:
-                return {"type": "submit"}
-            if tests.get("status") == "off target" and self.last:
+            if tests.get("status") == "off target":
                 # every candidate replaces its whole function: the same `old` is the same function
                 self.queue = [c for c in self.queue if (c.edit["file"], c.edit["old"]) != self.last]
-                if not self.queue:
-                    return {"type": "submit"}
+            if tests.get("status") == "test budget spent" or not self.queue:
+                return {"type": "submit"}
             c = self.queue.pop(0)
             self.last = (c.edit["file"], c.edit["old"])
             return {"type": "repair", "apply": True, "target": c.edit["file"], "plan": c.description, "edits": [c.edit]}
