@@ -20,6 +20,7 @@ imports any repository code (docs/code-repair.md, "Sandbox and verdicts", says w
 * with `digest` set, after each test's call passes, the module state digest (planact_digest.py, per-run copy):
   the globals of the copy's modules that changed since the last digest, on the channel, for the host to compare
   with the gold fix's run of the same test.
+Failure reports read and parse each source file once per run (the same text as pytest's own, cheaper).
 In record mode (the clean run) the guards only collect. Limits: no audit event for os.write, os.dup2,
 reading __globals__, attrgetter or type(n, b, d); other code outside a changed function's frame (a callback
 it installed) is for the patch check to stop; the name guard sees only the wrapped functions' calls.
@@ -295,6 +296,41 @@ def _jail(cfg, send):
     return client
 
 
+def _share_source_trees():
+    """Failure reports read and parse each source file once per run instead of once per entry (same text).
+
+    pytest builds a module's line list for every traceback entry and keeps the syntax trees it parses to
+    place a line for one failure report only, so a run with N failing tests reads and parses the failing
+    module ~N times: ~60 ms a failure for a 2,700-line module, most of a mutant's run. One cache each for
+    the run gives the same report."""
+    import inspect
+
+    from _pytest._code import code
+
+    formatter = getattr(code, "ExceptionInfoFormatter", None) or getattr(code, "FormattedExcinfo", None)
+    if formatter is None or "astcache" not in getattr(formatter, "__dataclass_fields__", {}):
+        return  # another pytest: its own per-report caches stand
+    trees, sources, init, find = {}, {}, formatter.__init__, code.findsource
+
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.astcache = trees
+
+    def findsource(obj):
+        try:
+            lines, lineno = inspect.findsource(obj)  # linecache's list for the file: one object while cached
+        except Exception:
+            return find(obj)
+        held = sources.get(id(lines))
+        if held is None or held[0] is not lines:
+            source = code.Source()
+            source.lines, source.raw_lines = [line.rstrip() for line in lines], lines
+            held = sources[id(lines)] = (lines, source)
+        return held[1], lineno
+
+    formatter.__init__, code.findsource = __init__, findsource
+
+
 def main():
     """Read the host's configuration, set up channel and guard, run pytest."""
     cfg = json.loads(sys.stdin.buffer.read())
@@ -322,6 +358,7 @@ def main():
     plugin = _plugin(send, void, record if cfg["record"] else None, names, front, digest)
     import pytest
 
+    _share_source_trees()
     sys.argv = ["pytest"]
     status = pytest.main(cfg["args"], plugins=[plugin])
     if client is not None:
