@@ -71,7 +71,8 @@ VALIDITY = 9
 # (~10-20% run to run on 2 shared cores) kept such a mutant in one build and dropped it in the next.
 MUTANT_CPU_FLOOR_S = 20.0
 # A failing test's --tb=short traceback costs ~15 ms of CPU (rfc3986: 1,966 failing tests, ~30 s above its
-# clean run); 50 ms per test run keeps a 3x margin over that, and a hang still ends at a finite limit.
+# clean run; less since a run's reports parse each file once); 50 ms per test run keeps a 3x margin over that,
+# and a hang still ends at a finite limit.
 MUTANT_CPU_PER_TEST_S = 0.05
 
 
