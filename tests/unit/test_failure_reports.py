@@ -57,11 +57,16 @@ def _package(root: Path) -> None:
         "\n@pytest.mark.parametrize('n', range(6))\ndef test_width(n):\n"
         "    t = Table(['x' * n, 'y'])\n    assert t.width() == max(n, 1)\n",
         "\ndef test_fine():\n    assert Table([]).rows == []\n",
+        # the module rewritten on disk mid-run (longer now): later reports read it again, as pytest alone does
+        "\ndef test_rewritten():\n    import calc, linecache, pathlib\n    p = pathlib.Path(calc.__file__)\n"
+        "    p.write_text('# moved\\n' * 5 + p.read_text())\n    linecache.checkcache()\n    assert scale(1, 1) == 1\n",
+        "\ndef test_after_the_rewrite():\n    assert Table(['ab']).width() == 2\n",
     ]
     (root / "test_calc.py").write_text("".join(tests))
 
 
 def _report(root: Path, shared: bool) -> tuple[int, str]:
+    _package(root)  # afresh: a test rewrites the module
     code = RUN.format(plugin=str(PLUGIN), shared=shared)
     args = ["-q", "-rf", "--tb=short", "-p", "no:cacheprovider", "-o", "addopts="]
     out = subprocess.run([sys.executable, "-c", code, *args], cwd=root, capture_output=True, text=True, timeout=120)
@@ -69,9 +74,10 @@ def _report(root: Path, shared: bool) -> tuple[int, str]:
 
 
 def test_failure_reports_are_the_text_pytest_alone_prints(tmp_path):
-    _package(tmp_path)
     rc, plain = _report(tmp_path, shared=False)
     rc_shared, shared = _report(tmp_path, shared=True)
     assert rc == rc_shared == 1
-    assert "18 failed, 1 passed" in plain and plain.count("# the bug") >= 18  # the module's lines are shown
+    assert (
+        "20 failed, 1 passed" in plain and plain.count("# the bug") >= 18 and "# moved" in plain
+    )  # the module's lines are shown
     assert shared == plain

@@ -310,7 +310,7 @@ def _share_source_trees():
     formatter = getattr(code, "ExceptionInfoFormatter", None) or getattr(code, "FormattedExcinfo", None)
     if formatter is None or "astcache" not in getattr(formatter, "__dataclass_fields__", {}):
         return  # another pytest: its own per-report caches stand
-    trees, sources, init, find = {}, {}, formatter.__init__, code.findsource
+    trees, sources, files, init, find = {}, {}, set(), formatter.__init__, code.findsource
 
     def __init__(self, *args, **kwargs):
         init(self, *args, **kwargs)
@@ -323,6 +323,10 @@ def _share_source_trees():
             return find(obj)
         held = sources.get(id(lines))
         if held is None or held[0] is not lines:
+            name = inspect.getsourcefile(obj)
+            if name in files:
+                trees.clear()  # a file read again (changed on disk): its old trees would misplace lines
+            files.add(name)
             source = code.Source()
             source.lines, source.raw_lines = [line.rstrip() for line in lines], lines
             held = sources[id(lines)] = (lines, source)
