@@ -109,6 +109,10 @@ class Worker:
         """RoleWorker.get_weights: (a CPU state_dict, adapters or an exported folder, the weight version)."""
         return ray.get(self.actor.get_weights.remote())
 
+    def submit_get_weights(self) -> tuple[ray.ObjectRef, ray.ObjectRef]:
+        """RoleWorker.get_weights as two refs, (weights, version), sent without waiting."""
+        return self.actor.get_weights.options(num_returns=2).remote()
+
     def save_checkpoint(self, folder: str, expect_version: int | None = None) -> str:
         """RoleWorker.save_checkpoint: the folder written."""
         return ray.get(self.actor.save_checkpoint.remote(folder, expect_version))
@@ -278,9 +282,11 @@ def shard(items: list, n: int) -> list[list]:
 def sync_weights(group: RoleGroup) -> None:
     """Push the trainer's weights to every engine that does not share its model in-process."""
     if group.extra_sync:
-        weights, version = group.worker(group.trainer).get_weights()
-        ref = ray.put(weights)
-        ray.get([group.worker(n).submit_update_weights(ref, version) for n in group.extra_sync])
+        # The weights go from the trainer's process to the engines' through the object store, never through
+        # this one: unpickling a state_dict here imported torch into the driver (~4.8 CPU-s a run).
+        weights_ref, version_ref = group.worker(group.trainer).submit_get_weights()
+        version = ray.get(version_ref)
+        ray.get([group.worker(n).submit_update_weights(weights_ref, version) for n in group.extra_sync])
 
 
 def train_and_sync(group: RoleGroup, samples: list[Sample], step_id: str | None = None, sync: bool = True) -> dict:
