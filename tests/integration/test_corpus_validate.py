@@ -353,37 +353,50 @@ def test_test_modules_that_need_a_missing_package_are_ignored_and_a_broken_packa
 
 
 def test_a_mutant_failing_many_tests_is_kept_and_a_hang_still_stops(tmp_path):
-    """Tracebacks cost CPU: a mutant that fails every test of a big suite can cost several times the clean
+    """Failure reports cost CPU: a mutant that fails every test of a big suite can cost several times the clean
     suite. Judged against a limit that grows per test run, it is kept (the same in every build, however
     noisy CPU time is), while a hang still ends at that finite limit."""
     from graph_planner.corpus.mutate import Mutant
 
-    # 150 tests: enough for the failing run's tracebacks to outgrow the clean suite's CPU; the hang burns the
-    # whole allowance (clean suite + 0.02 s per test), so 300 tests cost ~4 CPU-s more for the same verdicts
-    body = "\n".join(f"def test_{i}():\n    assert deep({i % 7 + 20}) == 0\n" for i in range(150))
+    # 150 tests, each comparing a 150-line table: a failing one makes pytest diff the two texts (~7 ms a test, which
+    # no cache of the boot script removes; a bare traceback costs ~1 ms since it shares pytest's source caches, and
+    # the failing run then overlapped the clean run's CPU). The hang burns the whole allowance (clean suite + 0.02 s
+    # per test), so more tests cost more CPU for the same verdicts.
+    core = (
+        "def deep(n):\n    return 0 if n == 0 else deep(n - 1)\n\n\n"
+        "def table(n, rows):\n    return '\\n'.join(f'row {k}: {deep(n) + k}' for k in range(rows))\n"
+    )
+    body = "\n".join(f"def test_{i}():\n    assert table({i % 7 + 20}, 150) == expected(150)\n" for i in range(150))
     repo = write_files(
         tmp_path,
         {
             "big/__init__.py": "",
-            "big/core.py": "def deep(n):\n    return 0 if n == 0 else deep(n - 1)\n",
-            "tests/test_big.py": "from big.core import deep\n\n\n" + body,
+            "big/core.py": core,
+            "tests/test_big.py": "from big.core import table\n\n\n"
+            "def expected(rows):\n    return '\\n'.join(f'row {k}: {k}' for k in range(rows))\n\n\n" + body,
         },
     )
     base = baseline(repo, runs=1)
     assert len(base.passing) == 150
-    broken = Mutant(
-        "big/core.py", "deep", "constant", 2, "0 -> 1", "def deep(n):\n    return 1 if n == 0 else deep(n - 1)\n"
-    )
-    # The tight limit is one plain clean run's CPU (~0.45 s here; the failing run costs ~1.2): the baseline's own
-    # figure comes from its coverage-recording run (~0.9), too close to the failing run to hold on a loaded
-    # machine (CI once measured the failing run under it)
+    broken = Mutant("big/core.py", "deep", "constant", 2, "0 -> 1", core.replace("return 0 if", "return 1 if"))
+    # The tight limit is one plain clean run's CPU (~0.6 s here; the failing run costs ~1.6: in 5 runs of each the
+    # cheapest failing run cost 1.96x the dearest clean one, against 0.87x with bare tracebacks): the baseline's own figure comes from its coverage-recording run, too close to the failing run
+    # to hold on a loaded machine (CI once measured the failing run under it)
     clean = run_tests(repo, suite=Suite())
     assert clean.status == "ok" and clean.cpu_s
     tight = load_proof(Suite(), clean.cpu_s)
-    assert validate_mutant(repo, broken, base, tight).reason == "test run timeout"  # tracebacks cost more
+    assert validate_mutant(repo, broken, base, tight).reason == "test run timeout"  # failure reports cost more
     allowed = replace(tight, cpu_per_test_s=0.02)  # ~7 ms per failing test here
     kept = validate_mutant(repo, broken, base, allowed)
     assert kept.kept and len(kept.fail_to_pass) == 150
-    hang = Mutant("big/core.py", "deep", "bound", 2, "loop", "def deep(n):\n    while True:\n        n += 1\n")
+    loop = "def deep(n):\n    while True:\n        n += 1\n"
+    hang = Mutant(
+        "big/core.py",
+        "deep",
+        "bound",
+        2,
+        "loop",
+        core.replace("def deep(n):\n    return 0 if n == 0 else deep(n - 1)\n", loop),
+    )
     stopped = validate_mutant(repo, hang, base, allowed)
     assert stopped.reason == "test run timeout"
