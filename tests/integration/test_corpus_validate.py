@@ -362,10 +362,8 @@ def test_a_mutant_failing_many_tests_is_kept_and_a_hang_still_stops(tmp_path):
     # no cache of the boot script removes; a bare traceback costs ~1 ms since it shares pytest's source caches, and
     # the failing run then overlapped the clean run's CPU). The hang burns the whole allowance (clean suite + 0.02 s
     # per test), so more tests cost more CPU for the same verdicts.
-    core = (
-        "def deep(n):\n    return 0 if n == 0 else deep(n - 1)\n\n\n"
-        "def table(n, rows):\n    return '\\n'.join(f'row {k}: {deep(n) + k}' for k in range(rows))\n"
-    )
+    deep = "def deep(n):\n    return 0 if n == 0 else deep(n - 1)\n"
+    core = deep + "\n\ndef table(n, rows):\n    return '\\n'.join(f'row {k}: {deep(n) + k}' for k in range(rows))\n"
     body = "\n".join(f"def test_{i}():\n    assert table({i % 7 + 20}, 150) == expected(150)\n" for i in range(150))
     repo = write_files(
         tmp_path,
@@ -380,8 +378,9 @@ def test_a_mutant_failing_many_tests_is_kept_and_a_hang_still_stops(tmp_path):
     assert len(base.passing) == 150
     broken = Mutant("big/core.py", "deep", "constant", 2, "0 -> 1", core.replace("return 0 if", "return 1 if"))
     # The tight limit is one plain clean run's CPU (~0.6 s here; the failing run costs ~1.6: in 5 runs of each the
-    # cheapest failing run cost 1.96x the dearest clean one, against 0.87x with bare tracebacks): the baseline's own figure comes from its coverage-recording run, too close to the failing run
-    # to hold on a loaded machine (CI once measured the failing run under it)
+    # cheapest failing run cost 1.96x the dearest clean one, against 0.87x with bare tracebacks). The baseline's own
+    # figure comes from its coverage-recording run, too close to the failing run to hold on a loaded machine (CI once
+    # measured the failing run under it).
     clean = run_tests(repo, suite=Suite())
     assert clean.status == "ok" and clean.cpu_s
     tight = load_proof(Suite(), clean.cpu_s)
@@ -390,13 +389,6 @@ def test_a_mutant_failing_many_tests_is_kept_and_a_hang_still_stops(tmp_path):
     kept = validate_mutant(repo, broken, base, allowed)
     assert kept.kept and len(kept.fail_to_pass) == 150
     loop = "def deep(n):\n    while True:\n        n += 1\n"
-    hang = Mutant(
-        "big/core.py",
-        "deep",
-        "bound",
-        2,
-        "loop",
-        core.replace("def deep(n):\n    return 0 if n == 0 else deep(n - 1)\n", loop),
-    )
+    hang = Mutant("big/core.py", "deep", "bound", 2, "loop", core.replace(deep, loop))
     stopped = validate_mutant(repo, hang, base, allowed)
     assert stopped.reason == "test run timeout"
