@@ -283,7 +283,7 @@ def sync_weights(group: RoleGroup) -> None:
     """Push the trainer's weights to every engine that does not share its model in-process."""
     if group.extra_sync:
         # The weights go from the trainer's process to the engines' through the object store, never through
-        # this one: unpickling a state_dict here imported torch into the driver (~4.8 CPU-s a run).
+        # this one: unpickling a state_dict here imported torch into the driver (~4 CPU-s a run).
         weights_ref, version_ref = group.worker(group.trainer).submit_get_weights()
         version = ray.get(version_ref)
         ray.get([group.worker(n).submit_update_weights(weights_ref, version) for n in group.extra_sync])
