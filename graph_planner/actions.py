@@ -5,6 +5,7 @@ A model writes one JSON object per turn, e.g.
   {"type": "explore", "op": "read", "nodes": ["parse/__init__.py::percentage"]}
   {"type": "explore", "op": "expand", "nodes": ["parse/__init__.py::percentage"], "hop": 1}
   {"type": "explore", "op": "coverage", "formula": "ochiai"}
+  {"type": "explore", "op": "candidates", "nodes": ["parse/__init__.py::percentage"], "proposals": 16}
   {"type": "memory", "ops": [{"op": "add", "node": "parse/__init__.py::percentage"}]}
   {"type": "repair", "apply": true, "plan": "...", "target": "parse/__init__.py::percentage",
    "patch": "--- a/parse/__init__.py\n+++ b/parse/__init__.py\n@@ ...", "edits": []}
@@ -21,6 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapte
 
 MAX_ANCHOR_CHARS = 20_000
 """Longest `find` anchor: a whole traceback fits, and the search stays linear in what a model may send."""
+MAX_PROPOSALS = 256
+"""Most repository proposals one `candidates` observation lists per function (a median function has ~600)."""
 
 
 class _Action(BaseModel):
@@ -32,9 +35,11 @@ class Explore(_Action):
     functions by the failing tests' coverage spectrum."""
 
     type: Literal["explore"] = "explore"
-    op: Literal["find", "read", "expand", "coverage"] = Field(
+    op: Literal["find", "read", "expand", "coverage", "candidates"] = Field(
         description="find: search anchors; read: source of nodes; expand: k-hop neighbours; coverage: functions "
-        "ranked by spectrum-based fault localisation (one coverage run, its own budget)."
+        "ranked by spectrum-based fault localisation (one coverage run, its own budget); candidates: the edits "
+        "planact enumerates for function nodes (token-level, structural inverses, `proposals` statements or "
+        "defaults of the module put back), each ready for Repair(edits=[...])."
     )
     anchors: list[Annotated[str, StringConstraints(max_length=MAX_ANCHOR_CHARS)]] = Field(
         default_factory=list, max_length=10, description="find: identifiers, text or traceback frames."
@@ -42,6 +47,9 @@ class Explore(_Action):
     nodes: list[str] = Field(default_factory=list, max_length=10, description="read / expand: node ids.")
     hop: int = Field(1, ge=1, le=3, description="expand: how many edges out.")
     formula: Literal["ochiai", "dstar"] = Field("ochiai", description="coverage: the SBFL formula.")
+    proposals: int = Field(
+        0, ge=0, le=MAX_PROPOSALS, description="candidates: repository proposals per function, nearest donors first."
+    )
 
 
 class MemoryOp(_Action):

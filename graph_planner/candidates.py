@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from graph_planner.corpus.mutate import TOKEN_LEVEL, _functions, _op_text, _Text, mutants
 from graph_planner.proposals import repository_proposals
@@ -43,6 +43,8 @@ class Candidate:
     """{file, old, new} for Repair(edits=[...])."""
     one_token: bool = False
     """A one-token edit: a token-level operator's inverse, or a `not` taken off a condition."""
+    proposed: bool = False
+    """A statement, `if` block or default put back from elsewhere in the module (graph_planner.proposals)."""
 
 
 def _binop_alternatives(t: _Text, tree: ast.AST) -> list[tuple[str, int, str, str]]:
@@ -119,6 +121,21 @@ def candidate_edits(
         if module is not None:
             sites += repository_proposals(body, module, first_line)
     return edits_from_sites(file, first_line, source, sites)
+
+
+def function_menu(
+    file: str, first_line: int, source: str, module: str | None = None, proposals: int = 0
+) -> list[Candidate]:
+    """Every candidate an agent ranks for one function, in one list: token-level edits, then the structural
+    inverses, then (given the file's text `module`) its first `proposals` repository proposals, nearest donors
+    first, each marked `proposed`."""
+    cands = candidate_edits(file, first_line, source, structural=True)
+    if not module or proposals <= 0:
+        return cands
+    seen = {c.edit["new"] for c in cands}
+    sites = repository_proposals(textwrap.dedent(source), module, first_line, limit=proposals)[:proposals]
+    found = edits_from_sites(file, first_line, source, sites)
+    return cands + [replace(c, proposed=True) for c in found if c.edit["new"] not in seen]
 
 
 def edits_from_sites(file: str, first_line: int, source: str, sites: list[tuple]) -> list[Candidate]:

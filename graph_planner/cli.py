@@ -137,7 +137,14 @@ def _evaluate(args) -> int:
         results = _evaluate_free(args, tasks)
     else:
         results = evaluate_local(
-            tasks, args.agent, args.workers, limits, args.telemetry, engine=_engine(args), progress=PhasePrinter()
+            tasks,
+            args.agent,
+            args.workers,
+            limits,
+            args.telemetry,
+            engine=_engine(args),
+            progress=PhasePrinter(),
+            proposals=args.proposals,
         )
     summary = summarize(results, time.monotonic() - t0)
     if args.json:
@@ -192,6 +199,12 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--split", choices=TASK_SPLITS, help="corpus split (default: all)")
     e.add_argument("--limit", type=int, default=0, help="first N tasks only")
     e.add_argument("--budget-tests", type=int, default=6, help="test runs per episode before Submit")
+    e.add_argument(
+        "--proposals",
+        type=int,
+        default=0,
+        help="rule agent: repository proposals a function (statements of its module put back), tried last",
+    )
     e.add_argument("--workers", type=int, default=1, help="parallel sandbox slots")
     e.add_argument("--telemetry", help="folder for per-step JSONL")
     e.add_argument("--json", help="write the summary and episodes here")

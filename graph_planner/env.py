@@ -34,7 +34,7 @@ from pydantic import Field
 
 from graph_planner import localise
 from graph_planner.actions import ActionError, Explore, Memory, Repair, Submit, parse_action
-from graph_planner.candidates import menu_edit
+from graph_planner.candidates import function_menu, menu_edit
 from graph_planner.corpus.fetch import git
 from graph_planner.corpus.mutate import unified_diff
 from graph_planner.env_config import EpisodeConfig
@@ -214,6 +214,9 @@ class PlannerEnv:
                     "\n[... truncated]" if len(text) > self.limits.read_chars else ""
                 )
             return {"op": "read", "source": out, "unknown_nodes": missing}
+        if act.op == "candidates":
+            menus = {nid: self._menu(nid, act.proposals) for nid in known}
+            return {"op": "candidates", "menus": menus, "unknown_nodes": missing}
         hits = self.search.expand(known, act.hop, limit=15)
         return {"op": "expand", "results": [self._node_info(n, s) for n, s in hits], "unknown_nodes": missing}
 
@@ -239,6 +242,16 @@ class PlannerEnv:
             "coverage_run": {"failed": result["failed"], "passed": result["passed"], "seconds": result["seconds"]},
             "results": [self._node_info(n, s) for n, s in best],
         }
+
+    def _menu(self, nid: str, proposals: int) -> list[dict]:
+        """The enumerated edits of a function node at the base commit ([] for any other node)."""
+        n = self.graph.node(nid)
+        if n["kind"] != "function":
+            return []
+        module = self._read_base(n["path"])
+        source = "".join(module.splitlines(True)[n["lineno"] - 1 : n["end_lineno"]])
+        cands = function_menu(n["path"], n["lineno"], source, module, proposals)
+        return [asdict(c) for c in cands]
 
     def _read_base(self, path: str) -> str:
         """A file's text at the base commit (from git: the working copy may hold anything by now)."""

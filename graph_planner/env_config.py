@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from graph_planner.corpus.mutate import TOKEN_LEVEL
+from graph_planner.corpus.mutate import KINDS, TOKEN_LEVEL
 from planact.config_base import ConfigError, StrictConfig
 
 if TYPE_CHECKING:  # planact builds its run config from this module: no import of it at run time
@@ -86,11 +86,23 @@ class RepairEnvConfig(StrictConfig):
         "runs/rl-corpus",
         description="Corpus folder built by `planact-repair corpus` (train.jsonl, heldout.jsonl, repos/).",
     )
-    kinds: list[Literal[TOKEN_KINDS]] = Field(
+    kinds: list[Literal[KINDS]] = Field(
         default_factory=lambda: list(TOKEN_KINDS),
         min_length=1,
-        description="Mutation kinds used for training and evaluation (token-level: what a tiny actor can repair from "
-        "what it sees).",
+        description="Mutation kinds used for training and evaluation. The default, token-level ones, are what a tiny "
+        "actor can repair from what it sees; negate_if and default are repaired by an inverse in the menu (a "
+        "condition negated, a literal default changed back); remove_stmt and remove_if only by a repository "
+        "proposal (set `proposals`).",
+    )
+    proposals: int = Field(
+        0,
+        ge=0,
+        le=512,
+        description="Repository proposals in each offered function's menu, after its token edits and inverses: "
+        "statements and `if` blocks of its module put back into a gap, and same-named parameters' defaults, "
+        "nearest donors first (the function's own statements, then its class's, then the module's; a median "
+        "function has ~600). The only route to a removed statement; each one is an option the patch model "
+        "scores, so they cost time (0: none).",
     )
     max_function_chars: int = Field(
         1200, ge=100, description="Tasks whose buggy function is longer are skipped (it must fit the actor's context)."
@@ -218,6 +230,13 @@ class RepairEnvConfig(StrictConfig):
             )
         if self.planner_labels == "mark" and not self.mark_editable_trace:
             raise ValueError("planner_labels 'mark' needs mark_editable_trace: true (the labels are the marks)")
+        removed = sorted({"remove_stmt", "remove_if"} & set(self.kinds))
+        if removed and self.proposals == 0 and self.decoding == "candidates":
+            # a removed statement is in no token edit or inverse: every such task would score 0 by construction
+            raise ValueError(
+                f"kinds {removed} need proposals > 0 (a removed statement is only in the menu as a repository "
+                "proposal), or decoding 'free'"
+            )
         return self
 
     def check_run(self, run: RunConfig) -> None:

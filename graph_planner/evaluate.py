@@ -20,10 +20,11 @@ from graph_planner.tasks import RepairTask
 from planact.progress import Phase, ProgressFn
 
 
-def make_agent(kind: str, engine=None, patch_engine=None):
-    """An agent by name: 'rule', or 'model' (needs an engine)."""
+def make_agent(kind: str, engine=None, patch_engine=None, proposals: int = 0):
+    """An agent by name: 'rule' (trying `proposals` repository proposals a function after its inverses), or
+    'model' (needs an engine)."""
     if kind == "rule":
-        return RuleAgent()
+        return RuleAgent(proposals=proposals)
     if kind == "model":
         if engine is None:
             raise ValueError("agent 'model' needs an engine (e.g. --engine openai --base-url ... --model ...)")
@@ -42,11 +43,12 @@ def run_slot(
     engine=None,
     patch_engine=None,
     on_episode: Callable[[dict], None] | None = None,
+    proposals: int = 0,
 ) -> list[dict]:
     """Episodes of one agent over `tasks`, one after another in one sandbox slot (`on_episode` hears each
     episode's result as it ends)."""
     env = PlannerEnv(make_runtime(runtime), limits, telemetry, ResultCache())
-    agent = make_agent(agent_kind, engine, patch_engine)
+    agent = make_agent(agent_kind, engine, patch_engine, proposals)
     out = []
     try:
         for task in tasks:
@@ -83,6 +85,7 @@ def evaluate_local(
     engine=None,
     patch_engine=None,
     progress: ProgressFn | None = None,
+    proposals: int = 0,
 ) -> list[dict]:
     """All episodes in `workers` threads (each its own slot); results in task order. `progress` hears each
     episode ended, k of n with an ETA (a held-out split takes tens of minutes on 2 cores)."""
@@ -97,7 +100,14 @@ def evaluate_local(
         parts = list(
             pool.map(
                 lambda i: run_slot(
-                    shards[i], agent_kind, limits, tele[i], engine=engine, patch_engine=patch_engine, on_episode=ended
+                    shards[i],
+                    agent_kind,
+                    limits,
+                    tele[i],
+                    engine=engine,
+                    patch_engine=patch_engine,
+                    on_episode=ended,
+                    proposals=proposals,
                 ),
                 range(len(shards)),
             )

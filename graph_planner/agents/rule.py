@@ -7,7 +7,8 @@
      then called functions);
   5. read each remembered function and enumerate its candidate edits (graph_planner.candidates),
      one-token ones first (a token-level operator's inverse, a `not` taken off a condition), those on a
-     traceback line first, then conditions negated and defaults changed;
+     traceback line first, then conditions negated and defaults changed; with `proposals`, the
+     environment's menus (Explore candidates), whose statements of the module put back come last;
   6. Repair with one candidate at a time until the failing tests pass or the test budget is spent; a
      function whose edit came back "off target" (not where this task's bug can be fixed) is not tried again;
   7. Submit.
@@ -26,9 +27,10 @@ class RuleAgent:
 
     name = "rule"
 
-    def __init__(self, memory_nodes: int = 6, coverage: bool = True):
+    def __init__(self, memory_nodes: int = 6, coverage: bool = True, proposals: int = 0):
         self.memory_nodes = memory_nodes
         self.coverage = coverage
+        self.proposals = proposals  # repository proposals a function to ask for, tried after every inverse
 
     def begin(self, obs: dict) -> None:
         """Start an episode from reset()'s observation."""
@@ -79,11 +81,17 @@ class RuleAgent:
         if self.phase == "read":
             held = obs.get("nodes", self.to_read)
             self.to_read = [n for n in self.to_read if n in held] or self.to_read
-            self.phase = "try"
+            self.phase = "menus" if self.proposals else "try"
             return {"type": "explore", "op": "read", "nodes": self.to_read}
+        if self.phase == "menus":
+            # the environment's menus hold the module's statements put back, which a read does not show
+            self.phase = "try"
+            return {"type": "explore", "op": "candidates", "nodes": self.to_read, "proposals": self.proposals}
         if self.phase == "try":
             if "source" in obs:
                 self.queue = self._candidates(obs["source"])
+            if "menus" in obs:
+                self.queue = self._from_menus(obs["menus"])
             tests = obs.get("tests") or {}
             if obs.get("applied") and tests.get("status") == "ok" and not tests.get("failed"):
                 return {"type": "submit"}
@@ -98,16 +106,34 @@ class RuleAgent:
         return {"type": "submit"}
 
     def _candidates(self, sources: dict[str, str]) -> list[Candidate]:
-        out = []
-        for rank, (node, text) in enumerate(sources.items()):
+        menus = []
+        for node, text in sources.items():
             parsed = from_read(node, text)
             if parsed:
                 file, first, src = parsed
-                for c in candidate_edits(file, first, src, structural=True):
-                    on_trace = (file, c.line) in self.trace_lines
-                    # one-token edits first: a structural guess is the rarer bug and every try costs a run
-                    out.append((not c.one_token, not on_trace, rank, len(out), c))
-        return [c for *_, c in sorted(out, key=lambda x: x[:4])]
+                menus.append((file, candidate_edits(file, first, src, structural=True)))
+        return self.order(menus)
+
+    def _from_menus(self, menus: dict[str, list[dict]]) -> list[Candidate]:
+        out = []
+        for node in self.to_read:
+            cands = [Candidate(**c) for c in menus.get(node, [])]
+            if cands:
+                out.append((cands[0].edit["file"], cands))
+        return self.order(out)
+
+    def order(self, menus: list[tuple[str, list[Candidate]]]) -> list[Candidate]:
+        """One queue from the ranked functions' menus ((file, candidates), best-ranked first): one-token edits,
+        then the other structural inverses, then repository proposals; within each, edits on a traceback line
+        first, then by the function's rank."""
+        out = []
+        for rank, (file, cands) in enumerate(menus):
+            for c in cands:
+                on_trace = (file, c.line) in self.trace_lines
+                # one-token edits first: a structural guess is the rarer bug and every try costs a run; a
+                # proposal (hundreds a function) last, so it never displaces an inverse
+                out.append((not c.one_token, c.proposed, not on_trace, rank, len(out), c))
+        return [c for *_, c in sorted(out, key=lambda x: x[:5])]
 
 
 def run_episode(env, task, agent) -> dict:

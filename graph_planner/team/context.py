@@ -18,11 +18,13 @@ import json
 import re
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from graph_planner.agents.rule import RuleAgent
-from graph_planner.candidates import candidate_edits, from_read
+from graph_planner.candidates import Candidate, from_read, function_menu
 from graph_planner.env import EnvLimits, PlannerEnv
+from graph_planner.judge import base_text
 from graph_planner.runtime import LocalRuntime
 from graph_planner.tasks import RepairTask, load_tasks
 from planact.progress import Phase, ProgressFn
@@ -41,10 +43,35 @@ class NodeView:
     source: str
     trace_lines: list[int] = field(default_factory=list)
     """Lines of this function the failing tests' traceback passes through."""
+    module: str | None = None
+    """The file's text at the task's base commit, set by `attach_modules` when the menu holds repository
+    proposals (never written to the context cache)."""
+    proposals: int = 0
+    """How many repository proposals the menu offers (env.repair.proposals; 0: none)."""
 
-    def candidates(self):
-        """The candidate edits of this function (graph_planner.candidates)."""
-        return candidate_edits(self.file, self.first_line, self.source)
+    def candidates(self) -> list[Candidate]:
+        """The candidate edits of this function (graph_planner.candidates): its token-level edits, then the
+        inverses of structural mutations (a negated condition, a literal default changed back), then up to
+        `proposals` statements or defaults of its module put back; one menu for the team and its baselines."""
+        return list(menu(self.file, self.first_line, self.source, self.module, self.proposals))
+
+
+@lru_cache(maxsize=4096)
+def menu(file: str, first_line: int, source: str, module: str | None, proposals: int) -> tuple[Candidate, ...]:
+    """`candidates.function_menu`, cached: the planner's observation asks for every offered function's menu at
+    every turn, and proposing from a large module takes a good part of a second."""
+    return tuple(function_menu(file, first_line, source, module, proposals))
+
+
+def attach_modules(tasks: dict[str, RepairTask], contexts: dict[str, TaskContext], proposals: int) -> None:
+    """Give every offered function its file's base text, so its menu holds `proposals` repository proposals
+    (0: none, and the texts are let go; contexts are shared within a process, so this is set on every load)."""
+    for tid, ctx in contexts.items():
+        texts: dict[str, str] = {}
+        for view in ctx.nodes:
+            if proposals > 0 and view.file not in texts:
+                texts[view.file] = base_text(tasks[tid], view.file)
+            view.module, view.proposals = texts.get(view.file), proposals
 
 
 @dataclass

@@ -23,7 +23,7 @@ from pathlib import Path
 from graph_planner.corpus.fetch import git
 from graph_planner.provenance import HOW_TO_JAIL, MENU, MODEL
 from graph_planner.team import demos, file_prompts, free, prompts
-from graph_planner.team.context import load_contexts
+from graph_planner.team.context import attach_modules, load_contexts
 from graph_planner.team.evaluate import evaluate_team
 from graph_planner.team.real import load_real
 from graph_planner.team.sandbox import Sandbox
@@ -106,6 +106,7 @@ class RepairTeamEnv:
         if r.eval_real_corpus:  # the release-history fixes: evaluated only, as split 'real'
             real_tasks, real_ctx = load_real(r.eval_real_corpus, r, progress)
             self.tasks, self.ctx = {**self.tasks, **real_tasks}, {**self.ctx, **real_ctx}
+        attach_modules(self.tasks, self.ctx, r.proposals)
         self.split: dict[str, list[str]] = {s: sorted(i for i, c in self.ctx.items() if c.split == s) for s in SPLITS}
         self.left_out = self._jailed_only() if self.free else {}
         if not self.split["train"]:

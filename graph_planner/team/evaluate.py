@@ -27,11 +27,7 @@ def rule_order(ctx) -> list[dict]:
     """The rule agent's edits for a task, in the order it would try them."""
     agent = RuleAgent(memory_nodes=len(ctx.nodes))
     agent.trace_lines = {(v.file, ln) for v in ctx.nodes for ln in v.trace_lines}
-    numbered = {
-        v.node: "\n".join(f"{v.first_line + i:5d} | {line}" for i, line in enumerate(v.source.splitlines()))
-        for v in ctx.nodes
-    }
-    return [c.edit for c in agent._candidates(numbered)]
+    return [c.edit for c in agent.order([(v.file, v.candidates()) for v in ctx.nodes])]
 
 
 def random_order(ctx, budget: int, rng: random.Random) -> list[dict]:

@@ -78,10 +78,11 @@ def gold_in_candidates(task) -> bool:
     found, want = function_text(base, function), function_text(fixed, function)
     if found is None or want is None:
         return False
-    # the token-level edits NodeView.candidates offers (not gold_source's structural and module proposals: the
-    # team never sees those, and proposing them costs seconds on a large module)
+    # the edits NodeView.candidates offers: token-level ones and structural inverses (not gold_source's module
+    # proposals: the team never sees those, and proposing them costs seconds on a large module)
     target = _code(want[1])
-    return target is not None and any(_code(c.edit["new"]) == target for c in candidate_edits(file, *found))
+    cands = candidate_edits(file, *found, structural=True)
+    return target is not None and any(_code(c.edit["new"]) == target for c in cands)
 
 
 def _code(function: str) -> str | None:

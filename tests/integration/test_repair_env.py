@@ -92,6 +92,26 @@ def test_rule_agent_repairs_token_level_bugs_and_logs_every_step(corpus, env, tm
     assert any(line["test"] and line["test"]["mode"] == "fail_to_pass" for line in lines)
 
 
+def test_the_candidates_op_lists_the_menu_whose_inverse_fixes_a_negated_condition(corpus, env):
+    """Explore(candidates): the environment's enumerated edits for a function, proposals capped and last; the
+    negate_if task's fix is in the menu (an inverse, not a token edit) and scores 1 as an ordinary Repair."""
+    from graph_planner.judge import gold_texts
+
+    task = next(t for t in load_tasks(corpus, split="heldout") if t.meta["mutation"] == "negate_if")
+    node, file = f"{task.meta['file']}::{task.meta['function']}", task.meta["file"]
+    env.reset(task)
+    obs, _, _, _ = env.step({"type": "explore", "op": "candidates", "nodes": [node, "nope.py::x"], "proposals": 5})
+    menu, base, fixed = obs["menus"][node], env._read_base(file), gold_texts(task)[file]
+    assert obs["unknown_nodes"] == ["nope.py::x"]
+    proposed = [m["proposed"] for m in menu]
+    assert 0 < sum(proposed) <= 5 and proposed == sorted(proposed)  # proposals last, at most the cap
+    fix = next(m for m in menu if base.replace(m["edit"]["old"], m["edit"]["new"], 1) == fixed)
+    assert fix["kind"] == "negate_if" and not fix["proposed"]
+    env.step({"type": "repair", "apply": False, "edits": [fix["edit"]]})
+    _, reward, done, _ = env.step({"type": "submit"})
+    assert reward == 1.0 and done
+
+
 def test_coverage_ranks_the_buggy_function_on_its_own_budget_and_caches_the_spectrum(corpus, env):
     """Explore(coverage) names the mutated function for every held-out task, costs no test run, and a
     repeated call (or a later episode on the task) reads the cached spectrum instead of running again."""

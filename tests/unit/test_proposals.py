@@ -138,3 +138,41 @@ def test_hostile_model_text_is_dropped_or_becomes_an_edit_the_patch_check_refuse
     assert [len(m) for m in made] == [5, 5, 0]  # one proposal per gap; two statements on a line are not one
     for *_, new in made[0] + made[1]:
         assert screen(body, new), new  # refused: never reaches a test run
+
+
+def test_one_menu_lists_token_edits_then_inverses_then_at_most_n_proposals():
+    """What the team and the rule agent rank (candidates.function_menu): the repository proposals come only with
+    the module's text and a cap, after the function's own edits, marked, and the gold fix among them."""
+    from graph_planner.candidates import function_menu
+
+    buggy = _broken(
+        "            self.seen.append(item)\n            self.count += 1\n", "            self.seen.append(item)\n"
+    )
+    first, source = function_text(buggy, "Counter.extend")
+    plain = function_menu("m.py", first, source)
+    assert plain == candidate_edits("m.py", first, source, structural=True) and not any(c.proposed for c in plain)
+    assert not any(same_function(c.edit["new"], function_text(MODULE, "Counter.extend")[1]) for c in plain)
+    menu = function_menu("m.py", first, source, module=buggy, proposals=40)
+    assert menu[: len(plain)] == plain and 0 < len(menu) - len(plain) <= 40
+    assert all(c.proposed for c in menu[len(plain) :])
+    assert any(same_function(c.edit["new"], function_text(MODULE, "Counter.extend")[1]) for c in menu)
+    assert len(function_menu("m.py", first, source, module=buggy, proposals=3)) <= len(plain) + 3
+
+
+def test_the_rule_agent_tries_one_token_edits_then_inverses_then_proposals_whatever_the_traceback():
+    """A proposal on a traceback line still waits behind every inverse of a lower-ranked function: hundreds of
+    them must never push a negated condition out of the test budget."""
+    from graph_planner.agents.rule import RuleAgent
+    from graph_planner.candidates import Candidate
+
+    def cand(kind, line, one_token=False, proposed=False):
+        return Candidate(
+            kind, line, f"{kind}@{line}", {"file": "m.py", "old": "", "new": f"{kind}{line}"}, one_token, proposed
+        )
+
+    agent = RuleAgent(proposals=4)
+    agent.trace_lines = {("m.py", 3)}
+    top = [cand("remove_stmt", 3, proposed=True), cand("comparison", 5, one_token=True), cand("negate_if", 4)]
+    second = [cand("negate_if", 9), cand("binop", 8, one_token=True)]
+    order = [c.description for c in agent.order([("m.py", top), ("m.py", second)])]
+    assert order == ["comparison@5", "binop@8", "negate_if@4", "negate_if@9", "remove_stmt@3"]

@@ -61,7 +61,8 @@ def test_prompts_mark_traceback_lines_and_candidates_are_numbered_within_the_fun
     prompt = actor_prompt(ctx, ctx.nodes[0])
     assert prompt.startswith("fix lo\nerr: AssertionError") and ">    if a < b:" in prompt and prompt.endswith("edit:")
     texts, cands = actor_options(ctx.nodes[0])
-    assert texts == [" 2: a < b -> a <= b"] and len(cands) == 1
+    # the token-level edit, then the structural inverse the rule agent also tries (a negated condition)
+    assert texts == [" 2: a < b -> a <= b", " 2: condition a < b -> not (a < b)"] and len(cands) == 2
     assert all(c.edit["old"] == SRC_A for c in cands)
 
 
@@ -141,7 +142,11 @@ def test_repair_configs_name_the_offending_field(tmp_path):
     with pytest.raises(ConfigError, match="actor.engine must be 'hf'"):
         validate_config({"env": {"kind": "repair"}, "actor": {"engine": "sglang"}})
     with pytest.raises(ConfigError, match="env.repair.kinds"):
+        validate_config({"env": {"kind": "repair", "repair": {"kinds": ["no_such_kind"]}}})
+    # a removed statement is reachable only through a repository proposal: asking for none is refused up front
+    with pytest.raises(ConfigError, match="env.repair.*remove_stmt.*proposals > 0"):
         validate_config({"env": {"kind": "repair", "repair": {"kinds": ["remove_stmt"]}}})
+    validate_config({"env": {"kind": "repair", "repair": {"kinds": ["remove_stmt", "negate_if"], "proposals": 16}}})
     cfg = validate_config({"env": {"kind": "repair", "repair": {"corpus": str(tmp_path / "none")}}})
     with pytest.raises(ConfigError, match="env.repair.corpus: no corpus"):
         check_runtime(cfg)
