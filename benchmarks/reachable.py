@@ -10,7 +10,9 @@
               patch check, then FAIL_TO_PASS + PASS_TO_PASS on a clean checkout in the sandbox)
 
 Prints per split the share reachable by each source added in turn, per kind the counts, the repository
-proposals per task, and for the model its proposals, passing proposals and seconds per gap.
+proposals per task and how many gold fixes sit within the first 16 / 64 / 256 of them (the cap an agent's
+menu keeps: env.repair.proposals, `planact-repair evaluate --proposals`), and for the model its proposals,
+passing proposals and seconds per gap.
 
     python benchmarks/reachable.py --corpus runs/corpus
     python benchmarks/reachable.py --corpus runs/corpus --model planact:smollm2-135m-instruct --kinds remove_stmt
@@ -29,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from graph_planner.candidates import edits_from_sites, function_text, gold_source  # noqa: E402
+from graph_planner.candidates import edits_from_sites, function_text, gold_source, same_function  # noqa: E402
 from graph_planner.env_config import RepairEnvConfig  # noqa: E402
 from graph_planner.judge import base_text, submit_texts  # noqa: E402
 from graph_planner.patching import PatchError, apply_diff  # noqa: E402
@@ -43,6 +45,7 @@ from planact.models import tiny_code_model  # noqa: E402
 
 SOURCES = ("token", "inverse", "repository", "model")
 STRUCTURAL = ("remove_stmt", "remove_if")
+CAPS = (16, 64, 256)  # env.repair.proposals / --proposals values worth comparing: how many of those fixes a cap keeps
 
 
 def causal_lm(path: str, context_tokens: int, max_new_tokens: int = 40):
@@ -81,7 +84,11 @@ def task_row(task, split: str, generate, runtime, cache: ResultCache, max_gaps: 
         return row
     first, source = found
     row["source"] = gold_source(file, function, base, fixed)
-    row["proposals"] = len(repository_proposals(textwrap.dedent(source), base, first))
+    proposed = repository_proposals(textwrap.dedent(source), base, first)
+    row["proposals"] = len(proposed)
+    if row["source"] == "repository":  # where the gold fix sits in the proposals' order (what a cap keeps)
+        want = function_text(fixed, function)[1]
+        row["proposal_rank"] = next((k for k, (*_, new) in enumerate(proposed) if same_function(new, want)), None)
     if generate is not None and kind in STRUCTURAL:
         prefix = "".join(base.splitlines(True)[: first - 1])
         gaps = []
@@ -126,6 +133,9 @@ def table(rows: list[dict]) -> list[str]:
             reach = sum(bool(r["source"] or r.get("model_passing")) for r in ks)
             lines.append(f"  {kind:<12} {reach:>3}/{len(ks):<3} ({', '.join(parts)})")
     lines.append(f"repository proposals per task: median {statistics.median(r['proposals'] for r in rows):.0f}")
+    ranks = [r["proposal_rank"] for r in rows if r.get("proposal_rank") is not None]
+    within = ", ".join(f"first {n}: {sum(k < n for k in ranks)}" for n in CAPS)
+    lines.append(f"gold fixes among the repository proposals: {len(ranks)}; within the {within}")
     timed = [t for r in rows for t in r.get("model_s", [])]
     if with_model:
         tried = [r for r in rows if "model_proposals" in r]

@@ -280,3 +280,5 @@ def test_reachable_benchmark_tiny_mode(corpus):
     # a token-level bug's fix is a token edit; the removed `total = total + v` is nowhere else in the module
     assert "constant" in out and "(token 1, inverse 0, repository 0)" in out
     assert "remove_stmt    0/1" in out and "model:" in out and "pass Submit" in out
+    # how many of the repository-reachable fixes each menu cap keeps (none here: the statement is unique)
+    assert "gold fixes among the repository proposals: 0; within the first 16: 0, first 64: 0, first 256: 0" in out
