@@ -7,7 +7,7 @@ whose fixed function is too long to show stays in (its function is simply not of
 with no offered function at all (every system then has nothing to try and it counts unsolved).
 
 What any system here can reach is measured per task (`reach`): whether the localisation offers a function
-the fix changes, whether the gold fix is one of the token-level candidate edits of its function, and both.
+the fix changes, whether the gold fix is in its function's menu of candidate edits, and both.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import ast
 import textwrap
 from pathlib import Path
 
-from graph_planner.candidates import candidate_edits, function_text
+from graph_planner.candidates import function_menu, function_text
 from graph_planner.judge import base_text
 from graph_planner.patching import PatchError, apply_diff
 from graph_planner.pyparse import parse
@@ -65,8 +65,9 @@ def fix_functions(task) -> list[str]:
     return [f"{task.meta.get('file')}::{q}" for q in str(task.meta.get("function", "")).split("+")]
 
 
-def gold_in_candidates(task) -> bool:
-    """Whether the gold fix is one of the token-level candidate edits of its function (one function, one file)."""
+def gold_in_candidates(task, proposals: int = 0) -> bool:
+    """Whether the gold fix is in its function's menu (one function, one file): a token-level edit, a structural
+    inverse, or one of the first `proposals` repository proposals (env.repair.proposals)."""
     file, function = task.meta.get("file", ""), task.meta.get("function", "")
     if len(fix_functions(task)) != 1:
         return False  # one candidate edit changes one function
@@ -78,10 +79,9 @@ def gold_in_candidates(task) -> bool:
     found, want = function_text(base, function), function_text(fixed, function)
     if found is None or want is None:
         return False
-    # the edits NodeView.candidates offers: token-level ones and structural inverses (not gold_source's module
-    # proposals: the team never sees those, and proposing them costs seconds on a large module)
+    # the menu NodeView.candidates offers, with the same cap on the module's proposals
     target = _code(want[1])
-    cands = candidate_edits(file, *found, structural=True)
+    cands = function_menu(file, *found, module=base, proposals=proposals)
     return target is not None and any(_code(c.edit["new"]) == target for c in cands)
 
 
@@ -109,7 +109,7 @@ def reach(env, ids: list[str]) -> dict[str, float]:
         if i not in cache:
             task, ctx = env.tasks[i], env.ctx[i]
             offered = bool({v.node for v in ctx.nodes} & set(fix_functions(task)))
-            cache[i] = (offered, gold_in_candidates(task))
+            cache[i] = (offered, gold_in_candidates(task, env.r.proposals))
         rows.append(cache[i])
     n = max(1, len(rows))
     return {
