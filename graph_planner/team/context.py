@@ -56,10 +56,11 @@ class NodeView:
         return list(menu(self.file, self.first_line, self.source, self.module, self.proposals))
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=256)
 def menu(file: str, first_line: int, source: str, module: str | None, proposals: int) -> tuple[Candidate, ...]:
     """`candidates.function_menu`, cached: the planner's observation asks for every offered function's menu at
-    every turn, and proposing from a large module takes a good part of a second."""
+    every turn, and proposing from a large module takes a good part of a second. (256 menus: a task's turns hit
+    it; each menu holds every candidate's whole function text, so a larger cache costs role workers memory.)"""
     return tuple(function_menu(file, first_line, source, module, proposals))
 
 
