@@ -20,10 +20,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
+from graph_planner.env_config import MAX_PROPOSALS
+
 MAX_ANCHOR_CHARS = 20_000
 """Longest `find` anchor: a whole traceback fits, and the search stays linear in what a model may send."""
-MAX_PROPOSALS = 256
-"""Most repository proposals one `candidates` observation lists per function (a median function has ~600)."""
 
 
 class _Action(BaseModel):

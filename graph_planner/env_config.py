@@ -71,6 +71,9 @@ class EpisodeConfig(StrictConfig):
 
 # The mutation kinds a tiny model can repair from what it sees.
 TOKEN_KINDS = TOKEN_LEVEL
+MAX_PROPOSALS = 256
+"""Most repository proposals a function's menu holds (env.repair.proposals, Explore candidates); a median function
+has ~600."""
 
 
 FREE_REPLY_TOKENS = 128  # decoding 'free': the shortest reply limit that fits a small function
@@ -97,7 +100,7 @@ class RepairEnvConfig(StrictConfig):
     proposals: int = Field(
         0,
         ge=0,
-        le=512,
+        le=MAX_PROPOSALS,
         description="Repository proposals in each offered function's menu, after its token edits and inverses: "
         "statements and `if` blocks of its module put back into a gap, and same-named parameters' defaults, "
         "nearest donors first (the function's own statements, then its class's, then the module's; a median "
