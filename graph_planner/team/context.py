@@ -146,9 +146,14 @@ def gather(
     )
 
 
+_NOT_CACHED = ("module", "proposals")  # the menu's settings of one run, set after loading (attach_modules)
+
+
 def _gather_one(args) -> dict:
     task, split, max_nodes, coverage = args
-    return asdict(gather(task, split, max_nodes, coverage=coverage))
+    d = asdict(gather(task, split, max_nodes, coverage=coverage))
+    d["nodes"] = [{k: v for k, v in n.items() if k not in _NOT_CACHED} for n in d["nodes"]]
+    return d
 
 
 def _from_dict(d: dict) -> TaskContext:
