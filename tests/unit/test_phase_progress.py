@@ -39,7 +39,12 @@ def _env(splits: dict[str, list[str]]):
     }
     env = SimpleNamespace(
         r=SimpleNamespace(
-            eval_unseen_functions=10, eval_unseen_packages=10, eval_unseen_2025=10, eval_real=10, eval_budget=2
+            eval_unseen_functions=10,
+            eval_unseen_packages=10,
+            eval_unseen_2025=10,
+            eval_real=10,
+            eval_budget=2,
+            proposals=0,
         ),
         cfg=SimpleNamespace(seed=0),
         split={"unseen_functions": [], "unseen_packages": [], "unseen_2025": [], **splits},
