@@ -17,7 +17,7 @@ It decides only from observations, like a model would.
 
 from __future__ import annotations
 
-from graph_planner.candidates import Candidate, candidate_edits, from_read
+from graph_planner.candidates import Candidate, from_read, function_menu
 from graph_planner.graph.build import is_test_file, test_node
 from graph_planner.graph.search import PYTEST_FRAME
 
@@ -111,7 +111,7 @@ class RuleAgent:
             parsed = from_read(node, text)
             if parsed:
                 file, first, src = parsed
-                menus.append((file, candidate_edits(file, first, src, structural=True)))
+                menus.append((file, function_menu(file, first, src)))
         return self.order(menus)
 
     def _from_menus(self, menus: dict[str, list[dict]]) -> list[Candidate]:

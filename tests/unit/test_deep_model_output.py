@@ -104,6 +104,20 @@ def test_a_traceback_frame_with_a_huge_line_number_finds_nothing_and_raises_noth
         assert search.by_traceback(frame.format(n=2)) == [("pkg/mod.py::total", 1.0)]  # the honest frame
 
 
+def test_a_candidates_request_is_bounded_beside_an_honest_one():
+    """Explore(candidates) is model output too: a request for more proposals than the cap (each costs the
+    environment work) is malformed, counted, never run; the honest request parses."""
+    from graph_planner.env_config import MAX_PROPOSALS
+
+    for bad in (MAX_PROPOSALS + 1, -1, 10**12, "all"):
+        with pytest.raises(ActionError):
+            parse_action({"type": "explore", "op": "candidates", "nodes": ["m.py::f"], "proposals": bad})
+    with pytest.raises(ActionError):  # at most 10 nodes a step, as for read
+        parse_action({"type": "explore", "op": "candidates", "nodes": [f"m.py::f{i}" for i in range(11)]})
+    ok = parse_action({"type": "explore", "op": "candidates", "nodes": ["m.py::f"], "proposals": MAX_PROPOSALS})
+    assert ok.op == "candidates" and ok.proposals == MAX_PROPOSALS
+
+
 def test_a_find_anchor_is_bounded_and_the_text_search_walks_only_the_query_words_postings(tmp_path):
     from graph_planner.actions import MAX_ANCHOR_CHARS
     from graph_planner.graph.search import BM25, tokens
