@@ -15,6 +15,8 @@ top function. Prints each seed, then mean and spread, and the differences in poi
     python benchmarks/repair_rl.py --config configs/repair-smollm.yaml --seeds 0 1 2
                                                           # SmolLM2 + LoRA: "warm" is its zero-shot start
     python benchmarks/repair_rl.py --merge s0.json s1.json s2.json   # seeds run side by side (--seeds N --json sN.json)
+    python benchmarks/repair_rl.py --config configs/repair-smollm.yaml --no-teacher --rounds 24 --seeds 0 1 2
+                                                          # RL with no teacher: see NO_TEACHER
 """
 
 from __future__ import annotations
@@ -51,6 +53,11 @@ WHOLE_SPLITS = [f"env.repair.eval_{s}=100000" for s in SPLITS]
 # short of it (final loss ~2.0). The planner's warm start stays short on purpose: imitating its imperfect
 # teacher to certainty would leave RL's group of plans nothing to compare, and the SFT arm continues it.
 PLATEAU = ["actor.warm_start.steps=6000", "actor.warm_start.patience=3", "actor.warm_start.eval_every=250"]
+# --no-teacher: the planner starts zero-shot (no warm start, so no teacher's labels) and learns localisation from
+# the repair reward alone (GiGPO on its turns), the patch model fixed. No SFT arm: there are no labels to imitate,
+# so zero-shot vs after RL is the whole comparison. Meant for a pretrained planner (configs/repair-smollm.yaml);
+# a tiny planner zero-shot names functions at random.
+NO_TEACHER = ["planner.warm_start.enabled=false", "actor.warm_start.enabled=false", "actor.train=false"]
 
 
 def rl_arm(workers, env, rounds: int) -> tuple[float, list[dict]]:
@@ -62,8 +69,9 @@ def rl_arm(workers, env, rounds: int) -> tuple[float, list[dict]]:
         plans = env.plan(batch, p, seed=r)
         answers = a.choose(env.actor_requests(batch, plans), n=env.cfg.actor.group_size, seed=r + 1)
         res = env.score(batch, plans, answers)
-        res.metrics.update({f"planner/{k}": v for k, v in p.train(res.planner_samples).items()})
-        res.metrics.update({f"actor/{k}": v for k, v in a.train(res.actor_samples).items()})
+        for w, samples in ((p, res.planner_samples), (a, res.actor_samples)):
+            if w.rc.train:  # a frozen role (--no-teacher's patch model) samples but never updates
+                res.metrics.update({f"{w.role}/{k}": v for k, v in w.train(samples).items()})
         log.append(res.metrics)
     return time.perf_counter() - t0, log
 
@@ -88,6 +96,7 @@ def one_seed(args, seed: int) -> dict:
     """Warm start, both arms and every evaluation for one seed."""
     root = tempfile.mkdtemp(prefix="planact-repair-rl-")
     measurement = [] if args.tiny else WHOLE_SPLITS + PLATEAU
+    measurement += NO_TEACHER if args.no_teacher else []
     cfg = load_config(
         args.config, measurement + args.overrides + [f"checkpoint.root={root}", f"run_name=seed{seed}", f"seed={seed}"]
     )
@@ -116,16 +125,18 @@ def one_seed(args, seed: int) -> dict:
         "warm_start_plateau": {r: stop for r, c in curves.items() if (stop := plateau(c))},
     }
     out["warm"] = env.evaluate(*base)
-    _progress(seed, f"warm start {ws_s:.0f} s", out["warm"])
+    _progress(seed, "zero-shot" if args.no_teacher else f"warm start {ws_s:.0f} s", out["warm"])
     out["rl_s"], out["rl_log"] = rl_arm(rl, env, args.rounds or cfg.rounds)
     out["rl"] = env.evaluate(*rl)
     _progress(seed, f"RL {out['rl_s']:.0f} s", out["rl"])
+    out["tasks"] = {s: out["warm"].get(f"{s}/tasks", 0.0) for s in SPLITS}
+    if args.no_teacher:
+        return out
     t_sft = time.perf_counter()
     out["sft_steps"] = sft_arm(sf, env, cfg, out["rl_s"], seed)
     out["sft_s"] = time.perf_counter() - t_sft
     out["sft"] = env.evaluate(*sf)
     _progress(seed, f"SFT {out['sft_steps']} steps", out["sft"])
-    out["tasks"] = {s: out["warm"].get(f"{s}/tasks", 0.0) for s in SPLITS}
     return out
 
 
@@ -144,8 +155,39 @@ def _stat(xs: list[float]) -> str:
     return f"{mean:.3f} +- {spread:.3f}"
 
 
+def report_no_teacher(runs: list[dict]) -> None:
+    """Per seed, then mean +- std: the share of held-out tasks whose buggy function the team named, and the
+    solve rate at budget 1, zero-shot and after RL."""
+    for split in SPLITS:
+        if not all(r["tasks"].get(split, 0) for r in runs):
+            continue
+        figs = {
+            (a, m): [r[a][f"{split}/team/{m}"] for r in runs]
+            for a in ("warm", "rl")
+            for m in ("localised", "solve_at_1")
+        }
+        print(f"  {split} ({int(runs[0]['tasks'][split])} tasks):")
+        for r in runs:
+            print(
+                f"    seed {r['seed']}: localised zero-shot {r['warm'][f'{split}/team/localised']:.3f} -> RL "
+                f"{r['rl'][f'{split}/team/localised']:.3f}; solve@1 {r['warm'][f'{split}/team/solve_at_1']:.3f} -> "
+                f"{r['rl'][f'{split}/team/solve_at_1']:.3f} (rule {r['warm'][f'{split}/rule/solve_at_1']:.3f})"
+            )
+        for m in ("localised", "solve_at_1"):
+            zero, rl = figs[("warm", m)], figs[("rl", m)]
+            gain = [100 * (a - b) for a, b in zip(rl, zero)]
+            print(
+                f"    {m:10s} zero-shot {_stat(zero)}  RL {_stat(rl)}  RL - zero-shot {statistics.fmean(gain):+.1f} "
+                f"points (per seed: {', '.join(f'{g:+.1f}' for g in gain)})"
+            )
+
+
 def report(runs: list[dict], budget: int) -> None:
     """Per-seed lines, then mean +- std over seeds and the differences the targets are stated in."""
+    if all("sft" not in r for r in runs):  # --no-teacher: no warm start and no SFT control by design
+        print(f"\nRL with no teacher, {len(runs)} seed(s), {len(runs[0]['rl_log'])} rounds, mean +- std over seeds:")
+        report_no_teacher(runs)
+        return
     for r in runs:
         print(
             f"\nseed {r['seed']}: warm start {r['warm_start_s']:.0f} s (final losses "
@@ -207,6 +249,11 @@ def main() -> None:
     ap.add_argument("--tiny", action="store_true", help="smoke mode: the smoke config, one seed, one round")
     ap.add_argument("--json", default=None, help="also write every figure to this file")
     ap.add_argument("--set", dest="overrides", action="append", default=[])
+    ap.add_argument(
+        "--no-teacher",
+        action="store_true",
+        help="no warm start and no SFT arm: the planner learns from the reward alone, the patch model fixed",
+    )
     ap.add_argument(
         "--merge",
         nargs="+",

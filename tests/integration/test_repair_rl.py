@@ -8,6 +8,7 @@ text-unidecode off the package index: 64 CPU-s to build and ~1 CPU-s per sandbox
 
 from __future__ import annotations
 
+import json
 import re
 import runpy
 import sys
@@ -149,6 +150,23 @@ def test_repair_rl_benchmark_tiny_mode_compares_rl_sft_rule_and_random(corpus, t
     # seeds run as separate processes are compared from their --json files
     merged = _benchmark(monkeypatch, capsys, "--merge", figures, figures)
     assert "mean +- std over 2 seed(s), budget 1:" in merged and "RL - SFT" in merged
+
+
+@pytest.mark.slow
+def test_repair_rl_benchmark_no_teacher_trains_the_planner_alone(corpus, tmp_path, monkeypatch, capsys):
+    """--no-teacher: no warm start, no SFT arm; the planner trains on the reward, the patch model stays fixed,
+    and the report gives localisation and solve rate zero-shot vs after RL, per seed."""
+    figures = tmp_path / "figures.json"
+    sets = [x for e in (f"env.repair.corpus={corpus}", *EVAL) for x in ("--set", e)]
+    out = _benchmark(monkeypatch, capsys, "--tiny", "--no-teacher", *sets, "--json", str(figures))
+    assert "RL with no teacher, 1 seed(s), 1 rounds" in out
+    assert re.search(r"seed 0: localised zero-shot [\d.]+ -> RL [\d.]+; solve@1 [\d.]+ -> [\d.]+", out)
+    assert re.search(r"localised +zero-shot [\d.]+ \+- [\d.]+ +RL [\d.]+ \+- [\d.]+ +RL - zero-shot [+-]\d", out)
+    assert "SFT" not in out
+    (run,) = json.loads(figures.read_text())
+    assert run["warm_start_loss"] == {} and "sft" not in run  # no labels were used anywhere
+    (log,) = run["rl_log"]
+    assert "planner/loss" in log and "actor/loss" not in log, sorted(log)  # the patch model never updated
 
 
 def test_file_style_round_with_lora_roles_in_process(corpus, tmp_path):
