@@ -15,6 +15,8 @@ each with the share the localisation and the candidate edits can reach at all ('
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from functools import partial
 
 from graph_planner.agents.rule import RuleAgent
 from graph_planner.provenance import MENU, MODEL
@@ -36,24 +38,44 @@ def random_order(ctx, budget: int, rng: random.Random) -> list[dict]:
     return [c.edit for c in rng.sample(cands, min(budget, len(cands)))]
 
 
-def team_order(env, ids: list[str], planner, actor, budget: int) -> tuple[dict[str, list[dict]], dict[str, str]]:
-    """The team's edits per task (greedy plan, then the actor's ranking) and its chosen targets."""
-    batch = [{"task_id": i} for i in ids]
-    plans = env.plan(batch, planner, seed=env.cfg.seed, greedy=True)
-    answers = actor.choose(env.actor_requests(batch, plans), temperature=0.0, n=1, seed=env.cfg.seed)
+# Tasks per batch of the team's greedy episodes: a real split of 170 tasks is ~15 minutes of episodes on 2 cores,
+# which must report as it goes (a batch of 16 still fills the engine's batched forward passes).
+EPISODE_BATCH = 16
+
+
+def team_order(
+    env, ids: list[str], planner, actor, budget: int, done: Callable[[int], None] | None = None
+) -> tuple[dict[str, list[dict]], dict[str, str]]:
+    """The team's edits per task (greedy plan, then the actor's ranking) and its chosen targets; `done` hears
+    how many tasks each batch of episodes finished."""
     out, targets = {}, {}
-    for i, ep, ans in zip(ids, plans, answers):
-        targets[i] = ep[0]["target"]
-        _, cands = prompts.actor_options(env._view(i, targets[i]))
-        ranking = ans[0].meta["ranking"] if ans else []
-        out[i] = [cands[k].edit for k in ranking[:budget]]
+    for start in range(0, len(ids), EPISODE_BATCH):
+        part = ids[start : start + EPISODE_BATCH]
+        batch = [{"task_id": i} for i in part]
+        plans = env.plan(batch, planner, seed=env.cfg.seed, greedy=True)
+        answers = actor.choose(env.actor_requests(batch, plans), temperature=0.0, n=1, seed=env.cfg.seed)
+        for i, ep, ans in zip(part, plans, answers):
+            targets[i] = ep[0]["target"]
+            _, cands = prompts.actor_options(env._view(i, targets[i]))
+            ranking = ans[0].meta["ranking"] if ans else []
+            out[i] = [cands[k].edit for k in ranking[:budget]]
+        if done is not None:
+            done(len(part))
     return out, targets
 
 
-def solve_rates(env, attempts: dict[str, list[dict]], budget: int, origin: str = MODEL) -> dict[int, float]:
-    """Solve rate at every budget 1..budget (edits of `origin` judged in eval mode, shared cache)."""
+def solve_rates(
+    env,
+    attempts: dict[str, list[dict]],
+    budget: int,
+    origin: str = MODEL,
+    done: Callable[[], None] | None = None,
+) -> dict[int, float]:
+    """Solve rate at every budget 1..budget (edits of `origin` judged in eval mode, shared cache); `done`
+    hears each edit as it is judged."""
     jobs = [(env.tasks[i], e) for i, edits in attempts.items() for e in edits[:budget]]
-    verdicts = iter(env.sandbox.judge_many(jobs, "eval", origin))
+    heard = None if done is None else (lambda _verdict: done())
+    verdicts = iter(env.sandbox.judge_many(jobs, "eval", origin, on_judged=heard))
     first_solved = []
     for edits in attempts.values():
         ok = [next(verdicts)["resolved"] for _ in edits[:budget]]
@@ -77,7 +99,7 @@ def spread(ids: list[str], limit: int) -> list[str]:
 
 def evaluate_team(env, planner, actor, progress: ProgressFn | None = None) -> dict[str, float]:
     """Metrics '<split>/<system>/solve_at_<b>', '<split>/team/localised' and task counts; `progress` hears
-    each split's team episodes and each system's judged edits, k of n."""
+    two phases: the team's episodes, task by task, then every system's edits judged, edit by edit."""
     r = env.r
     out: dict[str, float] = {}
     before = dict(env.sandbox.stats)
@@ -91,33 +113,44 @@ def evaluate_team(env, planner, actor, progress: ProgressFn | None = None) -> di
         )
     ]
     splits = [(split, ids) for split, ids in splits if ids]
-    # Minutes each on a pretrained model: the team's greedy episodes, then every system's edits judged in the
-    # sandbox. Four steps per split, reported as they finish.
-    phase = Phase(f"held-out evaluation ({sum(len(ids) for _, ids in splits)} tasks)", 4 * len(splits), progress)
+    n_tasks = sum(len(ids) for _, ids in splits)
+    # Minutes each on a pretrained model: first the team's greedy episodes of every split, then every system's
+    # edits judged in the sandbox (the episodes do not depend on any verdict, so the order changes no figure).
+    episodes = Phase(f"held-out evaluation: team episodes ({n_tasks} tasks)", n_tasks, progress)
+    teams: dict[str, tuple[dict, dict]] = {}
     for split, all_ids in splits:
         # A real task whose localisation offers no function at all counts unsolved by every system (nothing to try).
         ids = [i for i in all_ids if env.ctx[i].nodes]
+        if len(ids) < len(all_ids):
+            episodes.advance(len(all_ids) - len(ids), note=f"{split}: {len(all_ids) - len(ids)} offer no function")
         if not ids:
             team, targets = {}, {}
         elif env.free:
             team, targets, malformed = free.team_order(env, ids, planner, actor)
             out[f"{split}/team/malformed"] = float(malformed)
+            episodes.advance(len(ids), note=split)
         else:
-            team, targets = team_order(env, ids, planner, actor, r.eval_budget)
-        team |= {i: [] for i in all_ids if i not in team}
-        phase.advance(note=f"{split}: team episodes")
+            team, targets = team_order(env, ids, planner, actor, r.eval_budget, partial(episodes.advance, note=split))
+        teams[split] = (team | {i: [] for i in all_ids if i not in team}, targets)
+    systems = {}
+    for split, all_ids in splits:
         rng = random.Random(f"{env.cfg.seed}:random-baseline")
-        systems = {
-            "team": team,
+        systems[split] = {
+            "team": teams[split][0],
             "rule": {i: rule_order(env.ctx[i])[: r.eval_budget] for i in all_ids},
             "random": {i: random_order(env.ctx[i], r.eval_budget, rng) for i in all_ids},
         }
-        for name, attempts in systems.items():
+    n_edits = sum(len(e[: r.eval_budget]) for by in systems.values() for a in by.values() for e in a.values())
+    judged = Phase(f"held-out evaluation: edits judged ({n_edits} edits, {n_tasks} tasks)", n_edits, progress)
+    for split, all_ids in splits:
+        for name, attempts in systems[split].items():
             # the team's free reply is model text; every other edit here is a candidate planact enumerated
             origin = MODEL if name == "team" and env.free else MENU
-            for b, rate in solve_rates(env, attempts, r.eval_budget, origin).items():
+            for b, rate in solve_rates(
+                env, attempts, r.eval_budget, origin, partial(judged.advance, 1, f"{split}: {name}")
+            ).items():
                 out[f"{split}/{name}/solve_at_{b}"] = rate
-            phase.advance(note=f"{split}: {name} judged")
+        ids, targets = [i for i in all_ids if env.ctx[i].nodes], teams[split][1]
         hits = sum(targets[i] in fix_functions(env.tasks[i]) for i in ids)  # a real fix may change several
         out[f"{split}/team/localised"] = hits / len(all_ids)
         out |= {f"{split}/{k}": v for k, v in reach(env, all_ids).items()}

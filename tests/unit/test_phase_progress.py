@@ -20,9 +20,14 @@ class _Sandbox:
     def __init__(self):
         self.stats = {"test_runs": 0, "full_runs": 0, "cache_hits": 0, "tampering": 0, "unjudged": 0}
 
-    def judge_many(self, jobs, mode, origin="model"):
-        time.sleep(0.002 * len(jobs))
-        return [{"resolved": False} for _ in jobs]
+    def judge_many(self, jobs, mode, origin="model", on_judged=None):
+        verdicts = []
+        for _ in jobs:
+            time.sleep(0.002)
+            verdicts.append({"resolved": False})
+            if on_judged is not None:
+                on_judged(verdicts[-1])
+        return verdicts
 
 
 class _Actor:
@@ -63,7 +68,10 @@ def _env(splits: dict[str, list[str]]):
     return env
 
 
-def test_the_held_out_evaluation_reports_k_of_n_with_an_eta_and_the_console_shows_it(capsys):
+def test_the_held_out_evaluation_reports_k_of_n_with_an_eta_and_the_console_shows_it(capsys, monkeypatch):
+    import graph_planner.team.evaluate as evaluate
+
+    monkeypatch.setattr(evaluate, "EPISODE_BATCH", 2)  # a real split's 170 tasks report in batches, not at the end
     env = _env({"unseen_functions": ["a__1", "a__2", "b__1"], "unseen_packages": ["c__1", "c__2"]})
     seen: list[PhaseUpdate] = []
     console = task_progress("evaluate")  # what tasks/plan_act.py passes: the console line (+ Prefect artifact)
@@ -74,15 +82,25 @@ def test_the_held_out_evaluation_reports_k_of_n_with_an_eta_and_the_console_show
 
     metrics = evaluate_team(env, None, _Actor(), progress=report)
     assert metrics["unseen_functions/tasks"] == 3.0 and metrics["unseen_packages/tasks"] == 2.0
-    # Two splits, four steps each (the team's episodes, then the team's, the rule's and random's edits judged).
-    assert [u.done for u in seen] == list(range(9)) and {u.total for u in seen} == {8}
-    assert all(u.what == "held-out evaluation (5 tasks)" for u in seen)
-    assert seen[0].eta_s is None  # announced before anything finished: no estimate yet
-    assert all(u.eta_s is not None and u.eta_s >= 0 for u in seen[1:]) and seen[-1].eta_s == 0
-    assert seen[4].note == "unseen_functions: random judged"
+    # First the team's episodes, task by task in batches (2 + 1 of one split, 2 of the other) ...
+    episodes = [u for u in seen if u.what == "held-out evaluation: team episodes (5 tasks)"]
+    assert [(u.done, u.total) for u in episodes] == [(0, 5), (2, 5), (3, 5), (5, 5)]
+    assert episodes[2].note == "unseen_functions" and episodes[3].note == "unseen_packages"
+    # ... then every edit judged, one by one: the team's one edit a task, the rule's and random's two each.
+    judged = [u for u in seen if u.what.startswith("held-out evaluation: edits judged")]
+    assert judged[0].what == "held-out evaluation: edits judged (25 edits, 5 tasks)"
+    assert [u.done for u in judged] == list(range(26)) and {u.total for u in judged} == {25}
+    assert len(seen) == len(episodes) + len(judged)
+    for phase in (episodes, judged):
+        assert phase[0].eta_s is None  # announced before anything finished: no estimate yet
+        assert all(u.eta_s is not None and u.eta_s >= 0 for u in phase[1:]) and phase[-1].eta_s == 0
+    assert judged[3].note == "unseen_functions: team" and judged[-1].note == "unseen_packages: random"
     out = capsys.readouterr().out
-    assert "held-out evaluation (5 tasks) 0/8, 0.0 min so far" in out  # the phase is named before it starts
-    assert "[####################] held-out evaluation (5 tasks) 8/8 (unseen_packages: random judged)" in out
+    assert "held-out evaluation: team episodes (5 tasks) 0/5, 0.0 min so far" in out  # named before it starts
+    assert (
+        "[####################] held-out evaluation: edits judged (25 edits, 5 tasks) 25/25 (unseen_packages: random)"
+        in out
+    )
     assert "| ETA 0.0 min" in out
 
 
