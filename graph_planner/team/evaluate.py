@@ -38,7 +38,7 @@ def random_order(ctx, budget: int, rng: random.Random) -> list[dict]:
     return [c.edit for c in rng.sample(cands, min(budget, len(cands)))]
 
 
-# Tasks per batch of the team's greedy episodes: a real split of 170 tasks is ~15 minutes of episodes on 2 cores,
+# Tasks per batch of the team's greedy episodes: a real split of 172 tasks is ~21 minutes of episodes on 2 cores,
 # which must report as it goes (a batch of 16 still fills the engine's batched forward passes).
 EPISODE_BATCH = 16
 
