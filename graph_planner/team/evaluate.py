@@ -117,7 +117,7 @@ def evaluate_team(env, planner, actor, progress: ProgressFn | None = None) -> di
     # Minutes each on a pretrained model: first the team's greedy episodes of every split, then every system's
     # edits judged in the sandbox (the episodes do not depend on any verdict, so the order changes no figure).
     episodes = Phase(f"held-out evaluation: team episodes ({n_tasks} tasks)", n_tasks, progress)
-    teams: dict[str, tuple[dict, dict]] = {}
+    teams: dict[str, tuple[list[str], dict, dict]] = {}  # per split: the tasks offering a function, edits, targets
     for split, all_ids in splits:
         # A real task whose localisation offers no function at all counts unsolved by every system (nothing to try).
         ids = [i for i in all_ids if env.ctx[i].nodes]
@@ -131,12 +131,12 @@ def evaluate_team(env, planner, actor, progress: ProgressFn | None = None) -> di
             episodes.advance(len(ids), note=split)
         else:
             team, targets = team_order(env, ids, planner, actor, r.eval_budget, partial(episodes.advance, note=split))
-        teams[split] = (team | {i: [] for i in all_ids if i not in team}, targets)
+        teams[split] = (ids, team | {i: [] for i in all_ids if i not in team}, targets)
     systems = {}
     for split, all_ids in splits:
         rng = random.Random(f"{env.cfg.seed}:random-baseline")
         systems[split] = {
-            "team": teams[split][0],
+            "team": teams[split][1],
             "rule": {i: rule_order(env.ctx[i])[: r.eval_budget] for i in all_ids},
             "random": {i: random_order(env.ctx[i], r.eval_budget, rng) for i in all_ids},
         }
@@ -150,7 +150,7 @@ def evaluate_team(env, planner, actor, progress: ProgressFn | None = None) -> di
                 env, attempts, r.eval_budget, origin, partial(judged.advance, 1, f"{split}: {name}")
             ).items():
                 out[f"{split}/{name}/solve_at_{b}"] = rate
-        ids, targets = [i for i in all_ids if env.ctx[i].nodes], teams[split][1]
+        ids, _, targets = teams[split]
         hits = sum(targets[i] in fix_functions(env.tasks[i]) for i in ids)  # a real fix may change several
         out[f"{split}/team/localised"] = hits / len(all_ids)
         out |= {f"{split}/{k}": v for k, v in reach(env, all_ids).items()}
