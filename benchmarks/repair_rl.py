@@ -116,7 +116,8 @@ def one_seed(args, seed: int) -> dict:
     warnings.filterwarnings("ignore", message=r"Seems like `optimizer.step\(\)` has been overridden")
     # The SFT arm starts from a copy; the RL arm trains the warm-started workers themselves (a third copy of a
     # pretrained team would cost ~2.7 GB for nothing: the warm start is evaluated before either arm trains).
-    sf = tuple(copy.deepcopy(w) for w in base)
+    # --no-teacher has no SFT arm, so no copy.
+    sf = () if args.no_teacher else tuple(copy.deepcopy(w) for w in base)
     rl = base
     out = {
         "seed": seed,
