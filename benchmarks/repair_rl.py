@@ -57,7 +57,13 @@ PLATEAU = ["actor.warm_start.steps=6000", "actor.warm_start.patience=3", "actor.
 # the repair reward alone (GiGPO on its turns), the patch model fixed. No SFT arm: there are no labels to imitate,
 # so zero-shot vs after RL is the whole comparison. Meant for a pretrained planner (configs/repair-smollm.yaml);
 # a tiny planner zero-shot names functions at random.
-NO_TEACHER = ["planner.warm_start.enabled=false", "actor.warm_start.enabled=false", "actor.train=false"]
+# A frozen role serves no adapter (a LoRA adapter at its start leaves the model's outputs unchanged anyway).
+NO_TEACHER = [
+    "planner.warm_start.enabled=false",
+    "actor.warm_start.enabled=false",
+    "actor.train=false",
+    "actor.lora.enabled=false",
+]
 
 
 def rl_arm(workers, env, rounds: int) -> tuple[float, list[dict]]:
