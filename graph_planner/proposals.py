@@ -7,6 +7,11 @@ one block of the function (or in place of a lone `pass`):
   repository  statements and else-less `if` blocks found elsewhere in the same module (the function's own
               other statements first, then its class, then the module), kept only where every name they
               read is bound at that point (a parameter, a local, a module name or a builtin);
+  unbound     a name the function reads that nothing binds (a removed assignment leaves it so: the code
+              would raise NameError) bound again just before its first read, or a lone `pass` (a removed
+              block's last statement) turned into a `return`; the values are a small grammar over the
+              module's own words (`graph_planner.unbound`: literals, names, one call of a name, expressions the
+              module assigns to that name or returns), so it is planact's text, not a model's;
   model       the line a causal language model writes next at each gap, given the module text before it
               (`model_proposals`, any `generate(prompt) -> text` callable).
 
@@ -23,6 +28,7 @@ from collections.abc import Callable, Iterator
 
 from graph_planner.corpus.mutate import _Text
 from graph_planner.pyparse import parse
+from graph_planner.unbound import module_names, unbound_insertions
 
 _SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Raise)
 _BLOCKS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
@@ -49,18 +55,6 @@ def free_names(node: ast.AST) -> set[str]:
         elif isinstance(n, ast.arg):
             bound.add(n.arg)
     return loaded - bound
-
-
-def _module_names(tree: ast.Module) -> set[str]:
-    names = set()
-    for stmt in tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(stmt.name)
-        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in stmt.names)
-        else:
-            names.update(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load))
-    return names
 
 
 def _function_names(fn: ast.AST) -> set[str]:
@@ -154,7 +148,7 @@ def _defaults(args: ast.arguments) -> list[tuple[ast.arg, ast.expr]]:
 def _default_proposals(fn: ast.AST, body: str, mod: ast.Module) -> list[tuple[str, int, str, str]]:
     """A parameter's default replaced by a default the same-named parameter has elsewhere in the module
     (a default mutated to None loses its value; its siblings often still hold it)."""
-    known, elsewhere = _module_names(mod) | _BUILTINS, {}
+    known, elsewhere = module_names(mod) | _BUILTINS, {}
     for f in (n for n in ast.walk(mod) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
         for arg, d in _defaults(f.args):
             if free_names(d) <= known:
@@ -188,9 +182,18 @@ def repository_proposals(body: str, module: str, fn_line: int, limit: int = 2000
     if fn is None:
         return []
     lines = body.splitlines(True)
-    scope = _function_names(fn) | _module_names(mod) | _BUILTINS
+    scope = _function_names(fn) | module_names(mod) | _BUILTINS
     top_indent = lines[fn.body[0].lineno - 1][: fn.body[0].col_offset]
-    out = _default_proposals(fn, body, mod)
+    # a defect the code itself shows (an unbound read, an emptied block) first: nearer the bug than any donor
+    local_names = _function_names(fn)
+    fits = lambda v: free_names(parse(v, mode="eval")) <= scope  # noqa: E731  (grammar values always parse)
+    out = [
+        ("remove_stmt", at + 1, why, _insert(lines, at, indent, text, lone))
+        for at, indent, text, lone, why in unbound_insertions(
+            fn, lines, mod, scope, local_names, list(_blocks(fn)), fits
+        )
+    ][:limit]
+    out += _default_proposals(fn, body, mod)
     points = gaps(fn, lines)
     near = {
         at: {ast.dump(s) for s in ast.walk(fn) if isinstance(s, ast.stmt) and s.lineno in (at, at + 1)}

@@ -176,3 +176,50 @@ def test_the_rule_agent_tries_one_token_edits_then_inverses_then_proposals_whate
     second = [cand("negate_if", 9), cand("binop", 8, one_token=True)]
     order = [c.description for c in agent.order([("m.py", top), ("m.py", second)])]
     assert order == ["comparison@5", "binop@8", "negate_if@4", "negate_if@9", "remove_stmt@3"]
+
+
+UNBOUND = """def letters(text):
+    chars = []
+    for c in text:
+        if c.isalpha():
+            chars.append(c)
+    return "".join(chars)
+
+
+def first(items):
+    for item in items:
+        if item:
+            return item
+    return None
+"""
+
+
+def test_a_removed_assignment_whose_name_is_read_unbound_is_bound_again_before_its_first_read():
+    # `letters` lost `chars = []`: `chars` is read and bound nowhere (the code would raise NameError), and no
+    # other statement of the module binds it, so only the unbound-name grammar can give the fix back.
+    buggy = UNBOUND.replace("    chars = []\n", "", 1)
+    assert gold_reachable("m.py", "letters", buggy, UNBOUND)
+    first, source = function_text(buggy, "letters")
+    binds = [d for _, _, d, _ in repository_proposals(source, buggy, first) if d.startswith("bind unbound `chars`")]
+    # the nearest gap first (just before `chars.append`, the first read), then the gaps of each block around it
+    # up to the function's first line; literals are among the first values tried at each
+    assert binds[0] == "bind unbound `chars` at line 4: []"
+    assert {d.split(":")[0][-2:] for d in binds} == {" 2", " 3", " 4"}
+    assert "bind unbound `chars` at line 2: []" in binds
+
+
+def test_a_lone_pass_is_turned_into_a_return_of_one_of_the_functions_own_names():
+    # `first` lost `return item` (the removal left `pass`): returning the loop's local fixes it.
+    buggy = UNBOUND.replace("            return item\n", "            pass\n", 1)
+    assert gold_reachable("m.py", "first", buggy, UNBOUND)
+    first, source = function_text(buggy, "first")
+    returns = [d for _, _, d, _ in repository_proposals(source, buggy, first) if "-> `return" in d]
+    assert returns[:2] == ["`pass` -> `return item` at line 4", "`pass` -> `return items` at line 4"]
+
+
+def test_code_with_no_unbound_read_and_no_lone_pass_gets_no_binding_or_return_proposals():
+    # Honest control: the intact module shows neither defect, so the grammar proposes nothing.
+    for name in ("letters", "first"):
+        first, source = function_text(UNBOUND, name)
+        descriptions = [d for _, _, d, _ in repository_proposals(source, UNBOUND, first)]
+        assert not [d for d in descriptions if d.startswith("bind unbound") or "-> `return" in d]

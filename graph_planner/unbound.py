@@ -1,0 +1,145 @@
+"""Proposals for a defect the function's own code shows: a name read that nothing binds, a block emptied to `pass`.
+
+A removed assignment leaves its name read but bound nowhere (pyflakes' "undefined name"); a removed last
+statement of a block leaves a lone `pass`. Where the code shows either, the statement that is missing is
+bound to be near it, so the values tried are few and the places fewer: the unbound name is assigned in the
+gaps just before the statement that first reads it (in that block and each block around it), the `pass` is
+replaced by a `return`. Values come from a small grammar over the module's own words, in this order:
+
+  1. what the module assigns to the same name elsewhere;
+  2. literals: [] {} () set() "" 0 1 None True False;
+  3. a name in scope whose word pieces share a stem with the target's (``raw_val`` <- ``val``,
+     ``padfn`` <- ``_padboth``);
+  4. one call of such a name: ``f(x)`` with f a function of the module or a pure builtin.
+
+A return tries the function's own names first (its locals and parameters, and the names it reads), then the
+literals, then what the module returns elsewhere, then the calls.
+
+Every value reads only names bound at that point; the text is planact's own enumeration from the task's
+source (provenance ``menu``), judged like any other candidate.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+# Pure builtins worth one call on a name: constructors and iteration helpers (no I/O, no introspection).
+CALLS = ("len", "list", "tuple", "set", "dict", "sorted", "reversed", "iter", "next", "str", "int", "float", "bool")
+LITERALS = ("[]", "{}", "()", "set()", '""', "0", "1", "None", "True", "False")
+MAX_VALUES = 400  # values per unbound name or lone `pass`: the grammar's tail is long and rarely right
+MAX_GAPS = 6  # places per unbound name, nearest to its first read first
+
+
+def _pieces(name: str) -> set[str]:
+    """Lower-case word pieces of an identifier (snake and camel case), at least 3 characters."""
+    words = re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", name)
+    return {w.lower() for w in words if len(w) >= 3}
+
+
+def related(a: str, b: str) -> bool:
+    """Two names share a stem: a word piece of one starts with a 3-character prefix of a piece of the other."""
+    return any(p[:3] == q[:3] for p in _pieces(a) for q in _pieces(b))
+
+
+def _reads(fn: ast.AST) -> dict[str, int]:
+    """Every name `fn` reads, with the line of its first read."""
+    first: dict[str, int] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            first[n.id] = min(first.get(n.id, n.lineno), n.lineno)
+    return first
+
+
+def _containing(body: list[ast.stmt], line: int) -> int | None:
+    """The index of the statement of `body` that spans `line`, or None."""
+    return next((i for i, s in enumerate(body) if s.lineno <= line <= s.end_lineno), None)
+
+
+def _places(blocks: list[tuple[list[ast.stmt], bool]], line: int, lines: list[str]) -> list[tuple]:
+    """(line index to insert before, indent) in every block around `line`, nearest to it first."""
+    out = []
+    for body, _top in blocks:
+        k = _containing(body, line)
+        if k is None:
+            continue
+        indent = lines[body[0].lineno - 1][: body[0].col_offset]
+        out += [(body[i].lineno - 1, indent, line - body[i].lineno) for i in range(k + 1)]
+    out.sort(key=lambda p: p[2])
+    return [(at, indent) for at, indent, _ in out[:MAX_GAPS]]
+
+
+def module_names(mod: ast.Module) -> set[str]:
+    """Names the module binds at its top level (definitions, imports, assignments)."""
+    out = set()
+    for stmt in mod.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(stmt.name)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in stmt.names)
+        else:
+            out.update(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load))
+    return out
+
+
+def _module_values(mod: ast.Module, name: str | None) -> list[str]:
+    """What `mod` assigns to `name` elsewhere, or (name None) the values it returns, nearest-first order kept."""
+    out = []
+    for n in ast.walk(mod):
+        if name is None and isinstance(n, ast.Return) and n.value is not None:
+            out.append(n.value)
+        elif (
+            name is not None
+            and isinstance(n, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+        ):
+            out.append(n.value)
+    return [ast.unparse(v) for v in out]
+
+
+def _grammar(target: str, firsts: list[str], names: set[str], args: set[str], callees: list[str]) -> list[str]:
+    """The candidate values for `target` (a name, or '' for a return), in the module docstring's order:
+    `names` may be values, `args` (locals) may be a call's argument, `callees` in the order they are tried."""
+    returning = not target
+    near = sorted(n for n in names if not n.startswith("__") and (returning or related(n, target)))
+    calls = [f"{f}({x})" for f in callees for x in sorted(args & set(near)) if f not in (x, target)]
+    seen, out = set(), []
+    # a return's own names come first (what a removed return gives back is most often a local)
+    order = [*near, *LITERALS, *firsts, *calls] if returning else [*firsts, *LITERALS, *near, *calls]
+    for v in order:
+        if v not in seen:
+            seen.add(v)
+            out.append(v)
+    return out[:MAX_VALUES]
+
+
+def unbound_insertions(
+    fn: ast.AST, lines: list[str], mod: ast.Module, scope: set[str], local_names: set[str], blocks: list, fits
+) -> list[tuple[int, str, str, ast.stmt | None, str]]:
+    """(line index, indent, statement, lone `pass` it replaces or None, description) for each unbound read and
+    each lone `pass` of `fn`; `fits(value)` says whether a value reads only names of `scope`."""
+    funcs = {n.name for n in mod.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    reads = _reads(fn)
+    # the functions this one already calls first, then the pure builtins, then the module's other functions
+    callees = (
+        sorted((funcs | set(CALLS)) & reads.keys()) + sorted(set(CALLS) - reads.keys()) + sorted(funcs - reads.keys())
+    )
+    builtin = scope - local_names - module_names(mod)
+    out = []
+    for name, line in sorted(reads.items(), key=lambda kv: kv[1]):
+        if name in scope:
+            continue
+        values = _grammar(name, _module_values(mod, name), scope - builtin, local_names, callees)
+        for at, indent in _places(blocks, line, lines):
+            why = f"bind unbound `{name}` at line {at + 1}: "
+            out += [(at, indent, f"{name} = {v}\n", None, why + v) for v in values if fits(v)]
+    # a return's names: the function's locals, and the module and builtin names it already reads
+    names = local_names | (reads.keys() & scope)
+    returns = None
+    for body, _top in blocks:
+        if len(body) == 1 and isinstance(body[0], ast.Pass):
+            if returns is None:
+                returns = [v for v in _grammar("", _module_values(mod, None), names, local_names, callees) if fits(v)]
+            at, indent = body[0].lineno - 1, lines[body[0].lineno - 1][: body[0].col_offset]
+            out += [(at, indent, f"return {v}\n", body[0], f"`pass` -> `return {v}` at line {at + 1}") for v in returns]
+    return out
