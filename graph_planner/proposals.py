@@ -113,6 +113,11 @@ def _segment(lines: list[str], stmt: ast.stmt) -> str:
     return textwrap.dedent("".join(lines[stmt.lineno - 1 : stmt.end_lineno]))
 
 
+def _class_at(mod: ast.Module, line: int) -> ast.ClassDef | None:
+    """The top-level class of `mod` whose body holds `line`, or None."""
+    return next((c for c in mod.body if isinstance(c, ast.ClassDef) and c.lineno <= line <= c.end_lineno), None)
+
+
 def _class_spans(mod: ast.Module) -> list[tuple[int, int]]:
     return [(c.lineno, c.end_lineno) for c in mod.body if isinstance(c, ast.ClassDef)]
 
@@ -190,7 +195,7 @@ def repository_proposals(body: str, module: str, fn_line: int, limit: int = 2000
     out = [
         ("remove_stmt", at + 1, why, _insert(lines, at, indent, text, lone))
         for at, indent, text, lone, why in unbound_insertions(
-            fn, lines, mod, scope, local_names, list(_blocks(fn)), fits
+            fn, lines, mod, scope, local_names, list(_blocks(fn)), fits, _class_at(mod, fn_line)
         )
     ][:limit]
     out += _default_proposals(fn, body, mod)

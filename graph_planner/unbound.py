@@ -12,6 +12,10 @@ replaced by a `return`. Values come from a small grammar over the module's own w
      ``padfn`` <- ``_padboth``);
   4. one call of such a name: ``f(x)`` with f a function of the module or a pure builtin.
 
+In `__init__`, an attribute the class reads (`self.x`) but sets nowhere is bound the same way (`self.x = x`,
+at each gap of the function's own body, the last one included: `__init__` returns nothing); a lone `pass`
+may also become `v = f(v)`, one of the function's names passed through another (`ret = f(ret)`).
+
 A return tries the function's own names first (its locals and parameters, and the names it reads), then the
 literals, then what the module returns elsewhere, then the calls.
 
@@ -29,6 +33,14 @@ CALLS = ("len", "list", "tuple", "set", "dict", "sorted", "reversed", "iter", "n
 LITERALS = ("[]", "{}", "()", "set()", '""', "0", "1", "None", "True", "False")
 MAX_VALUES = 400  # values per unbound name or lone `pass`: the grammar's tail is long and rarely right
 MAX_GAPS = 6  # places per unbound name, nearest to its first read first
+MAX_ATTR_VALUES = 40  # values per unset attribute: a parameter of its name, a literal or a related name
+BIND = re.compile(r"bind unbound `(?P<name>\w+)` at line \d+: ")  # a binding proposal's description
+
+
+def bound_name(description: str) -> str | None:
+    """The name a binding proposal binds, from its description, or None for any other candidate."""
+    m = BIND.match(description)
+    return m.group("name") if m else None
 
 
 def _pieces(name: str) -> set[str]:
@@ -82,19 +94,66 @@ def module_names(mod: ast.Module) -> set[str]:
     return out
 
 
+def _target_name(t: ast.expr) -> str | None:
+    """The name an assignment target binds: `x` for `x` and for `obj.x`."""
+    return t.id if isinstance(t, ast.Name) else t.attr if isinstance(t, ast.Attribute) else None
+
+
 def _module_values(mod: ast.Module, name: str | None) -> list[str]:
-    """What `mod` assigns to `name` elsewhere, or (name None) the values it returns, nearest-first order kept."""
+    """What `mod` assigns to `name` (or to an attribute of that name) elsewhere, or (name None) the values it
+    returns, in the module's order."""
     out = []
     for n in ast.walk(mod):
         if name is None and isinstance(n, ast.Return) and n.value is not None:
             out.append(n.value)
-        elif (
-            name is not None
-            and isinstance(n, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
-        ):
+        elif name is not None and isinstance(n, ast.Assign) and any(_target_name(t) == name for t in n.targets):
             out.append(n.value)
     return [ast.unparse(v) for v in out]
+
+
+def _self_attributes(cls: ast.ClassDef) -> tuple[set[str], set[str]]:
+    """(attributes the class's methods read as `self.x`, names the class sets: `self.x = ...` anywhere in it,
+    its class-level assignments and its methods)."""
+    read, bound = set(), set()
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            bound.add(stmt.name)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            bound.update(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    for n in ast.walk(cls):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
+            (bound if isinstance(n.ctx, ast.Store) else read).add(n.attr)
+    return read, bound
+
+
+def _dynamic(cls: ast.ClassDef) -> bool:
+    """Whether the class sets or serves attributes by name (`__getattr__`, `setattr`, `__dict__`)."""
+    for n in ast.walk(cls):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in ("__getattr__", "__getattribute__"):
+            return True
+        if isinstance(n, ast.Name) and n.id == "setattr" or isinstance(n, ast.Attribute) and n.attr == "__dict__":
+            return True
+    return False
+
+
+def unset_attributes(cls: ast.ClassDef | None, mod: ast.Module) -> list[str]:
+    """Attributes `cls` reads on `self` and sets nowhere, when every base is `object` or a class of the module
+    (an inherited attribute cannot be told from a missing one otherwise); the bases' own are set too."""
+    if cls is None or _dynamic(cls):
+        return []
+    classes = {c.name: c for c in mod.body if isinstance(c, ast.ClassDef)}
+    read, bound, todo, seen = *_self_attributes(cls), list(cls.bases), {cls.name}
+    while todo:
+        base = todo.pop()
+        name = base.id if isinstance(base, ast.Name) else None
+        if name == "object" or name in seen:
+            continue
+        if name not in classes:
+            return []
+        seen.add(name)
+        bound |= set().union(*_self_attributes(classes[name]))  # a base's reads are its own business
+        todo += classes[name].bases
+    return sorted(read - bound)
 
 
 def _grammar(target: str, firsts: list[str], names: set[str], args: set[str], callees: list[str]) -> list[str]:
@@ -105,7 +164,9 @@ def _grammar(target: str, firsts: list[str], names: set[str], args: set[str], ca
     calls = [f"{f}({x})" for f in callees for x in sorted(args & set(near)) if f not in (x, target)]
     seen, out = set(), []
     # a return's own names come first (what a removed return gives back is most often a local)
-    order = [*near, *LITERALS, *firsts, *calls] if returning else [*firsts, *LITERALS, *near, *calls]
+    # an attribute's own name (`self.timeout = timeout`) before anything else
+    own = [target] if target in names else []
+    order = [*near, *LITERALS, *firsts, *calls] if returning else [*own, *firsts, *LITERALS, *near, *calls]
     for v in order:
         if v not in seen:
             seen.add(v)
@@ -114,10 +175,18 @@ def _grammar(target: str, firsts: list[str], names: set[str], args: set[str], ca
 
 
 def unbound_insertions(
-    fn: ast.AST, lines: list[str], mod: ast.Module, scope: set[str], local_names: set[str], blocks: list, fits
+    fn: ast.AST,
+    lines: list[str],
+    mod: ast.Module,
+    scope: set[str],
+    local_names: set[str],
+    blocks: list,
+    fits,
+    cls: ast.ClassDef | None = None,
 ) -> list[tuple[int, str, str, ast.stmt | None, str]]:
-    """(line index, indent, statement, lone `pass` it replaces or None, description) for each unbound read and
-    each lone `pass` of `fn`; `fits(value)` says whether a value reads only names of `scope`."""
+    """(line index, indent, statement, lone `pass` it replaces or None, description) for each unbound read, each
+    attribute of its class `cls` read and never set (in `__init__`) and each lone `pass` of `fn`; `fits(value)`
+    says whether a value reads only names of `scope`."""
     funcs = {n.name for n in mod.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     reads = _reads(fn)
     # the functions this one already calls first, then the pure builtins, then the module's other functions
@@ -133,13 +202,25 @@ def unbound_insertions(
         for at, indent in _places(blocks, line, lines):
             why = f"bind unbound `{name}` at line {at + 1}: "
             out += [(at, indent, f"{name} = {v}\n", None, why + v) for v in values if fits(v)]
+    if fn.name == "__init__" and fn.body:
+        top = fn.body
+        indent = lines[top[0].lineno - 1][: top[0].col_offset]
+        places = [s.lineno - 1 for s in top] + [top[-1].end_lineno]  # __init__'s last gap too: it returns None
+        for attr in unset_attributes(cls, mod):
+            values = _grammar(attr, _module_values(mod, attr), scope - builtin, local_names, callees)[:MAX_ATTR_VALUES]
+            for at in places:
+                why = f"bind unset `self.{attr}` at line {at + 1}: "
+                out += [(at, indent, f"self.{attr} = {v}\n", None, why + v) for v in values if fits(v)]
     # a return's names: the function's locals, and the module and builtin names it already reads
     names = local_names | (reads.keys() & scope)
     returns = None
+    # a lone pass may also have been `v = f(v)`: a name of the function passed through another of its names
+    passes = [f"{v} = {f}({v})" for v in sorted(local_names) for f in sorted(local_names) + callees if f != v]
     for body, _top in blocks:
         if len(body) == 1 and isinstance(body[0], ast.Pass):
             if returns is None:
                 returns = [v for v in _grammar("", _module_values(mod, None), names, local_names, callees) if fits(v)]
             at, indent = body[0].lineno - 1, lines[body[0].lineno - 1][: body[0].col_offset]
             out += [(at, indent, f"return {v}\n", body[0], f"`pass` -> `return {v}` at line {at + 1}") for v in returns]
+            out += [(at, indent, f"{a}\n", body[0], f"`pass` -> `{a}` at line {at + 1}") for a in passes[:MAX_VALUES]]
     return out

@@ -8,7 +8,9 @@
   5. read each remembered function and enumerate its candidate edits (graph_planner.candidates),
      one-token ones first (a token-level operator's inverse, a `not` taken off a condition), those on a
      traceback line first, then conditions negated and defaults changed; with `proposals`, the
-     environment's menus (Explore candidates), whose statements of the module put back come last;
+     environment's menus (Explore candidates), whose statements of the module put back come last, except
+     a binding of a name the traceback reports undefined (`NameError: name 'x' is not defined`), which
+     comes first: the error names the statement that is missing;
   6. Repair with one candidate at a time until the failing tests pass or the test budget is spent; a
      function whose edit came back "off target" (not where this task's bug can be fixed) is not tried again;
   7. Submit.
@@ -17,9 +19,14 @@ It decides only from observations, like a model would.
 
 from __future__ import annotations
 
+import re
+
 from graph_planner.candidates import Candidate, from_read, function_menu
 from graph_planner.graph.build import is_test_file, test_node
 from graph_planner.graph.search import PYTEST_FRAME
+from graph_planner.unbound import bound_name
+
+UNDEFINED = re.compile(r"NameError: name '(?P<name>\w+)' is not defined")
 
 
 class RuleAgent:
@@ -31,12 +38,14 @@ class RuleAgent:
         self.memory_nodes = memory_nodes
         self.coverage = coverage
         self.proposals = proposals  # repository proposals a function to ask for, tried after every inverse
+        self.undefined: set[str] = set()  # names the problem statement's NameError reports
 
     def begin(self, obs: dict) -> None:
         """Start an episode from reset()'s observation."""
         self.statement = obs["problem_statement"]
         self.failing = obs["failing_tests"]
         self.trace_lines = {(m.group("path"), int(m.group("line"))) for m in PYTEST_FRAME.finditer(self.statement)}
+        self.undefined = {m.group("name") for m in UNDEFINED.finditer(self.statement)}
         self.phase = "find"
         self.ranked: list[str] = []
         self.suspicious: list[str] = []
@@ -125,15 +134,18 @@ class RuleAgent:
     def order(self, menus: list[tuple[str, list[Candidate]]]) -> list[Candidate]:
         """One queue from the ranked functions' menus ((file, candidates), best-ranked first): one-token edits,
         then the other structural inverses, then repository proposals; within each, edits on a traceback line
-        first, then by the function's rank."""
+        first, then by the function's rank. Before all of them, proposals binding a name the traceback reports
+        undefined."""
         out = []
         for rank, (file, cands) in enumerate(menus):
             for c in cands:
                 on_trace = (file, c.line) in self.trace_lines
+                named = c.proposed and bound_name(c.description) in self.undefined
                 # one-token edits first: a structural guess is the rarer bug and every try costs a run; a
-                # proposal (hundreds a function) last, so it never displaces an inverse
-                out.append((not c.one_token, c.proposed, not on_trace, rank, len(out), c))
-        return [c for *_, c in sorted(out, key=lambda x: x[:5])]
+                # proposal (hundreds a function) last, so it never displaces an inverse; unless the error
+                # itself names the missing binding
+                out.append((not named, not c.one_token, c.proposed, not on_trace, rank, len(out), c))
+        return [c for *_, c in sorted(out, key=lambda x: x[:6])]
 
 
 def run_episode(env, task, agent) -> dict:

@@ -1,6 +1,15 @@
 """Proposed statements for removed statements and removed `if` blocks (graph_planner.proposals)."""
 
-from graph_planner.candidates import candidate_edits, function_text, gold_reachable, gold_source, same_function
+from textwrap import dedent
+
+from graph_planner.candidates import (
+    candidate_edits,
+    function_menu,
+    function_text,
+    gold_reachable,
+    gold_source,
+    same_function,
+)
 from graph_planner.proposals import free_names, model_proposals, repository_proposals
 
 MODULE = """import os
@@ -223,3 +232,65 @@ def test_code_with_no_unbound_read_and_no_lone_pass_gets_no_binding_or_return_pr
         first, source = function_text(UNBOUND, name)
         descriptions = [d for _, _, d, _ in repository_proposals(source, UNBOUND, first)]
         assert not [d for d in descriptions if d.startswith("bind unbound") or "-> `return" in d]
+
+
+def test_the_rule_agent_tries_first_the_binding_of_a_name_its_traceback_reports_undefined():
+    """`NameError: name 'chars' is not defined` names the missing statement: its bindings go before any token
+    edit; a binding of another name, and every binding when the error names nothing, keep their place last."""
+    from graph_planner.agents.rule import RuleAgent
+
+    buggy = UNBOUND.replace("    chars = []\n", "", 1)
+    first, source = function_text(buggy, "letters")
+    menu = function_menu("m.py", first, source, module=buggy, proposals=40)
+    statement = "E   NameError: name 'chars' is not defined\n"
+    told, untold = RuleAgent(proposals=40), RuleAgent(proposals=40)
+    told.begin({"problem_statement": statement, "failing_tests": ["t.py::test_letters"]})
+    untold.begin({"problem_statement": statement.replace("chars", "other"), "failing_tests": []})
+    assert told.undefined == {"chars"}
+    told_order, untold_order = told.order([("m.py", menu)]), untold.order([("m.py", menu)])
+    assert told_order[0].description == "bind unbound `chars` at line 4: []"
+    assert buggy.replace(told_order[0].edit["old"], told_order[0].edit["new"], 1).count("chars = []") == 1
+    # honest control: the same menu, an error naming another variable: proposals stay behind every other edit
+    assert not untold_order[0].proposed and untold_order[-1].proposed
+
+
+CLASS = """import threading
+
+
+class Cache:
+    def __init__(self, size, timeout=1.0):
+        self.size = size
+        self.timeout = timeout
+        self.items = {}
+
+    def wait(self):
+        return self.timeout * len(self.items) / self.size
+
+
+class Guarded(threading.Thread):
+    def __init__(self, size):
+        self.size = size
+
+    def report(self):
+        return self.size, self.name
+"""
+
+
+def test_an_attribute_the_class_reads_and_never_sets_is_set_again_in_init():
+    # Cache.__init__ lost `self.timeout = timeout`: `timeout` is now unused and `self.timeout` is set nowhere.
+    buggy = CLASS.replace("        self.timeout = timeout\n", "", 1)
+    assert gold_reachable("m.py", "Cache.__init__", buggy, CLASS)
+    first, source = function_text(buggy, "Cache.__init__")
+    binds = [d for _, _, d, _ in repository_proposals(dedent(source), buggy, first) if d.startswith("bind unset")]
+    # the parameter of the attribute's own name is the first value tried, at every gap, the last one included
+    assert binds[0] == "bind unset `self.timeout` at line 2: timeout"
+    assert {d.split(":")[0] for d in binds} == {f"bind unset `self.timeout` at line {n}" for n in (2, 3, 4)}
+
+
+def test_attributes_are_not_proposed_where_they_may_be_set_elsewhere():
+    # honest controls: the intact Cache sets everything it reads; Guarded reads `self.name`, which its base
+    # (a class of another module) may set, so nothing is proposed for it
+    for cls in ("Cache", "Guarded"):
+        first, source = function_text(CLASS, f"{cls}.__init__")
+        proposed = repository_proposals(dedent(source), CLASS, first)
+        assert proposed and not [d for _, _, d, _ in proposed if d.startswith("bind unset")]
