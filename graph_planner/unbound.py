@@ -174,6 +174,13 @@ def _grammar(target: str, firsts: list[str], names: set[str], args: set[str], ca
     return out[:MAX_VALUES]
 
 
+def _diagonal(places: list, values: list[str]) -> list[tuple]:
+    """Every (place, value) pair, the sum of their ranks ascending (nearest place first on a tie): a cap keeps
+    the best values at the nearest places, not every value at the nearest place alone."""
+    pairs = [(i + j, i, p, v) for i, p in enumerate(places) for j, v in enumerate(values)]
+    return [(p, v) for *_, p, v in sorted(pairs, key=lambda x: x[:2])]
+
+
 def unbound_insertions(
     fn: ast.AST,
     lines: list[str],
@@ -199,18 +206,17 @@ def unbound_insertions(
         if name in scope:
             continue
         values = _grammar(name, _module_values(mod, name), scope - builtin, local_names, callees)
-        for at, indent in _places(blocks, line, lines):
-            why = f"bind unbound `{name}` at line {at + 1}: "
-            out += [(at, indent, f"{name} = {v}\n", None, why + v) for v in values if fits(v)]
+        for (at, indent), v in _diagonal(_places(blocks, line, lines), [v for v in values if fits(v)]):
+            out.append((at, indent, f"{name} = {v}\n", None, f"bind unbound `{name}` at line {at + 1}: {v}"))
     if fn.name == "__init__" and fn.body:
         top = fn.body
         indent = lines[top[0].lineno - 1][: top[0].col_offset]
         places = [s.lineno - 1 for s in top] + [top[-1].end_lineno]  # __init__'s last gap too: it returns None
         for attr in unset_attributes(cls, mod):
             values = _grammar(attr, _module_values(mod, attr), scope - builtin, local_names, callees)[:MAX_ATTR_VALUES]
-            for at in places:
-                why = f"bind unset `self.{attr}` at line {at + 1}: "
-                out += [(at, indent, f"self.{attr} = {v}\n", None, why + v) for v in values if fits(v)]
+            for at, v in _diagonal(places, [v for v in values if fits(v)]):
+                why = f"bind unset `self.{attr}` at line {at + 1}: {v}"
+                out.append((at, indent, f"self.{attr} = {v}\n", None, why))
     # a return's names: the function's locals, and the module and builtin names it already reads
     names = local_names | (reads.keys() & scope)
     returns = None
