@@ -7,7 +7,8 @@ gaps just before the statement that first reads it (in that block and each block
 replaced by a `return`. Values come from a small grammar over the module's own words, in this order:
 
   1. what the module assigns to the same name elsewhere;
-  2. literals: [] {} () set() "" 0 1 None True False;
+  2. literals: [] {} () set() "" 0 1 None True False (the empty value the name's uses imply first, at every
+     place: `chars.append(c)` says `chars = []`);
   3. a name in scope whose word pieces share a stem with the target's (``raw_val`` <- ``val``,
      ``padfn`` <- ``_padboth``);
   4. one call of such a name: ``f(x)`` with f a function of the module or a pure builtin.
@@ -52,6 +53,25 @@ def _pieces(name: str) -> set[str]:
 def related(a: str, b: str) -> bool:
     """Two names share a stem: a word piece of one starts with a 3-character prefix of a piece of the other."""
     return any(p[:3] == q[:3] for p in _pieces(a) for q in _pieces(b))
+
+
+# The empty value a method called on a name implies: `chars.append(c)` says `chars` was a list.
+USES = {"append": "[]", "extend": "[]", "insert": "[]", "sort": "[]", "add": "set()", "discard": "set()"}
+USES |= dict.fromkeys(("items", "keys", "values", "setdefault", "update"), "{}")
+
+
+def typed_literal(fn: ast.AST, name: str) -> str | None:
+    """The empty value the methods `fn` calls on `name` imply (USES), or None when they imply none or several."""
+    implied = {
+        USES[n.func.attr]
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == name
+        and n.func.attr in USES
+    }
+    return implied.pop() if len(implied) == 1 else None
 
 
 def _reads(fn: ast.AST) -> dict[str, int]:
@@ -206,7 +226,12 @@ def unbound_insertions(
         if name in scope:
             continue
         values = _grammar(name, _module_values(mod, name), scope - builtin, local_names, callees)
-        for (at, indent), v in _diagonal(_places(blocks, line, lines), [v for v in values if fits(v)]):
+        values = [v for v in values if fits(v)]
+        places = _places(blocks, line, lines)
+        # the empty value its uses imply, at every place, before the rest of the grammar
+        typed = [v for v in values if v == typed_literal(fn, name)]
+        pairs = [(p, v) for v in typed for p in places] + _diagonal(places, [v for v in values if v not in typed])
+        for (at, indent), v in pairs:
             out.append((at, indent, f"{name} = {v}\n", None, f"bind unbound `{name}` at line {at + 1}: {v}"))
     if fn.name == "__init__" and fn.body:
         top = fn.body

@@ -213,6 +213,8 @@ def test_a_removed_assignment_whose_name_is_read_unbound_is_bound_again_before_i
     # the nearest gap first (just before `chars.append`, the first read), then the gaps of each block around it
     # up to the function's first line; literals are among the first values tried at each
     assert binds[0] == "bind unbound `chars` at line 4: []"
+    # `chars.append(c)` says it was a list: `[]` is tried at every place before any other value
+    assert binds[:3] == [f"bind unbound `chars` at line {n}: []" for n in (4, 3, 2)]
     assert {d.split(":")[0][-2:] for d in binds} == {" 2", " 3", " 4"}
     assert "bind unbound `chars` at line 2: []" in binds
 
