@@ -136,6 +136,7 @@ GRAPH_PLANNER_ROOMS = [
             "graph_planner.sbfl",
             "graph_planner.candidates",
             "graph_planner.proposals",
+            "graph_planner.unbound",
             "graph_planner.actions",
             "graph_planner.agents",
             "graph_planner.free_edit",
