@@ -8,8 +8,9 @@ one block of the function (or in place of a lone `pass`):
               other statements first, then its class, then the module), kept only where every name they
               read is bound at that point (a parameter, a local, a module name or a builtin);
   unbound     a name the function reads that nothing binds (a removed assignment leaves it so: the code
-              would raise NameError) bound again just before its first read, or a lone `pass` (a removed
-              block's last statement) turned into a `return`; the values are a small grammar over the
+              would raise NameError) bound again just before its first read, in `__init__` an attribute
+              the class reads and never sets, or a lone `pass` (a removed block's last statement) turned
+              into a `return` or `v = f(v)`; the values are a small grammar over the
               module's own words (`graph_planner.unbound`: literals, names, one call of a name, expressions the
               module assigns to that name or returns), so it is planact's text, not a model's;
   model       the line a causal language model writes next at each gap, given the module text before it

@@ -183,8 +183,8 @@ def _grammar(target: str, firsts: list[str], names: set[str], args: set[str], ca
     near = sorted(n for n in names if not n.startswith("__") and (returning or related(n, target)))
     calls = [f"{f}({x})" for f in callees for x in sorted(args & set(near)) if f not in (x, target)]
     seen, out = set(), []
-    # a return's own names come first (what a removed return gives back is most often a local)
-    # an attribute's own name (`self.timeout = timeout`) before anything else
+    # a return's own names come first (what a removed return gives back is most often a local); for a binding,
+    # an attribute's own name (`self.timeout = timeout`) comes before anything else
     own = [target] if target in names else []
     order = [*near, *LITERALS, *firsts, *calls] if returning else [*own, *firsts, *LITERALS, *near, *calls]
     for v in order:
@@ -229,7 +229,8 @@ def unbound_insertions(
         values = [v for v in values if fits(v)]
         places = _places(blocks, line, lines)
         # the empty value its uses imply, at every place, before the rest of the grammar
-        typed = [v for v in values if v == typed_literal(fn, name)]
+        implied = typed_literal(fn, name)  # one walk of fn, not one per value
+        typed = [v for v in values if v == implied]
         pairs = [(p, v) for v in typed for p in places] + _diagonal(places, [v for v in values if v not in typed])
         for (at, indent), v in pairs:
             out.append((at, indent, f"{name} = {v}\n", None, f"bind unbound `{name}` at line {at + 1}: {v}"))
