@@ -28,6 +28,7 @@ import textwrap
 from collections.abc import Callable, Iterator
 
 from graph_planner.corpus.mutate import _Text
+from graph_planner.defects import defect_insertions, guard_insertions
 from graph_planner.pyparse import parse
 from graph_planner.unbound import module_names, unbound_insertions
 
@@ -193,12 +194,20 @@ def repository_proposals(body: str, module: str, fn_line: int, limit: int = 2000
     # a defect the code itself shows (an unbound read, an emptied block) first: nearer the bug than any donor
     local_names = _function_names(fn)
     fits = lambda v: free_names(parse(v, mode="eval")) <= scope  # noqa: E731  (grammar values always parse)
+    blocks = list(_blocks(fn))
+    # the defects that point at one statement (a branch that lost its binding, a container never filled, an
+    # emptied branch) before the unbound names, whose value grammar is long
+    found = defect_insertions(fn, lines, mod, local_names, blocks, fits)
+    found += unbound_insertions(fn, lines, mod, scope, local_names, blocks, fits, _class_at(mod, fn_line))
     out = [
-        ("remove_stmt", at + 1, why, _insert(lines, at, indent, text, lone))
-        for at, indent, text, lone, why in unbound_insertions(
-            fn, lines, mod, scope, local_names, list(_blocks(fn)), fits, _class_at(mod, fn_line)
-        )
-    ][:limit]
+        ("remove_stmt", at + 1, why, _insert(lines, at, indent, text, lone)) for at, indent, text, lone, why in found
+    ]
+    # an early-exit guard is an idiom, not a defect the code shows: after the defects, kept whatever their number
+    guards = [
+        ("remove_if", at + 1, why, _insert(lines, at, indent, text, lone))
+        for at, indent, text, lone, why in guard_insertions(fn, lines, blocks)
+    ][: limit // 4]
+    out = out[: limit - len(guards)] + guards
     out += _default_proposals(fn, body, mod)
     points = gaps(fn, lines)
     near = {

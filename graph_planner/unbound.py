@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 
 # Pure builtins worth one call on a name: constructors and iteration helpers (no I/O, no introspection).
 CALLS = ("len", "list", "tuple", "set", "dict", "sorted", "reversed", "iter", "next", "str", "int", "float", "bool")
@@ -216,9 +217,13 @@ def unbound_insertions(
     says whether a value reads only names of `scope`."""
     funcs = {n.name for n in mod.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     reads = _reads(fn)
-    # the functions this one already calls first, then the pure builtins, then the module's other functions
+    # the functions this one already calls first, then the pure builtins, then the module's other functions,
+    # the ones it calls most first (a helper called all over the module is the likeliest to be called here)
+    calls = Counter(n.func.id for n in ast.walk(mod) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name))
     callees = (
-        sorted((funcs | set(CALLS)) & reads.keys()) + sorted(set(CALLS) - reads.keys()) + sorted(funcs - reads.keys())
+        sorted((funcs | set(CALLS)) & reads.keys())
+        + sorted(set(CALLS) - reads.keys())
+        + sorted(funcs - reads.keys(), key=lambda f: (-calls[f], f))
     )
     builtin = scope - local_names - module_names(mod)
     out = []

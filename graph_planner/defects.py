@@ -1,0 +1,386 @@
+"""Proposals for three more defects a function's own code shows, each pointing at the statement it lacks.
+
+A removed statement often leaves a trace a linter would flag, and the trace says what to put back and where:
+
+  maybe unbound   a local read on a path where nothing bound it (pylint's "possibly-used-before-assignment"):
+                  one branch of an `if` chain binds it and another does not, so the branch that does not lost
+                  its assignment. It is bound again at the end of each such branch and in the gaps before the
+                  read, with what the function assigns to that name elsewhere, as is or with one module name
+                  swapped for a sibling of the same stem (``padfn = _padleft`` -> ``padfn = _padboth``);
+  never filled    a local created empty (``[]``, ``set()``, ``defaultdict(int)``) and read later, but never
+                  added to, so the statement that filled it is gone: ``v.append(x)`` / ``v.add(x)`` /
+                  ``v[x] += 1`` with x a loop variable or local, in each lone `pass` and loop gap after it;
+  emptied branch  a branch of an `if` chain emptied to `pass`: the statement its siblings or the code after
+                  the chain run, with one function name swapped for a sibling of the same stem
+                  (``return _modern_slugify(...)`` -> ``return _legacy_slugify(...)``), and under a
+                  ``callable(p)`` test, a call of `p` with the function's other parameters.
+
+An idiom, not a defect, gives the last: a removed guard (`guard_insertions`), ``if x is None: <leave>`` or
+``if not x: <leave>`` for a parameter before its first read or a local right after the call that made it.
+
+Every text is planact's enumeration from the task's source (provenance ``menu``), judged like any candidate.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+
+from graph_planner.unbound import _places, related
+
+MAX_PER_DEFECT = 60  # proposals per defect found: the values are few and exact, the places fewer
+TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+# calls that read a container and never add to it: passing it to one of these leaves it empty
+READERS = frozenset(
+    "len list tuple set dict sorted reversed iter sum any all enumerate zip map filter min max bool str repr".split()
+)
+EMPTY = {"[]": "list", "list()": "list", "set()": "set", "defaultdict(int)": "count", "Counter()": "count"}
+EMPTY |= {"collections.defaultdict(int)": "count", "collections.Counter()": "count"}
+FILL = {"list": "{v}.append({x})", "set": "{v}.add({x})", "count": "{v}[{x}] += 1"}
+
+
+SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _stores(node: ast.AST, name: str) -> bool:
+    """Whether `node` (a target, or an expression holding a walrus) binds `name` in the function's scope."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.NamedExpr) and n.target.id == name:
+            return True  # a walrus binds in the enclosing function, even inside a comprehension
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store):
+            return True
+        if isinstance(n, SCOPES):  # their own targets are theirs: look only for a walrus in them
+            todo += [w for w in ast.walk(n) if isinstance(w, ast.NamedExpr)]
+            continue
+        todo.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _with_binds(stmt: ast.With | ast.AsyncWith, name: str) -> bool:
+    return any(i.optional_vars is not None and _stores(i.optional_vars, name) for i in stmt.items)
+
+
+def definite(body: list[ast.stmt], name: str) -> bool:
+    """Whether running `body` to its end binds `name` on every path (a path that leaves the block counts)."""
+    return any(_binds(s, name) for s in body)
+
+
+def _binds(stmt: ast.stmt, name: str) -> bool:
+    """Whether `stmt` binds `name` on every path through it that carries on to the next statement."""
+    if isinstance(stmt, TERMINAL):
+        return True  # nothing after it runs on this path
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr)):
+        return _stores(stmt, name) if not isinstance(stmt, ast.AnnAssign) or stmt.value else False
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return any((a.asname or a.name).split(".")[0] == name for a in stmt.names)
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return stmt.name == name
+    if isinstance(stmt, ast.If):
+        return _stores(stmt.test, name) or definite(stmt.body, name) and definite(stmt.orelse, name)
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return _with_binds(stmt, name) or definite(stmt.body, name)
+    if isinstance(stmt, ast.Try):
+        handled = all(definite(h.body, name) for h in stmt.handlers)
+        return definite(stmt.finalbody, name) or handled and definite(stmt.body + stmt.orelse, name)
+    return False  # a loop may run no time at all; `match` is not followed
+
+
+def _own_names(scope: ast.AST) -> set[str]:
+    """Names a lambda or comprehension binds for itself (its targets and arguments)."""
+    stored = {t.id for t in ast.walk(scope) if isinstance(t, ast.Name) and not isinstance(t.ctx, ast.Load)}
+    return stored | {a.arg for a in ast.walk(scope) if isinstance(a, ast.arg)}
+
+
+def _reads(node: ast.AST | None, name: str) -> bool:
+    """Whether `node` reads `name` itself (nested scopes left out: a lambda or comprehension may bind it)."""
+    if node is None:
+        return False
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load):
+            return True
+        if isinstance(n, SCOPES) and name in _own_names(n):
+            continue
+        if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _header(stmt: ast.stmt) -> list[ast.AST]:
+    """The parts of `stmt` that run before any block it holds (a simple statement: all of it)."""
+    if isinstance(stmt, (ast.If, ast.While)):
+        return [stmt.test]
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        return [stmt.iter]
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return [i.context_expr for i in stmt.items]
+    if isinstance(stmt, ast.Try):
+        return []
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return list(stmt.decorator_list)  # its body runs later, when called
+    return _exprs(stmt) if isinstance(stmt, (ast.Assign, ast.Return, ast.Expr)) else [stmt]
+
+
+def _exprs(stmt: ast.stmt) -> list[ast.expr]:
+    """The expressions a simple statement evaluates (an assignment's plain-name targets are not read)."""
+    if isinstance(stmt, ast.Assign):
+        return [stmt.value, *(t for t in stmt.targets if not isinstance(t, ast.Name))]
+    if isinstance(stmt, (ast.Return, ast.Expr)):
+        return [stmt.value] if stmt.value is not None else []
+    if isinstance(stmt, ast.AugAssign):
+        return [stmt.target, stmt.value]
+    return [stmt]
+
+
+def _inner(stmt: ast.stmt, name: str, bound: bool) -> list[tuple[list[ast.stmt], bool]]:
+    """The blocks `stmt` holds, each with whether `name` is bound on entering it."""
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        return [(stmt.body, bound or _stores(stmt.target, name)), (stmt.orelse, bound)]
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return [(stmt.body, bound or _with_binds(stmt, name))]
+    if isinstance(stmt, ast.Try):
+        out = [(stmt.body, bound), (stmt.orelse, bound or definite(stmt.body, name)), (stmt.finalbody, bound)]
+        return out + [(h.body, bound or h.name == name) for h in stmt.handlers]
+    if isinstance(stmt, (ast.If, ast.While)):
+        return [(stmt.body, bound or _stores(stmt.test, name)), (stmt.orelse, bound)]
+    return []
+
+
+def unsafe_read(body: list[ast.stmt], name: str, bound: bool = False) -> tuple[list[ast.stmt], int] | None:
+    """The first statement reading `name` where a path reaches it with `name` unbound, as (its block, index)."""
+    for i, stmt in enumerate(body):
+        if not bound and any(_reads(part, name) for part in _header(stmt)):
+            return body, i
+        for block, entry in _inner(stmt, name, bound):
+            hit = unsafe_read(block, name, entry)
+            if hit is not None:
+                return hit
+        bound = bound or _binds(stmt, name)
+    return None
+
+
+def _branches(stmt: ast.If) -> list[list[ast.stmt]]:
+    """The bodies of an `if`/`elif`/`else` chain, in order (an empty `else` left out)."""
+    out = [stmt.body]
+    while len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If):
+        stmt = stmt.orelse[0]
+        out.append(stmt.body)
+    return out + ([stmt.orelse] if stmt.orelse else [])
+
+
+def _end(branch: list[ast.stmt], lines: list[str]) -> tuple[int, str, ast.stmt | None]:
+    """Where a statement goes at the end of `branch`: (line index, indent, a lone `pass` it replaces)."""
+    indent = lines[branch[0].lineno - 1][: branch[0].col_offset]
+    if len(branch) == 1 and isinstance(branch[0], ast.Pass):
+        return branch[0].lineno - 1, indent, branch[0]
+    return branch[-1].end_lineno, indent, None
+
+
+def _swaps(value: ast.expr, siblings: list[str]) -> list[str]:
+    """`value` with one module name it reads (a function or class) replaced by another of the same stem
+    (``_padleft`` -> ``_padboth``)."""
+    out = []
+    for n in ast.walk(value):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in siblings:
+            for s in siblings:
+                if s != n.id and related(s, n.id):
+                    old, n.id = n.id, s
+                    out.append(ast.unparse(value))
+                    n.id = old
+    return out
+
+
+def _dedup(items: list) -> list:
+    seen, out = set(), []
+    for item in items:
+        if item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
+def _maybe_unbound(fn, lines, siblings, local_names, blocks, fits) -> list[tuple]:
+    params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+    params |= {a.arg for a in (fn.args.vararg, fn.args.kwarg) if a is not None}
+    declared = {n for s in ast.walk(fn) if isinstance(s, (ast.Global, ast.Nonlocal)) for n in s.names}
+    out = []
+    for name in sorted(local_names - params - declared):
+        hit = unsafe_read(fn.body, name)
+        if hit is None:
+            continue
+        body, i = hit
+        own = [n.value for n in ast.walk(fn) if isinstance(n, ast.Assign) and any(_stores(t, name) for t in n.targets)]
+        if not own:
+            continue  # bound nowhere: graph_planner.unbound's case
+        values = _dedup([ast.unparse(v) for v in own] + [s for v in own for s in _swaps(copy.deepcopy(v), siblings)])
+        values = [v for v in values if fits(v)]
+        # the end of each branch of a chain before the read that binds `name` in some branches and not in this one
+        ends = [
+            _end(b, lines)
+            for stmt in body[:i]
+            if isinstance(stmt, ast.If) and not _binds(stmt, name)
+            for b in _branches(stmt)
+            if not definite(b, name) and any(definite(o, name) for o in _branches(stmt))
+        ]
+        places = ends + [(at, indent, None) for at, indent in _places(blocks, body[i].lineno, lines)]
+        for at, indent, lone in _dedup(places):
+            for v in values:
+                why = f"bind `{name}` on the path that lacks it at line {at + 1}: {v}"
+                out.append((at, indent, f"{name} = {v}\n", lone, why))
+    return out[: MAX_PER_DEFECT * 4]
+
+
+def _kind(value: ast.expr) -> str | None:
+    """'list', 'set' or 'count' for an empty container expression, else None."""
+    return EMPTY.get(ast.unparse(value))
+
+
+def _filled(fn: ast.AST, name: str) -> bool:
+    """Whether anything may add to `name`: a method call on it, an item stored, `+=`, or a call that is passed
+    it (other than a builtin that only reads)."""
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == name:
+            return True
+        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == name:
+            if not isinstance(n.ctx, ast.Load):
+                return True
+        if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id == name:
+            return True
+        if isinstance(n, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in n.args):
+            if not (isinstance(n.func, ast.Name) and n.func.id in READERS):
+                return True
+    return False
+
+
+def _loop_targets(fn: ast.AST, line: int) -> list[str]:
+    """Names the loops around `line` bind, innermost first."""
+    loops = [n for n in ast.walk(fn) if isinstance(n, (ast.For, ast.AsyncFor)) and n.lineno < line <= n.end_lineno]
+    loops.sort(key=lambda n: -n.lineno)
+    return [t.id for n in loops for t in ast.walk(n.target) if isinstance(t, ast.Name)]
+
+
+def _never_filled(fn, lines, local_names, blocks, fits) -> list[tuple]:
+    made = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+            made.setdefault(n.targets[0].id, []).append(n)
+    out = []
+    for name, assigns in sorted(made.items()):
+        kinds = {_kind(a.value) for a in assigns}
+        if len(kinds) != 1 or None in kinds or _filled(fn, name):
+            continue
+        after = max(a.end_lineno for a in assigns)
+        reads = [n.lineno for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name and n.lineno > after]
+        if not reads:
+            continue
+        (kind,) = kinds
+        for body, _top in blocks:
+            first = body[0].lineno
+            if first <= after or first > max(reads):
+                continue
+            loops = _loop_targets(fn, first)
+            if not loops:
+                continue  # a container is filled in a loop: a gap outside one is a guess too far
+            xs = [x for x in _dedup(loops + sorted(local_names - {name})) if fits(x)]
+            end = _end(body, lines)
+            # a lone `pass` is replaced; elsewhere every gap of the loop's block, its end included
+            places = [end] if end[2] is not None else [(s.lineno - 1, end[1], None) for s in body] + [end]
+            for at, indent, lone in places:
+                for x in xs[:MAX_PER_DEFECT]:
+                    text = FILL[kind].format(v=name, x=x)
+                    why = f"fill `{name}`, created empty and never added to, at line {at + 1}: {text}"
+                    out.append((at, indent, text + "\n", lone, why))
+    return out[: MAX_PER_DEFECT * 4]
+
+
+def _parameters(fn: ast.AST, keep_self: bool = False) -> list[str]:
+    """The function's positional parameters, in order (`self` and `cls` left out unless `keep_self`)."""
+    return [a.arg for a in fn.args.posonlyargs + fn.args.args if keep_self or a.arg not in ("self", "cls")]
+
+
+def _emptied_branches(fn, lines, siblings, blocks, fits) -> list[tuple]:
+    out = []
+    chains = [s for body, _ in blocks for s in body if isinstance(s, ast.If)]
+    parent = {id(s): (body, i) for body, _ in blocks for i, s in enumerate(body)}
+    for chain in chains:
+        branches, stmt, tests = _branches(chain), chain, [chain.test]
+        while len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If):
+            stmt = stmt.orelse[0]
+            tests.append(stmt.test)
+        body, i = parent.get(id(chain), ([], -1))
+        after = body[i + 1 : i + 2]
+        for k, branch in enumerate(branches):
+            if not (len(branch) == 1 and isinstance(branch[0], ast.Pass)):
+                continue
+            donors = [o[-1] for o in branches if o is not branch] + after
+            texts = []
+            test = tests[k] if k < len(tests) else None
+            if isinstance(test, ast.Call) and ast.unparse(test.func) == "callable" and test.args:
+                p = ast.unparse(test.args[0])
+                args = ", ".join(a for a in _parameters(fn) if a != p)
+                texts += [f"return {p}({args})", f"{p}({args})"]
+            for d in donors:
+                if isinstance(d, (ast.Return, ast.Expr, ast.Assign)):
+                    texts += [ast.unparse(d)] + _swaps(copy.deepcopy(d), siblings)
+            at, indent, lone = _end(branch, lines)
+            for text in _dedup(texts)[:MAX_PER_DEFECT]:
+                if all(fits(ast.unparse(e)) for e in _exprs(ast.parse(text).body[0])):
+                    out.append((at, indent, text + "\n", lone, f"`pass` -> `{text.splitlines()[0]}` at line {at + 1}"))
+    return out
+
+
+def _exits(fn: ast.AST, loop: bool, x: str) -> list[str]:
+    """What a guard does: leave with nothing, with `self` (a method) or with the tested value, the iterator
+    protocol's `raise StopIteration()` in `__next__`, `continue` in a loop, or a `raise` the function has."""
+    out = ["return", "return None", f"return {x}"]
+    out += ["return self"] if _parameters(fn, keep_self=True)[:1] == ["self"] else []
+    out += ["raise StopIteration()"] if fn.name == "__next__" else []
+    out += ["continue"] if loop else []
+    return out + [ast.unparse(n) for n in ast.walk(fn) if isinstance(n, ast.Raise) and n.exc is not None]
+
+
+def guard_insertions(fn: ast.AST, lines: list[str], blocks: list) -> list[tuple]:
+    """An early exit for a value that may be None or empty: a parameter before its first read, a local right
+    after the call that made it (``m = pattern.search(s)`` -> ``if m is None: raise StopIteration()``)."""
+    made = {
+        s.targets[0].id: s
+        for body, _ in blocks
+        for s in body
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
+        if isinstance(s.value, ast.Call)
+    }
+    subjects = [(p, None) for p in _parameters(fn)] + sorted(made.items(), key=lambda kv: kv[1].lineno)
+    out = []
+    for x, stmt in subjects:
+        reads = sorted(n.lineno for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == x)
+        reads = [r for r in reads if stmt is None or r > stmt.end_lineno]
+        if not reads:
+            continue
+        if stmt is None:
+            places = _places(blocks, reads[0], lines)[:3]
+        else:
+            body = next(b for b, _ in blocks if stmt in b)
+            at = stmt.end_lineno
+            places = [(at, lines[stmt.lineno - 1][: stmt.col_offset])] if body[-1] is not stmt else []
+        for at, indent in places:
+            loop = bool(_loop_targets(fn, at + 1))
+            for test in (f"{x} is None", f"not {x}"):
+                for leave in _exits(fn, loop, x)[:MAX_PER_DEFECT]:
+                    why = f"guard `if {test}: {leave}` at line {at + 1}"
+                    out.append((at, indent, f"if {test}:\n    {leave}\n", None, why))
+    return out
+
+
+def defect_insertions(
+    fn: ast.AST, lines: list[str], mod: ast.Module, local_names: set[str], blocks: list, fits
+) -> list[tuple[int, str, str, ast.stmt | None, str]]:
+    """(line index, indent, statement, lone `pass` it replaces or None, description) for each defect above."""
+    siblings = sorted(n.name for n in mod.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+    return (
+        _maybe_unbound(fn, lines, siblings, local_names, blocks, fits)
+        + _never_filled(fn, lines, local_names, blocks, fits)
+        + _emptied_branches(fn, lines, siblings, blocks, fits)
+    )
