@@ -179,17 +179,34 @@ def _end(branch: list[ast.stmt], lines: list[str]) -> tuple[int, str, ast.stmt |
     return branch[-1].end_lineno, indent, None
 
 
-def _swaps(value: ast.expr, siblings: list[str]) -> list[str]:
+TYPES = ("int", "float", "str", "bytes", "bool", "complex", "list", "tuple", "dict", "set")
+
+
+def _swaps(value: ast.AST, siblings: list[str]) -> list[str]:
     """`value` with one module name it reads (a function or class) replaced by another of the same stem
-    (``_padleft`` -> ``_padboth``)."""
+    (``_padleft`` -> ``_padboth``), or one builtin type by another (``return bytes`` -> ``return float``)."""
     out = []
     for n in ast.walk(value):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in siblings:
-            for s in siblings:
-                if s != n.id and related(s, n.id):
-                    old, n.id = n.id, s
-                    out.append(ast.unparse(value))
-                    n.id = old
+        if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)):
+            continue
+        kin = [s for s in siblings if related(s, n.id)] if n.id in siblings else TYPES if n.id in TYPES else []
+        for s in kin:
+            if s != n.id:
+                old, n.id = n.id, s
+                out.append(ast.unparse(value))
+                n.id = old
+    return out
+
+
+def _mirrors(stmt: ast.AST) -> list[str]:
+    """`stmt` with the operands of one `+` swapped: sibling branches are often mirrors (``text + blank`` at the
+    top, ``blank + text`` at the bottom)."""
+    out = []
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add):
+            n.left, n.right = n.right, n.left
+            out.append(ast.unparse(stmt))
+            n.left, n.right = n.right, n.left
     return out
 
 
@@ -324,7 +341,7 @@ def _emptied_branches(fn, lines, siblings, blocks, fits) -> list[tuple]:
                 texts += [f"return {p}({args})", f"{p}({args})"]
             for d in donors:
                 if isinstance(d, (ast.Return, ast.Expr, ast.Assign)):
-                    texts += [ast.unparse(d)] + _swaps(copy.deepcopy(d), siblings)
+                    texts += [ast.unparse(d), *_swaps(copy.deepcopy(d), siblings), *_mirrors(copy.deepcopy(d))]
             at, indent, lone = _end(branch, lines)
             for text in _dedup(texts)[:MAX_PER_DEFECT]:
                 if all(fits(ast.unparse(e)) for e in _exprs(ast.parse(text).body[0])):

@@ -11,7 +11,8 @@ replaced by a `return`. Values come from a small grammar over the module's own w
      place: `chars.append(c)` says `chars = []`);
   3. a name in scope whose word pieces share a stem with the target's (``raw_val`` <- ``val``,
      ``padfn`` <- ``_padboth``);
-  4. one call of such a name: ``f(x)`` with f a function of the module or a pure builtin.
+  4. one call of such a name: ``f(x)`` with f a function of the module or a pure builtin, after a literal the
+     module repeats times such a name (``pad = " " * padding``).
 
 In `__init__`, an attribute the class reads (`self.x`) but sets nowhere is bound the same way (`self.x = x`,
 at each gap of the function's own body, the last one included: `__init__` returns nothing); a lone `pass`
@@ -177,12 +178,31 @@ def unset_attributes(cls: ast.ClassDef | None, mod: ast.Module) -> list[str]:
     return sorted(read - bound)
 
 
-def _grammar(target: str, firsts: list[str], names: set[str], args: set[str], callees: list[str]) -> list[str]:
+def repeated(mod: ast.Module, most: int = 8) -> list[str]:
+    """The literals `mod` repeats with `*` (``"-" * w``, ``[""] * n``), most used first."""
+    seen = Counter()
+    for n in ast.walk(mod):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult):
+            for side in (n.left, n.right):
+                if (
+                    isinstance(side, ast.Constant)
+                    and isinstance(side.value, str)
+                    or (isinstance(side, ast.List) and len(side.elts) == 1 and isinstance(side.elts[0], ast.Constant))
+                ):
+                    seen[ast.unparse(side)] += 1
+    return [text for text, _ in seen.most_common(most)]
+
+
+def _grammar(
+    target: str, firsts: list[str], names: set[str], args: set[str], callees: list[str], repeats: list[str] = ()
+) -> list[str]:
     """The candidate values for `target` (a name, or '' for a return), in the module docstring's order:
-    `names` may be values, `args` (locals) may be a call's argument, `callees` in the order they are tried."""
+    `names` may be values, `args` (locals) may be a call's argument or a repeat count, `callees` in the order
+    they are tried, `repeats` the literals the module repeats."""
     returning = not target
     near = sorted(n for n in names if not n.startswith("__") and (returning or related(n, target)))
     calls = [f"{f}({x})" for f in callees for x in sorted(args & set(near)) if f not in (x, target)]
+    calls = [f"{c} * {x}" for c in repeats for x in sorted(args & set(near))] + calls
     seen, out = set(), []
     # a return's own names come first (what a removed return gives back is most often a local); for a binding,
     # an attribute's own name (`self.timeout = timeout`) comes before anything else
@@ -225,12 +245,12 @@ def unbound_insertions(
         + sorted(set(CALLS) - reads.keys())
         + sorted(funcs - reads.keys(), key=lambda f: (-calls[f], f))
     )
-    builtin = scope - local_names - module_names(mod)
+    builtin, repeats = scope - local_names - module_names(mod), repeated(mod)
     out = []
     for name, line in sorted(reads.items(), key=lambda kv: kv[1]):
         if name in scope:
             continue
-        values = _grammar(name, _module_values(mod, name), scope - builtin, local_names, callees)
+        values = _grammar(name, _module_values(mod, name), scope - builtin, local_names, callees, repeats)
         values = [v for v in values if fits(v)]
         places = _places(blocks, line, lines)
         # the empty value its uses imply, at every place, before the rest of the grammar
