@@ -25,10 +25,16 @@ from __future__ import annotations
 
 import ast
 import copy
+import os
+import re
 
-from graph_planner.unbound import _places, related
+from graph_planner.pyparse import parse
+from graph_planner.unbound import _pieces, _places, related
 
 MAX_PER_DEFECT = 60  # proposals per defect found: the values are few and exact, the places fewer
+# descriptions of the proposals a defect of the function's own code points at (not the unbound-name grammar's
+# long tail, not the guards): few a function, each likely where it appears
+POINTED = ("bind `", "fill `", "emptied branch: ")
 TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 # calls that read a container and never add to it: passing it to one of these leaves it empty
 READERS = frozenset(
@@ -40,6 +46,11 @@ FILL = {"list": "{v}.append({x})", "set": "{v}.add({x})", "count": "{v}[{x}] += 
 
 
 SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def pointed(description: str) -> bool:
+    """Whether a proposal's description says a defect of the function's own code points at it."""
+    return description.startswith(POINTED)
 
 
 def _stores(node: ast.AST, name: str) -> bool:
@@ -190,6 +201,7 @@ def _swaps(value: ast.AST, siblings: list[str]) -> list[str]:
         if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)):
             continue
         kin = [s for s in siblings if related(s, n.id)] if n.id in siblings else TYPES if n.id in TYPES else []
+        kin = sorted(kin, key=lambda s: _likeness(s, n.id))
         for s in kin:
             if s != n.id:
                 old, n.id = n.id, s
@@ -198,16 +210,54 @@ def _swaps(value: ast.AST, siblings: list[str]) -> list[str]:
     return out
 
 
+def _likeness(a: str, b: str) -> tuple[int, int, int]:
+    """A sort key, most alike first: a longer common prefix, then as many word pieces, then as long."""
+    prefix = len(os.path.commonprefix([a, b]))
+    return -prefix, abs(len(_pieces(a)) - len(_pieces(b))), abs(len(a) - len(b))
+
+
 def _mirrors(stmt: ast.AST) -> list[str]:
     """`stmt` with the operands of one `+` swapped: sibling branches are often mirrors (``text + blank`` at the
     top, ``blank + text`` at the bottom)."""
-    out = []
+    out, stmt = [], copy.deepcopy(stmt)
     for n in ast.walk(stmt):
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add):
             n.left, n.right = n.right, n.left
             out.append(ast.unparse(stmt))
             n.left, n.right = n.right, n.left
     return out
+
+
+OPPOSITES = dict(
+    p
+    for a, b in (
+        ("left", "right"),
+        ("top", "bottom"),
+        ("start", "end"),
+        ("begin", "end"),
+        ("first", "last"),
+        ("min", "max"),
+        ("head", "tail"),
+        ("prefix", "suffix"),
+        ("upper", "lower"),
+        ("before", "after"),
+        ("above", "below"),
+        ("leading", "trailing"),
+        ("open", "close"),
+        ("inner", "outer"),
+    )
+    for p in ((a, b), (b, a))
+)
+
+
+def _words(node: ast.AST) -> set[str]:
+    return set(re.findall(r"[a-z]+", ast.unparse(node).lower()))
+
+
+def _opposed(a: ast.AST, b: ast.AST) -> bool:
+    """Whether two branch tests name opposite words (``align == "left"`` and ``align == "right"``)."""
+    words = _words(b)
+    return any(OPPOSITES.get(w) in words for w in _words(a))
 
 
 def _dedup(items: list) -> list:
@@ -232,7 +282,11 @@ def _maybe_unbound(fn, lines, siblings, local_names, blocks, fits) -> list[tuple
         own = [n.value for n in ast.walk(fn) if isinstance(n, ast.Assign) and any(_stores(t, name) for t in n.targets)]
         if not own:
             continue  # bound nowhere: graph_planner.unbound's case
-        values = _dedup([ast.unparse(v) for v in own] + [s for v in own for s in _swaps(copy.deepcopy(v), siblings)])
+        swaps = [s for v in own for s in _swaps(copy.deepcopy(v), siblings)]
+        # a branch binds what its siblings do not, most often: a sibling name the function never reads comes first
+        used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+        fresh = [v for v in swaps if {n.id for n in ast.walk(parse(v, mode="eval")) if isinstance(n, ast.Name)} - used]
+        values = _dedup(fresh + [ast.unparse(v) for v in own] + swaps)
         values = [v for v in values if fits(v)]
         # the end of each branch of a chain before the read that binds `name` in some branches and not in this one
         ends = [
@@ -279,6 +333,23 @@ def _loop_targets(fn: ast.AST, line: int) -> list[str]:
     return [t.id for n in loops for t in ast.walk(n.target) if isinstance(t, ast.Name)]
 
 
+def _made_before(fn: ast.AST, line: int) -> list[str]:
+    """Names assigned inside the innermost loop around `line` before it, nearest first: what a loop body
+    builds is what it adds (``upper = ...; out.append(upper)``)."""
+    loops = [n for n in ast.walk(fn) if isinstance(n, (ast.For, ast.AsyncFor)) and n.lineno < line <= n.end_lineno]
+    if not loops:
+        return []
+    loop = max(loops, key=lambda n: n.lineno)
+    made = [
+        (s.lineno, t.id)
+        for s in ast.walk(loop)
+        if isinstance(s, ast.Assign) and s.lineno < line
+        for t in ast.walk(s.targets[0])
+        if isinstance(t, ast.Name)
+    ]
+    return [name for _, name in sorted(made, key=lambda m: -m[0])]
+
+
 def _never_filled(fn, lines, local_names, blocks, fits) -> list[tuple]:
     made = {}
     for n in ast.walk(fn):
@@ -294,22 +365,21 @@ def _never_filled(fn, lines, local_names, blocks, fits) -> list[tuple]:
         if not reads:
             continue
         (kind,) = kinds
+        places = []
         for body, _top in blocks:
-            first = body[0].lineno
-            if first <= after or first > max(reads):
-                continue
-            loops = _loop_targets(fn, first)
-            if not loops:
-                continue  # a container is filled in a loop: a gap outside one is a guess too far
-            xs = [x for x in _dedup(loops + sorted(local_names - {name})) if fits(x)]
+            if body[0].lineno <= after or body[0].lineno > max(reads) or not _loop_targets(fn, body[0].lineno):
+                continue  # a container is filled in a loop after it is made: a gap elsewhere is a guess too far
             end = _end(body, lines)
-            # a lone `pass` is replaced; elsewhere every gap of the loop's block, its end included
-            places = [end] if end[2] is not None else [(s.lineno - 1, end[1], None) for s in body] + [end]
-            for at, indent, lone in places:
-                for x in xs[:MAX_PER_DEFECT]:
-                    text = FILL[kind].format(v=name, x=x)
-                    why = f"fill `{name}`, created empty and never added to, at line {at + 1}: {text}"
-                    out.append((at, indent, text + "\n", lone, why))
+            # a lone `pass` is replaced (first: an emptied block); elsewhere every gap of the loop's block
+            places += [end] if end[2] is not None else [(s.lineno - 1, end[1], None) for s in body] + [end]
+        places.sort(key=lambda p: p[2] is None)
+        for at, indent, lone in places:
+            line = at + 1
+            xs = _dedup(_made_before(fn, line) + _loop_targets(fn, line) + sorted(local_names - {name}))
+            for x in [x for x in xs if fits(x)][:MAX_PER_DEFECT]:
+                text = FILL[kind].format(v=name, x=x)
+                why = f"fill `{name}`, created empty and never added to, at line {line}: {text}"
+                out.append((at, indent, text + "\n", lone, why))
     return out[: MAX_PER_DEFECT * 4]
 
 
@@ -332,20 +402,27 @@ def _emptied_branches(fn, lines, siblings, blocks, fits) -> list[tuple]:
         for k, branch in enumerate(branches):
             if not (len(branch) == 1 and isinstance(branch[0], ast.Pass)):
                 continue
-            donors = [o[-1] for o in branches if o is not branch] + after
-            texts = []
             test = tests[k] if k < len(tests) else None
+            # a sibling whose test names the opposite (`"top"` for `"bottom"`) is the likeliest mirror: first,
+            # mirrored first
+            facing = [j for j in range(len(tests)) if j != k and test is not None and _opposed(test, tests[j])]
+            if not facing and test is not None and _words(test) & OPPOSITES.keys() and len(branches) > len(tests):
+                facing = [len(branches) - 1]  # the `else` is the other side ("bottom" tested, "top" the default)
+            donors = [branches[j][-1] for j in facing]
+            texts = [t for d in donors if isinstance(d, (ast.Return, ast.Expr, ast.Assign)) for t in _mirrors(d)]
+            donors += [o[-1] for j, o in enumerate(branches) if o is not branch and j not in facing] + after
             if isinstance(test, ast.Call) and ast.unparse(test.func) == "callable" and test.args:
                 p = ast.unparse(test.args[0])
                 args = ", ".join(a for a in _parameters(fn) if a != p)
                 texts += [f"return {p}({args})", f"{p}({args})"]
             for d in donors:
                 if isinstance(d, (ast.Return, ast.Expr, ast.Assign)):
-                    texts += [ast.unparse(d), *_swaps(copy.deepcopy(d), siblings), *_mirrors(copy.deepcopy(d))]
+                    texts += [ast.unparse(d), *_swaps(copy.deepcopy(d), siblings), *_mirrors(d)]
             at, indent, lone = _end(branch, lines)
             for text in _dedup(texts)[:MAX_PER_DEFECT]:
-                if all(fits(ast.unparse(e)) for e in _exprs(ast.parse(text).body[0])):
-                    out.append((at, indent, text + "\n", lone, f"`pass` -> `{text.splitlines()[0]}` at line {at + 1}"))
+                if all(fits(ast.unparse(e)) for e in _exprs(parse(text).body[0])):
+                    why = f"emptied branch: `pass` -> `{text.splitlines()[0]}` at line {at + 1}"
+                    out.append((at, indent, text + "\n", lone, why))
     return out
 
 

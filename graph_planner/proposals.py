@@ -13,6 +13,9 @@ one block of the function (or in place of a lone `pass`):
               into a `return` or `v = f(v)`; the values are a small grammar over the
               module's own words (`graph_planner.unbound`: literals, names, one call of a name, expressions the
               module assigns to that name or returns), so it is planact's text, not a model's;
+  defects     a branch that lost its binding (a local read on a path where nothing bound it), a container
+              created empty and never filled, a branch emptied to `pass` (`graph_planner.defects`), and, as an
+              idiom rather than a defect, a removed `if x is None: <leave>` guard;
   model       the line a causal language model writes next at each gap, given the module text before it
               (`model_proposals`, any `generate(prompt) -> text` callable).
 

@@ -10,7 +10,9 @@
      traceback line first, then conditions negated and defaults changed; with `proposals`, the
      environment's menus (Explore candidates), whose statements of the module put back come last, except
      a binding of a name the traceback reports undefined (`NameError: name 'x' is not defined`), which
-     comes first: the error names the statement that is missing;
+     comes first: the error names the statement that is missing; and the first two proposals of a function
+     whose own code shows a defect (graph_planner.defects: a branch that lost its binding, a container
+     never filled, an emptied branch), which come before every token edit;
   6. Repair with one candidate at a time until the failing tests pass or the test budget is spent; a
      function whose edit came back "off target" (not where this task's bug can be fixed) is not tried again;
   7. Submit.
@@ -22,10 +24,12 @@ from __future__ import annotations
 import re
 
 from graph_planner.candidates import Candidate, from_read, function_menu
+from graph_planner.defects import pointed
 from graph_planner.graph.build import is_test_file, test_node
 from graph_planner.graph.search import PYTEST_FRAME
 from graph_planner.unbound import bound_name
 
+POINTED_FIRST = 2  # proposals a function whose code shows a defect gets before every token edit
 UNDEFINED = re.compile(r"NameError: name '(?P<name>\w+)' is not defined")
 
 
@@ -138,14 +142,18 @@ class RuleAgent:
         undefined."""
         out = []
         for rank, (file, cands) in enumerate(menus):
+            promoted = 0
             for c in cands:
                 on_trace = (file, c.line) in self.trace_lines
                 named = c.proposed and bound_name(c.description) in self.undefined
+                # the first POINTED proposals of a function: its own code shows the defect they mend
+                early = c.proposed and promoted < POINTED_FIRST and pointed(c.description)
+                promoted += early
                 # one-token edits first: a structural guess is the rarer bug and every try costs a run; a
                 # proposal (hundreds a function) last, so it never displaces an inverse; unless the error
-                # itself names the missing binding
-                out.append((not named, not c.one_token, c.proposed, not on_trace, rank, len(out), c))
-        return [c for *_, c in sorted(out, key=lambda x: x[:6])]
+                # itself names the missing binding, or the code shows the defect
+                out.append((not named, not early, not c.one_token, c.proposed, not on_trace, rank, len(out), c))
+        return [c for *_, c in sorted(out, key=lambda x: x[:7])]
 
 
 def run_episode(env, task, agent) -> dict:

@@ -81,9 +81,12 @@ def test_a_negated_condition_has_its_inverse_among_the_structural_candidates():
     token = candidate_edits("m.py", 1, NEGATED)
     both = candidate_edits("m.py", 1, NEGATED, structural=True)
     assert both[: len(token)] == token and {c.kind for c in both[len(token) :]} == {"negate_if"}
-    # A removed statement found nowhere else in the module has no candidate.
+    # A removed statement the code points at (`out` is created empty and never filled) is proposed back; one
+    # found nowhere else and beyond the proposals' grammar (`x * 2` is no name in scope) has no candidate.
     removed = NEGATED.replace("            out.append(x)\n", "            pass\n")
-    assert not gold_reachable("m.py", "pick", removed, NEGATED)
+    assert gold_reachable("m.py", "pick", removed, NEGATED)
+    doubled = NEGATED.replace("out.append(x)", "out.append(x * 2)")
+    assert not gold_reachable("m.py", "pick", removed, doubled)
 
 
 SCALE = """def scale(xs, k):
