@@ -210,3 +210,20 @@ def test_the_rule_agent_tries_first_two_proposals_a_defect_points_at_and_no_more
     first, source = function_text(tally, "tally")
     intact = agent.order([("m.py", function_menu("m.py", first, source, module=tally, proposals=40))])
     assert not intact[0].proposed
+
+
+def test_the_likeliest_proposal_of_each_defect_comes_first():
+    """The order is what a menu cap and the rule agent's budget keep: the sibling name the function never reads
+    (`_padboth`), the branch facing the emptied one mirrored (the `else` of a "bottom" test is the top), the
+    value the loop just made."""
+    assert _rank(PAD.replace("        padfn = _padboth\n", ""), "choose", PAD) == 0
+    vertical = (
+        'def valign(lines, blank, where):\n    if where == "bottom":\n        return blank + lines\n'
+        '    elif where == "center":\n        return blank + lines + blank\n    else:\n        return lines + blank\n'
+    )
+    assert _rank(vertical.replace("        return blank + lines\n", "        pass\n", 1), "valign", vertical) == 0
+    upper = (
+        "def uppers(words):\n    out = []\n    for word in words:\n        big = word.upper()\n"
+        "        if big not in out:\n            out.append(big)\n    return out\n"
+    )
+    assert _rank(upper.replace("            out.append(big)\n", "            pass\n"), "uppers", upper) == 0
