@@ -28,6 +28,7 @@ import copy
 import os
 import re
 
+from graph_planner.definite import binds, definite, exprs, stores, unsafe_read
 from graph_planner.pyparse import parse
 from graph_planner.unbound import _pieces, _places, related
 
@@ -35,7 +36,6 @@ MAX_PER_DEFECT = 60  # proposals per defect found: the values are few and exact,
 # descriptions of the proposals a defect of the function's own code points at (not the unbound-name grammar's
 # long tail, not the guards): few a function, each likely where it appears
 POINTED = ("bind `", "fill `", "emptied branch: ")
-TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 # calls that read a container and never add to it: passing it to one of these leaves it empty
 READERS = frozenset(
     "len list tuple set dict sorted reversed iter sum any all enumerate zip map filter min max bool str repr".split()
@@ -45,132 +45,9 @@ EMPTY |= {"collections.defaultdict(int)": "count", "collections.Counter()": "cou
 FILL = {"list": "{v}.append({x})", "set": "{v}.add({x})", "count": "{v}[{x}] += 1"}
 
 
-SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-
-
 def pointed(description: str) -> bool:
     """Whether a proposal's description says a defect of the function's own code points at it."""
     return description.startswith(POINTED)
-
-
-def _stores(node: ast.AST, name: str) -> bool:
-    """Whether `node` (a target, or an expression holding a walrus) binds `name` in the function's scope."""
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        if isinstance(n, ast.NamedExpr) and n.target.id == name:
-            return True  # a walrus binds in the enclosing function, even inside a comprehension
-        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store):
-            return True
-        if isinstance(n, SCOPES):  # their own targets are theirs: look only for a walrus in them
-            todo += [w for w in ast.walk(n) if isinstance(w, ast.NamedExpr)]
-            continue
-        todo.extend(ast.iter_child_nodes(n))
-    return False
-
-
-def _with_binds(stmt: ast.With | ast.AsyncWith, name: str) -> bool:
-    return any(i.optional_vars is not None and _stores(i.optional_vars, name) for i in stmt.items)
-
-
-def definite(body: list[ast.stmt], name: str) -> bool:
-    """Whether running `body` to its end binds `name` on every path (a path that leaves the block counts)."""
-    return any(_binds(s, name) for s in body)
-
-
-def _binds(stmt: ast.stmt, name: str) -> bool:
-    """Whether `stmt` binds `name` on every path through it that carries on to the next statement."""
-    if isinstance(stmt, TERMINAL):
-        return True  # nothing after it runs on this path
-    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr)):
-        return _stores(stmt, name) if not isinstance(stmt, ast.AnnAssign) or stmt.value else False
-    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        return any((a.asname or a.name).split(".")[0] == name for a in stmt.names)
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return stmt.name == name
-    if isinstance(stmt, ast.If):
-        return _stores(stmt.test, name) or definite(stmt.body, name) and definite(stmt.orelse, name)
-    if isinstance(stmt, (ast.With, ast.AsyncWith)):
-        return _with_binds(stmt, name) or definite(stmt.body, name)
-    if isinstance(stmt, ast.Try):
-        handled = all(definite(h.body, name) for h in stmt.handlers)
-        return definite(stmt.finalbody, name) or handled and definite(stmt.body + stmt.orelse, name)
-    return False  # a loop may run no time at all; `match` is not followed
-
-
-def _own_names(scope: ast.AST) -> set[str]:
-    """Names a lambda or comprehension binds for itself (its targets and arguments)."""
-    stored = {t.id for t in ast.walk(scope) if isinstance(t, ast.Name) and not isinstance(t.ctx, ast.Load)}
-    return stored | {a.arg for a in ast.walk(scope) if isinstance(a, ast.arg)}
-
-
-def _reads(node: ast.AST | None, name: str) -> bool:
-    """Whether `node` reads `name` itself (nested scopes left out: a lambda or comprehension may bind it)."""
-    if node is None:
-        return False
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load):
-            return True
-        if isinstance(n, SCOPES) and name in _own_names(n):
-            continue
-        if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            todo.extend(ast.iter_child_nodes(n))
-    return False
-
-
-def _header(stmt: ast.stmt) -> list[ast.AST]:
-    """The parts of `stmt` that run before any block it holds (a simple statement: all of it)."""
-    if isinstance(stmt, (ast.If, ast.While)):
-        return [stmt.test]
-    if isinstance(stmt, (ast.For, ast.AsyncFor)):
-        return [stmt.iter]
-    if isinstance(stmt, (ast.With, ast.AsyncWith)):
-        return [i.context_expr for i in stmt.items]
-    if isinstance(stmt, ast.Try):
-        return []
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return list(stmt.decorator_list)  # its body runs later, when called
-    return _exprs(stmt) if isinstance(stmt, (ast.Assign, ast.Return, ast.Expr)) else [stmt]
-
-
-def _exprs(stmt: ast.stmt) -> list[ast.expr]:
-    """The expressions a simple statement evaluates (an assignment's plain-name targets are not read)."""
-    if isinstance(stmt, ast.Assign):
-        return [stmt.value, *(t for t in stmt.targets if not isinstance(t, ast.Name))]
-    if isinstance(stmt, (ast.Return, ast.Expr)):
-        return [stmt.value] if stmt.value is not None else []
-    if isinstance(stmt, ast.AugAssign):
-        return [stmt.target, stmt.value]
-    return [stmt]
-
-
-def _inner(stmt: ast.stmt, name: str, bound: bool) -> list[tuple[list[ast.stmt], bool]]:
-    """The blocks `stmt` holds, each with whether `name` is bound on entering it."""
-    if isinstance(stmt, (ast.For, ast.AsyncFor)):
-        return [(stmt.body, bound or _stores(stmt.target, name)), (stmt.orelse, bound)]
-    if isinstance(stmt, (ast.With, ast.AsyncWith)):
-        return [(stmt.body, bound or _with_binds(stmt, name))]
-    if isinstance(stmt, ast.Try):
-        out = [(stmt.body, bound), (stmt.orelse, bound or definite(stmt.body, name)), (stmt.finalbody, bound)]
-        return out + [(h.body, bound or h.name == name) for h in stmt.handlers]
-    if isinstance(stmt, (ast.If, ast.While)):
-        return [(stmt.body, bound or _stores(stmt.test, name)), (stmt.orelse, bound)]
-    return []
-
-
-def unsafe_read(body: list[ast.stmt], name: str, bound: bool = False) -> tuple[list[ast.stmt], int] | None:
-    """The first statement reading `name` where a path reaches it with `name` unbound, as (its block, index)."""
-    for i, stmt in enumerate(body):
-        if not bound and any(_reads(part, name) for part in _header(stmt)):
-            return body, i
-        for block, entry in _inner(stmt, name, bound):
-            hit = unsafe_read(block, name, entry)
-            if hit is not None:
-                return hit
-        bound = bound or _binds(stmt, name)
-    return None
 
 
 def _branches(stmt: ast.If) -> list[list[ast.stmt]]:
@@ -279,7 +156,7 @@ def _maybe_unbound(fn, lines, siblings, local_names, blocks, fits) -> list[tuple
         if hit is None:
             continue
         body, i = hit
-        own = [n.value for n in ast.walk(fn) if isinstance(n, ast.Assign) and any(_stores(t, name) for t in n.targets)]
+        own = [n.value for n in ast.walk(fn) if isinstance(n, ast.Assign) and any(stores(t, name) for t in n.targets)]
         if not own:
             continue  # bound nowhere: graph_planner.unbound's case
         swaps = [s for v in own for s in _swaps(copy.deepcopy(v), siblings)]
@@ -292,7 +169,7 @@ def _maybe_unbound(fn, lines, siblings, local_names, blocks, fits) -> list[tuple
         ends = [
             _end(b, lines)
             for stmt in body[:i]
-            if isinstance(stmt, ast.If) and not _binds(stmt, name)
+            if isinstance(stmt, ast.If) and not binds(stmt, name)
             for b in _branches(stmt)
             if not definite(b, name) and any(definite(o, name) for o in _branches(stmt))
         ]
@@ -420,7 +297,7 @@ def _emptied_branches(fn, lines, siblings, blocks, fits) -> list[tuple]:
                     texts += [ast.unparse(d), *_swaps(copy.deepcopy(d), siblings), *_mirrors(d)]
             at, indent, lone = _end(branch, lines)
             for text in _dedup(texts)[:MAX_PER_DEFECT]:
-                if all(fits(ast.unparse(e)) for e in _exprs(parse(text).body[0])):
+                if all(fits(ast.unparse(e)) for e in exprs(parse(text).body[0])):
                     why = f"emptied branch: `pass` -> `{text.splitlines()[0]}` at line {at + 1}"
                     out.append((at, indent, text + "\n", lone, why))
     return out

@@ -137,6 +137,7 @@ GRAPH_PLANNER_ROOMS = [
             "graph_planner.candidates",
             "graph_planner.proposals",
             "graph_planner.unbound",
+            "graph_planner.definite",
             "graph_planner.defects",
             "graph_planner.actions",
             "graph_planner.agents",

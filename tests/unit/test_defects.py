@@ -7,7 +7,7 @@ import ast
 import textwrap
 
 from graph_planner.candidates import function_text, gold_reachable
-from graph_planner.defects import definite, unsafe_read
+from graph_planner.definite import definite, unsafe_read
 from graph_planner.proposals import repository_proposals
 
 PAD = """def _padleft(width, s):
