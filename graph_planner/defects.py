@@ -15,8 +15,7 @@ A removed statement often leaves a trace a linter would flag, and the trace says
                   (``return _modern_slugify(...)`` -> ``return _legacy_slugify(...)``), and under a
                   ``callable(p)`` test, a call of `p` with the function's other parameters.
 
-An idiom, not a defect, gives the last: a removed guard (`guard_insertions`), ``if x is None: <leave>`` or
-``if not x: <leave>`` for a parameter before its first read or a local right after the call that made it.
+Removed idioms (a guard, a default) are graph_planner.idioms'; names left unused, graph_planner.leftovers'.
 
 Every text is planact's enumeration from the task's source (provenance ``menu``), judged like any candidate.
 """
@@ -27,6 +26,7 @@ import ast
 import copy
 import os
 import re
+from collections import Counter
 
 from graph_planner.definite import binds, definite, exprs, stores, unsafe_read
 from graph_planner.pyparse import parse
@@ -35,7 +35,7 @@ from graph_planner.unbound import _pieces, _places, related
 MAX_PER_DEFECT = 60  # proposals per defect found: the values are few and exact, the places fewer
 # descriptions of the proposals a defect of the function's own code points at (not the unbound-name grammar's
 # long tail, not the guards): few a function, each likely where it appears
-POINTED = ("bind `", "fill `", "emptied branch: ")
+POINTED = ("bind `", "fill `", "emptied branch: ", "call unused `", "delegate ")
 # calls that read a container and never add to it: passing it to one of these leaves it empty
 READERS = frozenset(
     "len list tuple set dict sorted reversed iter sum any all enumerate zip map filter min max bool str repr".split()
@@ -122,9 +122,38 @@ OPPOSITES = dict(
         ("leading", "trailing"),
         ("open", "close"),
         ("inner", "outer"),
+        ("next", "previous"),
+        ("tomorrow", "yesterday"),
+        ("future", "past"),
+        ("positive", "negative"),
+        ("input", "output"),
+        ("read", "write"),
+        ("enable", "disable"),
+        ("show", "hide"),
+        ("forward", "backward"),
+        ("increase", "decrease"),
+        ("add", "remove"),
+        ("push", "pop"),
+        ("success", "failure"),
     )
     for p in ((a, b), (b, a))
 )
+
+
+def _opposites(stmt: ast.AST) -> list[str]:
+    """`stmt` with one string constant's word replaced by its opposite: the branch for "yesterday" says what
+    the branch for "tomorrow" says, in the other direction."""
+    out, stmt = [], copy.deepcopy(stmt)
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            old = n.value
+            for w in _dedup(re.findall(r"[a-z]+", old.lower())):
+                if w in OPPOSITES:
+                    n.value = re.sub(rf"\b{w}\b", OPPOSITES[w], old)
+                    if n.value != old:
+                        out.append(ast.unparse(stmt))
+            n.value = old
+    return out
 
 
 def _words(node: ast.AST) -> set[str]:
@@ -146,7 +175,28 @@ def _dedup(items: list) -> list:
     return out
 
 
-def _maybe_unbound(fn, lines, siblings, local_names, blocks, fits) -> list[tuple]:
+def _bind_places(chain: ast.If, branch: list[ast.stmt], name: str, lines: list[str]) -> list[tuple]:
+    """Where a branch lacking `name`'s binding gets it: at the end, and at the position a binding sibling binds it
+    (``date = ...`` first in one branch is first in the other)."""
+    out = [_end(branch, lines)]
+    for other in _branches(chain):
+        k = next((k for k, s in enumerate(other) if definite([s], name)), None)
+        if other is not branch and k is not None and k < len(branch) and not isinstance(branch[k], ast.Pass):
+            out.append((branch[k].lineno - 1, lines[branch[k].lineno - 1][: branch[k].col_offset], None))
+    return _dedup(out)
+
+
+def _is_str(value: ast.expr) -> bool:
+    return isinstance(value, ast.Constant) and isinstance(value.value, str)
+
+
+def _short_strings(mod: ast.Module, most: int = 8) -> list[str]:
+    """The module's strings of at most 3 characters, most used first (separators, signs, units)."""
+    seen = Counter(ast.unparse(n) for n in ast.walk(mod) if _is_str(n) and len(n.value) <= 3)
+    return [text for text, _ in seen.most_common(most)]
+
+
+def _maybe_unbound(fn, lines, mod, siblings, local_names, blocks, fits) -> list[tuple]:
     params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
     params |= {a.arg for a in (fn.args.vararg, fn.args.kwarg) if a is not None}
     declared = {n for s in ast.walk(fn) if isinstance(s, (ast.Global, ast.Nonlocal)) for n in s.names}
@@ -163,16 +213,24 @@ def _maybe_unbound(fn, lines, siblings, local_names, blocks, fits) -> list[tuple
         # a branch binds what its siblings do not, most often: a sibling name the function never reads comes first
         used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
         fresh = [v for v in swaps if {n.id for n in ast.walk(parse(v, mode="eval")) if isinstance(n, ast.Name)} - used]
-        values = _dedup(fresh + [ast.unparse(v) for v in own] + swaps)
-        values = [v for v in values if fits(v)]
         # the end of each branch of a chain before the read that binds `name` in some branches and not in this one
-        ends = [
-            _end(b, lines)
-            for stmt in body[:i]
-            if isinstance(stmt, ast.If) and not binds(stmt, name)
-            for b in _branches(stmt)
-            if not definite(b, name) and any(definite(o, name) for o in _branches(stmt))
+        chains = [s for s in body[:i] if isinstance(s, ast.If) and not binds(s, name)]
+        chains = [c for c in chains if any(definite(o, name) for o in _branches(c))]
+        lacking = [(c, b) for c in chains for b in _branches(c) if not definite(b, name)]
+        ends = [p for c, b in lacking for p in _bind_places(c, b, name, lines)]
+        # branches are often symmetric: what a binding sibling gives another name (``date = value; delta = now -
+        # value`` beside ``delta = value``), and another short string where the sibling binds one (``""``/``"-"``)
+        others = [
+            ast.unparse(a.value)
+            for c in chains
+            for b in _branches(c)
+            if definite(b, name)
+            for a in b
+            if isinstance(a, ast.Assign) and not any(stores(t, name) for t in a.targets)
         ]
+        strings = _short_strings(mod) if any(_is_str(v) for v in own) else []
+        values = _dedup(fresh + [ast.unparse(v) for v in own] + swaps + others + strings)
+        values = [v for v in values if fits(v)]
         places = ends + [(at, indent, None) for at, indent in _places(blocks, body[i].lineno, lines)]
         for at, indent, lone in _dedup(places):
             for v in values:
@@ -203,7 +261,7 @@ def _filled(fn: ast.AST, name: str) -> bool:
     return False
 
 
-def _loop_targets(fn: ast.AST, line: int) -> list[str]:
+def loop_targets(fn: ast.AST, line: int) -> list[str]:
     """Names the loops around `line` bind, innermost first."""
     loops = [n for n in ast.walk(fn) if isinstance(n, (ast.For, ast.AsyncFor)) and n.lineno < line <= n.end_lineno]
     loops.sort(key=lambda n: -n.lineno)
@@ -244,7 +302,7 @@ def _never_filled(fn, lines, local_names, blocks, fits) -> list[tuple]:
         (kind,) = kinds
         places = []
         for body, _top in blocks:
-            if body[0].lineno <= after or body[0].lineno > max(reads) or not _loop_targets(fn, body[0].lineno):
+            if body[0].lineno <= after or body[0].lineno > max(reads) or not loop_targets(fn, body[0].lineno):
                 continue  # a container is filled in a loop after it is made: a gap elsewhere is a guess too far
             end = _end(body, lines)
             # a lone `pass` is replaced (first: an emptied block); elsewhere every gap of the loop's block
@@ -252,7 +310,7 @@ def _never_filled(fn, lines, local_names, blocks, fits) -> list[tuple]:
         places.sort(key=lambda p: p[2] is None)
         for at, indent, lone in places:
             line = at + 1
-            xs = _dedup(_made_before(fn, line) + _loop_targets(fn, line) + sorted(local_names - {name}))
+            xs = _dedup(_made_before(fn, line) + loop_targets(fn, line) + sorted(local_names - {name}))
             for x in [x for x in xs if fits(x)][:MAX_PER_DEFECT]:
                 text = FILL[kind].format(v=name, x=x)
                 why = f"fill `{name}`, created empty and never added to, at line {line}: {text}"
@@ -260,7 +318,7 @@ def _never_filled(fn, lines, local_names, blocks, fits) -> list[tuple]:
     return out[: MAX_PER_DEFECT * 4]
 
 
-def _parameters(fn: ast.AST, keep_self: bool = False) -> list[str]:
+def parameters(fn: ast.AST, keep_self: bool = False) -> list[str]:
     """The function's positional parameters, in order (`self` and `cls` left out unless `keep_self`)."""
     return [a.arg for a in fn.args.posonlyargs + fn.args.args if keep_self or a.arg not in ("self", "cls")]
 
@@ -276,6 +334,8 @@ def _emptied_branches(fn, lines, siblings, blocks, fits) -> list[tuple]:
             tests.append(stmt.test)
         body, i = parent.get(id(chain), ([], -1))
         after = body[i + 1 : i + 2]
+        # a lone `if` after another (`if days == 1: ...` then `if days == -1: ...`) is that one's sibling too
+        before = [body[i - 1].body[-1]] if i > 0 and isinstance(body[i - 1], ast.If) and len(branches) == 1 else []
         for k, branch in enumerate(branches):
             if not (len(branch) == 1 and isinstance(branch[0], ast.Pass)):
                 continue
@@ -287,61 +347,19 @@ def _emptied_branches(fn, lines, siblings, blocks, fits) -> list[tuple]:
                 facing = [len(branches) - 1]  # the `else` is the other side ("bottom" tested, "top" the default)
             donors = [branches[j][-1] for j in facing]
             texts = [t for d in donors if isinstance(d, (ast.Return, ast.Expr, ast.Assign)) for t in _mirrors(d)]
-            donors += [o[-1] for j, o in enumerate(branches) if o is not branch and j not in facing] + after
+            donors += [o[-1] for j, o in enumerate(branches) if o is not branch and j not in facing] + before + after
             if isinstance(test, ast.Call) and ast.unparse(test.func) == "callable" and test.args:
                 p = ast.unparse(test.args[0])
-                args = ", ".join(a for a in _parameters(fn) if a != p)
+                args = ", ".join(a for a in parameters(fn) if a != p)
                 texts += [f"return {p}({args})", f"{p}({args})"]
             for d in donors:
                 if isinstance(d, (ast.Return, ast.Expr, ast.Assign)):
-                    texts += [ast.unparse(d), *_swaps(copy.deepcopy(d), siblings), *_mirrors(d)]
+                    texts += [ast.unparse(d), *_opposites(d), *_swaps(copy.deepcopy(d), siblings), *_mirrors(d)]
             at, indent, lone = _end(branch, lines)
             for text in _dedup(texts)[:MAX_PER_DEFECT]:
                 if all(fits(ast.unparse(e)) for e in exprs(parse(text).body[0])):
                     why = f"emptied branch: `pass` -> `{text.splitlines()[0]}` at line {at + 1}"
                     out.append((at, indent, text + "\n", lone, why))
-    return out
-
-
-def _exits(fn: ast.AST, loop: bool, x: str) -> list[str]:
-    """What a guard does: leave with nothing, with `self` (a method) or with the tested value, the iterator
-    protocol's `raise StopIteration()` in `__next__`, `continue` in a loop, or a `raise` the function has."""
-    out = ["return", "return None", f"return {x}"]
-    out += ["return self"] if _parameters(fn, keep_self=True)[:1] == ["self"] else []
-    out += ["raise StopIteration()"] if fn.name == "__next__" else []
-    out += ["continue"] if loop else []
-    return out + [ast.unparse(n) for n in ast.walk(fn) if isinstance(n, ast.Raise) and n.exc is not None]
-
-
-def guard_insertions(fn: ast.AST, lines: list[str], blocks: list) -> list[tuple]:
-    """An early exit for a value that may be None or empty: a parameter before its first read, a local right
-    after the call that made it (``m = pattern.search(s)`` -> ``if m is None: raise StopIteration()``)."""
-    made = {
-        s.targets[0].id: s
-        for body, _ in blocks
-        for s in body
-        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
-        if isinstance(s.value, ast.Call)
-    }
-    subjects = [(p, None) for p in _parameters(fn)] + sorted(made.items(), key=lambda kv: kv[1].lineno)
-    out = []
-    for x, stmt in subjects:
-        reads = sorted(n.lineno for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == x)
-        reads = [r for r in reads if stmt is None or r > stmt.end_lineno]
-        if not reads:
-            continue
-        if stmt is None:
-            places = _places(blocks, reads[0], lines)[:3]
-        else:
-            body = next(b for b, _ in blocks if stmt in b)
-            at = stmt.end_lineno
-            places = [(at, lines[stmt.lineno - 1][: stmt.col_offset])] if body[-1] is not stmt else []
-        for at, indent in places:
-            loop = bool(_loop_targets(fn, at + 1))
-            for test in (f"{x} is None", f"not {x}"):
-                for leave in _exits(fn, loop, x)[:MAX_PER_DEFECT]:
-                    why = f"guard `if {test}: {leave}` at line {at + 1}"
-                    out.append((at, indent, f"if {test}:\n    {leave}\n", None, why))
     return out
 
 
@@ -351,7 +369,7 @@ def defect_insertions(
     """(line index, indent, statement, lone `pass` it replaces or None, description) for each defect above."""
     siblings = sorted(n.name for n in mod.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
     return (
-        _maybe_unbound(fn, lines, siblings, local_names, blocks, fits)
+        _maybe_unbound(fn, lines, mod, siblings, local_names, blocks, fits)
         + _never_filled(fn, lines, local_names, blocks, fits)
         + _emptied_branches(fn, lines, siblings, blocks, fits)
     )

@@ -31,7 +31,9 @@ import textwrap
 from collections.abc import Callable, Iterator
 
 from graph_planner.corpus.mutate import _Text
-from graph_planner.defects import defect_insertions, guard_insertions
+from graph_planner.defects import defect_insertions
+from graph_planner.idioms import idiom_insertions
+from graph_planner.leftovers import leftover_insertions
 from graph_planner.pyparse import parse
 from graph_planner.unbound import module_names, unbound_insertions
 
@@ -200,15 +202,18 @@ def repository_proposals(body: str, module: str, fn_line: int, limit: int = 2000
     blocks = list(_blocks(fn))
     # the defects that point at one statement (a branch that lost its binding, a container never filled, an
     # emptied branch) before the unbound names, whose value grammar is long
+    cls = _class_at(mod, fn_line)
     found = defect_insertions(fn, lines, mod, local_names, blocks, fits)
-    found += unbound_insertions(fn, lines, mod, scope, local_names, blocks, fits, _class_at(mod, fn_line))
+    found += leftover_insertions(fn, lines, blocks, cls, fits)
+    found += unbound_insertions(fn, lines, mod, scope, local_names, blocks, fits, cls)
     out = [
         ("remove_stmt", at + 1, why, _insert(lines, at, indent, text, lone)) for at, indent, text, lone, why in found
     ]
-    # an early-exit guard is an idiom, not a defect the code shows: after the defects, kept whatever their number
+    # a default or an early-exit guard is an idiom, not a defect the code shows: after the defects, kept whatever
+    # their number
     guards = [
-        ("remove_if", at + 1, why, _insert(lines, at, indent, text, lone))
-        for at, indent, text, lone, why in guard_insertions(fn, lines, blocks)
+        ("remove_if" if text.startswith("if ") else "remove_stmt", at + 1, why, _insert(lines, at, indent, text, lone))
+        for at, indent, text, lone, why in idiom_insertions(fn, lines, mod, blocks, fits)
     ][: limit // 4]
     out = out[: limit - len(guards)] + guards
     out += _default_proposals(fn, body, mod)

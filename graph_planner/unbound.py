@@ -121,6 +121,12 @@ def _target_name(t: ast.expr) -> str | None:
     return t.id if isinstance(t, ast.Name) else t.attr if isinstance(t, ast.Attribute) else None
 
 
+def _aliases(name: str, local_names: set[str]) -> list[str]:
+    """``cache.append`` for ``cache_append``: a loop's bound method kept in a local, named for what it is."""
+    cuts = [k for k, c in enumerate(name) if c == "_" and 0 < k < len(name) - 1]
+    return [f"{name[:k]}.{name[k + 1 :]}" for k in cuts if name[:k] in local_names]
+
+
 def _module_values(mod: ast.Module, name: str | None) -> list[str]:
     """What `mod` assigns to `name` (or to an attribute of that name) elsewhere, or (name None) the values it
     returns, in the module's order."""
@@ -250,7 +256,8 @@ def unbound_insertions(
     for name, line in sorted(reads.items(), key=lambda kv: kv[1]):
         if name in scope:
             continue
-        values = _grammar(name, _module_values(mod, name), scope - builtin, local_names, callees, repeats)
+        firsts = _aliases(name, local_names) + _module_values(mod, name)
+        values = _grammar(name, firsts, scope - builtin, local_names, callees, repeats)
         values = [v for v in values if fits(v)]
         places = _places(blocks, line, lines)
         # the empty value its uses imply, at every place, before the rest of the grammar

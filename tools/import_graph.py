@@ -139,6 +139,8 @@ GRAPH_PLANNER_ROOMS = [
             "graph_planner.unbound",
             "graph_planner.definite",
             "graph_planner.defects",
+            "graph_planner.idioms",
+            "graph_planner.leftovers",
             "graph_planner.actions",
             "graph_planner.agents",
             "graph_planner.free_edit",
