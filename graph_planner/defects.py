@@ -30,7 +30,7 @@ from collections import Counter
 
 from graph_planner.definite import binds, definite, exprs, stores, unsafe_read
 from graph_planner.pyparse import parse
-from graph_planner.unbound import _pieces, _places, related
+from graph_planner.unbound import name_pieces, places_around, related
 
 MAX_PER_DEFECT = 60  # proposals per defect found: the values are few and exact, the places fewer
 # descriptions of the proposals a defect of the function's own code points at (not the unbound-name grammar's
@@ -90,7 +90,7 @@ def _swaps(value: ast.AST, siblings: list[str]) -> list[str]:
 def _likeness(a: str, b: str) -> tuple[int, int, int]:
     """A sort key, most alike first: a longer common prefix, then as many word pieces, then as long."""
     prefix = len(os.path.commonprefix([a, b]))
-    return -prefix, abs(len(_pieces(a)) - len(_pieces(b))), abs(len(a) - len(b))
+    return -prefix, abs(len(name_pieces(a)) - len(name_pieces(b))), abs(len(a) - len(b))
 
 
 def _mirrors(stmt: ast.AST) -> list[str]:
@@ -231,7 +231,7 @@ def _maybe_unbound(fn, lines, mod, siblings, local_names, blocks, fits) -> list[
         strings = _short_strings(mod) if any(_is_str(v) for v in own) else []
         values = _dedup(fresh + [ast.unparse(v) for v in own] + swaps + others + strings)
         values = [v for v in values if fits(v)]
-        places = ends + [(at, indent, None) for at, indent in _places(blocks, body[i].lineno, lines)]
+        places = ends + [(at, indent, None) for at, indent in places_around(blocks, body[i].lineno, lines)]
         for at, indent, lone in _dedup(places):
             for v in values:
                 why = f"bind `{name}` on the path that lacks it at line {at + 1}: {v}"

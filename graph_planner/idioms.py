@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 
 from graph_planner.defects import MAX_PER_DEFECT, loop_targets, parameters
-from graph_planner.unbound import _places, related, typed_literal
+from graph_planner.unbound import places_around, related, typed_literal
 
 GUARD_PLACES = 3  # gaps before a parameter's first read a guard is tried in, nearest first
 # what may be None or empty: a call's result, an attribute or item looked up, an `a and b` / `x if c else y`
@@ -101,13 +101,13 @@ def _idioms(fn: ast.AST, lines: list[str], mod: ast.Module, blocks: list, fits) 
         reads = _reads(fn, p)
         if not reads:
             continue
-        for at, indent in _places(blocks, reads[0], lines)[: GUARD_PLACES + 1]:
+        for at, indent in places_around(blocks, reads[0], lines)[: GUARD_PLACES + 1]:
             for value in [v for v in _defaults(fn, mod, p) if fits(v)]:
                 for test in (f"{p} is None", f"not {p}"):
                     why = f"default `if {test}: {p} = {value}` at line {at + 1}"
                     out.append((at, indent, f"if {test}:\n    {p} = {value}\n", None, why))
     for x, loop in sorted(_iterated(fn).items()):
-        for at, indent in _places(blocks, loop.lineno, lines)[:GUARD_PLACES]:
+        for at, indent in places_around(blocks, loop.lineno, lines)[:GUARD_PLACES]:
             for many in (f"[{x}]", f"({x},)"):
                 why = f"one or many `if isinstance({x}, str): {x} = {many}` at line {at + 1}"
                 out.append((at, indent, f"if isinstance({x}, str):\n    {x} = {many}\n", None, why))
@@ -133,7 +133,7 @@ def _guards(fn: ast.AST, lines: list[str], blocks: list) -> list[tuple]:
         if not reads:
             continue
         if stmt is None:
-            places = _places(blocks, reads[0], lines)[:GUARD_PLACES]
+            places = places_around(blocks, reads[0], lines)[:GUARD_PLACES]
         else:
             body = next(b for b, _ in blocks if stmt in b)
             at = stmt.end_lineno

@@ -46,7 +46,7 @@ def bound_name(description: str) -> str | None:
     return m.group("name") if m else None
 
 
-def _pieces(name: str) -> set[str]:
+def name_pieces(name: str) -> set[str]:
     """Lower-case word pieces of an identifier (snake and camel case), at least 3 characters."""
     words = re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", name)
     return {w.lower() for w in words if len(w) >= 3}
@@ -54,7 +54,7 @@ def _pieces(name: str) -> set[str]:
 
 def related(a: str, b: str) -> bool:
     """Two names share a stem: a word piece of one starts with a 3-character prefix of a piece of the other."""
-    return any(p[:3] == q[:3] for p in _pieces(a) for q in _pieces(b))
+    return any(p[:3] == q[:3] for p in name_pieces(a) for q in name_pieces(b))
 
 
 # The empty value a method called on a name implies: `chars.append(c)` says `chars` was a list.
@@ -90,7 +90,7 @@ def _containing(body: list[ast.stmt], line: int) -> int | None:
     return next((i for i, s in enumerate(body) if s.lineno <= line <= s.end_lineno), None)
 
 
-def _places(blocks: list[tuple[list[ast.stmt], bool]], line: int, lines: list[str]) -> list[tuple]:
+def places_around(blocks: list[tuple[list[ast.stmt], bool]], line: int, lines: list[str]) -> list[tuple]:
     """(line index to insert before, indent) in every block around `line`, nearest to it first."""
     out = []
     for body, _top in blocks:
@@ -259,7 +259,7 @@ def unbound_insertions(
         firsts = _aliases(name, local_names) + _module_values(mod, name)
         values = _grammar(name, firsts, scope - builtin, local_names, callees, repeats)
         values = [v for v in values if fits(v)]
-        places = _places(blocks, line, lines)
+        places = places_around(blocks, line, lines)
         # the empty value its uses imply, at every place, before the rest of the grammar
         implied = typed_literal(fn, name)  # one walk of fn, not one per value
         typed = [v for v in values if v == implied]
