@@ -79,6 +79,14 @@ def rl_arm(workers, env, rounds: int) -> tuple[float, list[dict]]:
             if w.rc.train:  # a frozen role (--no-teacher's patch model) samples but never updates
                 res.metrics.update({f"{w.role}/{k}": v for k, v in w.train(samples).items()})
         log.append(res.metrics)
+        # a round takes minutes on 2 cores: say where the arm is, so a long run never looks hung
+        spent = time.perf_counter() - t0
+        m, eta = res.metrics, spent / r * (rounds - r)
+        print(
+            f"  RL round {r}/{rounds}: success {m.get('success', 0.0):.2f}, planner target correct "
+            f"{m.get('planner/target_correct', 0.0):.2f}, {spent:.0f} s, ETA {eta:.0f} s",
+            flush=True,
+        )
     return time.perf_counter() - t0, log
 
 

@@ -160,6 +160,7 @@ def test_repair_rl_benchmark_no_teacher_trains_the_planner_alone(corpus, tmp_pat
     sets = [x for e in (f"env.repair.corpus={corpus}", *EVAL) for x in ("--set", e)]
     out = _benchmark(monkeypatch, capsys, "--tiny", "--no-teacher", *sets, "--json", str(figures))
     assert "RL with no teacher, 1 seed(s), 1 rounds" in out
+    assert re.search(r"RL round 1/1: success [\d.]+, .* ETA 0 s", out)  # rounds report as they end
     assert re.search(r"seed 0: localised zero-shot [\d.]+ -> RL [\d.]+; solve@1 [\d.]+ -> [\d.]+", out)
     assert re.search(r"localised +zero-shot [\d.]+ \+- [\d.]+ +RL [\d.]+ \+- [\d.]+ +RL - zero-shot [+-]\d", out)
     assert "SFT" not in out
