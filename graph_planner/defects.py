@@ -4,16 +4,19 @@ A removed statement often leaves a trace a linter would flag, and the trace says
 
   maybe unbound   a local read on a path where nothing bound it (pylint's "possibly-used-before-assignment"):
                   one branch of an `if` chain binds it and another does not, so the branch that does not lost
-                  its assignment. It is bound again at the end of each such branch and in the gaps before the
-                  read, with what the function assigns to that name elsewhere, as is or with one module name
-                  swapped for a sibling of the same stem (``padfn = _padleft`` -> ``padfn = _padboth``);
+                  its assignment. It is bound again at the end of each such branch, where a binding sibling
+                  binds it and in the gaps before the read, with what the function assigns to that name
+                  elsewhere, as is or with one module name swapped for a sibling of the same stem (``padfn =
+                  _padleft`` -> ``padfn = _padboth``), then what the sibling gives its other names (``date =
+                  now - value`` where the sibling has ``delta = now - value``) and the module's short strings;
   never filled    a local created empty (``[]``, ``set()``, ``defaultdict(int)``) and read later, but never
                   added to, so the statement that filled it is gone: ``v.append(x)`` / ``v.add(x)`` /
                   ``v[x] += 1`` with x a loop variable or local, in each lone `pass` and loop gap after it;
-  emptied branch  a branch of an `if` chain emptied to `pass`: the statement its siblings or the code after
-                  the chain run, with one function name swapped for a sibling of the same stem
-                  (``return _modern_slugify(...)`` -> ``return _legacy_slugify(...)``), and under a
-                  ``callable(p)`` test, a call of `p` with the function's other parameters.
+  emptied branch  a branch of an `if` chain emptied to `pass`: the statement its siblings, the `if` just
+                  before a lone one, or the code after the chain run, as is, with a string's word turned to its
+                  opposite (``"tomorrow"`` -> ``"yesterday"``) or with one function name swapped for a sibling
+                  of the same stem (``return _modern_slugify(...)`` -> ``return _legacy_slugify(...)``), and
+                  under a ``callable(p)`` test, a call of `p` with the function's other parameters.
 
 Removed idioms (a guard, a default) are graph_planner.idioms'; names left unused, graph_planner.leftovers'.
 
