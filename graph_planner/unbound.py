@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
+from keyword import iskeyword
 
 # Pure builtins worth one call on a name: constructors and iteration helpers (no I/O, no introspection).
 CALLS = ("len", "list", "tuple", "set", "dict", "sorted", "reversed", "iter", "next", "str", "int", "float", "bool")
@@ -124,7 +125,9 @@ def _target_name(t: ast.expr) -> str | None:
 def _aliases(name: str, local_names: set[str]) -> list[str]:
     """``cache.append`` for ``cache_append``: a loop's bound method kept in a local, named for what it is."""
     cuts = [k for k, c in enumerate(name) if c == "_" and 0 < k < len(name) - 1]
-    return [f"{name[:k]}.{name[k + 1 :]}" for k in cuts if name[:k] in local_names]
+    # an attribute must be a name: `get_in` is never `get.in`, `x_1` never `x.1`
+    attr = lambda k: name[k + 1 :].isidentifier() and not iskeyword(name[k + 1 :])  # noqa: E731
+    return [f"{name[:k]}.{name[k + 1 :]}" for k in cuts if name[:k] in local_names and attr(k)]
 
 
 def _module_values(mod: ast.Module, name: str | None) -> list[str]:

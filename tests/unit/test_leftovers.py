@@ -163,3 +163,6 @@ def test_a_bound_method_kept_in_a_local_is_named_for_what_it_is():
     assert _rank(buggy, "keep", keep) < 32
     # control: `cache_append` bound, no binding is proposed for it
     assert not [p for p in _proposals(keep, "keep") if "`cache_append`" in p[2]]
+    # a keyword is no attribute: `get_in` beside a local `get` is not `get.in` (this crashed the enumeration)
+    assert _proposals("def f(get):\n    return get_in(get)\n", "f")
+    assert _proposals("def f(x):\n    return x_1(x)\n", "f")
