@@ -7,7 +7,7 @@ unused argument, unused function). Each such name says what to put back:
                     other parameters and named to be called, calls it with them (``func(x)`` in ``do(func, x)``);
   unused function   a function defined inside this one and never called is returned or run where it was
                     defined (``return ret()``, ``yield from ret()``, ``ret()``);
-  delegation        a method emptied to `pass` whose sibling methods all hand their call on to an attribute
+  delegation        a method emptied to `pass` whose sibling methods hand their call on to an attribute
                     under their own name (``return self._it.throw(*args)`` in ``throw``) does the same under
                     its name (``return self._it.send(value)`` in ``send``).
 
