@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 
 from graph_planner.defects import MAX_PER_DEFECT, loop_targets, parameters
+from graph_planner.leftovers import top_places
 from graph_planner.unbound import places_around, related, typed_literal
 
 GUARD_PLACES = 3  # gaps before a parameter's first read a guard is tried in, nearest first
@@ -85,14 +86,6 @@ def _advanced(fn: ast.AST) -> set[str]:
     }
 
 
-def _first_gap(fn: ast.AST, lines: list[str]) -> tuple[int, str]:
-    """Where the function's first statement after its docstring goes."""
-    body = fn.body
-    doc = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and len(body) > 1
-    stmt = body[1] if doc else body[0]
-    return stmt.lineno - 1, lines[stmt.lineno - 1][: stmt.col_offset]
-
-
 def _idioms(fn: ast.AST, lines: list[str], mod: ast.Module, blocks: list, fits) -> list[tuple]:
     """The default, one-or-many and iterator idioms above."""
     out = []
@@ -111,8 +104,8 @@ def _idioms(fn: ast.AST, lines: list[str], mod: ast.Module, blocks: list, fits) 
             for many in (f"[{x}]", f"({x},)"):
                 why = f"one or many `if isinstance({x}, str): {x} = {many}` at line {at + 1}"
                 out.append((at, indent, f"if isinstance({x}, str):\n    {x} = {many}\n", None, why))
-    at, indent = _first_gap(fn, lines)
-    for p in sorted(_advanced(fn) & set(params)):
+    for p in sorted(_advanced(fn) & set(params)):  # a body that calls `next` is more than a docstring
+        at, indent = top_places(fn, lines)[0]  # the first gap after the docstring
         out.append((at, indent, f"{p} = iter({p})\n", None, f"iterator `{p} = iter({p})` at line {at + 1}"))
     return out
 

@@ -25,6 +25,7 @@ import copy
 from graph_planner.defects import parameters
 from graph_planner.definite import exprs
 from graph_planner.pyparse import parse
+from graph_planner.unbound import first_reads
 
 CALLABLES = frozenset("f fn func function callback cb handler hook key pred predicate action".split())
 CALLABLE_ENDS = ("func", "_fn", "callback", "_cb", "handler", "hook")
@@ -35,21 +36,16 @@ def _docstring(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
 
 
-def _loads(fn: ast.AST) -> set[str]:
-    """Every name `fn` reads, nested functions' reads included (a closure's read is a use)."""
-    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
 def _unused_parameters(fn: ast.AST) -> list[str]:
     """The parameters `fn` never reads (`self`, `cls` and `_`-names left out), in order."""
     body = [s for s in fn.body if not _docstring(s)]
     if not body or all(isinstance(s, ABSTRACT) for s in body):
         return []
-    names = parameters(fn) + [a.arg for a in fn.args.kwonlyargs]
-    return [p for p in names if not p.startswith("_") and p not in _loads(fn)]
+    names, read = parameters(fn) + [a.arg for a in fn.args.kwonlyargs], first_reads(fn)
+    return [p for p in names if not p.startswith("_") and p not in read]
 
 
-def _top_places(fn: ast.AST, lines: list[str]) -> list[tuple[int, str]]:
+def top_places(fn: ast.AST, lines: list[str]) -> list[tuple[int, str]]:
     """The first gap of the body after its docstring, the gap before its last statement and (for a body that
     does not end by leaving) its end."""
     body = [s for s in fn.body if not _docstring(s)]
@@ -85,7 +81,7 @@ def _use_parameters(fn: ast.AST, lines: list[str]) -> list[tuple]:
         others = ", ".join(q for q in parameters(fn) if q != p)
         texts = [f"self.{p} = {p}", f"self._{p} = {p}"] if method else []
         texts += [f"{p}({others})"] if others and _callable_name(p) else []
-        for at, indent in dict.fromkeys(_in_order(fn, p, lines) + _top_places(fn, lines)):
+        for at, indent in dict.fromkeys(_in_order(fn, p, lines) + top_places(fn, lines)):
             for text in texts:
                 out.append((at, indent, text + "\n", None, f"use unused `{p}` at line {at + 1}: {text}"))
     return out
@@ -93,7 +89,7 @@ def _use_parameters(fn: ast.AST, lines: list[str]) -> list[tuple]:
 
 def _use_functions(fn: ast.AST, lines: list[str], blocks: list, fits) -> list[tuple]:
     out = []
-    read = _loads(fn)
+    read = first_reads(fn).keys()
     for body, _top in blocks:
         for stmt in body:
             if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) or stmt.name in read:

@@ -77,7 +77,7 @@ def typed_literal(fn: ast.AST, name: str) -> str | None:
     return implied.pop() if len(implied) == 1 else None
 
 
-def _reads(fn: ast.AST) -> dict[str, int]:
+def first_reads(fn: ast.AST) -> dict[str, int]:
     """Every name `fn` reads, with the line of its first read."""
     first: dict[str, int] = {}
     for n in ast.walk(fn):
@@ -245,7 +245,7 @@ def unbound_insertions(
     attribute of its class `cls` read and never set (in `__init__`) and each lone `pass` of `fn`; `fits(value)`
     says whether a value reads only names of `scope`."""
     funcs = {n.name for n in mod.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    reads = _reads(fn)
+    reads = first_reads(fn)
     # the functions this one already calls first, then the pure builtins, then the module's other functions,
     # the ones it calls most first (a helper called all over the module is the likeliest to be called here)
     calls = Counter(n.func.id for n in ast.walk(mod) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name))
