@@ -6,8 +6,10 @@ description that shows up in the Prefect UI form.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlparse
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
@@ -81,7 +83,9 @@ class TrackingConfig(StrictConfig):
     """MLflow tracking."""
 
     tracking_uri: str | None = Field(
-        None, description="MLflow URI; empty = $MLFLOW_TRACKING_URI or sqlite under the project's runs/ folder."
+        None,
+        description="MLflow URI (sqlite:///... or http://...; a file store is refused, as MLflow 3 refuses it); "
+        "empty = $MLFLOW_TRACKING_URI or sqlite under the project's runs/ folder.",
     )
     experiment: str = Field("planact", description="MLflow experiment name.")
     eval_every: int = Field(
@@ -97,6 +101,18 @@ class TrackingConfig(StrictConfig):
     model_names: RegisteredNames = Field(
         default_factory=RegisteredNames, description="Registry names of the trained roles."
     )
+
+    @field_validator("tracking_uri")
+    @classmethod
+    def _not_a_file_store(cls, uri: str | None) -> str | None:
+        """MLflow 3 refuses its file store when the run opens it, after Prefect and Ray started: refuse it here."""
+        allowed = os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() in ("1", "true")
+        if uri and urlparse(uri).scheme in ("", "file") and not allowed:
+            raise ValueError(
+                f"{uri!r} is MLflow's file store, which MLflow 3 no longer opens: use sqlite:///<path>/mlflow.db "
+                "or an http:// tracking server (or set MLFLOW_ALLOW_FILE_STORE=true)"
+            )
+        return uri
 
 
 class CheckpointConfig(StrictConfig):

@@ -232,3 +232,20 @@ def test_an_episodes_limits_are_its_config_with_a_memory_budget():
     assert (limits.test_cpu_s, limits.steps, limits.memory.nodes) == (5, 3, 2)
     with pytest.raises(ValueError, match="steps"):
         limits.steps = 0  # the episode config's bounds hold for the limits too
+
+
+def test_an_mlflow_file_store_is_refused_before_any_work_naming_the_field(monkeypatch):
+    """MLflow 3 raises on its file store only when the run opens it (after Prefect and Ray start): the config
+    refuses `file:` URIs and bare paths first; a database or a server is taken, and MLflow's own opt-out works."""
+    import pytest
+
+    from planact.config import ConfigError, load_config
+
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    for uri in ("file:///tmp/mlruns", "./mlruns", "/tmp/mlruns"):
+        with pytest.raises(ConfigError, match=r"tracking.tracking_uri: .*file store.*sqlite:///"):
+            load_config(None, [f"tracking.tracking_uri={uri}"])
+    for uri in ("sqlite:////tmp/mlflow.db", "http://127.0.0.1:5000"):
+        assert load_config(None, [f"tracking.tracking_uri={uri}"]).tracking.tracking_uri == uri
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    assert load_config(None, ["tracking.tracking_uri=./mlruns"]).tracking.tracking_uri == "./mlruns"
