@@ -37,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from planact.config import load_config  # noqa: E402
-from planact.envs.base import make_env  # noqa: E402
+from planact.envs.base import evaluate, make_env  # noqa: E402
+from planact.progress import PhasePrinter  # noqa: E402
 from planact.rl.sft import sft_continuation  # noqa: E402
 from planact.role_spec import role_spec, warm_start_demos  # noqa: E402
 from planact.workers import RoleWorker  # noqa: E402
@@ -114,7 +115,9 @@ def one_seed(args, seed: int) -> dict:
     cfg = load_config(
         args.config, measurement + args.overrides + [f"checkpoint.root={root}", f"run_name=seed{seed}", f"seed={seed}"]
     )
-    env = make_env(cfg)
+    # The localisation contexts and each held-out evaluation take minutes: they print k of n with an ETA.
+    show = PhasePrinter()
+    env = make_env(cfg, progress=show)
     t0 = time.perf_counter()
     base = (RoleWorker(role_spec(cfg, "planner")), RoleWorker(role_spec(cfg, "actor")))
     # A pretrained role without a warm start (configs/repair-smollm.yaml) starts zero-shot: "warm" is then that.
@@ -139,10 +142,10 @@ def one_seed(args, seed: int) -> dict:
         "warm_start_loss": {r: [p for p in c if "loss" in p][-1]["loss"] for r, c in curves.items()},
         "warm_start_plateau": {r: stop for r, c in curves.items() if (stop := plateau(c))},
     }
-    out["warm"] = env.evaluate(*base)
+    out["warm"] = evaluate(env, *base, progress=show)
     _progress(seed, "zero-shot" if args.no_teacher else f"warm start {ws_s:.0f} s", out["warm"])
     out["rl_s"], out["rl_log"] = rl_arm(rl, env, args.rounds or cfg.rounds)
-    out["rl"] = env.evaluate(*rl)
+    out["rl"] = evaluate(env, *rl, progress=show)
     _progress(seed, f"RL {out['rl_s']:.0f} s", out["rl"])
     out["tasks"] = {s: out["warm"].get(f"{s}/tasks", 0.0) for s in SPLITS}
     if args.no_teacher:
@@ -150,7 +153,7 @@ def one_seed(args, seed: int) -> dict:
     t_sft = time.perf_counter()
     out["sft_steps"] = sft_arm(sf, env, cfg, out["rl_s"], seed)
     out["sft_s"] = time.perf_counter() - t_sft
-    out["sft"] = env.evaluate(*sf)
+    out["sft"] = evaluate(env, *sf, progress=show)
     _progress(seed, f"SFT {out['sft_steps']} steps", out["sft"])
     return out
 
