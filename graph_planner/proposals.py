@@ -46,6 +46,11 @@ def _is_docstring(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
 
 
+def _kind_of(text: str) -> str:
+    """The mutation kind an inserted statement's text undoes: a removed `if` block or a removed statement."""
+    return "remove_if" if text.startswith("if ") else "remove_stmt"
+
+
 def _donor(stmt: ast.stmt) -> bool:
     """A statement worth proposing: a simple statement (not a docstring) or an `if` without `else`."""
     if isinstance(stmt, ast.If):
@@ -212,7 +217,7 @@ def repository_proposals(body: str, module: str, fn_line: int, limit: int = 2000
     # a default or an early-exit guard is an idiom, not a defect the code shows: after the defects, kept whatever
     # their number
     guards = [
-        ("remove_if" if text.startswith("if ") else "remove_stmt", at + 1, why, _insert(lines, at, indent, text, lone))
+        (_kind_of(text), at + 1, why, _insert(lines, at, indent, text, lone))
         for at, indent, text, lone, why in idiom_insertions(fn, lines, mod, blocks, fits)
     ][: limit // 4]
     out = out[: limit - len(guards)] + guards
@@ -274,6 +279,5 @@ def model_proposals(
         if new in seen or lone is None and already == text:
             continue
         seen.add(new)
-        kind = "remove_if" if text.startswith("if ") else "remove_stmt"
-        out.append((kind, at + 1, f"insert `{text.splitlines()[0].strip()}` at line {at + 1}", new))
+        out.append((_kind_of(text), at + 1, f"insert `{text.splitlines()[0].strip()}` at line {at + 1}", new))
     return out
