@@ -106,13 +106,24 @@ class TrackingConfig(StrictConfig):
     @classmethod
     def _not_a_file_store(cls, uri: str | None) -> str | None:
         """MLflow 3 refuses its file store when the run opens it, after Prefect and Ray started: refuse it here."""
-        allowed = os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() in ("1", "true")
-        if uri and urlparse(uri).scheme in ("", "file") and not allowed:
-            raise ValueError(
-                f"{uri!r} is MLflow's file store, which MLflow 3 no longer opens: use sqlite:///<path>/mlflow.db "
-                "or an http:// tracking server (or set MLFLOW_ALLOW_FILE_STORE=true)"
-            )
+        refusal = file_store_refusal(uri)
+        if refusal:
+            raise ValueError(refusal)
         return uri
+
+
+def file_store_refusal(uri: str | None) -> str | None:
+    """Why MLflow 3 will not open `uri` (its file store: a `file:` URI or a bare path), else None.
+
+    Asked where the config is validated (tracking.tracking_uri) and again before a run starts (the URI a run
+    would really use, which may come from $MLFLOW_TRACKING_URI: planact.preflight)."""
+    allowed = os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() in ("1", "true")
+    if not uri or allowed or urlparse(uri).scheme not in ("", "file"):
+        return None
+    return (
+        f"{uri!r} is MLflow's file store, which MLflow 3 no longer opens: use sqlite:///<path>/mlflow.db "
+        "or an http:// tracking server (or set MLFLOW_ALLOW_FILE_STORE=true)"
+    )
 
 
 class CheckpointConfig(StrictConfig):

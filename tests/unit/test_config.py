@@ -249,3 +249,23 @@ def test_an_mlflow_file_store_is_refused_before_any_work_naming_the_field(monkey
         assert load_config(None, [f"tracking.tracking_uri={uri}"]).tracking.tracking_uri == uri
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
     assert load_config(None, ["tracking.tracking_uri=./mlruns"]).tracking.tracking_uri == "./mlruns"
+
+
+def test_a_file_store_named_by_the_environment_is_refused_before_the_run_starts(monkeypatch):
+    """With tracking.tracking_uri empty the run uses $MLFLOW_TRACKING_URI: a file store there is refused by the
+    pre-flight (which the CLI runs before it starts a Prefect server), naming the variable; a database is taken."""
+    import pytest
+
+    from planact.config import ConfigError, load_config
+    from planact.preflight import check_runtime
+
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    cfg = load_config(None, [])
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "file:///tmp/mlruns")
+    with pytest.raises(ConfigError, match=r"\$MLFLOW_TRACKING_URI .*file store"):
+        check_runtime(cfg)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:////tmp/mlflow.db")
+    check_runtime(cfg)
+    # the config's own URI wins over the variable, so the variable is not judged then
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "./mlruns")
+    check_runtime(load_config(None, ["tracking.tracking_uri=sqlite:////tmp/mlflow.db"]))
