@@ -85,7 +85,8 @@ class TrackingConfig(StrictConfig):
     tracking_uri: str | None = Field(
         None,
         description="MLflow URI (sqlite:///... or http://...; a file store is refused, as MLflow 3 refuses it); "
-        "empty = $MLFLOW_TRACKING_URI or sqlite under the project's runs/ folder.",
+        "empty = $MLFLOW_TRACKING_URI (a file store there is refused before the run starts) or sqlite under the "
+        "project's runs/ folder.",
     )
     experiment: str = Field("planact", description="MLflow experiment name.")
     eval_every: int = Field(
