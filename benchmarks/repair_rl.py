@@ -15,8 +15,11 @@ top function. Prints each seed, then mean and spread, and the differences in poi
     python benchmarks/repair_rl.py --config configs/repair-smollm.yaml --seeds 0 1 2
                                                           # SmolLM2 + LoRA: "warm" is its zero-shot start
     python benchmarks/repair_rl.py --merge s0.json s1.json s2.json   # seeds run side by side (--seeds N --json sN.json)
-    python benchmarks/repair_rl.py --config configs/repair-smollm.yaml --no-teacher --rounds 24 --seeds 0 1 2
-                                                          # RL with no teacher: see NO_TEACHER
+    python benchmarks/repair_rl.py --config configs/repair-smollm.yaml --no-teacher --rounds 24 --seeds 0 1 2 \
+        --set planner.group_size=4 --set planner.rl.lr=1.0e-3 --set planner.rl.micro_batch_tokens=2048
+                                                          # RL with no teacher: see NO_TEACHER (the measured
+                                                          # settings; three seeds side by side, one per
+                                                          # process with --seeds N --json sN.json, peak ~7 GiB each)
 """
 
 from __future__ import annotations
