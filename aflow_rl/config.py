@@ -7,7 +7,16 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from planact.config_base import ConfigError, RayConfig, StrictConfig, check_run_name, format_error, load_data
+from planact.config_base import (
+    ConfigError,
+    RayConfig,
+    StrictConfig,
+    check_run_name,
+    check_tracking_env,
+    file_store_refusal,
+    format_error,
+    load_data,
+)
 from planact.engine_config import AnthropicConfig, OpenAIConfig
 from planact.role_config import RLConfig, TinyModelSpec
 
@@ -133,9 +142,20 @@ class TrackingConfig(StrictConfig):
     """MLflow tracking of an optimisation."""
 
     tracking_uri: str | None = Field(
-        None, description="MLflow URI; empty = $MLFLOW_TRACKING_URI or sqlite under the run root."
+        None,
+        description="MLflow URI (sqlite:///... or http://...; a file store is refused, as MLflow 3 refuses it); "
+        "empty = $MLFLOW_TRACKING_URI or sqlite under the run root.",
     )
     experiment: str = Field("planact-aflow", description="MLflow experiment name.")
+
+    @field_validator("tracking_uri")
+    @classmethod
+    def _not_a_file_store(cls, uri: str | None) -> str | None:
+        """MLflow 3 refuses its file store only when the search opens it: refuse it with the config."""
+        refusal = file_store_refusal(uri)
+        if refusal:
+            raise ValueError(refusal)
+        return uri
 
 
 class OptimizerRLConfig(StrictConfig):
@@ -295,8 +315,9 @@ def api_llms(cfg: AFlowConfig) -> list[tuple[str, LLMConfig]]:
 
 
 def check_aflow_runtime(cfg: AFlowConfig) -> None:
-    """Before any work: the LLM optimizer has an API model, and every API model can find its key."""
-
+    """Before any work: the MLflow store is one MLflow 3 opens, the LLM optimizer has an API model, and every
+    API model can find its key."""
+    check_tracking_env(cfg.tracking.tracking_uri)
     path = cfg.optimizer_rl.model_path
     if path and not (Path(path) / "config.json").is_file():
         raise ConfigError(

@@ -6,10 +6,8 @@ description that shows up in the Prefect UI form.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Literal
-from urllib.parse import urlparse
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
@@ -21,6 +19,7 @@ from planact.config_base import (  # noqa: F401
     RayConfig,
     StrictConfig,
     check_run_name,
+    file_store_refusal,
     flatten,
     format_error,
     keep_section_defaults,
@@ -111,20 +110,6 @@ class TrackingConfig(StrictConfig):
         if refusal:
             raise ValueError(refusal)
         return uri
-
-
-def file_store_refusal(uri: str | None) -> str | None:
-    """Why MLflow 3 will not open `uri` (its file store: a `file:` URI or a bare path), else None.
-
-    Asked where the config is validated (tracking.tracking_uri) and again before a run starts (the URI a run
-    would really use, which may come from $MLFLOW_TRACKING_URI: planact.preflight)."""
-    allowed = os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() in ("1", "true")
-    if not uri or allowed or urlparse(uri).scheme not in ("", "file"):
-        return None
-    return (
-        f"{uri!r} is MLflow's file store, which MLflow 3 no longer opens: use sqlite:///<path>/mlflow.db "
-        "or an http:// tracking server (or set MLFLOW_ALLOW_FILE_STORE=true)"
-    )
 
 
 class CheckpointConfig(StrictConfig):

@@ -7,9 +7,11 @@ from the installed plug-ins' sections: planact.plugins).
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlparse
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -59,6 +61,28 @@ class RayConfig(StrictConfig):
     def private(self) -> bool:
         """True when the run starts its own local Ray (no cluster address given)."""
         return self.address in (None, "", "local")
+
+
+def file_store_refusal(uri: str | None) -> str | None:
+    """Why MLflow 3 will not open `uri` (its file store: a `file:` URI or a bare path), else None.
+
+    Asked where a config is validated (planact's and aflow_rl's tracking.tracking_uri) and again before a run
+    starts (the URI a run would really use, which may come from $MLFLOW_TRACKING_URI: planact.preflight)."""
+    allowed = os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() in ("1", "true")
+    if not uri or allowed or urlparse(uri).scheme not in ("", "file"):
+        return None
+    return (
+        f"{uri!r} is MLflow's file store, which MLflow 3 no longer opens: use sqlite:///<path>/mlflow.db "
+        "or an http:// tracking server (or set MLFLOW_ALLOW_FILE_STORE=true)"
+    )
+
+
+def check_tracking_env(field_uri: str | None) -> None:
+    """Before a run starts: with its tracking_uri field empty the run uses $MLFLOW_TRACKING_URI, which must not
+    name a file store either (the field itself is checked when the config is validated)."""
+    refusal = None if field_uri else file_store_refusal(os.environ.get("MLFLOW_TRACKING_URI"))
+    if refusal:
+        raise ConfigError(f"$MLFLOW_TRACKING_URI (tracking.tracking_uri is empty, so the run uses it): {refusal}")
 
 
 def check_run_name(v: str) -> str:

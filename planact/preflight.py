@@ -4,10 +4,9 @@ validation is planact.config's.)"""
 
 from __future__ import annotations
 
-import os
-
 from planact import plugins
-from planact.config import ConfigError, RunConfig, file_store_refusal
+from planact.config import ConfigError, RunConfig
+from planact.config_base import check_tracking_env
 from planact.model_import import ModelUnavailable, resolve_alias
 from planact.registry import model_version
 from planact.role_config import API_ENGINES
@@ -19,10 +18,7 @@ def check_runtime(cfg: RunConfig) -> None:
     role can find its key (env var or Prefect Secret), a registered model named in model_path exists, a
     `planact:<name>` model is imported (importing it now from its wheel, or naming the command to run), and
     each plug-in section's preflight passes."""
-    if not cfg.tracking.tracking_uri:  # the field itself was checked when the config was validated
-        refusal = file_store_refusal(os.environ.get("MLFLOW_TRACKING_URI"))
-        if refusal:
-            raise ConfigError(f"$MLFLOW_TRACKING_URI (tracking.tracking_uri is empty, so the run uses it): {refusal}")
+    check_tracking_env(cfg.tracking.tracking_uri)
     plugins.call_hook(cfg.plugin_sections(), "preflight", cfg)
     for role in ("planner", "actor"):
         rc = getattr(cfg, role)

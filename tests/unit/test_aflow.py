@@ -279,3 +279,18 @@ def test_an_api_executor_without_its_key_fails_before_any_work_naming_the_field(
         check_aflow_runtime(cfg)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     check_aflow_runtime(cfg)
+
+
+def test_an_aflow_search_refuses_an_mlflow_file_store_in_its_config_and_in_the_environment(monkeypatch):
+    """MLflow 3 opens no file store: the search's config refuses one naming the field, and its pre-flight one named
+    by $MLFLOW_TRACKING_URI when the field is empty; a database is taken either way."""
+    from aflow_rl.config import check_aflow_runtime
+
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    with pytest.raises(ConfigError, match=r"tracking.tracking_uri: .*file store"):
+        validate_aflow_config({"tracking": {"tracking_uri": "./mlruns"}})
+    check_aflow_runtime(validate_aflow_config({"tracking": {"tracking_uri": "sqlite:////tmp/mlflow.db"}}))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "file:///tmp/mlruns")
+    with pytest.raises(ConfigError, match=r"\$MLFLOW_TRACKING_URI .*file store"):
+        check_aflow_runtime(AFlowConfig())
