@@ -11,9 +11,9 @@ from planact.config_base import (
     ConfigError,
     RayConfig,
     StrictConfig,
+    TrackingURI,
     check_run_name,
     check_tracking_env,
-    file_store_refusal,
     format_error,
     load_data,
 )
@@ -141,21 +141,12 @@ class PolicyConfig(StrictConfig):
 class TrackingConfig(StrictConfig):
     """MLflow tracking of an optimisation."""
 
-    tracking_uri: str | None = Field(
+    tracking_uri: TrackingURI = Field(
         None,
         description="MLflow URI (sqlite:///... or http://...; a file store is refused, as MLflow 3 refuses it); "
         "empty = $MLFLOW_TRACKING_URI or sqlite under the run root.",
     )
     experiment: str = Field("planact-aflow", description="MLflow experiment name.")
-
-    @field_validator("tracking_uri")
-    @classmethod
-    def _not_a_file_store(cls, uri: str | None) -> str | None:
-        """MLflow 3 refuses its file store only when the search opens it: refuse it with the config."""
-        refusal = file_store_refusal(uri)
-        if refusal:
-            raise ValueError(refusal)
-        return uri
 
 
 class OptimizerRLConfig(StrictConfig):

@@ -18,8 +18,8 @@ from planact.config_base import (  # noqa: F401
     ConfigError,
     RayConfig,
     StrictConfig,
+    TrackingURI,
     check_run_name,
-    file_store_refusal,
     flatten,
     format_error,
     keep_section_defaults,
@@ -81,7 +81,7 @@ class RegisteredNames(StrictConfig):
 class TrackingConfig(StrictConfig):
     """MLflow tracking."""
 
-    tracking_uri: str | None = Field(
+    tracking_uri: TrackingURI = Field(
         None,
         description="MLflow URI (sqlite:///... or http://...; a file store is refused, as MLflow 3 refuses it); "
         "empty = $MLFLOW_TRACKING_URI (a file store there is refused before the run starts) or sqlite under the "
@@ -101,15 +101,6 @@ class TrackingConfig(StrictConfig):
     model_names: RegisteredNames = Field(
         default_factory=RegisteredNames, description="Registry names of the trained roles."
     )
-
-    @field_validator("tracking_uri")
-    @classmethod
-    def _not_a_file_store(cls, uri: str | None) -> str | None:
-        """MLflow 3 refuses its file store when the run opens it, after Prefect and Ray started: refuse it here."""
-        refusal = file_store_refusal(uri)
-        if refusal:
-            raise ValueError(refusal)
-        return uri
 
 
 class CheckpointConfig(StrictConfig):

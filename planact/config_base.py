@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlparse
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 
 class StrictConfig(BaseModel):
@@ -75,6 +75,18 @@ def file_store_refusal(uri: str | None) -> str | None:
         f"{uri!r} is MLflow's file store, which MLflow 3 no longer opens: use sqlite:///<path>/mlflow.db "
         "or an http:// tracking server (or set MLFLOW_ALLOW_FILE_STORE=true)"
     )
+
+
+def _refuse_file_store(uri: str | None) -> str | None:
+    # MLflow 3 refuses its file store only when a run opens it, after Prefect and Ray started: refuse it with the config
+    refusal = file_store_refusal(uri)
+    if refusal:
+        raise ValueError(refusal)
+    return uri
+
+
+TrackingURI = Annotated[str | None, AfterValidator(_refuse_file_store)]
+"""A config's MLflow tracking URI: a file store (`file:` URI or bare path) is an error naming the field."""
 
 
 def check_tracking_env(field_uri: str | None) -> None:
